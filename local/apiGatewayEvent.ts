@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+
+export interface HttpRequestParts {
+  method: string;
+  /** Path as requested, e.g. /api/keys/key_123. */
+  path: string;
+  /** API Gateway resource template, e.g. /api/keys/{id}. */
+  resource: string;
+  pathParameters?: Record<string, string> | null;
+  query?: URLSearchParams;
+  headers?: Record<string, string>;
+  body?: string | null;
+  sourceIp?: string;
+}
+
+/**
+ * An API Gateway REST (v1) Lambda-proxy event, as the deployed API sends it. The local server and the handler tests
+ * both build events here, so the handlers never see anything Lambda would not give them.
+ */
+export function apiGatewayEvent(parts: HttpRequestParts): APIGatewayProxyEvent {
+  const headers = parts.headers ?? {};
+  const multiValueHeaders = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]]));
+  const query = parts.query && [...parts.query.keys()].length > 0 ? parts.query : undefined;
+  const now = Date.now();
+  return {
+    resource: parts.resource,
+    path: parts.path,
+    httpMethod: parts.method,
+    headers,
+    multiValueHeaders,
+    queryStringParameters: query ? Object.fromEntries(query.entries()) : null,
+    multiValueQueryStringParameters: query
+      ? Object.fromEntries([...new Set(query.keys())].map((k) => [k, query.getAll(k)]))
+      : null,
+    pathParameters: parts.pathParameters ?? null,
+    stageVariables: null,
+    body: parts.body ?? null,
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      authorizer: null,
+      protocol: 'HTTP/1.1',
+      httpMethod: parts.method,
+      path: `/local${parts.path}`,
+      stage: 'local',
+      requestId: randomUUID(),
+      requestTimeEpoch: now,
+      resourceId: 'local',
+      resourcePath: parts.resource,
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: parts.sourceIp ?? '127.0.0.1',
+        user: null,
+        userAgent: headers['user-agent'] ?? null,
+        userArn: null,
+      },
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
+import { tableDefinition } from '../shared/store/table';
+
+/**
+ * The embedded DynamoDB: dynalite (DynamoDB's HTTP API on LevelDB) on a loopback port. With a data dir it persists
+ * under `<dataDir>/dynamodb`; without, it lives in memory (tests).
+ */
+export interface EmbeddedDynamo {
+  endpoint: string;
+  client: DynamoDBClient;
+  close(): Promise<void>;
+}
+
+export async function startEmbeddedDynamo(options: { dataDir?: string; tableName: string; port?: number }): Promise<EmbeddedDynamo> {
+  const server: Server = dynalite({
+    ...(options.dataDir ? { path: join(options.dataDir, 'dynamodb') } : {}),
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+  });
+  server.listen(options.port ?? 0, '127.0.0.1');
+  await once(server, 'listening');
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const client = localDynamoClient(endpoint);
+  await ensureTable(client, options.tableName);
+  return {
+    endpoint,
+    client,
+    async close() {
+      client.destroy();
+      server.closeAllConnections?.();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A client for a local endpoint; the credentials are placeholders, dynalite does not check them. */
+export function localDynamoClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 2,
+  });
+}
+
+export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+  } catch {
+    try {
+      await client.send(new CreateTableCommand(tableDefinition(tableName)));
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+  }
+}

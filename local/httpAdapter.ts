@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../shared/errors';
+import { errorAnswer } from '../shared/http/errorResponse';
+import type { LambdaProxyHandler } from '../shared/http/managementHandler';
+import { PRELUDE_EVENT, type ResponsePrelude, type StreamingHandler } from '../shared/http/streaming';
+import { ROUTES, type RouteDefinition } from '../shared/routes';
+import { apiGatewayEvent } from './apiGatewayEvent';
+
+/** What API Gateway would accept at most; the handlers enforce their own, smaller limits. */
+const MAX_REQUEST_BYTES = 1024 * 1024;
+/** The deployed screenshot function's timeout, so local captures get the same time budget. */
+const LOCAL_FUNCTION_TIMEOUT_MS = 90_000;
+
+export type RouteHandlers = {
+  [K in RouteDefinition['handler']]: K extends 'screenshot' ? StreamingHandler : LambdaProxyHandler;
+};
+
+/** Extra non-API paths the local server answers (JWKS, dashboard); returns false when it does not own the path. */
+export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+
+/**
+ * Plays API Gateway for the local server: matches the route table, turns the HTTP request into a REST proxy event,
+ * runs the same handler the Lambda runs, and writes its answer (buffered or streamed) back.
+ */
+export function lambdaHttpAdapter(handlers: RouteHandlers, extra: ExtraRoute[] = []): RequestListener {
+  return (req, res) => {
+    handle(req, res).catch((error) => {
+      const answer = errorAnswer(error, 'management');
+      if (!res.headersSent) {
+        res.writeHead(answer.status, { 'Content-Type': 'application/json; charset=utf-8', ...answer.headers });
+      }
+      res.end(JSON.stringify(answer.body));
+    });
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    for (const route of extra) if (await route(req, res)) return;
+    const match = matchRoute(req.method ?? 'GET', url.pathname);
+    const body = await readBody(req);
+    const event = apiGatewayEvent({
+      method: match.route.method,
+      path: url.pathname,
+      resource: match.route.path,
+      pathParameters: match.pathParameters,
+      query: url.searchParams,
+      headers: flatHeaders(req),
+      body,
+      sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+    });
+    const context = lambdaContext(match.route.handler);
+    if (match.route.handler === 'screenshot') {
+      await runStreaming(handlers.screenshot, event, context, res);
+      return;
+    }
+    const result = await handlers[match.route.handler](event, context);
+    const headers = { ...(result.headers as Record<string, string>) };
+    const payload = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body);
+    res.writeHead(result.statusCode, { ...headers, 'Content-Length': String(payload.length) });
+    res.end(payload);
+  }
+}
+
+function matchRoute(method: string, pathname: string): { route: RouteDefinition; pathParameters: Record<string, string> | null } {
+  const onPath = ROUTES.flatMap((route) => {
+    const params = matchPath(route.path, pathname);
+    return params ? [{ route, pathParameters: params }] : [];
+  });
+  if (onPath.length === 0) throw new NotFoundError(`No route for ${pathname}`);
+  const match = onPath.find((candidate) => candidate.route.method === method);
+  if (!match) throw new MethodNotAllowedError(onPath.map((candidate) => candidate.route.method));
+  return { route: match.route, pathParameters: Object.keys(match.pathParameters).length ? match.pathParameters : null };
+}
+
+function matchPath(template: string, pathname: string): Record<string, string> | undefined {
+  const want = template.split('/');
+  const got = pathname.replace(/\/+$/, '').split('/');
+  if (want.length !== got.length) return undefined;
+  const params: Record<string, string> = {};
+  for (const [i, part] of want.entries()) {
+    const actual = got[i] ?? '';
+    const param = /^\{(\w+)\}$/.exec(part)?.[1];
+    if (param) {
+      if (actual === '') return undefined;
+      params[param] = decodeURIComponent(actual);
+    } else if (part !== actual) return undefined;
+  }
+  return params;
+}
+
+async function readBody(req: IncomingMessage): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_REQUEST_BYTES) throw new PayloadTooLargeError(MAX_REQUEST_BYTES);
+    chunks.push(chunk);
+  }
+  return chunks.length ? Buffer.concat(chunks).toString('utf8') : null;
+}
+
+function flatHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+function lambdaContext(functionName: string): Context {
+  const deadline = Date.now() + LOCAL_FUNCTION_TIMEOUT_MS;
+  const requestId = randomUUID();
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '2048',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+/** Runs a streaming handler with the stand-in runtime, piping what it writes to the HTTP response. */
+async function runStreaming(
+  handler: StreamingHandler,
+  event: APIGatewayProxyEvent,
+  context: Context,
+  res: ServerResponse,
+): Promise<void> {
+  const stream = new PassThrough();
+  stream.once(PRELUDE_EVENT, (prelude: ResponsePrelude) => res.writeHead(prelude.statusCode, prelude.headers));
+  stream.pipe(res);
+  // A client that hangs up stops reading; ending our side lets the handler finish and free its page.
+  res.once('close', () => stream.destroy());
+  await handler(event, stream, context);
+  if (!stream.writableEnded) stream.end();
+}

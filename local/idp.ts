@@ -1,0 +1,79 @@
+import { createPublicKey, generateKeyPairSync, type KeyObject, createPrivateKey, randomUUID, sign } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Jwks } from 'aws-jwt-verify/jwk';
+
+/**
+ * The local identity provider: an RSA key pair kept under DATA_DIR, its JWKS, and tokens shaped like Cognito access
+ * tokens. The handlers verify them with the same verifier the deployed stack uses against Cognito.
+ */
+export const LOCAL_ISSUER = 'urn:screenshot-service:local-idp';
+export const LOCAL_CLIENT_ID = 'local-client';
+const TOKEN_LIFETIME_SECONDS = 3600;
+
+export interface LocalIdp {
+  issuer: string;
+  clientId: string;
+  jwks: Jwks;
+  /** A signed access token for `accountId`, valid for an hour. */
+  mintToken(accountId: string): string;
+}
+
+export interface SigningKey {
+  kid: string;
+  privateKey: KeyObject;
+}
+
+/** Loads the key pair from `<dataDir>/idp/`, creating it (mode 0600) on first use. */
+export async function loadLocalIdp(dataDir: string): Promise<LocalIdp> {
+  const dir = join(dataDir, 'idp');
+  const file = join(dir, 'signing-key.json');
+  let stored: { kid: string; pem: string };
+  try {
+    stored = JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    stored = { kid: randomUUID(), pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFile(file, JSON.stringify(stored), { mode: 0o600, flag: 'wx' }).catch(async (error) => {
+      // Another process created it first: use theirs.
+      if (error.code !== 'EEXIST') throw error;
+      stored = JSON.parse(await readFile(file, 'utf8'));
+    });
+  }
+  const key: SigningKey = { kid: stored.kid, privateKey: createPrivateKey(stored.pem) };
+  return {
+    issuer: LOCAL_ISSUER,
+    clientId: LOCAL_CLIENT_ID,
+    jwks: jwksOf(key),
+    mintToken: (accountId) => signAccessToken(key, { sub: accountId }),
+  };
+}
+
+export function jwksOf(key: SigningKey): Jwks {
+  const jwk = createPublicKey(key.privateKey).export({ format: 'jwk' });
+  return { keys: [{ kty: 'RSA', n: String(jwk.n), e: String(jwk.e), kid: key.kid, alg: 'RS256', use: 'sig' }] };
+}
+
+/**
+ * Signs a Cognito-shaped access token. `claims` overrides any default, which is how tests make expired tokens,
+ * tokens of another issuer or id tokens.
+ */
+export function signAccessToken(key: SigningKey, claims: Record<string, unknown>): string {
+  const now = Math.floor(Date.now() / 1000);
+  const payload = {
+    iss: LOCAL_ISSUER,
+    client_id: LOCAL_CLIENT_ID,
+    token_use: 'access',
+    scope: 'aws.cognito.signin.user.admin',
+    auth_time: now,
+    iat: now,
+    exp: now + TOKEN_LIFETIME_SECONDS,
+    jti: randomUUID(),
+    username: claims.sub,
+    ...claims,
+  };
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const signingInput = `${encode({ alg: 'RS256', typ: 'JWT', kid: key.kid })}.${encode(payload)}`;
+  return `${signingInput}.${sign('RSA-SHA256', Buffer.from(signingInput), key.privateKey).toString('base64url')}`;
+}

@@ -1,0 +1,14 @@
+/** Port for account credit balances. Every change is a single atomic, conditional write. */
+export interface CreditLedger {
+  /** Gives the account its one-time free grant if it has never had it. */
+  grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void>;
+  balance(accountId: string): Promise<number>;
+  /** Takes `cost` credits, or throws InsufficientCreditsError with the balance at that moment. */
+  reserve(accountId: string, cost: number): Promise<void>;
+  /** Gives back what reserve took (a failed capture costs nothing). */
+  refund(accountId: string, cost: number): Promise<void>;
+  /** Operator tool: adds (or with a negative amount, removes, never below zero) credits; returns the new balance. */
+  add(accountId: string, amount: number): Promise<number>;
+  /** Operator tool: sets the balance; returns it. */
+  set(accountId: string, amount: number): Promise<number>;
+}

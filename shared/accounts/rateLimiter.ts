@@ -1,0 +1,19 @@
+/** The outcome of counting one request against its account's window. */
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** When the current window ends, ms since epoch. */
+  reset: number;
+}
+
+/** Port for the per-account rate limit (decisions.md: fixed one-hour UTC windows, exact under concurrency). */
+export interface RateLimiter {
+  hit(accountId: string, now: number): Promise<RateLimitDecision>;
+}
+
+export const RATE_WINDOW_MS = 60 * 60 * 1000;
+
+export function windowStart(now: number): number {
+  return now - (now % RATE_WINDOW_MS);
+}

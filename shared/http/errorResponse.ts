@@ -1,0 +1,41 @@
+import {
+  AppError,
+  CaptureFailedError,
+  InsufficientCreditsError,
+  MethodNotAllowedError,
+  RateLimitedError,
+  ValidationError,
+} from '../errors';
+import { logger } from '../logger';
+
+/**
+ * The one mapping from errors to HTTP answers. Two body styles exist because the spec gives the screenshot route
+ * `{ error, ... }` and the key-management routes `{ message, ... }`. A 5xx never carries internals: an unknown
+ * error is logged and answered with a fixed message.
+ */
+export type ErrorStyle = 'screenshot' | 'management';
+
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+export function errorAnswer(error: unknown, style: ErrorStyle): ErrorAnswer {
+  if (!(error instanceof AppError)) {
+    logger.error('Unhandled error', { error: error instanceof Error ? error : String(error) });
+    return { status: 500, headers: {}, body: { [messageField(style)]: 'Internal server error' } };
+  }
+  const body: Record<string, unknown> = { [messageField(style)]: error.message };
+  const headers: Record<string, string> = {};
+  if (error instanceof ValidationError) body.details = error.details;
+  if (error instanceof InsufficientCreditsError) Object.assign(body, { required: error.required, available: error.available });
+  if (error instanceof RateLimitedError) Object.assign(body, { limit: error.limit, reset: error.reset });
+  if (error instanceof CaptureFailedError) Object.assign(body, { url: error.url, message: error.reason });
+  if (error instanceof MethodNotAllowedError) headers.Allow = error.allow.join(', ');
+  return { status: error.status, headers, body };
+}
+
+function messageField(style: ErrorStyle): 'error' | 'message' {
+  return style === 'screenshot' ? 'error' : 'message';
+}

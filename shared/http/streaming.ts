@@ -1,0 +1,39 @@
+import type { Writable } from 'node:stream';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+
+/** Status and headers of a streamed response, sent before the first body byte. */
+export interface ResponsePrelude {
+  statusCode: number;
+  headers: Record<string, string>;
+}
+
+export type StreamingHandler = (event: APIGatewayProxyEvent, responseStream: Writable, context: Context) => Promise<void>;
+
+/** The part of the Lambda runtime's `awslambda` global that response streaming uses. */
+export interface StreamingRuntime {
+  streamifyResponse(handler: StreamingHandler): StreamingHandler;
+  HttpResponseStream: { from(stream: Writable, prelude: ResponsePrelude): Writable };
+}
+
+
+/** Emitted on the response stream by the stand-in's `HttpResponseStream.from`; the local server listens for it. */
+export const PRELUDE_EVENT = 'prelude';
+
+/**
+ * Outside Lambda (local server, tests) the same handler runs against this stand-in: `from` hands the prelude to
+ * whoever owns the stream and returns the stream itself, which is what the runtime's version does in effect.
+ */
+const localStandIn: StreamingRuntime = {
+  streamifyResponse: (handler) => handler,
+  HttpResponseStream: {
+    from(stream, prelude) {
+      stream.emit(PRELUDE_EVENT, prelude);
+      return stream;
+    },
+  },
+};
+
+export function streamingRuntime(): StreamingRuntime {
+  // `awslambda` is a global of the Lambda Node.js runtime only.
+  return (globalThis as unknown as { awslambda?: StreamingRuntime }).awslambda ?? localStandIn;
+}

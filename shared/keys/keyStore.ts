@@ -1,0 +1,43 @@
+/** What the key store records about one API key (never its value). */
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  last4: string;
+  isActive: boolean;
+  createdAt: number;
+  lastUsed: number | null;
+}
+
+/** What authenticating a key needs: one strongly consistent read by the key's hash. */
+export interface KeyIdentity {
+  accountId: string;
+  keyId: string;
+  isActive: boolean;
+}
+
+export interface NewKey {
+  id: string;
+  accountId: string;
+  name: string;
+  keyHash: string;
+  last4: string;
+  createdAt: number;
+}
+
+/** Port for API-key persistence; `shared/store/dynamoKeyStore.ts` is the DynamoDB adapter. */
+export interface KeyStore {
+  /** Stores a new key unless the account already holds `maxKeys`; false when it does. */
+  create(key: NewKey, maxKeys: number): Promise<boolean>;
+  /** The account's keys, newest first. */
+  list(accountId: string): Promise<ApiKeyRecord[]>;
+  /** The account's key, or undefined when it does not exist or belongs to someone else. */
+  get(accountId: string, keyId: string): Promise<ApiKeyRecord | undefined>;
+  /** Marks the key inactive; false when the account has no such key. */
+  revoke(accountId: string, keyId: string): Promise<boolean>;
+  /** Removes the key for good; false when the account has no such key. */
+  delete(accountId: string, keyId: string): Promise<boolean>;
+  findByHash(keyHash: string): Promise<KeyIdentity | undefined>;
+  /** Records use of a key; implementations may coalesce writes (decisions.md allows 60 s of lag). */
+  touchLastUsed(identity: KeyIdentity, now: number): Promise<void>;
+}

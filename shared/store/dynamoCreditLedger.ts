@@ -1,0 +1,100 @@
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { CreditLedger } from '../accounts/creditLedger';
+import { InsufficientCreditsError } from '../errors';
+import { isConditionFailure, itemKey } from './table';
+
+/** Credits live on the account item (`ACCOUNT#id / ACCOUNT`, attribute `credits`). */
+export class DynamoCreditLedger implements CreditLedger {
+  /** Accounts this process has already seen granted, so a warm instance does not retry the grant each request. */
+  private readonly granted = new Set<string>();
+
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void> {
+    if (this.granted.has(accountId)) return;
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'SET freeCreditsGrantedAt = :now ADD credits :amount',
+          ConditionExpression: 'attribute_not_exists(freeCreditsGrantedAt)',
+          ExpressionAttributeValues: { ':now': now, ':amount': amount },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+    this.granted.add(accountId);
+  }
+
+  async balance(accountId: string): Promise<number> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: itemKey.account(accountId),
+        ConsistentRead: true,
+        ProjectionExpression: 'credits',
+      }),
+    );
+    return typeof Item?.credits === 'number' ? Item.credits : 0;
+  }
+
+  async reserve(accountId: string, cost: number): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'SET credits = credits - :cost',
+          ConditionExpression: 'credits >= :cost',
+          ExpressionAttributeValues: { ':cost': cost },
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailure(error)) throw new InsufficientCreditsError(cost, await this.balance(accountId));
+      throw error;
+    }
+  }
+
+  async refund(accountId: string, cost: number): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.account(accountId),
+        UpdateExpression: 'ADD credits :cost',
+        ExpressionAttributeValues: { ':cost': cost },
+      }),
+    );
+  }
+
+  async add(accountId: string, amount: number): Promise<number> {
+    try {
+      return await this.update(accountId, 'ADD credits :amount', amount, amount < 0 ? 'credits >= :needed' : undefined);
+    } catch (error) {
+      if (isConditionFailure(error)) throw new InsufficientCreditsError(-amount, await this.balance(accountId));
+      throw error;
+    }
+  }
+
+  async set(accountId: string, amount: number): Promise<number> {
+    return this.update(accountId, 'SET credits = :amount', amount);
+  }
+
+  private async update(accountId: string, expression: string, amount: number, condition?: string): Promise<number> {
+    const result = await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.account(accountId),
+        UpdateExpression: expression,
+        ConditionExpression: condition,
+        ExpressionAttributeValues: condition ? { ':amount': amount, ':needed': -amount } : { ':amount': amount },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    return Number(result.Attributes?.credits ?? 0);
+  }
+}

@@ -1,0 +1,205 @@
+import { type DynamoDBDocumentClient, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../keys/keyStore';
+import { ACCOUNT_KEY_PREFIX, isConditionFailure, itemKey } from './table';
+
+/** lastUsed may lag by up to this much (decisions.md); within it, repeated uses of a key cost no write. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * API keys as two items (docs/data-model.md): the authentication item under the key's hash, which alone decides
+ * whether a key works, and a listing item under the owner's account. Writes go in the order that keeps a key
+ * unusable whenever the two disagree after a partial failure: authentication item last on create, first on
+ * revoke and delete.
+ */
+export class DynamoKeyStore implements KeyStore {
+  /** Per-process memory of recent lastUsed writes, so a warm instance writes at most once a minute per key. */
+  private readonly lastUsedWritten = new Map<string, number>();
+
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async create(key: NewKey, maxKeys: number): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(key.accountId),
+          UpdateExpression: 'ADD keyCount :one',
+          ConditionExpression: 'attribute_not_exists(keyCount) OR keyCount < :max',
+          ExpressionAttributeValues: { ':one': 1, ':max': maxKeys },
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...itemKey.accountKey(key.accountId, key.id),
+            keyHash: key.keyHash,
+            name: key.name,
+            last4: key.last4,
+            isActive: true,
+            createdAt: key.createdAt,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      await this.db.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...itemKey.apiKey(key.keyHash), accountId: key.accountId, keyId: key.id, isActive: true },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      await this.removeListingAndCount(key.accountId, key.id).catch(() => undefined);
+      throw error;
+    }
+    return true;
+  }
+
+  async list(accountId: string): Promise<ApiKeyRecord[]> {
+    const records: ApiKeyRecord[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': itemKey.account(accountId).pk, ':prefix': ACCOUNT_KEY_PREFIX },
+          ScanIndexForward: false,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) records.push(toRecord(accountId, item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return records;
+  }
+
+  async get(accountId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
+    const item = await this.listingItem(accountId, keyId);
+    return item && toRecord(accountId, item);
+  }
+
+  async revoke(accountId: string, keyId: string): Promise<boolean> {
+    const listing = await this.listingItem(accountId, keyId);
+    if (!listing) return false;
+    const revoked = await this.conditionally(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.apiKey(String(listing.keyHash)),
+        UpdateExpression: 'SET isActive = :false',
+        ConditionExpression: 'accountId = :account',
+        ExpressionAttributeValues: { ':false': false, ':account': accountId },
+      }),
+    );
+    await this.conditionally(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.accountKey(accountId, keyId),
+        UpdateExpression: 'SET isActive = :false',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':false': false },
+      }),
+    );
+    return revoked;
+  }
+
+  async delete(accountId: string, keyId: string): Promise<boolean> {
+    const listing = await this.listingItem(accountId, keyId);
+    if (!listing) return false;
+    await this.conditionally(
+      new DeleteCommand({
+        TableName: this.tableName,
+        Key: itemKey.apiKey(String(listing.keyHash)),
+        ConditionExpression: 'accountId = :account',
+        ExpressionAttributeValues: { ':account': accountId },
+      }),
+    );
+    return this.removeListingAndCount(accountId, keyId);
+  }
+
+  async findByHash(keyHash: string): Promise<KeyIdentity | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.apiKey(keyHash), ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    return { accountId: String(Item.accountId), keyId: String(Item.keyId), isActive: Item.isActive === true };
+  }
+
+  async touchLastUsed(identity: KeyIdentity, now: number): Promise<void> {
+    const previous = this.lastUsedWritten.get(identity.keyId);
+    if (previous !== undefined && now - previous < LAST_USED_RESOLUTION_MS) return;
+    this.lastUsedWritten.set(identity.keyId, now);
+    // Never moves lastUsed backwards, and never recreates a listing item that a delete removed.
+    await this.conditionally(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.accountKey(identity.accountId, identity.keyId),
+        UpdateExpression: 'SET lastUsed = :now',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lastUsed) OR lastUsed < :now)',
+        ExpressionAttributeValues: { ':now': now },
+      }),
+    );
+  }
+
+  private async listingItem(accountId: string, keyId: string): Promise<Record<string, unknown> | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.accountKey(accountId, keyId), ConsistentRead: true }),
+    );
+    return Item;
+  }
+
+  private async removeListingAndCount(accountId: string, keyId: string): Promise<boolean> {
+    const removed = await this.conditionally(
+      new DeleteCommand({
+        TableName: this.tableName,
+        Key: itemKey.accountKey(accountId, keyId),
+        ConditionExpression: 'attribute_exists(pk)',
+      }),
+    );
+    // Only the request that removed the listing gives its slot back, so concurrent deletes count once.
+    if (removed) {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'ADD keyCount :minusOne',
+          ExpressionAttributeValues: { ':minusOne': -1 },
+        }),
+      );
+    }
+    return removed;
+  }
+
+  /** Sends a conditional write; false when its condition did not hold. */
+  private async conditionally(command: UpdateCommand | DeleteCommand): Promise<boolean> {
+    try {
+      await this.db.send(command as UpdateCommand);
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+}
+
+function toRecord(accountId: string, item: Record<string, unknown>): ApiKeyRecord {
+  return {
+    id: String(item.sk).slice(ACCOUNT_KEY_PREFIX.length),
+    accountId,
+    name: String(item.name),
+    last4: String(item.last4),
+    isActive: item.isActive === true,
+    createdAt: Number(item.createdAt),
+    lastUsed: typeof item.lastUsed === 'number' ? item.lastUsed : null,
+  };
+}

@@ -1,0 +1,46 @@
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+/**
+ * The single table (see docs/data-model.md). Generic key names so every entity fits; `expiresAt` (epoch seconds)
+ * is the TTL attribute, set on rate-limit windows only.
+ */
+export const TABLE_SCHEMA = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'expiresAt',
+} as const;
+
+/** Item keys of each entity. Keeping them here is what makes the table "one model". */
+export const itemKey = {
+  /** The authentication item of an API key, found by the SHA-256 of the key's value. */
+  apiKey: (keyHash: string) => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' }),
+  /** An account: credit balance, key count, free-grant marker. */
+  account: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT' }),
+  /** The listing item of an API key, under its owner's partition, sorted by id (ids sort by creation time). */
+  accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
+  /** One fixed rate-limit window of an account. */
+  rateWindow: (accountId: string, windowStart: number) => ({ pk: `ACCOUNT#${accountId}`, sk: `RATE#${windowStart}` }),
+};
+
+export const ACCOUNT_KEY_PREFIX = 'KEY#';
+
+/** CreateTable input for the local store and the tests; the CDK stack declares the same key schema. */
+export function tableDefinition(tableName: string): CreateTableCommandInput {
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [
+      { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
+      { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+    ],
+    KeySchema: [
+      { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
+      { AttributeName: TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
+    ],
+  };
+}
+
+/** True for the SDK error a failed ConditionExpression raises. */
+export function isConditionFailure(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ConditionalCheckFailedException';
+}

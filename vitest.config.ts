@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Chromium and the embedded DynamoDB are real; give them room on a shared 2-core machine.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 2,
+    env: { POWERTOOLS_LOG_LEVEL: 'SILENT' },
+  },
+});
