@@ -1,0 +1,53 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface PageServer {
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  port: number;
+  /** host:port, the form ALLOW_PRIVATE_HOSTS takes. */
+  hostPort: string;
+  /** Paths requested so far, in order (e.g. to prove a canary was never hit). */
+  hits: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves test pages on 127.0.0.1. `pages` maps a path to HTML (served as text/html) or to a handler for anything
+ * else (redirects, status codes, slow responses). Unknown paths get 404.
+ */
+export async function startPageServer(pages: Record<string, string | PageHandler>): Promise<PageServer> {
+  const hits: string[] = [];
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    hits.push(req.url ?? '/');
+    const page = pages[path];
+    if (typeof page === 'function') return page(req, res);
+    if (page === undefined) {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    hostPort: `127.0.0.1:${port}`,
+    hits,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A complete HTML document with a solid background, handy for checking pixels. */
+export function solidPage(color: string, extraHead = '', body = ''): string {
+  return `<!doctype html><html><head><meta charset="utf-8">${extraHead}<style>html,body{margin:0;background:${color}}</style></head><body>${body}</body></html>`;
+}
