@@ -30,7 +30,10 @@ export function errorAnswer(error: unknown, style: ErrorStyle): ErrorAnswer {
   const headers: Record<string, string> = {};
   if (error instanceof ValidationError) body.details = error.details;
   if (error instanceof InsufficientCreditsError) Object.assign(body, { required: error.required, available: error.available });
-  if (error instanceof RateLimitedError) Object.assign(body, { limit: error.limit, reset: error.reset });
+  if (error instanceof RateLimitedError) {
+    Object.assign(body, { limit: error.limit, reset: error.reset });
+    headers['Retry-After'] = String(Math.max(1, Math.ceil((error.reset - Date.now()) / 1000)));
+  }
   if (error instanceof CaptureFailedError) Object.assign(body, { url: error.url, message: error.reason });
   if (error instanceof MethodNotAllowedError) headers.Allow = error.allow.join(', ');
   return { status: error.status, headers, body };

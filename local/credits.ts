@@ -1,0 +1,71 @@
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { readServiceConfig } from '../shared/config';
+import { InsufficientCreditsError } from '../shared/errors';
+import { createStores } from '../shared/wiring/stores';
+import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
+import { STATE_FILE } from './localService';
+
+/**
+ * The operator's credits tool: `npm run --silent credits -- get|add|set <accountId> [n]`, printing JSON.
+ * Store: the running local service's (DATA_DIR), else the deployed table when TABLE_NAME is set (AWS credentials
+ * and region from the usual AWS environment), else the local data dir opened directly.
+ */
+const USAGE = 'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>';
+const [command, accountId, amountText] = process.argv.slice(2);
+const amount = Number(amountText);
+if (
+  !accountId ||
+  !(command === 'get' || command === 'add' || command === 'set') ||
+  (command !== 'get' && (amountText === undefined || !Number.isInteger(amount) || (command === 'set' && amount < 0)))
+) {
+  process.stderr.write(`${USAGE}\n`);
+  process.exit(2);
+}
+
+const dataDir = resolve(process.env.DATA_DIR || '.data');
+const config = readServiceConfig(process.env);
+const { client, close } = await openStore();
+try {
+  const { credits } = createStores(client, config);
+  const balance =
+    command === 'get'
+      ? await credits.balance(accountId)
+      : command === 'add'
+        ? await credits.add(accountId, amount)
+        : await credits.set(accountId, amount);
+  process.stdout.write(`${JSON.stringify({ accountId, balance })}\n`);
+} catch (error) {
+  if (!(error instanceof InsufficientCreditsError)) throw error;
+  process.stderr.write(`The balance is ${error.available}; removing ${error.required} would make it negative\n`);
+  process.exitCode = 1;
+} finally {
+  await close();
+}
+
+async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promise<void> }> {
+  const running = await readFile(join(dataDir, STATE_FILE), 'utf8').then(
+    (text) => JSON.parse(text) as { dynamoEndpoint: string; pid: number },
+    () => undefined,
+  );
+  if (running && isAlive(running.pid)) {
+    const client = localDynamoClient(running.dynamoEndpoint);
+    return { client, close: async () => client.destroy() };
+  }
+  if (process.env.TABLE_NAME) {
+    const client = new DynamoDBClient({});
+    return { client, close: async () => client.destroy() };
+  }
+  const embedded = await startEmbeddedDynamo({ dataDir, tableName: config.tableName });
+  return { client: embedded.client, close: () => embedded.close() };
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

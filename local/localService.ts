@@ -1,0 +1,95 @@
+import { once } from 'node:events';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { managementHandler } from '../shared/http/managementHandler';
+import { readServiceConfig } from '../shared/config';
+import { logger } from '../shared/logger';
+import { createKeyManagement } from '../shared/wiring/keyManagement';
+import { createScreenshotService } from '../shared/wiring/screenshot';
+import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
+import { type ExtraRoute, lambdaHttpAdapter } from './httpAdapter';
+import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+
+export interface LocalServiceOptions {
+  /** Where the store and the identity provider's key live. */
+  dataDir: string;
+  port?: number;
+  /** Keep the store in memory instead of under dataDir (tests). */
+  inMemoryStore?: boolean;
+  /** Settings (RATE_LIMIT_PER_HOUR, FREE_CREDITS, ALLOW_PRIVATE_HOSTS, ...); defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface LocalService {
+  url: string;
+  idp: LocalIdp;
+  dynamo: EmbeddedDynamo;
+  close(): Promise<void>;
+}
+
+/** Written under DATA_DIR while the service runs, so the credits tool can reach the same store. */
+export const STATE_FILE = 'local-service.json';
+
+/**
+ * The whole API on one port: the same handlers the Lambdas run, the embedded DynamoDB, real Chromium and the
+ * local identity provider (its JWKS served at /.well-known/jwks.json).
+ */
+export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
+  await mkdir(options.dataDir, { recursive: true });
+  const baseEnv = options.env ?? process.env;
+  const server = createServer();
+  server.listen(options.port ?? 0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const env: NodeJS.ProcessEnv = {
+    ...baseEnv,
+    SESSION_ISSUER: LOCAL_ISSUER,
+    SESSION_CLIENT_ID: LOCAL_CLIENT_ID,
+    SESSION_JWKS_URI: `${url}/.well-known/jwks.json`,
+  };
+  const config = readServiceConfig(env);
+  const idp = await loadLocalIdp(options.dataDir);
+  const dynamo = await startEmbeddedDynamo({
+    tableName: config.tableName,
+    ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
+  });
+  const keys = createKeyManagement(dynamo.client, env, idp.jwks);
+  const screenshot = createScreenshotService(dynamo.client, env);
+  // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
+  screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+  const serveJwks: ExtraRoute = (req, res) => {
+    if (req.method !== 'GET' || req.url !== '/.well-known/jwks.json') return false;
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(idp.jwks));
+    return true;
+  };
+  const listener: RequestListener = lambdaHttpAdapter(
+    {
+      screenshot: screenshot.handler,
+      listKeys: managementHandler(keys.listKeys),
+      createKey: managementHandler(keys.createKey),
+      updateKey: managementHandler(keys.updateKey),
+      deleteKey: managementHandler(keys.deleteKey),
+      getCredits: managementHandler(keys.getCredits),
+    },
+    [serveJwks],
+  );
+  server.on('request', listener);
+  const stateFile = join(options.dataDir, STATE_FILE);
+  await writeFile(stateFile, JSON.stringify({ url, dynamoEndpoint: dynamo.endpoint, pid: process.pid }));
+
+  return {
+    url,
+    idp,
+    dynamo,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await screenshot.close();
+      await dynamo.close();
+      await rm(stateFile, { force: true });
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import { resolve } from 'node:path';
+import { startLocalService } from './localService';
+
+/** `npm start`: serves the whole API locally. Settings come from the environment (see README). */
+const dataDir = resolve(process.env.DATA_DIR || '.data');
+const port = Number(process.env.PORT || 3000);
+
+const service = await startLocalService({ dataDir, port });
+const demoToken = service.idp.mintToken('demo');
+
+process.stdout.write(`Screenshot service listening on ${service.url}
+Data: ${dataDir}
+
+Session token for account "demo" (valid 1 hour; mint more with: npm run --silent token -- <accountId>):
+${demoToken}
+
+Create an API key:
+curl -s -X POST ${service.url}/api/keys -H "Authorization: Bearer ${demoToken}" -H "Content-Type: application/json" -d '{"name":"my first key"}'
+`);
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, async () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    await service.close();
+    process.exit(0);
+  });
+}

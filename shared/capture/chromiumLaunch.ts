@@ -1,0 +1,38 @@
+import chromium from '@sparticuz/chromium';
+
+/**
+ * Flags from @sparticuz/chromium's defaults that we must not run with:
+ * - `--single-process`: a second browser context kills the browser, and we need a fresh context per capture;
+ * - `--disable-web-security`, `--allow-running-insecure-content`: a captured page's scripts could read other
+ *   origins' responses (decisions.md, "Capture").
+ */
+const REFUSED_FLAGS = new Set(['--single-process', '--disable-web-security', '--allow-running-insecure-content']);
+
+/** Flags we add: no background traffic of Chromium's own, no GPU vsync wait. */
+const EXTRA_FLAGS = [
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-extensions',
+  '--hide-scrollbars',
+  '--mute-audio',
+];
+
+export function chromiumArgs(extra: string[] = []): string[] {
+  return [...chromium.args.filter((flag) => !REFUSED_FLAGS.has(flag)), ...EXTRA_FLAGS, ...extra];
+}
+
+/** CHROMIUM_PATH points at another binary (e.g. for debugging); by default the @sparticuz/chromium build. */
+export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return env.CHROMIUM_PATH || (await chromium.executablePath());
+}
+
+/** Variables Chromium may see. Everything else (AWS credentials above all) stays in our process only. */
+const BROWSER_ENV_NAMES = ['PATH', 'HOME', 'TMPDIR', 'TZ', 'LANG', 'LC_ALL', 'LD_LIBRARY_PATH', 'FONTCONFIG_PATH', 'FONTCONFIG_FILE'];
+
+export function browserEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return Object.fromEntries(
+    BROWSER_ENV_NAMES.flatMap((name) => (env[name] !== undefined ? [[name, env[name] as string]] : [])),
+  );
+}

@@ -1,0 +1,203 @@
+import puppeteer, { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
+import { CaptureFailedError } from '../errors';
+import { logger } from '../logger';
+import { browserEnvironment, chromiumArgs, chromiumExecutable } from './chromiumLaunch';
+import { type CaptureResult, type CaptureSpec, heightCap, type Renderer } from './renderer';
+
+export interface ChromiumRendererOptions {
+  /** Extra launch flags, asked for at each launch (the egress proxy's flags). */
+  launchArgs?: () => Promise<string[]>;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
+interface Tab {
+  context: BrowserContext;
+  page: Page;
+}
+
+/** Schemes a captured page must never load; Chromium already refuses most for web pages, this makes it explicit. */
+const BLOCKED_URL_PATTERNS = ['file:*', 'filesystem:*', 'chrome:*', 'chrome-extension:*', 'ftp:*', 'view-source:*'];
+
+/**
+ * Headless Chromium, launched once per warm process and reused. Each capture gets its own incognito context, and the
+ * next one is opened as soon as a capture ends, so its cost (about 50 ms) stays off the request path. A browser
+ * that crashed or disconnected is replaced on the next request.
+ */
+export class ChromiumRenderer implements Renderer {
+  private browser: Promise<Browser> | undefined;
+  private spare: Promise<Tab> | undefined;
+
+  constructor(private readonly options: ChromiumRendererOptions = {}) {}
+
+  async warmUp(): Promise<void> {
+    await this.takeTab().then((tab) => {
+      this.spare = Promise.resolve(tab);
+    });
+  }
+
+  async capture(spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
+    let tab: Tab;
+    try {
+      tab = await this.takeTab();
+    } catch (error) {
+      logger.error('Browser unavailable', { error: error as Error });
+      throw new CaptureFailedError(spec.url, 'Browser could not be started');
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new CaptureFailedError(spec.url, `Capture did not finish within ${Math.round(budgetMs / 1000)} s`)),
+        budgetMs,
+      );
+    });
+    const crashed = new Promise<never>((_, reject) => {
+      tab.page.once('error', () => reject(new CaptureFailedError(spec.url, 'The page crashed the renderer')));
+    });
+    try {
+      return await Promise.race([this.shoot(tab.page, spec, budgetMs), timeout, crashed]);
+    } catch (error) {
+      throw asCaptureFailure(spec.url, error);
+    } finally {
+      clearTimeout(timer);
+      // Closing the context discards everything the page stored; then prepare the next one.
+      await tab.context.close().catch(() => undefined);
+      this.spare ??= this.openTab();
+      this.spare.catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    const browser = this.browser;
+    this.browser = undefined;
+    this.spare = undefined;
+    if (browser) await (await browser.catch(() => undefined))?.close().catch(() => undefined);
+  }
+
+  private async shoot(page: Page, spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
+    await page.setViewport({
+      width: spec.width,
+      height: spec.height,
+      deviceScaleFactor: 1,
+      isMobile: spec.isMobile,
+      hasTouch: spec.hasTouch,
+    });
+    await page.setUserAgent(spec.userAgent);
+    // The load event, not network idle: idle windows add half a second to every capture for nothing.
+    await page.goto(spec.url, { waitUntil: 'load', timeout: budgetMs });
+    if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
+    const quality = spec.format === 'png' ? undefined : spec.quality;
+    if (!spec.fullPage) {
+      return { image: Buffer.from(await page.screenshot({ type: spec.format, quality })), truncated: false };
+    }
+    await loadLazyContent(page);
+    const fullHeight = await page.evaluate(() =>
+      Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0, window.innerHeight),
+    );
+    const cap = heightCap(spec.format);
+    const height = Math.min(fullHeight, cap);
+    const image = await page.screenshot({
+      type: spec.format,
+      quality,
+      clip: { x: 0, y: 0, width: spec.width, height },
+      captureBeyondViewport: true,
+    });
+    return { image: Buffer.from(image), truncated: fullHeight > cap };
+  }
+
+  private async takeTab(): Promise<Tab> {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare) {
+      const tab = await spare.catch(() => undefined);
+      if (tab && !tab.page.isClosed() && tab.context.browser().connected) return tab;
+    }
+    return this.openTab();
+  }
+
+  private async openTab(): Promise<Tab> {
+    const browser = await this.liveBrowser();
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
+    const cdp = await page.createCDPSession();
+    await cdp.send('Network.enable');
+    await cdp.send('Network.setBlockedURLs', { urls: BLOCKED_URL_PATTERNS });
+    return { context, page };
+  }
+
+  private liveBrowser(): Promise<Browser> {
+    if (!this.browser) {
+      const launching = this.launch();
+      this.browser = launching;
+      launching.then(
+        (browser) =>
+          browser.once('disconnected', () => {
+            if (this.browser === launching) {
+              this.browser = undefined;
+              this.spare = undefined;
+            }
+          }),
+        () => {
+          if (this.browser === launching) this.browser = undefined;
+        },
+      );
+    }
+    return this.browser;
+  }
+
+  private async launch(): Promise<Browser> {
+    const extra = (await this.options.launchArgs?.()) ?? [];
+    return puppeteer.launch({
+      executablePath: await chromiumExecutable(this.options.env),
+      args: chromiumArgs(extra),
+      headless: 'shell',
+      env: browserEnvironment(this.options.env),
+      acceptInsecureCerts: false,
+      protocolTimeout: 120_000,
+    });
+  }
+}
+
+/**
+ * Makes lazy content load before a full-page capture: lazy images become eager, the page is scrolled through
+ * once (for IntersectionObserver-based loaders), then images get a short, bounded wait.
+ */
+async function loadLazyContent(page: Page): Promise<void> {
+  await page.evaluate(async () => {
+    for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
+    const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
+    const step = Math.max(window.innerHeight, 200);
+    for (let y = 0; y < document.documentElement.scrollHeight && y < 50_000; y += step) {
+      window.scrollTo(0, y);
+      await frame();
+    }
+    window.scrollTo(0, 0);
+    const pending = Array.from(document.images).filter((img) => !img.complete);
+    const loaded = Promise.all(
+      pending.map(
+        (img) =>
+          new Promise((resolve) => {
+            img.addEventListener('load', resolve, { once: true });
+            img.addEventListener('error', resolve, { once: true });
+          }),
+      ),
+    );
+    await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, 3000))]);
+    await frame();
+  });
+}
+
+/** A reason that is safe and useful to show the customer; internals go to the log only. */
+function asCaptureFailure(url: string, error: unknown): CaptureFailedError {
+  if (error instanceof CaptureFailedError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
+  if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`);
+  if (error instanceof TimeoutError) return new CaptureFailedError(url, 'Navigation timed out');
+  if (/Target closed|Session closed|Protocol error|detached|disconnected/i.test(message)) {
+    return new CaptureFailedError(url, 'The browser stopped during the capture');
+  }
+  logger.error('Capture failed', { error: error as Error });
+  return new CaptureFailedError(url, 'The page could not be captured');
+}

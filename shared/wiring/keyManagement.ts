@@ -1,0 +1,18 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Jwks } from 'aws-jwt-verify/jwk';
+import { createSessionVerifier } from '../auth/sessionVerifier';
+import { readServiceConfig, readSessionConfig } from '../config';
+import { type KeyManagementRoutes, keyManagementRoutes } from '../keys/keyManagement';
+import { createStores } from './stores';
+
+/** The session-token routes, verifying tokens against the configured issuer (or the given JWKS, locally). */
+export function createKeyManagement(client: DynamoDBClient, env: NodeJS.ProcessEnv, jwks?: Jwks): KeyManagementRoutes {
+  const config = readServiceConfig(env);
+  const { keys, credits } = createStores(client, config);
+  return keyManagementRoutes({
+    sessions: createSessionVerifier(readSessionConfig(env), jwks),
+    keys,
+    credits,
+    freeCredits: config.freeCredits,
+  });
+}

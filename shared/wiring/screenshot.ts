@@ -1,0 +1,34 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ChromiumRenderer } from '../capture/chromiumRenderer';
+import { readServiceConfig } from '../config';
+import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
+import { createUrlPolicy } from '../egress/urlPolicy';
+import { screenshotHandler } from '../screenshot/screenshotHandler';
+import { createStores } from './stores';
+
+/**
+ * The screenshot route's dependencies: stores, the URL policy, and Chromium whose every connection goes through
+ * the egress proxy (started with the browser, kept for the life of the process).
+ */
+export function createScreenshotService(client: DynamoDBClient, env: NodeJS.ProcessEnv) {
+  const config = readServiceConfig(env);
+  const policy = { allowPrivateHosts: config.allowPrivateHosts };
+  let egress: Promise<EgressProxy> | undefined;
+  const startEgress = () => {
+    egress ??= startEgressProxy(policy);
+    return egress;
+  };
+  const renderer = new ChromiumRenderer({
+    env,
+    launchArgs: async () => egressChromiumArgs((await startEgress()).url),
+  });
+  const handler = screenshotHandler({ ...createStores(client, config), renderer, urlPolicy: createUrlPolicy(policy) });
+  return {
+    handler,
+    renderer,
+    async close() {
+      await renderer.close();
+      await (await egress)?.close();
+    },
+  };
+}

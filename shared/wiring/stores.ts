@@ -1,0 +1,20 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ServiceConfig } from '../config';
+import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
+import { DynamoKeyStore } from '../store/dynamoKeyStore';
+import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
+
+/**
+ * Wiring: builds the domain's dependencies from a DynamoDB client and the environment. Lambda entries call these
+ * once per cold start; the local server calls them with the embedded store's client and the local identity
+ * provider's JWKS.
+ */
+export function createStores(client: DynamoDBClient, config: ServiceConfig) {
+  const db = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  return {
+    keys: new DynamoKeyStore(db, config.tableName),
+    credits: new DynamoCreditLedger(db, config.tableName),
+    rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
+  };
+}
