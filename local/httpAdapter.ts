@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
@@ -8,11 +7,10 @@ import type { LambdaProxyHandler } from '../shared/http/managementHandler';
 import { PRELUDE_EVENT, type ResponsePrelude, type StreamingHandler } from '../shared/http/streaming';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { apiGatewayEvent } from './apiGatewayEvent';
+import { lambdaContext } from './lambdaContext';
 
 /** What API Gateway would accept at most; the handlers enforce their own, smaller limits. */
 const MAX_REQUEST_BYTES = 1024 * 1024;
-/** The deployed screenshot function's timeout, so local captures get the same time budget. */
-const LOCAL_FUNCTION_TIMEOUT_MS = 90_000;
 
 export type RouteHandlers = {
   [K in RouteDefinition['handler']]: K extends 'screenshot' ? StreamingHandler : LambdaProxyHandler;
@@ -108,25 +106,6 @@ function flatHeaders(req: IncomingMessage): Record<string, string> {
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return headers;
-}
-
-function lambdaContext(functionName: string): Context {
-  const deadline = Date.now() + LOCAL_FUNCTION_TIMEOUT_MS;
-  const requestId = randomUUID();
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '2048',
-    awsRequestId: requestId,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
 }
 
 /** Runs a streaming handler with the stand-in runtime, piping what it writes to the HTTP response. */

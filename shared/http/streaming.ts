@@ -34,6 +34,8 @@ const localStandIn: StreamingRuntime = {
 };
 
 export function streamingRuntime(): StreamingRuntime {
-  // `awslambda` is a global of the Lambda Node.js runtime only.
-  return (globalThis as unknown as { awslambda?: StreamingRuntime }).awslambda ?? localStandIn;
+  // `awslambda` with streaming is a global of the Lambda Node.js runtime only. Other libraries (the SDK's invoke
+  // store) create an empty `awslambda` object elsewhere, so test for the functions themselves.
+  const runtime = (globalThis as unknown as { awslambda?: Partial<StreamingRuntime> }).awslambda;
+  return runtime?.streamifyResponse && runtime.HttpResponseStream ? (runtime as StreamingRuntime) : localStandIn;
 }

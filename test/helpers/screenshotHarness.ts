@@ -1,0 +1,110 @@
+import { PassThrough } from 'node:stream';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import sharp from 'sharp';
+import { lambdaContext } from '../../local/lambdaContext';
+import { managementHandler } from '../../shared/http/managementHandler';
+import { PRELUDE_EVENT, type ResponsePrelude } from '../../shared/http/streaming';
+import { createKeyManagement } from '../../shared/wiring/keyManagement';
+import { createScreenshotService } from '../../shared/wiring/screenshot';
+import { createStores } from '../../shared/wiring/stores';
+import { readServiceConfig } from '../../shared/config';
+import { eventFor, type EventOptions } from './events';
+import { testIdentityProvider } from './identity';
+import { startTestStore, TEST_TABLE } from './store';
+
+export interface StreamedResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  json(): Record<string, unknown> & { details?: { code: string; path: (string | number)[]; message: string }[] };
+}
+
+/**
+ * The real screenshot handler (real Chromium, the embedded DynamoDB, real signed tokens), invoked with API Gateway
+ * events through the streaming stand-in, plus the key-management routes to make accounts and keys.
+ */
+export async function startScreenshotHarness(env: Record<string, string> = {}) {
+  const store = await startTestStore();
+  const idp = testIdentityProvider();
+  const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...env };
+  const management = createKeyManagement(store.client, fullEnv, idp.jwks);
+  const screenshot = createScreenshotService(store.client, fullEnv);
+  const { credits } = createStores(store.client, readServiceConfig(fullEnv));
+  let accounts = 0;
+
+  async function manage(route: keyof typeof management, options: EventOptions) {
+    const result = await managementHandler(management[route])(eventFor(route, options));
+    return { status: result.statusCode, body: JSON.parse(result.body) };
+  }
+
+  const harness = {
+    store,
+    credits,
+    renderer: screenshot.renderer,
+    manage,
+    /** A new account with one API key (and the free credits). */
+    async newAccount() {
+      const accountId = `acct-${++accounts}-${Math.random().toString(36).slice(2)}`;
+      const token = idp.token(accountId);
+      const created = await manage('createKey', { bearer: token, body: { name: 'test' } });
+      return { accountId, token, apiKey: created.body.key as string, keyId: created.body.id as string };
+    },
+    async addKey(token: string) {
+      const created = await manage('createKey', { bearer: token, body: { name: 'another' } });
+      return { apiKey: created.body.key as string, keyId: created.body.id as string };
+    },
+    /** POST /api/screenshot with the key as Bearer and `body` as JSON. */
+    shoot(apiKey: string | undefined, body: unknown, options: Omit<EventOptions, 'bearer' | 'body'> = {}) {
+      return invoke(eventFor('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }));
+    },
+    async close() {
+      await screenshot.close();
+      await store.close();
+    },
+  };
+
+  async function invoke(event: APIGatewayProxyEvent, timeoutMs?: number): Promise<StreamedResponse> {
+    const stream = new PassThrough();
+    let prelude: ResponsePrelude | undefined;
+    stream.once(PRELUDE_EVENT, (p: ResponsePrelude) => {
+      prelude = p;
+    });
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    await screenshot.handler(event, stream, lambdaContext('screenshot', timeoutMs));
+    if (!prelude) throw new Error('the handler sent no status and headers');
+    const body = Buffer.concat(chunks);
+    return {
+      status: prelude.statusCode,
+      headers: prelude.headers,
+      body,
+      json: () => JSON.parse(body.toString('utf8')),
+    };
+  }
+
+  return { ...harness, invoke };
+}
+
+export type ScreenshotHarness = Awaited<ReturnType<typeof startScreenshotHarness>>;
+
+/** Decoded facts about an image: format and pixel size from its bytes, and a pixel reader. */
+export async function decodeImage(bytes: Buffer) {
+  const image = sharp(bytes);
+  const meta = await image.metadata();
+  const { data, info } = await image.removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return {
+    format: meta.format,
+    width: meta.width,
+    height: meta.height,
+    /** [r, g, b] at (x, y). */
+    pixel(x: number, y: number): [number, number, number] {
+      const offset = (y * info.width + x) * info.channels;
+      return [data[offset] ?? -1, data[offset + 1] ?? -1, data[offset + 2] ?? -1];
+    },
+  };
+}
+
+/** True when two colours are within `tolerance` per channel (JPEG and WebP are lossy). */
+export function near(actual: [number, number, number], expected: [number, number, number], tolerance = 12): boolean {
+  return actual.every((value, i) => Math.abs(value - (expected[i] ?? 0)) <= tolerance);
+}
