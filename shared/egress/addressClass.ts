@@ -10,8 +10,35 @@ import ipaddr from 'ipaddr.js';
  * first because `ipaddr.js` also accepts legacy shorthand such as `127.1` or `0x7f.1`.
  */
 export function classifyAddress(ip: string): string {
-  if (isIP(ip) === 0) return 'invalid';
-  return classify(ipaddr.parse(ip));
+  const address = parseAddress(ip);
+  return address ? classify(address) : 'invalid';
+}
+
+/**
+ * Canonical text of an address, for comparing destinations: IPv6 compressed, IPv4-mapped IPv6 folded to IPv4 (it is
+ * the same destination). Undefined when `ip` is not a canonical address.
+ */
+export function canonicalAddress(ip: string): string | undefined {
+  const address = parseAddress(ip);
+  if (address?.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
+    return (address as ipaddr.IPv6).toIPv4Address().toString();
+  }
+  return address?.toString();
+}
+
+function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const kind = isIP(ip);
+  if (kind === 4) return ipaddr.IPv4.parse(ip);
+  if (kind !== 6) return undefined;
+  // ipaddr.js reads "::a.b.c.d" (IPv4-compatible, which inet_ntop prints) as IPv4-mapped; the WHATWG URL parser
+  // gives the true hextets. The zone of a scoped address does not change its class.
+  const zone = ip.indexOf('%');
+  const bare = zone === -1 ? ip : ip.slice(0, zone);
+  try {
+    return ipaddr.IPv6.parse(new URL(`http://[${bare}]/`).hostname.slice(1, -1));
+  } catch {
+    return undefined;
+  }
 }
 
 /** True only for globally routable unicast addresses: the only ones a customer's page may reach. */

@@ -1,0 +1,83 @@
+import { promises as dns, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { classifyAddress } from './addressClass';
+import { type AllowList, normalizeHost, parseAllowList } from './allowList';
+
+/** Resolves a host name to every address it has. Injectable so tests can script DNS (rebinding, failures). */
+export type HostLookup = (hostname: string) => Promise<readonly LookupAddress[]>;
+
+export const systemLookup: HostLookup = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
+
+export interface EgressGateOptions {
+  /** Raw ALLOW_PRIVATE_HOSTS. */
+  allowPrivateHosts: string;
+  lookup?: HostLookup;
+  /** getaddrinfo has no timeout of its own. */
+  lookupTimeoutMs?: number;
+}
+
+export type EgressVerdict =
+  /** Every address is allowed; connect only to these (pinned), never re-resolve. */
+  | { kind: 'allowed'; addresses: string[] }
+  | { kind: 'refused'; reason: string }
+  /** DNS failed or returned nothing: not a policy matter, the connection simply cannot be made. */
+  | { kind: 'unresolved'; reason: string };
+
+export interface EgressGate {
+  check(host: string, port: number): Promise<EgressVerdict>;
+}
+
+/**
+ * The one decision shared by the URL policy (before capture) and the egress proxy (during capture): resolve the
+ * host once, and allow it only if every address is public or explicitly allowed.
+ */
+export function createEgressGate(options: EgressGateOptions): EgressGate {
+  const allowList: AllowList = parseAllowList(options.allowPrivateHosts);
+  const lookup = options.lookup ?? systemLookup;
+  const lookupTimeoutMs = options.lookupTimeoutMs ?? 5_000;
+
+  return {
+    async check(rawHost, port) {
+      const host = normalizeHost(rawHost);
+      if (host === '') return { kind: 'refused', reason: 'url has no host' };
+      // Chromium answers these itself as loopback (RFC 6761), whatever DNS says.
+      if ((host === 'localhost' || host.endsWith('.localhost')) && !allowList.allows(host, undefined, port)) {
+        return { kind: 'refused', reason: `url host ${host} is a loopback name` };
+      }
+
+      let addresses: string[];
+      if (isIP(host) !== 0) {
+        addresses = [host];
+      } else {
+        try {
+          const found = await withTimeout(lookup(host), lookupTimeoutMs);
+          addresses = found.map((entry) => entry.address);
+        } catch (error) {
+          return { kind: 'unresolved', reason: `could not resolve ${host} (${errorCode(error)})` };
+        }
+        if (addresses.length === 0) return { kind: 'unresolved', reason: `could not resolve ${host}` };
+      }
+
+      for (const address of addresses) {
+        const range = classifyAddress(address);
+        if (range !== 'public' && !allowList.allows(host, address, port)) {
+          return { kind: 'refused', reason: `url resolves to a private or reserved address (${address}, ${range})` };
+        }
+      }
+      return { kind: 'allowed', addresses };
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error('DNS lookup timed out'), { code: 'ETIMEOUT' })), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function errorCode(error: unknown): string {
+  if (error && typeof error === 'object' && 'code' in error && typeof error.code === 'string') return error.code;
+  return error instanceof Error ? error.message : 'lookup failed';
+}

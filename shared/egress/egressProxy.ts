@@ -1,0 +1,329 @@
+import { once } from 'node:events';
+import {
+  Agent,
+  type ClientRequestArgs,
+  createServer,
+  type IncomingMessage,
+  request as httpRequest,
+  type ServerResponse,
+} from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { effectivePort } from './allowList';
+import { createEgressGate, type EgressGate, type HostLookup } from './egressGate';
+
+/**
+ * The single way out for Chromium: an HTTP proxy on loopback that forwards plain http requests and tunnels CONNECT
+ * (https, ws, wss). Each connection resolves its host once, checks every address with the same gate as the URL
+ * policy, and connects to exactly the address it checked, so redirects, frames, subresources, WebSockets, workers
+ * and DNS rebinding all meet the same rule.
+ */
+export interface EgressProxy {
+  /** http://127.0.0.1:<port>, for --proxy-server. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export interface BlockedEgress {
+  host: string;
+  port: number;
+  reason: string;
+}
+
+export interface EgressProxyOptions {
+  /** Raw ALLOW_PRIVATE_HOSTS. */
+  allowPrivateHosts: string;
+  lookup?: HostLookup;
+  /** Called for every refused destination (logging; never shown to the customer beyond a generic failure). */
+  onBlocked?: (blocked: BlockedEgress) => void;
+  /** Time to open the upstream TCP connection. */
+  connectTimeoutMs?: number;
+  /** A connection with no traffic in either direction for this long is closed. */
+  idleTimeoutMs?: number;
+}
+
+export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
+  const gate = createEgressGate(options);
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  const onBlocked = options.onBlocked ?? (() => {});
+  const agent = new PinnedAgent(connectTimeoutMs, idleTimeoutMs);
+  const sockets = new Set<Duplex>();
+  const track = (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
+
+  const server = createServer();
+  // Chromium reuses proxy connections between requests; keep them a little longer than the default 5 s.
+  server.keepAliveTimeout = 30_000;
+  server.on('connection', track);
+  // A malformed request from Chromium must not reach the default handler (or crash anything): just drop it.
+  server.on('clientError', (_error, socket) => socket.destroy());
+  server.on('request', (req, res) => {
+    forward(req, res, { gate, agent, onBlocked, idleTimeoutMs }).catch(() => res.destroy());
+  });
+  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    tunnel(req, client, head, { gate, onBlocked, connectTimeoutMs, idleTimeoutMs, track }).catch(() =>
+      client.destroy(),
+    );
+  });
+  // No 'upgrade' listener: Node destroys plain-http Upgrade requests; Chromium sends WebSockets as CONNECT.
+
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      agent.destroy();
+      await closed;
+    },
+  };
+}
+
+/**
+ * The launch flags that route all of Chromium's traffic through the proxy and close the side doors. Checked against
+ * the Chromium 147 headless shell: chrome-only switches (e.g. --disable-background-networking) do not exist there.
+ */
+export function egressChromiumArgs(proxyUrl: string): string[] {
+  return [
+    `--proxy-server=${proxyUrl}`,
+    // Without this Chromium sends loopback (127/8, [::1], localhost) directly, bypassing the proxy.
+    '--proxy-bypass-list=<-loopback>',
+    // QUIC is UDP and would not go through an HTTP proxy.
+    '--disable-quic',
+    // WebRTC could otherwise send UDP (STUN/TURN, ICE) straight to any address.
+    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Drops hop-by-hop headers, proxy headers and anything the Connection header names; keeps order and duplicates. */
+function endToEndHeaders(raw: string[]): string[] {
+  const named = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]?.toLowerCase() === 'connection') {
+      for (const token of (raw[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] ?? '';
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || named.has(lower)) continue;
+    out.push(name, raw[i + 1] ?? '');
+  }
+  return out;
+}
+
+interface ForwardContext {
+  gate: EgressGate;
+  agent: PinnedAgent;
+  onBlocked: (blocked: BlockedEgress) => void;
+  idleTimeoutMs: number;
+}
+
+/** Plain http through the proxy: the request line carries an absolute URL. */
+async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardContext): Promise<void> {
+  req.on('error', () => res.destroy());
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '');
+  } catch {
+    // Origin-form ("GET /"): someone talking to the proxy as if it were a web server.
+    res.writeHead(400, { 'Content-Type': 'text/plain', Connection: 'close' }).end('absolute http URL required');
+    return;
+  }
+  if (url.protocol !== 'http:') {
+    res.writeHead(400, { 'Content-Type': 'text/plain', Connection: 'close' }).end('only http is proxied');
+    return;
+  }
+  const port = effectivePort(url);
+  const verdict = await ctx.gate.check(url.hostname, port);
+  if (verdict.kind !== 'allowed') {
+    if (verdict.kind === 'refused') ctx.onBlocked({ host: url.hostname, port, reason: verdict.reason });
+    // No HTTP answer at all: Chromium treats it as a network error, exactly like a refused CONNECT, so a blocked
+    // page fails the navigation (500) instead of being captured as an error page.
+    res.socket?.destroy();
+    return;
+  }
+
+  const headers = endToEndHeaders(req.rawHeaders);
+  if (!headers.some((_, i) => i % 2 === 0 && headers[i]?.toLowerCase() === 'host')) headers.push('Host', url.host);
+  const upstreamOptions: PinnedRequestArgs = {
+    agent: ctx.agent,
+    pinned: verdict.addresses,
+    host: verdict.addresses[0],
+    port,
+    method: req.method,
+    path: `${url.pathname}${url.search}`,
+    headers,
+    setHost: false,
+  };
+  const upstream = httpRequest(upstreamOptions);
+  upstream.setTimeout(ctx.idleTimeoutMs, () => upstream.destroy(new Error('upstream idle timeout')));
+  upstream.on('error', () => {
+    // Before a response: the connection failed, same as an unreachable host. After: cut the response short.
+    if (res.headersSent) res.destroy();
+    else res.socket?.destroy();
+  });
+  upstream.on('response', (upstreamRes) => {
+    upstreamRes.on('error', () => res.destroy());
+    try {
+      res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, endToEndHeaders(upstreamRes.rawHeaders));
+    } catch {
+      // A status line or header Node refuses to write (invalid characters): treat as a broken upstream.
+      upstream.destroy();
+      res.socket?.destroy();
+      return;
+    }
+    upstreamRes.pipe(res);
+  });
+  res.on('close', () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
+  req.pipe(upstream);
+}
+
+interface TunnelContext {
+  gate: EgressGate;
+  onBlocked: (blocked: BlockedEgress) => void;
+  connectTimeoutMs: number;
+  idleTimeoutMs: number;
+  track: (socket: Duplex) => void;
+}
+
+/** CONNECT host:port: https, and WebSockets (ws and wss) from Chromium. */
+async function tunnel(req: IncomingMessage, client: Duplex, head: Buffer, ctx: TunnelContext): Promise<void> {
+  let upstream: Socket | undefined;
+  client.on('error', () => upstream?.destroy());
+  client.on('close', () => upstream?.destroy());
+
+  const target = parseAuthority(req.url ?? '');
+  if (!target) return refuse(client, 400, 'Bad Request');
+  const verdict = await ctx.gate.check(target.host, target.port);
+  if (verdict.kind === 'refused') {
+    ctx.onBlocked({ host: target.host, port: target.port, reason: verdict.reason });
+    return refuse(client, 403, 'Forbidden');
+  }
+  if (verdict.kind === 'unresolved') return refuse(client, 502, 'Bad Gateway');
+  if (client.destroyed) return;
+
+  try {
+    upstream = await connectPinned(verdict.addresses, target.port, ctx.connectTimeoutMs);
+  } catch {
+    return refuse(client, 502, 'Bad Gateway');
+  }
+  if (client.destroyed) {
+    upstream.destroy();
+    return;
+  }
+  ctx.track(upstream);
+  const up = upstream;
+  up.on('error', () => client.destroy());
+  up.on('close', () => client.destroy());
+  up.setTimeout(ctx.idleTimeoutMs, () => up.destroy());
+  client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  if (head.length > 0) up.write(head);
+  up.pipe(client);
+  client.pipe(up);
+}
+
+function refuse(client: Duplex, status: number, text: string): void {
+  if (client.destroyed) return;
+  client.end(`HTTP/1.1 ${status} ${text}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+}
+
+/** "host:port" or "[v6]:port" from a CONNECT line, normalised the way the URL parser normalises hosts. */
+function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  if (authority.lastIndexOf(':') <= authority.lastIndexOf(']')) return undefined;
+  let url: URL;
+  try {
+    url = new URL(`http://${authority}`);
+  } catch {
+    return undefined;
+  }
+  if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '') return undefined;
+  return { host: url.hostname, port: effectivePort(url) };
+}
+
+/** Connects to the checked addresses in order (the first that answers), never to anything re-resolved. */
+async function connectPinned(addresses: readonly string[], port: number, timeoutMs: number): Promise<Socket> {
+  let lastError: unknown = new Error('no address');
+  for (const address of addresses) {
+    try {
+      return await connectOnce(address, port, timeoutMs);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+function connectOnce(address: string, port: number, timeoutMs: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: address, port, noDelay: true });
+    const timer = setTimeout(() => socket.destroy(new Error('connect timeout')), timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.removeListener('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+interface PinnedRequestArgs extends ClientRequestArgs {
+  /** The checked addresses; the agent connects to these and nothing else. */
+  pinned: string[];
+}
+
+/**
+ * Keep-alive pool for plain-http upstreams, keyed by the exact checked address list and port, so a pooled socket
+ * is only reused by a request whose check allowed every address that socket might be connected to.
+ */
+class PinnedAgent extends Agent {
+  constructor(
+    private readonly connectTimeoutMs: number,
+    idleTimeoutMs: number,
+  ) {
+    super({ keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' });
+  }
+
+  override getName(options?: ClientRequestArgs): string {
+    const pinned = (options as PinnedRequestArgs | undefined)?.pinned ?? [];
+    return `${pinned.join(',')}|${options?.port ?? ''}`;
+  }
+
+  override createConnection(
+    options: ClientRequestArgs,
+    callback?: (error: Error | null, socket: Duplex) => void,
+  ): undefined {
+    const { pinned } = options as PinnedRequestArgs;
+    connectPinned(pinned, Number(options.port), this.connectTimeoutMs).then(
+      (socket) => callback?.(null, socket),
+      (error: Error) => callback?.(error, undefined as unknown as Duplex),
+    );
+    return undefined;
+  }
+}

@@ -1,0 +1,40 @@
+import { ValidationError } from '../errors';
+import { effectivePort } from './allowList';
+import { createEgressGate, type HostLookup } from './egressGate';
+
+/** Decides, before any credits are reserved, whether the requested page may be captured at all. */
+export interface UrlPolicy {
+  /** Throws ValidationError (`url_not_allowed`) for a URL whose host is, or resolves to, a non-public address. */
+  assertAllowed(url: string): Promise<void>;
+}
+
+export interface UrlPolicyOptions {
+  /** Raw ALLOW_PRIVATE_HOSTS. */
+  allowPrivateHosts: string;
+  lookup?: HostLookup;
+}
+
+export function createUrlPolicy(options: UrlPolicyOptions): UrlPolicy {
+  const gate = createEgressGate(options);
+  return {
+    async assertAllowed(raw) {
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        throw notAllowed('url must be a valid http:// or https:// URL');
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+        throw notAllowed('url must be a valid http:// or https:// URL');
+      }
+      const verdict = await gate.check(url.hostname, effectivePort(url));
+      // A name that does not resolve is not refused here: the capture fails on it (500, decisions.md), and the
+      // egress proxy checks again, against the addresses it actually connects to.
+      if (verdict.kind === 'refused') throw notAllowed(verdict.reason);
+    },
+  };
+}
+
+function notAllowed(message: string): ValidationError {
+  return new ValidationError([{ code: 'url_not_allowed', path: ['url'], message }]);
+}

@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../shared/errors';
+import { createUrlPolicy } from '../../shared/egress/urlPolicy';
+import { scriptedLookup } from '../helpers/egressFixtures';
+
+/** DNS for these tests: a few scripted names; everything else fails like NXDOMAIN (no real DNS is ever asked). */
+const dns = () =>
+  scriptedLookup({
+    'public.example': [['93.184.215.14']],
+    'public6.example': [['2606:4700:4700::1111']],
+    'internal.example': [['10.0.0.7']],
+    'metadata.example': [['169.254.169.254']],
+    'mixed.example': [['93.184.215.14', '127.0.0.1']],
+    'mapped.example': [['::ffff:127.0.0.1']],
+    'dev.example': [['127.0.0.1']],
+  });
+
+async function refusal(policyInput: { allowPrivateHosts: string }, url: string): Promise<ValidationError> {
+  const policy = createUrlPolicy({ ...policyInput, lookup: dns().lookup });
+  const error = await policy.assertAllowed(url).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof ValidationError)) throw new Error(`expected ${url} to be refused, got ${String(error)}`);
+  return error;
+}
+
+async function passes(policyInput: { allowPrivateHosts: string }, url: string): Promise<void> {
+  const policy = createUrlPolicy({ ...policyInput, lookup: dns().lookup });
+  await expect(policy.assertAllowed(url)).resolves.toBeUndefined();
+}
+
+const strict = { allowPrivateHosts: '' };
+
+describe('createUrlPolicy with no private hosts allowed', () => {
+  it.each([
+    ['http://127.0.0.1/', 'loopback'],
+    ['http://127.0.0.1:9001/2018-06-01/runtime/invocation/next', 'the Lambda runtime API'],
+    ['http://0.0.0.0/', 'the unspecified address'],
+    ['http://0/', 'zero, which the URL parser reads as 0.0.0.0'],
+    ['http://169.254.169.254/latest/meta-data/', 'the metadata service'],
+    ['http://10.0.0.1/', '10/8'],
+    ['http://172.16.0.1/', '172.16/12'],
+    ['http://172.31.255.255/', 'the top of 172.16/12'],
+    ['http://192.168.0.1/', '192.168/16'],
+    ['http://100.64.0.1/', 'carrier-grade NAT'],
+    ['http://[fc00::1]/', 'unique-local fc00::/7'],
+    ['http://[fd00::1]/', 'unique-local fd00::/8'],
+    ['http://[fe80::1]/', 'IPv6 link-local'],
+    ['http://[::1]/', 'IPv6 loopback'],
+    ['http://[::]/', 'the IPv6 unspecified address'],
+    ['http://[::ffff:127.0.0.1]/', 'IPv4-mapped loopback'],
+    ['http://[::ffff:a9fe:a9fe]/', 'IPv4-mapped metadata in hex'],
+    ['http://[64:ff9b::127.0.0.1]/', 'NAT64 of loopback'],
+    ['http://[2002:7f00:1::]/', '6to4 of loopback'],
+    ['http://2130706433/', 'decimal 2130706433'],
+    ['http://0x7f000001/', 'hex 0x7f000001'],
+    ['http://0177.0.0.1/', 'octal 0177.0.0.1'],
+    ['http://127.1/', 'short 127.1'],
+    ['http://0x7f.1/', 'mixed hex short form'],
+    ['http://127.0.0.1./', 'a trailing dot'],
+    ['http://%31%32%37.0.0.1/', 'percent-encoded digits'],
+    ['http://localhost/', 'localhost'],
+    ['http://LOCALHOST./', 'localhost in capitals with a trailing dot'],
+    ['http://app.localhost/', 'a *.localhost name'],
+    ['https://127.0.0.1/', 'loopback over https'],
+    ['http://user:pass@127.0.0.1:8080/', 'loopback with credentials and a port'],
+    ['http://224.0.0.1/', 'multicast'],
+    ['http://255.255.255.255/', 'broadcast'],
+    ['http://198.18.0.1/', 'benchmarking'],
+    ['http://192.0.2.1/', 'documentation'],
+    ['http://240.0.0.1/', 'reserved'],
+    ['http://internal.example/', 'a name that resolves to 10/8'],
+    ['http://metadata.example/', 'a name that resolves to the metadata address'],
+    ['http://mixed.example/', 'a name with one public and one loopback address'],
+    ['http://mapped.example/', 'a name that resolves to IPv4-mapped loopback'],
+  ])('refuses %s (%s) with url_not_allowed', async (url) => {
+    const error = await refusal(strict, url);
+    expect(error.status).toBe(400);
+    expect(error.details).toHaveLength(1);
+    expect(error.details[0]).toMatchObject({ code: 'url_not_allowed', path: ['url'] });
+  });
+
+  it('says which address was refused', async () => {
+    const error = await refusal(strict, 'http://2130706433/');
+    expect(error.details[0]?.message).toContain('127.0.0.1');
+    expect(error.details[0]?.message).toMatch(/private or reserved/);
+  });
+
+  it.each(['file:///etc/passwd', 'ftp://93.184.215.14/', 'javascript:alert(1)', 'data:text/html,hi', 'not a url'])(
+    'refuses %s, which is not an http(s) URL',
+    async (url) => {
+      const error = await refusal(strict, url);
+      expect(error.details[0]?.code).toBe('url_not_allowed');
+    },
+  );
+
+  it.each(['http://93.184.215.14/', 'https://public.example/path?q=1', 'http://public6.example:8080/', 'http://[2606:4700::1]/'])(
+    'allows %s, which is public',
+    async (url) => {
+      await passes(strict, url);
+    },
+  );
+
+  it('lets a name that does not resolve through, so the capture fails on it instead', async () => {
+    await passes(strict, 'http://nxdomain.example/');
+  });
+
+  it('resolves the name with every address, not just the first', async () => {
+    const { lookup, calls } = dns();
+    const policy = createUrlPolicy({ allowPrivateHosts: '', lookup });
+    await expect(policy.assertAllowed('http://mixed.example/')).rejects.toBeInstanceOf(ValidationError);
+    expect(calls).toEqual(['mixed.example']);
+  });
+
+  it('does not look up IP literals', async () => {
+    const { lookup, calls } = dns();
+    await createUrlPolicy({ allowPrivateHosts: '', lookup }).assertAllowed('http://93.184.215.14/');
+    expect(calls).toEqual([]);
+  });
+});
+
+describe('createUrlPolicy with ALLOW_PRIVATE_HOSTS', () => {
+  it("allows every private address with '*'", async () => {
+    await passes({ allowPrivateHosts: '*' }, 'http://127.0.0.1:4567/');
+    await passes({ allowPrivateHosts: '*' }, 'http://localhost:5173/');
+    await passes({ allowPrivateHosts: '*' }, 'http://169.254.169.254/');
+  });
+
+  it('allows exactly the listed host and port', async () => {
+    await passes({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://127.0.0.1:4567/page');
+  });
+
+  it('refuses the listed host on another port', async () => {
+    await refusal({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://127.0.0.1:4568/');
+  });
+
+  it('refuses the listed host on its default port when the entry names another', async () => {
+    await refusal({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://127.0.0.1/');
+  });
+
+  it('refuses every other private address', async () => {
+    await refusal({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://169.254.169.254:4567/');
+    await refusal({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://127.0.0.2:4567/');
+  });
+
+  it('matches numeric host forms of a listed address, since they are the same destination', async () => {
+    await passes({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://2130706433:4567/');
+    await passes({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://[::ffff:127.0.0.1]:4567/');
+  });
+
+  it('matches a name that resolves to a listed address on the listed port', async () => {
+    await passes({ allowPrivateHosts: '127.0.0.1:4567' }, 'http://dev.example:4567/');
+  });
+
+  it('allows a listed name and still refuses the same name on another port', async () => {
+    await passes({ allowPrivateHosts: 'localhost:5173' }, 'http://localhost:5173/');
+    await refusal({ allowPrivateHosts: 'localhost:5173' }, 'http://localhost:5174/');
+  });
+
+  it('reads several comma-separated entries, with spaces', async () => {
+    const list = { allowPrivateHosts: '127.0.0.1:4567, localhost:5173 ,[::1]:8080' };
+    await passes(list, 'http://127.0.0.1:4567/');
+    await passes(list, 'http://localhost:5173/');
+    await passes(list, 'http://[::1]:8080/');
+    await refusal(list, 'http://[::1]:8081/');
+  });
+
+  it('treats an entry on port 80 as the default http port', async () => {
+    await passes({ allowPrivateHosts: '127.0.0.1:80' }, 'http://127.0.0.1/');
+  });
+
+  it('rejects an entry without a port at start-up', () => {
+    expect(() => createUrlPolicy({ allowPrivateHosts: '127.0.0.1' })).toThrow(/host:port/);
+  });
+});
