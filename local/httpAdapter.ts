@@ -6,6 +6,7 @@ import { errorAnswer } from '../shared/http/errorResponse';
 import type { LambdaProxyHandler } from '../shared/http/managementHandler';
 import { PRELUDE_EVENT, type ResponsePrelude, type StreamingHandler } from '../shared/http/streaming';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
+import type { AdmissionQueue } from './admissionQueue';
 import { apiGatewayEvent } from './apiGatewayEvent';
 import { lambdaContext } from './lambdaContext';
 
@@ -23,10 +24,18 @@ export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean 
  * Plays API Gateway for the local server: matches the route table, turns the HTTP request into a REST proxy event,
  * runs the same handler the Lambda runs, and writes its answer (buffered or streamed) back.
  */
-export function lambdaHttpAdapter(handlers: RouteHandlers, extra: ExtraRoute[] = []): RequestListener {
+export interface AdapterOptions {
+  /** Non-API paths (JWKS, dashboard, API description), tried before the route table. */
+  extra?: ExtraRoute[];
+  /** Bounds concurrent screenshot requests (Lambda's concurrency, played locally). */
+  captures?: AdmissionQueue;
+}
+
+export function lambdaHttpAdapter(handlers: RouteHandlers, options: AdapterOptions = {}): RequestListener {
+  const extra = options.extra ?? [];
   return (req, res) => {
     handle(req, res).catch((error) => {
-      const answer = errorAnswer(error, 'management');
+      const answer = errorAnswer(error, req.url?.startsWith('/api/screenshot') ? 'screenshot' : 'management');
       if (!res.headersSent) {
         res.writeHead(answer.status, { 'Content-Type': 'application/json; charset=utf-8', ...answer.headers });
       }
@@ -51,7 +60,8 @@ export function lambdaHttpAdapter(handlers: RouteHandlers, extra: ExtraRoute[] =
     });
     const context = lambdaContext(match.route.handler);
     if (match.route.handler === 'screenshot') {
-      await runStreaming(handlers.screenshot, event, context, res);
+      const run = () => runStreaming(handlers.screenshot, event, context, res);
+      await (options.captures ? options.captures.run(run) : run());
       return;
     }
     const result = await handlers[match.route.handler](event, context);

@@ -8,6 +8,7 @@ import { readServiceConfig } from '../shared/config';
 import { logger } from '../shared/logger';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { createScreenshotService } from '../shared/wiring/screenshot';
+import { AdmissionQueue } from './admissionQueue';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type ExtraRoute, lambdaHttpAdapter } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
@@ -20,6 +21,11 @@ export interface LocalServiceOptions {
   inMemoryStore?: boolean;
   /** Settings (RATE_LIMIT_PER_HOUR, FREE_CREDITS, ALLOW_PRIVATE_HOSTS, ...); defaults to process.env. */
   env?: NodeJS.ProcessEnv;
+}
+
+/** Captures run at once locally (LOCAL_MAX_CAPTURES), and how many more may wait (LOCAL_MAX_QUEUED) before 503. */
+function captureQueue(env: NodeJS.ProcessEnv): AdmissionQueue {
+  return new AdmissionQueue(Number(env.LOCAL_MAX_CAPTURES) || 4, Number(env.LOCAL_MAX_QUEUED) || 64);
 }
 
 export interface LocalService {
@@ -74,7 +80,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       deleteKey: managementHandler(keys.deleteKey),
       getCredits: managementHandler(keys.getCredits),
     },
-    [serveJwks],
+    { extra: [serveJwks], captures: captureQueue(env) },
   );
   server.on('request', listener);
   const stateFile = join(options.dataDir, STATE_FILE);

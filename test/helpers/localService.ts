@@ -1,0 +1,43 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type LocalService, startLocalService } from '../../local/localService';
+
+export interface TestLocalService extends LocalService {
+  dataDir: string;
+  /** fetch against the service with an optional Bearer credential and JSON body. */
+  request(path: string, init?: { method?: string; bearer?: string; body?: unknown }): Promise<Response>;
+  /** A session token and an API key for a new account. */
+  newAccount(): Promise<{ accountId: string; token: string; apiKey: string; keyId: string }>;
+}
+
+/** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
+export async function startTestLocalService(env: Record<string, string> = {}): Promise<TestLocalService> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-service-'));
+  const service = await startLocalService({ dataDir, inMemoryStore: true, env: { ...process.env, ...env } });
+  let accounts = 0;
+  const request: TestLocalService['request'] = (path, init = {}) =>
+    fetch(`${service.url}${path}`, {
+      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      headers: {
+        ...(init.bearer ? { Authorization: `Bearer ${init.bearer}` } : {}),
+        ...(init.body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+    });
+  return {
+    ...service,
+    dataDir,
+    request,
+    async newAccount() {
+      const accountId = `acct-${++accounts}-${Math.random().toString(36).slice(2)}`;
+      const token = service.idp.mintToken(accountId);
+      const created = await (await request('/api/keys', { bearer: token, body: { name: 'test' } })).json();
+      return { accountId, token, apiKey: created.key, keyId: created.id };
+    },
+    async close() {
+      await service.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdmissionQueue } from '../../local/admissionQueue';
+import { OverloadedError } from '../../shared/errors';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+
+const run = promisify(execFile);
+let service: TestLocalService;
+
+beforeAll(async () => {
+  service = await startTestLocalService();
+});
+afterAll(() => service?.close());
+
+describe('the local server', () => {
+  it('serves the key routes over HTTP with tokens from its own identity provider', async () => {
+    const token = service.idp.mintToken('http-user');
+    const created = await service.request('/api/keys', { bearer: token, body: { name: 'over http' } });
+    expect(created.status).toBe(201);
+    const listed = await (await service.request('/api/keys', { bearer: token })).json();
+    expect(listed.keys).toHaveLength(1);
+  });
+
+  it('answers an unknown path with 404 in JSON', async () => {
+    const response = await service.request('/api/nothing-here');
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ message: expect.any(String) });
+  });
+
+  it('answers a known path with the wrong method with 405 and Allow', async () => {
+    const response = await service.request('/api/keys', { method: 'PUT' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, POST');
+  });
+
+  it('refuses a request body over 1 MiB with 413', async () => {
+    const response = await service.request('/api/keys', { bearer: 'x', body: 'x'.repeat(1024 * 1024 + 1) });
+    expect(response.status).toBe(413);
+  });
+
+  it('publishes the identity provider JWKS', async () => {
+    const jwks = await (await service.request('/.well-known/jwks.json')).json();
+    expect(jwks).toEqual(service.idp.jwks);
+  });
+});
+
+describe('the command-line tools', () => {
+  const env = () => ({ ...process.env, DATA_DIR: service.dataDir });
+
+  it('`token` prints only a token the server accepts', async () => {
+    const { stdout } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], { env: env() });
+    expect(stdout.trim()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect((await service.request('/api/credits', { bearer: stdout.trim() })).status).toBe(200);
+  });
+
+  it('`credits` reads, adds and sets a balance while the server runs', async () => {
+    const token = service.idp.mintToken('credit-user');
+    await service.request('/api/credits', { bearer: token });
+    const credits = async (...args: string[]) =>
+      JSON.parse((await run('npx', ['tsx', 'local/credits.ts', ...args], { env: env() })).stdout);
+    expect(await credits('get', 'credit-user')).toEqual({ accountId: 'credit-user', balance: 100 });
+    expect(await credits('add', 'credit-user', '25')).toEqual({ accountId: 'credit-user', balance: 125 });
+    expect(await credits('set', 'credit-user', '7')).toEqual({ accountId: 'credit-user', balance: 7 });
+    expect(await (await service.request('/api/credits', { bearer: token })).json()).toEqual({ balance: 7 });
+  });
+
+  it('`credits` refuses to take a balance below zero', async () => {
+    await expect(run('npx', ['tsx', 'local/credits.ts', 'add', 'nobody', '-5'], { env: env() })).rejects.toMatchObject({
+      code: 1,
+    });
+  });
+});
+
+describe('AdmissionQueue', () => {
+  it('runs at most maxRunning tasks at once, queues the next ones and refuses beyond the queue', async () => {
+    const queue = new AdmissionQueue(2, 1);
+    let running = 0;
+    let peak = 0;
+    let releaseAll = () => {};
+    const released = new Promise<void>((resolve) => {
+      releaseAll = resolve;
+    });
+    const task = () =>
+      queue.run(async () => {
+        peak = Math.max(peak, ++running);
+        await released;
+        running--;
+      });
+    const accepted = [task(), task(), task()];
+    await expect(task()).rejects.toBeInstanceOf(OverloadedError);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(running).toBe(2);
+    releaseAll();
+    await Promise.all(accepted);
+    expect(running).toBe(0);
+    expect(peak).toBe(2);
+  });
+});
