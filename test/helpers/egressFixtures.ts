@@ -89,25 +89,46 @@ export async function startCanary(host = '127.0.0.1', port = 0): Promise<Canary>
   };
 }
 
-/**
- * Answers WebSocket upgrades on `server` for `path` with one text message, so a page can prove a WebSocket to the
- * allowed server works. Only the handshake and a single unmasked server frame: all a test needs.
- */
-export function acceptWebSockets(server: { on(event: 'upgrade', listener: (req: IncomingMessage, socket: Duplex) => void): unknown }, message: string): void {
-  server.on('upgrade', (req, socket) => {
+/** A server that accepts WebSockets and sends each client one text message (the allowed side of WebSocket tests). */
+export interface WebSocketServer {
+  /** ws://127.0.0.1:<port> */
+  origin: string;
+  hostPort: string;
+  close(): Promise<void>;
+}
+
+export async function startWebSocketServer(message: string): Promise<WebSocketServer> {
+  const sockets = new Set<Duplex>();
+  const server = createServer((_, res) => res.writeHead(426).end());
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
     const key = req.headers['sec-websocket-key'];
     if (typeof key !== 'string') {
       socket.destroy();
       return;
     }
+    // Only the handshake and one unmasked text frame (payload under 126 bytes): all a test needs.
     const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-    socket.on('error', () => socket.destroy());
     socket.write(
       `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
     );
     const payload = Buffer.from(message);
     socket.write(Buffer.concat([Buffer.from([0x81, payload.length]), payload]));
   });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `ws://127.0.0.1:${port}`,
+    hostPort: `127.0.0.1:${port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /** The flags the renderer must drop (decisions.md, "Capture"). */
