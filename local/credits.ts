@@ -12,13 +12,15 @@ import { STATE_FILE } from './localService';
  * Store: the running local service's (DATA_DIR), else the deployed table when TABLE_NAME is set (AWS credentials
  * and region from the usual AWS environment), else the local data dir opened directly.
  */
-const USAGE = 'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>';
+const USAGE =
+  'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>';
 const [command, accountId, amountText] = process.argv.slice(2);
 const amount = Number(amountText);
 if (
   !accountId ||
   !(command === 'get' || command === 'add' || command === 'set') ||
-  (command !== 'get' && (amountText === undefined || !Number.isInteger(amount) || (command === 'set' && amount < 0)))
+  (command !== 'get' &&
+    (amountText === undefined || !Number.isInteger(amount) || (command === 'set' && amount < 0)))
 ) {
   process.stderr.write(`${USAGE}\n`);
   process.exit(2);
@@ -38,7 +40,9 @@ try {
   process.stdout.write(`${JSON.stringify({ accountId, balance })}\n`);
 } catch (error) {
   if (!(error instanceof InsufficientCreditsError)) throw error;
-  process.stderr.write(`The balance is ${error.available}; removing ${error.required} would make it negative\n`);
+  process.stderr.write(
+    `The balance is ${error.available}; removing ${error.required} would make it negative\n`,
+  );
   process.exitCode = 1;
 } finally {
   await close();

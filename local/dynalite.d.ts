@@ -1,6 +1,7 @@
 // dynalite ships no types; this is the part of its API the embedded store uses.
 declare module 'dynalite' {
   import type { Server } from 'node:http';
+
   interface DynaliteOptions {
     path?: string;
     createTableMs?: number;

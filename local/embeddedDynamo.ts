@@ -2,7 +2,12 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceInUseException,
+} from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../shared/store/table';
 
@@ -16,7 +21,11 @@ export interface EmbeddedDynamo {
   close(): Promise<void>;
 }
 
-export async function startEmbeddedDynamo(options: { dataDir?: string; tableName: string; port?: number }): Promise<EmbeddedDynamo> {
+export async function startEmbeddedDynamo(options: {
+  dataDir?: string;
+  tableName: string;
+  port?: number;
+}): Promise<EmbeddedDynamo> {
   const server: Server = dynalite({
     ...(options.dataDir ? { path: join(options.dataDir, 'dynamodb') } : {}),
     createTableMs: 0,

@@ -37,7 +37,10 @@ export function lambdaHttpAdapter(handlers: RouteHandlers, options: AdapterOptio
     handle(req, res).catch((error) => {
       const answer = errorAnswer(error, req.url?.startsWith('/api/screenshot') ? 'screenshot' : 'management');
       if (!res.headersSent) {
-        res.writeHead(answer.status, { 'Content-Type': 'application/json; charset=utf-8', ...answer.headers });
+        res.writeHead(answer.status, {
+          'Content-Type': 'application/json; charset=utf-8',
+          ...answer.headers,
+        });
       }
       res.end(JSON.stringify(answer.body));
     });
@@ -72,7 +75,10 @@ export function lambdaHttpAdapter(handlers: RouteHandlers, options: AdapterOptio
   }
 }
 
-function matchRoute(method: string, pathname: string): { route: RouteDefinition; pathParameters: Record<string, string> | null } {
+function matchRoute(
+  method: string,
+  pathname: string,
+): { route: RouteDefinition; pathParameters: Record<string, string> | null } {
   const onPath = ROUTES.flatMap((route) => {
     const params = matchPath(route.path, pathname);
     return params ? [{ route, pathParameters: params }] : [];
@@ -80,7 +86,10 @@ function matchRoute(method: string, pathname: string): { route: RouteDefinition;
   if (onPath.length === 0) throw new NotFoundError(`No route for ${pathname}`);
   const match = onPath.find((candidate) => candidate.route.method === method);
   if (!match) throw new MethodNotAllowedError(onPath.map((candidate) => candidate.route.method));
-  return { route: match.route, pathParameters: Object.keys(match.pathParameters).length ? match.pathParameters : null };
+  return {
+    route: match.route,
+    pathParameters: Object.keys(match.pathParameters).length ? match.pathParameters : null,
+  };
 }
 
 function matchPath(template: string, pathname: string): Record<string, string> | undefined {
@@ -126,7 +135,9 @@ async function runStreaming(
   res: ServerResponse,
 ): Promise<void> {
   const stream = new PassThrough();
-  stream.once(PRELUDE_EVENT, (prelude: ResponsePrelude) => res.writeHead(prelude.statusCode, prelude.headers));
+  stream.once(PRELUDE_EVENT, (prelude: ResponsePrelude) =>
+    res.writeHead(prelude.statusCode, prelude.headers),
+  );
   stream.pipe(res);
   // A client that hangs up stops reading; ending our side lets the handler finish and free its page.
   res.once('close', () => stream.destroy());

@@ -1,4 +1,11 @@
-import { createPublicKey, generateKeyPairSync, type KeyObject, createPrivateKey, randomUUID, sign } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomUUID,
+  sign,
+} from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Jwks } from 'aws-jwt-verify/jwk';
@@ -52,7 +59,9 @@ export async function loadLocalIdp(dataDir: string): Promise<LocalIdp> {
 
 export function jwksOf(key: SigningKey): Jwks {
   const jwk = createPublicKey(key.privateKey).export({ format: 'jwk' });
-  return { keys: [{ kty: 'RSA', n: String(jwk.n), e: String(jwk.e), kid: key.kid, alg: 'RS256', use: 'sig' }] };
+  return {
+    keys: [{ kty: 'RSA', n: String(jwk.n), e: String(jwk.e), kid: key.kid, alg: 'RS256', use: 'sig' }],
+  };
 }
 
 /**

@@ -23,4 +23,3 @@ export function lambdaContext(functionName: string, timeoutMs = LOCAL_FUNCTION_T
     succeed: () => undefined,
   };
 }
-

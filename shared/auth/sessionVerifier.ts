@@ -29,7 +29,8 @@ export function createSessionVerifier(config: SessionConfig, jwks?: Jwks): Sessi
 
   return {
     async accountIdOf(token) {
-      if (!token) throw new UnauthorizedError('Missing session token: send Authorization: Bearer <session token>');
+      if (!token)
+        throw new UnauthorizedError('Missing session token: send Authorization: Bearer <session token>');
       try {
         const payload = await verifier.verify(token);
         return String(payload.sub);

@@ -29,7 +29,8 @@ export function errorAnswer(error: unknown, style: ErrorStyle): ErrorAnswer {
   const body: Record<string, unknown> = { [messageField(style)]: error.message };
   const headers: Record<string, string> = {};
   if (error instanceof ValidationError) body.details = error.details;
-  if (error instanceof InsufficientCreditsError) Object.assign(body, { required: error.required, available: error.available });
+  if (error instanceof InsufficientCreditsError)
+    Object.assign(body, { required: error.required, available: error.available });
   if (error instanceof RateLimitedError) {
     Object.assign(body, { limit: error.limit, reset: error.reset });
     headers['Retry-After'] = String(Math.max(1, Math.ceil((error.reset - Date.now()) / 1000)));

@@ -4,7 +4,10 @@ import { errorAnswer } from './errorResponse';
 import { jsonResponse } from './response';
 
 export type ApiRoute = (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>;
-export type LambdaProxyHandler = (event: APIGatewayProxyEvent, context?: Context) => Promise<APIGatewayProxyResult>;
+export type LambdaProxyHandler = (
+  event: APIGatewayProxyEvent,
+  context?: Context,
+) => Promise<APIGatewayProxyResult>;
 
 /** Wraps a key-management route: request-scoped logging and the one error mapping, in `{ message }` style. */
 export function managementHandler(route: ApiRoute): LambdaProxyHandler {
@@ -12,7 +15,11 @@ export function managementHandler(route: ApiRoute): LambdaProxyHandler {
     logger.appendKeys({ requestId: context?.awsRequestId ?? event.requestContext?.requestId });
     try {
       const result = await route(event);
-      logger.info('request', { method: event.httpMethod, resource: event.resource, status: result.statusCode });
+      logger.info('request', {
+        method: event.httpMethod,
+        resource: event.resource,
+        status: result.statusCode,
+      });
       return result;
     } catch (error) {
       const answer = errorAnswer(error, 'management');

@@ -1,6 +1,11 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { z } from 'zod';
-import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError, type ValidationDetail } from '../errors';
+import {
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  type ValidationDetail,
+  ValidationError,
+} from '../errors';
 
 /** Bodies we accept are small JSON objects; anything larger is refused before parsing. */
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -46,7 +51,13 @@ export function parseJsonBody<S extends z.ZodType>(
     value = JSON.parse(text);
   } catch {
     throw new ValidationError(
-      [{ code: 'invalid_json', path: [], message: text.trim() === '' ? 'Request body is empty' : 'Request body is not valid JSON' }],
+      [
+        {
+          code: 'invalid_json',
+          path: [],
+          message: text.trim() === '' ? 'Request body is empty' : 'Request body is not valid JSON',
+        },
+      ],
       'Invalid request body',
     );
   }

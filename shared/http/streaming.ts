@@ -7,14 +7,17 @@ export interface ResponsePrelude {
   headers: Record<string, string>;
 }
 
-export type StreamingHandler = (event: APIGatewayProxyEvent, responseStream: Writable, context: Context) => Promise<void>;
+export type StreamingHandler = (
+  event: APIGatewayProxyEvent,
+  responseStream: Writable,
+  context: Context,
+) => Promise<void>;
 
 /** The part of the Lambda runtime's `awslambda` global that response streaming uses. */
 export interface StreamingRuntime {
   streamifyResponse(handler: StreamingHandler): StreamingHandler;
   HttpResponseStream: { from(stream: Writable, prelude: ResponsePrelude): Writable };
 }
-
 
 /** Emitted on the response stream by the stand-in's `HttpResponseStream.from`; the local server listens for it. */
 export const PRELUDE_EVENT = 'prelude';
@@ -37,5 +40,7 @@ export function streamingRuntime(): StreamingRuntime {
   // `awslambda` with streaming is a global of the Lambda Node.js runtime only. Other libraries (the SDK's invoke
   // store) create an empty `awslambda` object elsewhere, so test for the functions themselves.
   const runtime = (globalThis as unknown as { awslambda?: Partial<StreamingRuntime> }).awslambda;
-  return runtime?.streamifyResponse && runtime.HttpResponseStream ? (runtime as StreamingRuntime) : localStandIn;
+  return runtime?.streamifyResponse && runtime.HttpResponseStream
+    ? (runtime as StreamingRuntime)
+    : localStandIn;
 }

@@ -64,7 +64,9 @@ export function keyManagementRoutes(deps: KeyManagementDeps): KeyManagementRoute
         MAX_KEYS_PER_ACCOUNT,
       );
       if (!stored) {
-        throw new ConflictError(`An account can hold at most ${MAX_KEYS_PER_ACCOUNT} API keys; delete one first`);
+        throw new ConflictError(
+          `An account can hold at most ${MAX_KEYS_PER_ACCOUNT} API keys; delete one first`,
+        );
       }
       return jsonResponse(201, { id, name, key, createdAt, isActive: true });
     },

@@ -46,7 +46,9 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
       const identity = await authenticateApiKey(event, deps.keys);
       const [decision] = await Promise.all([
         deps.rateLimiter.hit(identity.accountId, now()),
-        deps.keys.touchLastUsed(identity, now()).catch((error) => logger.warn('lastUsed not recorded', { error })),
+        deps.keys
+          .touchLastUsed(identity, now())
+          .catch((error) => logger.warn('lastUsed not recorded', { error })),
       ]);
       rateHeaders = rateLimitHeaders(decision);
       if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
@@ -64,7 +66,12 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
         await deps.credits.refund(identity.accountId, cost);
         throw error;
       }
-      logger.info('screenshot', { status: 200, accountId: identity.accountId, cost, bytes: result.image.length });
+      logger.info('screenshot', {
+        status: 200,
+        accountId: identity.accountId,
+        cost,
+        bytes: result.image.length,
+      });
       await send(responseStream, 200, result.image, {
         'Content-Type': CONTENT_TYPES[spec.format],
         'Content-Length': String(result.image.length),
@@ -104,7 +111,12 @@ function captureBudget(context: Context): number {
   return Math.max(MIN_BUDGET_MS, context.getRemainingTimeInMillis() - RESPONSE_RESERVE_MS);
 }
 
-async function send(stream: Writable, statusCode: number, body: Buffer, headers: Record<string, string>): Promise<void> {
+async function send(
+  stream: Writable,
+  statusCode: number,
+  body: Buffer,
+  headers: Record<string, string>,
+): Promise<void> {
   const out = streamingRuntime().HttpResponseStream.from(stream, { statusCode, headers });
   out.end(body);
   await finished(out);

@@ -73,9 +73,15 @@ export class DynamoCreditLedger implements CreditLedger {
 
   async add(accountId: string, amount: number): Promise<number> {
     try {
-      return await this.update(accountId, 'ADD credits :amount', amount, amount < 0 ? 'credits >= :needed' : undefined);
+      return await this.update(
+        accountId,
+        'ADD credits :amount',
+        amount,
+        amount < 0 ? 'credits >= :needed' : undefined,
+      );
     } catch (error) {
-      if (isConditionFailure(error)) throw new InsufficientCreditsError(-amount, await this.balance(accountId));
+      if (isConditionFailure(error))
+        throw new InsufficientCreditsError(-amount, await this.balance(accountId));
       throw error;
     }
   }
@@ -84,14 +90,21 @@ export class DynamoCreditLedger implements CreditLedger {
     return this.update(accountId, 'SET credits = :amount', amount);
   }
 
-  private async update(accountId: string, expression: string, amount: number, condition?: string): Promise<number> {
+  private async update(
+    accountId: string,
+    expression: string,
+    amount: number,
+    condition?: string,
+  ): Promise<number> {
     const result = await this.db.send(
       new UpdateCommand({
         TableName: this.tableName,
         Key: itemKey.account(accountId),
         UpdateExpression: expression,
         ConditionExpression: condition,
-        ExpressionAttributeValues: condition ? { ':amount': amount, ':needed': -amount } : { ':amount': amount },
+        ExpressionAttributeValues: condition
+          ? { ':amount': amount, ':needed': -amount }
+          : { ':amount': amount },
         ReturnValues: 'UPDATED_NEW',
       }),
     );

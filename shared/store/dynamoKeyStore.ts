@@ -1,4 +1,11 @@
-import { type DynamoDBDocumentClient, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../keys/keyStore';
 import { ACCOUNT_KEY_PREFIX, isConditionFailure, itemKey } from './table';
 
@@ -153,7 +160,11 @@ export class DynamoKeyStore implements KeyStore {
 
   private async listingItem(accountId: string, keyId: string): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.db.send(
-      new GetCommand({ TableName: this.tableName, Key: itemKey.accountKey(accountId, keyId), ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: itemKey.accountKey(accountId, keyId),
+        ConsistentRead: true,
+      }),
     );
     return Item;
   }

@@ -1,5 +1,10 @@
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { RATE_WINDOW_MS, type RateLimitDecision, type RateLimiter, windowStart } from '../accounts/rateLimiter';
+import {
+  RATE_WINDOW_MS,
+  type RateLimitDecision,
+  type RateLimiter,
+  windowStart,
+} from '../accounts/rateLimiter';
 import { isConditionFailure, itemKey } from './table';
 
 /**

@@ -19,7 +19,10 @@ export const itemKey = {
   /** The listing item of an API key, under its owner's partition, sorted by id (ids sort by creation time). */
   accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
   /** One fixed rate-limit window of an account. */
-  rateWindow: (accountId: string, windowStart: number) => ({ pk: `ACCOUNT#${accountId}`, sk: `RATE#${windowStart}` }),
+  rateWindow: (accountId: string, windowStart: number) => ({
+    pk: `ACCOUNT#${accountId}`,
+    sk: `RATE#${windowStart}`,
+  }),
 };
 
 export const ACCOUNT_KEY_PREFIX = 'KEY#';

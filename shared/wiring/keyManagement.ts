@@ -6,7 +6,11 @@ import { type KeyManagementRoutes, keyManagementRoutes } from '../keys/keyManage
 import { createStores } from './stores';
 
 /** The session-token routes, verifying tokens against the configured issuer (or the given JWKS, locally). */
-export function createKeyManagement(client: DynamoDBClient, env: NodeJS.ProcessEnv, jwks?: Jwks): KeyManagementRoutes {
+export function createKeyManagement(
+  client: DynamoDBClient,
+  env: NodeJS.ProcessEnv,
+  jwks?: Jwks,
+): KeyManagementRoutes {
   const config = readServiceConfig(env);
   const { keys, credits } = createStores(client, config);
   return keyManagementRoutes({

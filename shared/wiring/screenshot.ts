@@ -22,7 +22,11 @@ export function createScreenshotService(client: DynamoDBClient, env: NodeJS.Proc
     env,
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
-  const handler = screenshotHandler({ ...createStores(client, config), renderer, urlPolicy: createUrlPolicy(policy) });
+  const handler = screenshotHandler({
+    ...createStores(client, config),
+    renderer,
+    urlPolicy: createUrlPolicy(policy),
+  });
   return {
     handler,
     renderer,

@@ -12,13 +12,21 @@ export interface EventOptions {
 }
 
 /** The API Gateway REST proxy event the deployed API would send for this route. */
-export function eventFor(handler: RouteDefinition['handler'], options: EventOptions = {}): APIGatewayProxyEvent {
+export function eventFor(
+  handler: RouteDefinition['handler'],
+  options: EventOptions = {},
+): APIGatewayProxyEvent {
   const route = ROUTES.find((candidate) => candidate.handler === handler);
   if (!route) throw new Error(`no route ${handler}`);
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => options.pathParameters?.[name] ?? '');
   const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
   if (options.bearer !== undefined) headers.authorization = `Bearer ${options.bearer}`;
-  const body = options.body === undefined ? null : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+  const body =
+    options.body === undefined
+      ? null
+      : typeof options.body === 'string'
+        ? options.body
+        : JSON.stringify(options.body);
   return apiGatewayEvent({
     method: route.method,
     path,

@@ -14,6 +14,7 @@ export function testIdentityProvider() {
     jwks: jwksOf(key),
     env: { SESSION_ISSUER: LOCAL_ISSUER, SESSION_CLIENT_ID: LOCAL_CLIENT_ID },
     /** A valid access token for the account, with any claim overridden. */
-    token: (accountId: string, claims: Record<string, unknown> = {}) => signAccessToken(key, { sub: accountId, ...claims }),
+    token: (accountId: string, claims: Record<string, unknown> = {}) =>
+      signAccessToken(key, { sub: accountId, ...claims }),
   };
 }

@@ -23,7 +23,12 @@ export async function startTestLocalService(env: Record<string, string> = {}): P
         ...(init.bearer ? { Authorization: `Bearer ${init.bearer}` } : {}),
         ...(init.body === undefined ? {} : { 'Content-Type': 'application/json' }),
       },
-      body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+      body:
+        init.body === undefined
+          ? undefined
+          : typeof init.body === 'string'
+            ? init.body
+            : JSON.stringify(init.body),
     });
   return {
     ...service,

@@ -2,13 +2,13 @@ import { PassThrough } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import sharp from 'sharp';
 import { lambdaContext } from '../../local/lambdaContext';
+import { readServiceConfig } from '../../shared/config';
 import { managementHandler } from '../../shared/http/managementHandler';
 import { PRELUDE_EVENT, type ResponsePrelude } from '../../shared/http/streaming';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
 import { createStores } from '../../shared/wiring/stores';
-import { readServiceConfig } from '../../shared/config';
-import { eventFor, type EventOptions } from './events';
+import { type EventOptions, eventFor } from './events';
 import { testIdentityProvider } from './identity';
 import { startTestStore, TEST_TABLE } from './store';
 
@@ -16,7 +16,9 @@ export interface StreamedResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
-  json(): Record<string, unknown> & { details?: { code: string; path: (string | number)[]; message: string }[] };
+  json(): Record<string, unknown> & {
+    details?: { code: string; path: (string | number)[]; message: string }[];
+  };
 }
 
 /**
@@ -55,7 +57,9 @@ export async function startScreenshotHarness(env: Record<string, string> = {}) {
     },
     /** POST /api/screenshot with the key as Bearer and `body` as JSON. */
     shoot(apiKey: string | undefined, body: unknown, options: Omit<EventOptions, 'bearer' | 'body'> = {}) {
-      return invoke(eventFor('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }));
+      return invoke(
+        eventFor('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
+      );
     },
     async close() {
       await screenshot.close();
@@ -105,6 +109,10 @@ export async function decodeImage(bytes: Buffer) {
 }
 
 /** True when two colours are within `tolerance` per channel (JPEG and WebP are lossy). */
-export function near(actual: [number, number, number], expected: [number, number, number], tolerance = 12): boolean {
+export function near(
+  actual: [number, number, number],
+  expected: [number, number, number],
+  tolerance = 12,
+): boolean {
   return actual.every((value, i) => Math.abs(value - (expected[i] ?? 0)) <= tolerance);
 }

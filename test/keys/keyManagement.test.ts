@@ -1,13 +1,13 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { signAccessToken } from '../../local/idp';
 import { managementHandler } from '../../shared/http/managementHandler';
 import type { KeyManagementRoutes } from '../../shared/keys/keyManagement';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
-import { eventFor, type EventOptions } from '../helpers/events';
+import { type EventOptions, eventFor } from '../helpers/events';
 import { newSigningKey, testIdentityProvider } from '../helpers/identity';
 import { dumpTable, startTestStore, TEST_TABLE } from '../helpers/store';
-import { signAccessToken } from '../../local/idp';
 
 const idp = testIdentityProvider();
 let store: EmbeddedDynamo;
@@ -15,7 +15,11 @@ let routes: KeyManagementRoutes;
 
 beforeAll(async () => {
   store = await startTestStore();
-  routes = createKeyManagement(store.client, { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env }, idp.jwks);
+  routes = createKeyManagement(
+    store.client,
+    { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env },
+    idp.jwks,
+  );
 });
 afterAll(() => store.close());
 
@@ -81,7 +85,11 @@ describe('POST /api/keys', () => {
     const response = await call('createKey', { bearer: token, body });
     expect(response.status).toBe(400);
     expect(response.body.message).toEqual(expect.any(String));
-    expect(response.body.details).toContainEqual({ code, path: expect.any(Array), message: expect.any(String) });
+    expect(response.body.details).toContainEqual({
+      code,
+      path: expect.any(Array),
+      message: expect.any(String),
+    });
   });
 
   it('refuses malformed JSON with 400 invalid_json', async () => {
@@ -106,7 +114,11 @@ describe('POST /api/keys', () => {
 
   it('refuses a body that is not declared as JSON with 415', async () => {
     const { token } = newAccount();
-    const response = await call('createKey', { bearer: token, body: { name: 'a' }, headers: { 'content-type': 'text/plain' } });
+    const response = await call('createKey', {
+      bearer: token,
+      body: { name: 'a' },
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(response.status).toBe(415);
   });
 
@@ -125,9 +137,13 @@ describe('POST /api/keys', () => {
     const { token } = newAccount();
     const keys = [];
     for (let i = 0; i < 100; i++) keys.push(await createKey(token, `key ${i}`));
-    await call('updateKey', { bearer: token, pathParameters: { id: keys[0]!.id }, body: { isActive: false } });
+    await call('updateKey', {
+      bearer: token,
+      pathParameters: { id: keys[0]?.id ?? '' },
+      body: { isActive: false },
+    });
     expect((await call('createKey', { bearer: token, body: { name: 'one more' } })).status).toBe(409);
-    await call('deleteKey', { bearer: token, pathParameters: { id: keys[1]!.id } });
+    await call('deleteKey', { bearer: token, pathParameters: { id: keys[1]?.id ?? '' } });
     expect((await call('createKey', { bearer: token, body: { name: 'one more' } })).status).toBe(201);
   });
 });
@@ -141,8 +157,22 @@ describe('GET /api/keys', () => {
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
       keys: [
-        { id: second.id, name: 'second', key: `sk_live_...${second.key.slice(-4)}`, lastUsed: null, isActive: true, createdAt: second.createdAt },
-        { id: first.id, name: 'first', key: `sk_live_...${first.key.slice(-4)}`, lastUsed: null, isActive: true, createdAt: first.createdAt },
+        {
+          id: second.id,
+          name: 'second',
+          key: `sk_live_...${second.key.slice(-4)}`,
+          lastUsed: null,
+          isActive: true,
+          createdAt: second.createdAt,
+        },
+        {
+          id: first.id,
+          name: 'first',
+          key: `sk_live_...${first.key.slice(-4)}`,
+          lastUsed: null,
+          isActive: true,
+          createdAt: first.createdAt,
+        },
       ],
     });
   });
@@ -157,7 +187,9 @@ describe('GET /api/keys', () => {
     const bob = newAccount();
     await createKey(alice.token, 'alice key');
     await createKey(bob.token, 'bob key');
-    const names = (await call('listKeys', { bearer: bob.token })).body.keys.map((k: { name: string }) => k.name);
+    const names = (await call('listKeys', { bearer: bob.token })).body.keys.map(
+      (k: { name: string }) => k.name,
+    );
     expect(names).toEqual(['bob key']);
   });
 });
@@ -166,7 +198,11 @@ describe('PATCH /api/keys/{id}', () => {
   it('revokes a key with isActive false', async () => {
     const { token } = newAccount();
     const key = await createKey(token);
-    const response = await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: false } });
+    const response = await call('updateKey', {
+      bearer: token,
+      pathParameters: { id: key.id },
+      body: { isActive: false },
+    });
     expect(response).toMatchObject({ status: 200, body: { success: true, message: 'API key revoked' } });
     const listed = (await call('listKeys', { bearer: token })).body.keys[0];
     expect(listed).toMatchObject({ id: key.id, isActive: false });
@@ -175,7 +211,11 @@ describe('PATCH /api/keys/{id}', () => {
   it('answers 200 and changes nothing for isActive true on an active key', async () => {
     const { token } = newAccount();
     const key = await createKey(token);
-    const response = await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: true } });
+    const response = await call('updateKey', {
+      bearer: token,
+      pathParameters: { id: key.id },
+      body: { isActive: true },
+    });
     expect(response).toMatchObject({ status: 200, body: { success: true } });
     expect((await call('listKeys', { bearer: token })).body.keys[0].isActive).toBe(true);
   });
@@ -184,7 +224,11 @@ describe('PATCH /api/keys/{id}', () => {
     const { token } = newAccount();
     const key = await createKey(token);
     await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: false } });
-    const response = await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: true } });
+    const response = await call('updateKey', {
+      bearer: token,
+      pathParameters: { id: key.id },
+      body: { isActive: true },
+    });
     expect(response.status).toBe(409);
     expect(response.body.message).toMatch(/cannot be reactivated/);
     expect((await call('listKeys', { bearer: token })).body.keys[0].isActive).toBe(false);
@@ -207,7 +251,11 @@ describe('PATCH /api/keys/{id}', () => {
     const alice = newAccount();
     const mallory = newAccount();
     const key = await createKey(alice.token);
-    const theirs = await call('updateKey', { bearer: mallory.token, pathParameters: { id: key.id }, body: { isActive: false } });
+    const theirs = await call('updateKey', {
+      bearer: mallory.token,
+      pathParameters: { id: key.id },
+      body: { isActive: false },
+    });
     const missing = await call('updateKey', {
       bearer: mallory.token,
       pathParameters: { id: 'key_000000000000000000000' },
@@ -220,7 +268,11 @@ describe('PATCH /api/keys/{id}', () => {
 
   it('answers 404 for an id that is not a key id at all', async () => {
     const { token } = newAccount();
-    const response = await call('updateKey', { bearer: token, pathParameters: { id: '../../etc' }, body: { isActive: false } });
+    const response = await call('updateKey', {
+      bearer: token,
+      pathParameters: { id: '../../etc' },
+      body: { isActive: false },
+    });
     expect(response.status).toBe(404);
   });
 });
@@ -230,11 +282,15 @@ describe('DELETE /api/keys/{id}', () => {
     const { token } = newAccount();
     const key = await createKey(token);
     const response = await call('deleteKey', { bearer: token, pathParameters: { id: key.id } });
-    expect(response).toMatchObject({ status: 200, body: { success: true, message: 'API key permanently deleted' } });
+    expect(response).toMatchObject({
+      status: 200,
+      body: { success: true, message: 'API key permanently deleted' },
+    });
     expect((await call('listKeys', { bearer: token })).body.keys).toEqual([]);
     expect((await call('deleteKey', { bearer: token, pathParameters: { id: key.id } })).status).toBe(404);
     expect(
-      (await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: false } })).status,
+      (await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: false } }))
+        .status,
     ).toBe(404);
   });
 
@@ -249,7 +305,9 @@ describe('DELETE /api/keys/{id}', () => {
     const alice = newAccount();
     const mallory = newAccount();
     const key = await createKey(alice.token);
-    expect((await call('deleteKey', { bearer: mallory.token, pathParameters: { id: key.id } })).status).toBe(404);
+    expect((await call('deleteKey', { bearer: mallory.token, pathParameters: { id: key.id } })).status).toBe(
+      404,
+    );
     expect((await call('listKeys', { bearer: alice.token })).body.keys).toHaveLength(1);
   });
 });
@@ -270,10 +328,26 @@ describe('session tokens', () => {
     ['a garbage token', () => 'not-a-jwt', /Invalid session token/],
     ['an expired token', (a) => idp.token(a, { exp: Math.floor(Date.now() / 1000) - 60, iat: 1 }), /expired/],
     ['a token signed by another key', (a) => signAccessToken(other, { sub: a }), /Invalid session token/],
-    ['a token signed by another key under our key id', (a) => signAccessToken({ ...other, kid: idp.key.kid }, { sub: a }), /Invalid/],
-    ['a token from another issuer', (a) => idp.token(a, { iss: 'https://evil.example' }), /Invalid session token/],
-    ['an id token instead of an access token', (a) => idp.token(a, { token_use: 'id' }), /Invalid session token/],
-    ['a token for another app client', (a) => idp.token(a, { client_id: 'someone-else' }), /Invalid session token/],
+    [
+      'a token signed by another key under our key id',
+      (a) => signAccessToken({ ...other, kid: idp.key.kid }, { sub: a }),
+      /Invalid/,
+    ],
+    [
+      'a token from another issuer',
+      (a) => idp.token(a, { iss: 'https://evil.example' }),
+      /Invalid session token/,
+    ],
+    [
+      'an id token instead of an access token',
+      (a) => idp.token(a, { token_use: 'id' }),
+      /Invalid session token/,
+    ],
+    [
+      'a token for another app client',
+      (a) => idp.token(a, { client_id: 'someone-else' }),
+      /Invalid session token/,
+    ],
     ['a token without a subject', () => idp.token('', {}), /Invalid session token/],
     ['an API key', () => `sk_live_${'a'.repeat(40)}`, /Invalid session token/],
   ];
@@ -285,7 +359,10 @@ describe('session tokens', () => {
     const responses = await Promise.all([
       call('listKeys', options({})),
       call('createKey', options({ body: { name: 'x' } })),
-      call('updateKey', options({ pathParameters: { id: 'key_000000000000000000000' }, body: { isActive: false } })),
+      call(
+        'updateKey',
+        options({ pathParameters: { id: 'key_000000000000000000000' }, body: { isActive: false } }),
+      ),
       call('deleteKey', options({ pathParameters: { id: 'key_000000000000000000000' } })),
       call('getCredits', options({})),
     ]);

@@ -66,7 +66,9 @@ describe('the command-line tools', () => {
   });
 
   it('`credits` refuses to take a balance below zero', async () => {
-    await expect(run('npx', ['tsx', 'local/credits.ts', 'add', 'nobody', '-5'], { env: env() })).rejects.toMatchObject({
+    await expect(
+      run('npx', ['tsx', 'local/credits.ts', 'add', 'nobody', '-5'], { env: env() }),
+    ).rejects.toMatchObject({
       code: 1,
     });
   });

@@ -3,7 +3,12 @@ import { createServer } from 'node:net';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
-import { decodeImage, near, type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import {
+  decodeImage,
+  near,
+  type ScreenshotHarness,
+  startScreenshotHarness,
+} from '../helpers/screenshotHarness';
 
 const RED: [number, number, number] = [255, 0, 0];
 const BLUE: [number, number, number] = [0, 0, 255];
@@ -23,10 +28,16 @@ async function unusedPort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  const greenPng = await sharp({ create: { width: 400, height: 400, channels: 3, background: '#00ff00' } }).png().toBuffer();
+  const greenPng = await sharp({ create: { width: 400, height: 400, channels: 3, background: '#00ff00' } })
+    .png()
+    .toBuffer();
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
-    '/tall': solidPage('#ff0000', '', '<div style="height:3000px;background:linear-gradient(#f00 0 2900px,#00f 2900px)"></div>'),
+    '/tall': solidPage(
+      '#ff0000',
+      '',
+      '<div style="height:3000px;background:linear-gradient(#f00 0 2900px,#00f 2900px)"></div>',
+    ),
     '/huge': solidPage('#ff0000', '', '<div style="height:20000px"></div>'),
     '/lazy': solidPage(
       '#ff0000',
@@ -40,7 +51,10 @@ beforeAll(async () => {
       '#ff0000',
       `<script>addEventListener('DOMContentLoaded',()=>{const m=/iPhone/.test(navigator.userAgent)&&navigator.maxTouchPoints>0;document.documentElement.style.background=m?'#00ff00':'#ff0000'});</script>`,
     ),
-    '/later': solidPage('#ff0000', `<script>setTimeout(()=>{document.documentElement.style.background='#0000ff';document.body.style.background='#0000ff'},300)</script>`),
+    '/later': solidPage(
+      '#ff0000',
+      `<script>setTimeout(()=>{document.documentElement.style.background='#0000ff';document.body.style.background='#0000ff'},300)</script>`,
+    ),
     '/noise': solidPage(
       '#000',
       '',
@@ -51,7 +65,9 @@ beforeAll(async () => {
     },
   });
   closedPort = await unusedPort();
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: `${pages.hostPort},127.0.0.1:${closedPort}` });
+  harness = await startScreenshotHarness({
+    ALLOW_PRIVATE_HOSTS: `${pages.hostPort},127.0.0.1:${closedPort}`,
+  });
 });
 
 afterAll(async () => {
@@ -75,7 +91,11 @@ describe('authentication', () => {
 
   it('refuses a revoked key from the very next request', async () => {
     const account = await harness.newAccount();
-    await harness.manage('updateKey', { bearer: account.token, pathParameters: { id: account.keyId }, body: { isActive: false } });
+    await harness.manage('updateKey', {
+      bearer: account.token,
+      pathParameters: { id: account.keyId },
+      body: { isActive: false },
+    });
     const response = await harness.shoot(account.apiKey, { url: url('/red') });
     expect(response.status).toBe(401);
     expect(response.json().error).toMatch(/revoked/);
@@ -122,7 +142,11 @@ describe('validation', () => {
     expect(response.status).toBe(400);
     const json = response.json();
     expect(json.error).toEqual(expect.any(String));
-    expect(json.details).toContainEqual({ code: expect.any(String), path: [field], message: expect.any(String) });
+    expect(json.details).toContainEqual({
+      code: expect.any(String),
+      path: [field],
+      message: expect.any(String),
+    });
   });
 
   it('refuses unknown fields', async () => {
@@ -180,7 +204,11 @@ describe('credits', () => {
     const target = `http://127.0.0.1:${closedPort}/`;
     const response = await harness.shoot(account.apiKey, { url: target, fullPage: true });
     expect(response.status).toBe(500);
-    expect(response.json()).toEqual({ error: expect.any(String), url: target, message: expect.stringMatching(/ERR_/) });
+    expect(response.json()).toEqual({
+      error: expect.any(String),
+      url: target,
+      message: expect.stringMatching(/ERR_/),
+    });
     expect(await harness.credits.balance(account.accountId)).toBe(100);
   });
 
@@ -246,7 +274,9 @@ describe('the image', () => {
     const account = await harness.newAccount();
     const response = await harness.shoot(account.apiKey, { url: url('/red') });
     expect(response.status).toBe(200);
-    expect(response.body.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    expect(response.body.subarray(0, 8)).toEqual(
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    );
     const image = await decodeImage(response.body);
     expect([image.format, image.width, image.height]).toEqual(['png', 1920, 1080]);
     expect(near(image.pixel(960, 540), RED, 0)).toBe(true);
@@ -293,7 +323,13 @@ describe('the image', () => {
 
   it('ignores quality for PNG', async () => {
     const account = await harness.newAccount();
-    const response = await harness.shoot(account.apiKey, { url: url('/red'), format: 'png', quality: 5, width: 320, height: 320 });
+    const response = await harness.shoot(account.apiKey, {
+      url: url('/red'),
+      format: 'png',
+      quality: 5,
+      width: 320,
+      height: 320,
+    });
     expect(response.status).toBe(200);
     expect((await decodeImage(response.body)).format).toBe('png');
   });
@@ -302,19 +338,30 @@ describe('the image', () => {
     ['mobile', 390, 844, GREEN],
     ['tablet', 768, 1024, RED],
     ['desktop', 1920, 1080, RED],
-  ] as const)('uses the %s preset: its viewport, user agent and touch', async (device, width, height, color) => {
-    const account = await harness.newAccount();
-    const response = await harness.shoot(account.apiKey, { url: url('/device'), device, width: 500, height: 500 });
-    const image = await decodeImage(response.body);
-    expect([image.width, image.height]).toEqual([width, height]);
-    expect(near(image.pixel(10, 10), color, 0)).toBe(true);
-  });
+  ] as const)(
+    'uses the %s preset: its viewport, user agent and touch',
+    async (device, width, height, color) => {
+      const account = await harness.newAccount();
+      const response = await harness.shoot(account.apiKey, {
+        url: url('/device'),
+        device,
+        width: 500,
+        height: 500,
+      });
+      const image = await decodeImage(response.body);
+      expect([image.width, image.height]).toEqual([width, height]);
+      expect(near(image.pixel(10, 10), color, 0)).toBe(true);
+    },
+  );
 
   it('waits the requested delay after load, so scripts can change the page', async () => {
     const account = await harness.newAccount();
-    const now = await decodeImage((await harness.shoot(account.apiKey, { url: url('/later'), width: 320, height: 320 })).body);
+    const now = await decodeImage(
+      (await harness.shoot(account.apiKey, { url: url('/later'), width: 320, height: 320 })).body,
+    );
     const later = await decodeImage(
-      (await harness.shoot(account.apiKey, { url: url('/later'), width: 320, height: 320, delay: 1500 })).body,
+      (await harness.shoot(account.apiKey, { url: url('/later'), width: 320, height: 320, delay: 1500 }))
+        .body,
     );
     expect(near(now.pixel(100, 100), RED, 0)).toBe(true);
     expect(near(later.pixel(100, 100), BLUE, 0)).toBe(true);
@@ -322,7 +369,12 @@ describe('the image', () => {
 
   it('captures the whole page with fullPage', async () => {
     const account = await harness.newAccount();
-    const response = await harness.shoot(account.apiKey, { url: url('/tall'), width: 800, height: 600, fullPage: true });
+    const response = await harness.shoot(account.apiKey, {
+      url: url('/tall'),
+      width: 800,
+      height: 600,
+      fullPage: true,
+    });
     const image = await decodeImage(response.body);
     expect([image.width, image.height]).toEqual([800, 3000]);
     expect(near(image.pixel(400, 2950), BLUE, 0)).toBe(true);
@@ -331,7 +383,12 @@ describe('the image', () => {
 
   it('loads lazy images before a full-page capture', async () => {
     const account = await harness.newAccount();
-    const response = await harness.shoot(account.apiKey, { url: url('/lazy'), width: 800, height: 600, fullPage: true });
+    const response = await harness.shoot(account.apiKey, {
+      url: url('/lazy'),
+      width: 800,
+      height: 600,
+      fullPage: true,
+    });
     const image = await decodeImage(response.body);
     expect(image.height).toBe(4000);
     expect(near(image.pixel(200, 3800), GREEN, 0)).toBe(true);
@@ -342,7 +399,13 @@ describe('the image', () => {
     ['webp', 16_383],
   ] as const)('cuts a %s full page at %i pixels and says so', async (format, cap) => {
     const account = await harness.newAccount();
-    const response = await harness.shoot(account.apiKey, { url: url('/huge'), width: 320, height: 320, fullPage: true, format });
+    const response = await harness.shoot(account.apiKey, {
+      url: url('/huge'),
+      width: 320,
+      height: 320,
+      fullPage: true,
+      format,
+    });
     expect(response.status).toBe(200);
     expect(response.headers['X-Screenshot-Truncated']).toBe('true');
     expect((await decodeImage(response.body)).height).toBe(cap);
