@@ -78,7 +78,9 @@ function embeddedIPv4(v6: ipaddr.IPv6, range: string): ipaddr.IPv4 | undefined {
     case 'rfc6052':
       // Well-known NAT64 prefix 64:ff9b::/96 embeds the target in the last 32 bits. The local-use 64:ff9b:1::/48
       // has operator-defined layout: no embedded address, so it stays refused as 'rfc6052'.
-      return word(2) === 0 && word(3) === 0 && word(4) === 0 && word(5) === 0 ? fromWords(word(6), word(7)) : undefined;
+      return word(2) === 0 && word(3) === 0 && word(4) === 0 && word(5) === 0
+        ? fromWords(word(6), word(7))
+        : undefined;
     case '6to4': // 2002:AABB:CCDD::/48
       return fromWords(word(1), word(2));
     default:

@@ -60,7 +60,14 @@ function parseEntry(entry: string): string {
     throw new Error(`ALLOW_PRIVATE_HOSTS entry "${entry}" is not host:port`);
   }
   const hasPort = entry.lastIndexOf(':') > entry.lastIndexOf(']');
-  if (!hasPort || url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+  if (
+    !hasPort ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    url.username !== '' ||
+    url.password !== ''
+  ) {
     throw new Error(`ALLOW_PRIVATE_HOSTS entry "${entry}" is not host:port`);
   }
   return key(normalizeHost(url.hostname), effectivePort(url));

@@ -61,7 +61,10 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
       for (const address of addresses) {
         const range = classifyAddress(address);
         if (range !== 'public' && !allowList.allows(host, address, port)) {
-          return { kind: 'refused', reason: `url resolves to a private or reserved address (${address}, ${range})` };
+          return {
+            kind: 'refused',
+            reason: `url resolves to a private or reserved address (${address}, ${range})`,
+          };
         }
       }
       return { kind: 'allowed', addresses };
@@ -72,12 +75,16 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error('DNS lookup timed out'), { code: 'ETIMEOUT' })), ms);
+    timer = setTimeout(
+      () => reject(Object.assign(new Error('DNS lookup timed out'), { code: 'ETIMEOUT' })),
+      ms,
+    );
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function errorCode(error: unknown): string {
-  if (error && typeof error === 'object' && 'code' in error && typeof error.code === 'string') return error.code;
+  if (error && typeof error === 'object' && 'code' in error && typeof error.code === 'string')
+    return error.code;
   return error instanceof Error ? error.message : 'lookup failed';
 }

@@ -3,8 +3,8 @@ import {
   Agent,
   type ClientRequestArgs,
   createServer,
-  type IncomingMessage,
   request as httpRequest,
+  type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
@@ -148,7 +148,9 @@ async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardCo
     url = new URL(req.url ?? '');
   } catch {
     // Origin-form ("GET /"): someone talking to the proxy as if it were a web server.
-    res.writeHead(400, { 'Content-Type': 'text/plain', Connection: 'close' }).end('absolute http URL required');
+    res
+      .writeHead(400, { 'Content-Type': 'text/plain', Connection: 'close' })
+      .end('absolute http URL required');
     return;
   }
   if (url.protocol !== 'http:') {
@@ -166,7 +168,8 @@ async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardCo
   }
 
   const headers = endToEndHeaders(req.rawHeaders);
-  if (!headers.some((_, i) => i % 2 === 0 && headers[i]?.toLowerCase() === 'host')) headers.push('Host', url.host);
+  if (!headers.some((_, i) => i % 2 === 0 && headers[i]?.toLowerCase() === 'host'))
+    headers.push('Host', url.host);
   const upstreamOptions: PinnedRequestArgs = {
     agent: ctx.agent,
     pinned: verdict.addresses,
@@ -187,7 +190,11 @@ async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardCo
   upstream.on('response', (upstreamRes) => {
     upstreamRes.on('error', () => res.destroy());
     try {
-      res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, endToEndHeaders(upstreamRes.rawHeaders));
+      res.writeHead(
+        upstreamRes.statusCode ?? 502,
+        upstreamRes.statusMessage,
+        endToEndHeaders(upstreamRes.rawHeaders),
+      );
     } catch {
       // A status line or header Node refuses to write (invalid characters): treat as a broken upstream.
       upstream.destroy();
@@ -260,7 +267,8 @@ function parseAuthority(authority: string): { host: string; port: number } | und
   } catch {
     return undefined;
   }
-  if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '') return undefined;
+  if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '')
+    return undefined;
   return { host: url.hostname, port: effectivePort(url) };
 }
 

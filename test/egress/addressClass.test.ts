@@ -146,11 +146,13 @@ const publicV6 = fc
   )
   .map(([first, rest]) => [first.toString(16), ...rest].join(':'));
 
-const privateV6 = fc.oneof(
-  fc.tuple(fc.integer({ min: 0xfc00, max: 0xfdff }), fc.array(hextet, { minLength: 7, maxLength: 7 })),
-  fc.tuple(fc.integer({ min: 0xfe80, max: 0xfebf }), fc.array(hextet, { minLength: 7, maxLength: 7 })),
-  fc.tuple(fc.integer({ min: 0xff00, max: 0xffff }), fc.array(hextet, { minLength: 7, maxLength: 7 })),
-).map(([first, rest]) => [first.toString(16), ...rest].join(':'));
+const privateV6 = fc
+  .oneof(
+    fc.tuple(fc.integer({ min: 0xfc00, max: 0xfdff }), fc.array(hextet, { minLength: 7, maxLength: 7 })),
+    fc.tuple(fc.integer({ min: 0xfe80, max: 0xfebf }), fc.array(hextet, { minLength: 7, maxLength: 7 })),
+    fc.tuple(fc.integer({ min: 0xff00, max: 0xffff }), fc.array(hextet, { minLength: 7, maxLength: 7 })),
+  )
+  .map(([first, rest]) => [first.toString(16), ...rest].join(':'));
 
 describe('isPublicAddress, by property', () => {
   it('allows every random public IPv4 address', () => {

@@ -10,8 +10,8 @@ import {
   scriptedLookup,
   startCanary,
   startWebSocketServer,
-  waitForTitle,
   type WebSocketServer,
+  waitForTitle,
 } from '../helpers/egressFixtures';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
@@ -30,11 +30,13 @@ let context: BrowserContext | undefined;
 const blocked: BlockedEgress[] = [];
 const fileMarker = join(tmpdir(), `egress-file-${process.pid}-${Date.now()}.html`);
 
-const html = (body: string) => `<!doctype html><html><head><meta charset="utf-8"><title>start</title></head><body>${body}</body></html>`;
+const html = (body: string) =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>start</title></head><body>${body}</body></html>`;
 const script = (code: string) => html(`<script>${code}</script>`);
-const redirect = (status: number, location: () => string) => (_: unknown, res: import('node:http').ServerResponse) => {
-  res.writeHead(status, { Location: location() }).end();
-};
+const redirect =
+  (status: number, location: () => string) => (_: unknown, res: import('node:http').ServerResponse) => {
+    res.writeHead(status, { Location: location() }).end();
+  };
 
 beforeAll(async () => {
   canary = await startCanary('127.0.0.1');
@@ -76,17 +78,27 @@ beforeAll(async () => {
     '/worker': script(`const w = new Worker('/worker.js'); w.onmessage = (e) => document.title = e.data`),
     '/worker.js': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/javascript' });
-      res.end(`fetch('${C}/worker', { mode: 'no-cors' }).then(() => postMessage('loaded'), () => postMessage('blocked'))`);
+      res.end(
+        `fetch('${C}/worker', { mode: 'no-cors' }).then(() => postMessage('loaded'), () => postMessage('blocked'))`,
+      );
     },
-    '/worker-import': script(`const w = new Worker('/worker-import.js'); w.onmessage = (e) => document.title = e.data`),
+    '/worker-import': script(
+      `const w = new Worker('/worker-import.js'); w.onmessage = (e) => document.title = e.data`,
+    ),
     '/worker-import.js': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/javascript' });
-      res.end(`try { importScripts('${C}/import.js'); postMessage('loaded') } catch { postMessage('blocked') }`);
+      res.end(
+        `try { importScripts('${C}/import.js'); postMessage('loaded') } catch { postMessage('blocked') }`,
+      );
     },
-    '/worker-websocket': script(`const w = new Worker('/worker-websocket.js'); w.onmessage = (e) => document.title = e.data`),
+    '/worker-websocket': script(
+      `const w = new Worker('/worker-websocket.js'); w.onmessage = (e) => document.title = e.data`,
+    ),
     '/worker-websocket.js': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/javascript' });
-      res.end(`const s = new WebSocket('${ws}/worker-ws'); s.onopen = () => postMessage('open'); s.onerror = () => postMessage('blocked')`);
+      res.end(
+        `const s = new WebSocket('${ws}/worker-ws'); s.onopen = () => postMessage('open'); s.onerror = () => postMessage('blocked')`,
+      );
     },
     '/service-worker': script(
       `navigator.serviceWorker.register('/sw.js').then(() => document.title = 'registered', (e) => document.title = 'failed ' + e)`,
@@ -101,8 +113,12 @@ beforeAll(async () => {
     '/hints': html(
       `<link rel="preconnect" href="${C}"><link rel="dns-prefetch" href="${C}"><link rel="prefetch" href="${C}/prefetch"><link rel="preload" as="image" href="${C}/preload">`,
     ),
-    '/beacon': script(`navigator.sendBeacon('${C}/beacon', 'x'); new EventSource('${C}/sse'); document.title = 'sent'`),
-    '/css': html(`<style>@import url('${C}/import.css'); body { background: url('${C}/bg.png') }</style><p>x</p>`),
+    '/beacon': script(
+      `navigator.sendBeacon('${C}/beacon', 'x'); new EventSource('${C}/sse'); document.title = 'sent'`,
+    ),
+    '/css': html(
+      `<style>@import url('${C}/import.css'); body { background: url('${C}/bg.png') }</style><p>x</p>`,
+    ),
     '/webrtc': script(`
       const done = () => { document.title = 'gathered' };
       const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:${canary.host}:${canary.udpPort}' }] });
@@ -110,18 +126,25 @@ beforeAll(async () => {
       pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') done() };
       pc.createOffer().then((offer) => pc.setLocalDescription(offer));
       setTimeout(done, 4000);`),
-    '/file-iframe': html(`<iframe src="file://${fileMarker}" onload="document.title='frame-event'"></iframe>`),
+    '/file-iframe': html(
+      `<iframe src="file://${fileMarker}" onload="document.title='frame-event'"></iframe>`,
+    ),
     '/file-fetch': script(
       `fetch('file://${fileMarker}').then(() => document.title = 'loaded', () => document.title = 'blocked')`,
     ),
-    '/file-navigation': script(`location.href = 'file://${fileMarker}'; setTimeout(() => document.title = 'stayed', 1000)`),
+    '/file-navigation': script(
+      `location.href = 'file://${fileMarker}'; setTimeout(() => document.title = 'stayed', 1000)`,
+    ),
     '/rebind': script(
       `setTimeout(() => fetch('/again').then(() => document.title = 'loaded', () => document.title = 'blocked'), 50)`,
     ),
     '/again': html('<p>again</p>'),
   });
   // If a file: URL ever rendered, it would ask the allowed server for this path.
-  await writeFile(fileMarker, `<img src="${site.origin}/file-loaded"><script>document.title='file-loaded'</script>`);
+  await writeFile(
+    fileMarker,
+    `<img src="${site.origin}/file-loaded"><script>document.title='file-loaded'</script>`,
+  );
   // Same port as the allowed site on another loopback address: only reachable by re-resolving.
   rebindCanary = await startCanary('127.0.0.2', site.port);
   const dns = scriptedLookup({ 'rebind.example': [['127.0.0.1'], ['127.0.0.2']] });
@@ -135,7 +158,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([proxy?.close(), site?.close(), sockets?.close(), canary?.close(), rebindCanary?.close()]);
+  await Promise.all([
+    proxy?.close(),
+    site?.close(),
+    sockets?.close(),
+    canary?.close(),
+    rebindCanary?.close(),
+  ]);
   await rm(fileMarker, { force: true });
 });
 
@@ -187,13 +216,16 @@ describe('Chromium behind the egress proxy', () => {
     expect(await waitForTitle(page, (t) => t !== 'start')).toBe('hello from the allowed server');
   });
 
-  it.each([301, 302, 307, 308])('fails a navigation that redirects (%i) to a private address', async (status) => {
-    context = await browser.createBrowserContext();
-    const page = await context.newPage();
-    await expect(page.goto(`${site.origin}/redirect/${status}`)).rejects.toThrow(/net::ERR_/);
-    expectCanaryUntouched();
-    expect(blocked.map((b) => b.port)).toContain(canary.port);
-  });
+  it.each([301, 302, 307, 308])(
+    'fails a navigation that redirects (%i) to a private address',
+    async (status) => {
+      context = await browser.createBrowserContext();
+      const page = await context.newPage();
+      await expect(page.goto(`${site.origin}/redirect/${status}`)).rejects.toThrow(/net::ERR_/);
+      expectCanaryUntouched();
+      expect(blocked.map((b) => b.port)).toContain(canary.port);
+    },
+  );
 
   it('fails a navigation that redirects to the metadata address', async () => {
     context = await browser.createBrowserContext();
@@ -256,7 +288,9 @@ describe('Chromium and file: URLs', () => {
     const page = await open('/file-iframe');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(site.hits).not.toContain('/file-loaded');
-    expect(page.frames().some((frame) => frame.url().startsWith('file:') && frame.url() !== 'about:blank')).toBe(false);
+    expect(
+      page.frames().some((frame) => frame.url().startsWith('file:') && frame.url() !== 'about:blank'),
+    ).toBe(false);
   });
 
   it('does not let a page fetch a file: URL', async () => {

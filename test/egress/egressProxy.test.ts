@@ -2,7 +2,12 @@ import { once } from 'node:events';
 import { type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type BlockedEgress, type EgressProxy, egressChromiumArgs, startEgressProxy } from '../../shared/egress/egressProxy';
+import {
+  type BlockedEgress,
+  type EgressProxy,
+  egressChromiumArgs,
+  startEgressProxy,
+} from '../../shared/egress/egressProxy';
 import { type Canary, scriptedLookup, startCanary } from '../helpers/egressFixtures';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
@@ -61,7 +66,9 @@ function connectVia(proxy: EgressProxy, authority: string): Promise<{ status: nu
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method: 'CONNECT', path: authority, agent: false });
     req.on('error', reject);
-    req.on('connect', (res: IncomingMessage, socket: Socket) => resolve({ status: res.statusCode ?? 0, socket }));
+    req.on('connect', (res: IncomingMessage, socket: Socket) =>
+      resolve({ status: res.statusCode ?? 0, socket }),
+    );
     req.end();
   });
 }
@@ -80,7 +87,9 @@ let canary: Canary;
 let rebindCanary: Canary;
 const proxies: EgressProxy[] = [];
 
-async function proxyWith(options: Partial<Parameters<typeof startEgressProxy>[0]> = {}): Promise<EgressProxy> {
+async function proxyWith(
+  options: Partial<Parameters<typeof startEgressProxy>[0]> = {},
+): Promise<EgressProxy> {
   const proxy = await startEgressProxy({ allowPrivateHosts: site.hostPort, ...options });
   proxies.push(proxy);
   return proxy;
@@ -94,7 +103,13 @@ beforeAll(async () => {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ method: req.method, headers: req.headers, body: Buffer.concat(chunks).toString() }));
+        res.end(
+          JSON.stringify({
+            method: req.method,
+            headers: req.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
       });
     },
     '/cookies': (_, res) => {
@@ -146,7 +161,11 @@ describe('startEgressProxy, plain http', () => {
   it('sends the original Host header and the request body upstream', async () => {
     const proxy = await proxyWith();
     const answer = await viaProxy(proxy, `${site.origin}/echo?x=1`, { method: 'POST', body: 'hello' });
-    const echoed = JSON.parse(answer.body) as { method: string; headers: Record<string, string>; body: string };
+    const echoed = JSON.parse(answer.body) as {
+      method: string;
+      headers: Record<string, string>;
+      body: string;
+    };
     expect(echoed).toMatchObject({ method: 'POST', body: 'hello' });
     expect(echoed.headers.host).toBe(site.hostPort);
   });
@@ -225,7 +244,11 @@ describe('startEgressProxy, plain http', () => {
 
   it('never passes a plain-http Upgrade on: the upstream sees an ordinary request', async () => {
     const proxy = await proxyWith();
-    const headers = { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    const headers = {
+      Connection: 'Upgrade',
+      Upgrade: 'websocket',
+      'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    };
     const answer = await viaProxy(proxy, `${site.origin}/echo`, { headers });
     const echoed = JSON.parse(answer.body) as { headers: Record<string, string> };
     expect(echoed.headers.upgrade).toBeUndefined();
@@ -285,7 +308,9 @@ describe('startEgressProxy against DNS rebinding', () => {
     const proxy = await proxyWith({ lookup: dns.lookup });
     const { status, socket } = await connectVia(proxy, `rebind.example:${site.port}`);
     expect(status).toBe(200);
-    expect(await getThroughTunnel(socket, `rebind.example:${site.port}`, '/')).toContain('<title>public</title>');
+    expect(await getThroughTunnel(socket, `rebind.example:${site.port}`, '/')).toContain(
+      '<title>public</title>',
+    );
     expect(dns.calls).toEqual(['rebind.example']);
     expect(rebindCanary.connections).toBe(0);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../shared/errors';
 import { createUrlPolicy } from '../../shared/egress/urlPolicy';
+import { ValidationError } from '../../shared/errors';
 import { scriptedLookup } from '../helpers/egressFixtures';
 
 /** DNS for these tests: a few scripted names; everything else fails like NXDOMAIN (no real DNS is ever asked). */
@@ -21,7 +21,8 @@ async function refusal(policyInput: { allowPrivateHosts: string }, url: string):
     () => undefined,
     (e: unknown) => e,
   );
-  if (!(error instanceof ValidationError)) throw new Error(`expected ${url} to be refused, got ${String(error)}`);
+  if (!(error instanceof ValidationError))
+    throw new Error(`expected ${url} to be refused, got ${String(error)}`);
   return error;
 }
 
@@ -87,20 +88,25 @@ describe('createUrlPolicy with no private hosts allowed', () => {
     expect(error.details[0]?.message).toMatch(/private or reserved/);
   });
 
-  it.each(['file:///etc/passwd', 'ftp://93.184.215.14/', 'javascript:alert(1)', 'data:text/html,hi', 'not a url'])(
-    'refuses %s, which is not an http(s) URL',
-    async (url) => {
-      const error = await refusal(strict, url);
-      expect(error.details[0]?.code).toBe('url_not_allowed');
-    },
-  );
+  it.each([
+    'file:///etc/passwd',
+    'ftp://93.184.215.14/',
+    'javascript:alert(1)',
+    'data:text/html,hi',
+    'not a url',
+  ])('refuses %s, which is not an http(s) URL', async (url) => {
+    const error = await refusal(strict, url);
+    expect(error.details[0]?.code).toBe('url_not_allowed');
+  });
 
-  it.each(['http://93.184.215.14/', 'https://public.example/path?q=1', 'http://public6.example:8080/', 'http://[2606:4700::1]/'])(
-    'allows %s, which is public',
-    async (url) => {
-      await passes(strict, url);
-    },
-  );
+  it.each([
+    'http://93.184.215.14/',
+    'https://public.example/path?q=1',
+    'http://public6.example:8080/',
+    'http://[2606:4700::1]/',
+  ])('allows %s, which is public', async (url) => {
+    await passes(strict, url);
+  });
 
   it('lets a name that does not resolve through, so the capture fails on it instead', async () => {
     await passes(strict, 'http://nxdomain.example/');

@@ -132,7 +132,11 @@ export async function startWebSocketServer(message: string): Promise<WebSocketSe
 }
 
 /** The flags the renderer must drop (decisions.md, "Capture"). */
-const UNSAFE_ARGS = new Set(['--single-process', '--disable-web-security', '--allow-running-insecure-content']);
+const UNSAFE_ARGS = new Set([
+  '--single-process',
+  '--disable-web-security',
+  '--allow-running-insecure-content',
+]);
 
 /** Chromium as the renderer runs it: @sparticuz/chromium's args minus the unsafe ones, plus the egress flags. */
 export async function launchEgressBrowser(proxyUrl: string): Promise<Browser> {
@@ -141,7 +145,11 @@ export async function launchEgressBrowser(proxyUrl: string): Promise<Browser> {
 }
 
 /** Polls the page title until it satisfies `done` (pages report what happened by setting document.title). */
-export async function waitForTitle(page: Page, done: (title: string) => boolean, timeoutMs = 10_000): Promise<string> {
+export async function waitForTitle(
+  page: Page,
+  done: (title: string) => boolean,
+  timeoutMs = 10_000,
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const title = await page.title().catch(() => '');
