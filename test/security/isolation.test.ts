@@ -1,0 +1,213 @@
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onlyBrowserPid, rendererPids } from '../helpers/chromiumProcesses';
+import { type PageServer, startPageServer } from '../helpers/pageServer';
+import {
+  decodeImage,
+  near,
+  type ScreenshotHarness,
+  startScreenshotHarness,
+} from '../helpers/screenshotHarness';
+
+/**
+ * What one customer's page leaves behind must be invisible to the next capture; a page's scripts must not read
+ * other origins; Chromium must not hold the function's AWS credentials. All through the real handler and renderer.
+ */
+
+const GREEN: [number, number, number] = [0, 255, 0];
+
+/** Stand-ins for the function's credentials, set where Lambda sets them: in the process environment. */
+const FAKE_CREDENTIALS = {
+  AWS_ACCESS_KEY_ID: 'AKIAISOLATIONTESTKEY0',
+  AWS_SECRET_ACCESS_KEY: 'isolation-test-secret-access-key-do-not-leak',
+  AWS_SESSION_TOKEN: 'isolation-test-session-token-do-not-leak',
+};
+
+let site: PageServer;
+let other: PageServer;
+let harness: ScreenshotHarness;
+let apiKey: string;
+/** Cookie headers the server saw, per path. */
+const cookiesSeen: Record<string, (string | undefined)[]> = {};
+let cachedHits = 0;
+let swScriptHits = 0;
+
+/** A page that starts blue and turns green if `check` resolves true, red otherwise. */
+function verdictPage(check: string): string {
+  return `<!doctype html><html style="background:#00f"><head><meta charset="utf-8">
+    <link rel="stylesheet" href="/cached.css">
+    <script>
+      (async () => { ${check} })().then(
+        (ok) => { document.documentElement.style.background = ok ? '#0f0' : '#f00' },
+        (e) => { document.documentElement.style.background = '#f00'; document.title = String(e) });
+    </script></head><body></body></html>`;
+}
+
+const WRITE_STATE = `
+  document.cookie = 'js=1; max-age=3600; path=/';
+  localStorage.setItem('left', 'behind');
+  sessionStorage.setItem('left', 'behind');
+  await new Promise((resolve, reject) => {
+    const open = indexedDB.open('leftover', 1);
+    open.onupgradeneeded = () => open.result.createObjectStore('s').put('behind', 'k');
+    open.onsuccess = () => { open.result.close(); resolve(); };
+    open.onerror = () => reject(open.error);
+  });
+  await (await caches.open('leftover')).put('/leftover', new Response('behind'));
+  await navigator.serviceWorker.register('/sw.js');
+  await navigator.serviceWorker.ready;
+  // Only green if everything really was stored, so the read side's "nothing there" means something.
+  return document.cookie.includes('js=1') && document.cookie.includes('srv=1') && localStorage.length === 1 &&
+    (await indexedDB.databases()).length === 1 && (await caches.keys()).length === 1 &&
+    (await navigator.serviceWorker.getRegistrations()).length === 1;
+`;
+
+const READ_STATE = `
+  const found = [];
+  if (document.cookie !== '') found.push('cookie ' + document.cookie);
+  if (localStorage.length > 0) found.push('localStorage');
+  if (sessionStorage.length > 0) found.push('sessionStorage');
+  if ((await indexedDB.databases()).length > 0) found.push('indexedDB');
+  if ((await caches.keys()).length > 0) found.push('cache storage');
+  if ((await navigator.serviceWorker.getRegistrations()).length > 0) found.push('service worker');
+  if (navigator.serviceWorker.controller) found.push('controlled by a service worker');
+  document.title = found.join(', ');
+  return found.length === 0;
+`;
+
+const CROSS_ORIGIN_READ = (otherOrigin: string) => `
+  const attempts = [
+    fetch('${otherOrigin}/secret').then((r) => r.text()),
+    fetch('${otherOrigin}/secret', { mode: 'no-cors' }).then((r) => r.text()),
+    new Promise((resolve, reject) => {
+      const x = new XMLHttpRequest();
+      x.onload = () => resolve(x.responseText);
+      x.onerror = () => reject(new Error('xhr'));
+      x.open('GET', '${otherOrigin}/secret');
+      x.send();
+    }),
+    new Promise((resolve, reject) => {
+      const f = document.createElement('iframe');
+      f.src = '${otherOrigin}/secret';
+      f.onload = () => { try { resolve(f.contentDocument.body.innerHTML) } catch (e) { reject(e) } };
+      document.documentElement.append(f);
+    }),
+  ];
+  const results = await Promise.allSettled(attempts);
+  return results.every((r) => r.status === 'rejected' || !String(r.value).includes('OTHER-ORIGIN-SECRET'));
+`;
+
+beforeAll(async () => {
+  Object.assign(process.env, FAKE_CREDENTIALS);
+  const record = (path: string, cookie: string | undefined) => {
+    cookiesSeen[path] ??= [];
+    cookiesSeen[path].push(cookie);
+  };
+  site = await startPageServer({
+    '/write': (req, res) => {
+      record('/write', req.headers.cookie);
+      res.writeHead(200, {
+        'Content-Type': 'text/html',
+        'Set-Cookie': 'srv=1; Max-Age=3600; Path=/',
+      });
+      res.end(verdictPage(WRITE_STATE));
+    },
+    '/read': (req, res) => {
+      record('/read', req.headers.cookie);
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end(verdictPage(READ_STATE));
+    },
+    '/cached.css': (_, res) => {
+      cachedHits += 1;
+      res.writeHead(200, { 'Content-Type': 'text/css', 'Cache-Control': 'public, max-age=3600' }).end('p{}');
+    },
+    '/sw.js': (_, res) => {
+      swScriptHits += 1;
+      res.writeHead(200, { 'Content-Type': 'text/javascript' });
+      res.end(`self.addEventListener('fetch', (e) => e.respondWith(fetch(e.request)))`);
+    },
+    '/cross-origin': (_, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end(verdictPage(CROSS_ORIGIN_READ(other.origin)));
+    },
+  });
+  other = await startPageServer({
+    // No CORS headers: a browser with web security on keeps this from the other origin's scripts.
+    '/secret': '<p>OTHER-ORIGIN-SECRET</p>',
+  });
+  harness = await startScreenshotHarness({
+    ALLOW_PRIVATE_HOSTS: `${site.hostPort},${other.hostPort}`,
+    RATE_LIMIT_PER_HOUR: '1000',
+    FREE_CREDITS: '1000',
+    ...FAKE_CREDENTIALS,
+  });
+  ({ apiKey } = await harness.newAccount());
+});
+
+afterAll(async () => {
+  await harness?.close();
+  await Promise.all([site?.close(), other?.close()]);
+  for (const name of Object.keys(FAKE_CREDENTIALS)) delete process.env[name];
+});
+
+async function captureColour(path: string, delay: number): Promise<[number, number, number]> {
+  const response = await harness.shoot(apiKey, {
+    url: `${site.origin}${path}`,
+    width: 320,
+    height: 320,
+    delay,
+  });
+  expect(response.status).toBe(200);
+  return (await decodeImage(response.body)).pixel(10, 10);
+}
+
+describe('state between captures', () => {
+  it('lets a page store cookies, storage, IndexedDB, cache entries and a service worker', async () => {
+    expect(near(await captureColour('/write', 1500), GREEN)).toBe(true);
+  });
+
+  it('shows the next capture none of it', async () => {
+    expect(near(await captureColour('/read', 800), GREEN)).toBe(true);
+  });
+
+  it('sends the next capture no cookie from the earlier one', () => {
+    expect(cookiesSeen['/read']).toEqual([undefined]);
+  });
+
+  it('fetches again what the earlier capture had in its HTTP cache', () => {
+    expect(cachedHits).toBe(2);
+  });
+
+  it('keeps nothing across several captures in a row', async () => {
+    await captureColour('/write', 1500);
+    await captureColour('/write', 1500);
+    expect(near(await captureColour('/read', 800), GREEN)).toBe(true);
+    expect(cookiesSeen['/write']?.every((cookie) => cookie === undefined)).toBe(true);
+    expect(swScriptHits).toBe(3);
+  });
+});
+
+describe('web security', () => {
+  it("keeps another origin's responses from a captured page's scripts", async () => {
+    expect(near(await captureColour('/cross-origin', 800), GREEN)).toBe(true);
+  });
+});
+
+describe("Chromium's environment", () => {
+  /** NAME=value pairs of a process, from /proc. */
+  async function environmentOf(pid: number): Promise<string[]> {
+    return (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean);
+  }
+
+  it('holds no AWS variables, in the browser or its renderers', async () => {
+    // The credentials really are in our own environment, as in Lambda.
+    expect(process.env.AWS_SECRET_ACCESS_KEY).toBe(FAKE_CREDENTIALS.AWS_SECRET_ACCESS_KEY);
+    await captureColour('/read', 0);
+    const browser = await onlyBrowserPid();
+    const pids = [browser, ...(await rendererPids(browser))];
+    for (const pid of pids) {
+      // May well be empty: the renderer passes Chromium only an allow-listed few variables.
+      const env = await environmentOf(pid);
+      expect(env.filter((entry) => entry.startsWith('AWS_'))).toEqual([]);
+      expect(env.join('\n')).not.toContain(FAKE_CREDENTIALS.AWS_SECRET_ACCESS_KEY);
+    }
+  });
+});
