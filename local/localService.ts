@@ -5,9 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { readServiceConfig } from '../shared/config';
 import { managementHandler } from '../shared/http/managementHandler';
+import { getOpenApi } from '../shared/openapi/handler';
 import { logger } from '../shared/logger';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { createScreenshotService } from '../shared/wiring/screenshot';
+import { dashboardRoutes } from '../web/localRoutes';
 import { AdmissionQueue } from './admissionQueue';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type ExtraRoute, lambdaHttpAdapter } from './httpAdapter';
@@ -79,8 +81,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       updateKey: managementHandler(keys.updateKey),
       deleteKey: managementHandler(keys.deleteKey),
       getCredits: managementHandler(keys.getCredits),
+      getOpenApi: managementHandler(getOpenApi),
     },
-    { extra: [serveJwks], captures: captureQueue(env) },
+    { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })], captures: captureQueue(env) },
   );
   server.on('request', listener);
   const stateFile = join(options.dataDir, STATE_FILE);

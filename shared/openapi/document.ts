@@ -1,0 +1,314 @@
+import { z } from 'zod';
+import {
+  type CreateDocumentOptions,
+  createDocument,
+  type oas31,
+  type ZodOpenApiOperationObject,
+  type ZodOpenApiOverrideMetaContext,
+  type ZodOpenApiPathsObject,
+  type ZodOpenApiResponseObject,
+} from 'zod-openapi';
+import { createKeyBody, updateKeyBody } from '../keys/schemas';
+import { ROUTES, type RouteDefinition } from '../routes';
+import { type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { CONTENT_TYPES } from '../screenshot/screenshotHandler';
+import {
+  apiKeyList,
+  captureFailedError,
+  createdApiKey,
+  creditBalance,
+  insufficientCreditsError,
+  keyChangeResult,
+  managementError,
+  rateLimitedError,
+  screenshotError,
+  screenshotValidationError,
+} from './schemas';
+
+/**
+ * The OpenAPI 3.1 description of every route in ROUTES. Request bodies are the very zod schemas the handlers
+ * validate with; paths, methods, operation ids and security come from the route table, so a route cannot exist
+ * without being described (OPERATIONS is keyed by handler: a new route does not compile until it is documented).
+ */
+
+/** Field descriptions for the screenshot body; keyed by the schema's own fields so a rename does not compile. */
+const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
+  url: 'Page to capture: an absolute http:// or https:// URL, at most 2048 characters, whose host is not a private address',
+  width: 'Viewport width in pixels (ignored when device is given)',
+  height: 'Viewport height in pixels (ignored when device is given)',
+  format: 'Output image format',
+  quality: 'Quality for jpeg and webp; accepted and ignored for png',
+  fullPage: 'Capture the whole scrollable page (up to 16,384 px; 16,383 for webp) instead of the viewport',
+  device: 'Preset viewport and user agent: mobile 390x844, tablet 768x1024, desktop 1920x1080',
+  delay: 'Milliseconds to wait after the load event, before capturing',
+};
+
+const screenshotBody = screenshotRequest.meta({
+  id: 'ScreenshotRequest',
+  examples: [{ url: 'https://example.com', format: 'png', fullPage: true }],
+  // The zod schema stays as the handler needs it; descriptions and the URL's shape are added to the rendered copy.
+  override: ({ jsonSchema }: ZodOpenApiOverrideMetaContext) => {
+    const properties = (jsonSchema.properties ?? {}) as Record<string, oas31.SchemaObject>;
+    for (const [field, description] of Object.entries(SCREENSHOT_FIELDS)) {
+      const property = properties[field];
+      if (property) property.description = description;
+    }
+    if (properties.url)
+      Object.assign(properties.url, { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
+  },
+});
+
+const createKeyRequest = createKeyBody.meta({
+  id: 'CreateKeyRequest',
+  description: 'name is trimmed first; it must then be 1 to 100 characters',
+  examples: [{ name: 'production server' }],
+});
+const updateKeyRequest = updateKeyBody.meta({
+  id: 'UpdateKeyRequest',
+  description:
+    'false revokes the key (permanent); true on an active key changes nothing, on a revoked key answers 409',
+  examples: [{ isActive: false }],
+});
+
+// ---- Headers ----
+
+const integerHeader = (id: string, description: string) =>
+  z.number().int().meta({ description, header: { id } });
+
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': integerHeader(
+    'X-RateLimit-Limit',
+    'Requests allowed per window (one clock hour, per account)',
+  ),
+  'X-RateLimit-Remaining': integerHeader('X-RateLimit-Remaining', 'Requests left in the current window'),
+  'X-RateLimit-Reset': integerHeader(
+    'X-RateLimit-Reset',
+    'When the current window ends, milliseconds since the epoch',
+  ),
+};
+
+const imageHeaders = z.object({
+  'Content-Length': z.number().int().meta({ description: 'Image size in bytes' }),
+  ETag: z.string().meta({
+    description: 'Quoted hex MD5 of the image bytes',
+    example: '"9e107d9d372bb6826bd81d3542a419d6"',
+  }),
+  'Cache-Control': z.string().meta({ example: 'public, max-age=3600, stale-while-revalidate=86400' }),
+  'X-Credits-Charged': z
+    .number()
+    .int()
+    .meta({ description: 'Credits this capture cost: 1 basic, 2 full page, 3 above 2560 px' }),
+  'X-Screenshot-Truncated': z
+    .literal('true')
+    .optional()
+    .meta({ description: 'Present when a full-page capture was cut at the height limit' }),
+  ...rateLimitHeaders,
+});
+
+// ---- Responses ----
+
+const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
+const binary: oas31.SchemaObject = { type: 'string', format: 'binary' };
+
+/** An error of the screenshot route after authentication: it carries the rate-limit headers too. */
+const screenshotFailure = (description: string, schema: z.ZodType): ZodOpenApiResponseObject => ({
+  description,
+  headers: z.object(rateLimitHeaders),
+  content: json(schema),
+});
+
+const managementFailure = (description: string): ZodOpenApiResponseObject => ({
+  description,
+  content: json(managementError),
+});
+
+const sessionFailures = {
+  '401': managementFailure('Session token missing, malformed, expired or wrongly signed'),
+  '500': managementFailure('Unexpected server error (no internals in the body)'),
+};
+const bodyFailures = {
+  '400': managementFailure('Invalid body (malformed JSON, unknown fields, failed validation); see details'),
+  '413': managementFailure('Body larger than 16 KiB'),
+  '415': managementFailure('Content-Type is not application/json'),
+};
+const keyNotFound = managementFailure(
+  'No such key, or it belongs to another account (same answer either way)',
+);
+const keyIdParameter = {
+  path: z.object({ id: z.string().meta({ description: 'Key id from the list or creation' }) }),
+};
+
+const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> = {
+  screenshot: {
+    tags: ['Screenshots'],
+    summary: 'Capture a web page',
+    description:
+      'Checks, in order: API key (401), rate limit (429), body (400, 413, 415), credits (402), then captures. ' +
+      'Only a successful capture is charged.',
+    requestBody: { required: true, content: json(screenshotBody) },
+    responses: {
+      '200': {
+        description: 'The image, as raw bytes in the requested format',
+        headers: imageHeaders,
+        content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: binary }])),
+      },
+      '400': screenshotFailure(
+        'Invalid body or a URL that is not allowed; see details',
+        screenshotValidationError,
+      ),
+      '401': { description: 'API key missing, invalid, revoked or deleted', content: json(screenshotError) },
+      '402': screenshotFailure('Not enough credits for this capture', insufficientCreditsError),
+      '413': screenshotFailure('Body larger than 16 KiB', screenshotError),
+      '415': screenshotFailure('Content-Type is not application/json', screenshotError),
+      '429': {
+        description: 'Rate limit exceeded for this account',
+        headers: z.object({
+          ...rateLimitHeaders,
+          'Retry-After': z.number().int().meta({ description: 'Whole seconds until the window resets' }),
+        }),
+        content: json(rateLimitedError),
+      },
+      '500': screenshotFailure(
+        'The capture failed (unreachable page, timeout, blocked address): url and message say which and why; ' +
+          'any other server error carries error only',
+        captureFailedError,
+      ),
+    },
+  },
+  listKeys: {
+    tags: ['API keys'],
+    summary: "List the account's API keys, masked, newest first",
+    responses: { '200': { description: 'The keys', content: json(apiKeyList) }, ...sessionFailures },
+  },
+  createKey: {
+    tags: ['API keys'],
+    summary: 'Create an API key',
+    requestBody: { required: true, content: json(createKeyRequest) },
+    responses: {
+      '201': { description: 'The new key; its full value is shown only here', content: json(createdApiKey) },
+      ...bodyFailures,
+      ...sessionFailures,
+      '409': managementFailure('The account already holds the maximum of 100 keys'),
+    },
+  },
+  updateKey: {
+    tags: ['API keys'],
+    summary: 'Revoke an API key',
+    requestParams: keyIdParameter,
+    requestBody: { required: true, content: json(updateKeyRequest) },
+    responses: {
+      '200': {
+        description: 'Revoked (or already active, for isActive true)',
+        content: json(keyChangeResult),
+      },
+      ...bodyFailures,
+      ...sessionFailures,
+      '404': keyNotFound,
+      '409': managementFailure('A revoked key cannot be reactivated'),
+    },
+  },
+  deleteKey: {
+    tags: ['API keys'],
+    summary: 'Delete an API key permanently',
+    requestParams: keyIdParameter,
+    responses: {
+      '200': {
+        description: 'Deleted; the key fails with 401 from the next request',
+        content: json(keyChangeResult),
+      },
+      ...sessionFailures,
+      '404': keyNotFound,
+    },
+  },
+  getCredits: {
+    tags: ['Credits'],
+    summary: "The account's credit balance",
+    responses: { '200': { description: 'The balance', content: json(creditBalance) }, ...sessionFailures },
+  },
+  getOpenApi: {
+    tags: ['Meta'],
+    summary: 'This API description (OpenAPI 3.1)',
+    responses: {
+      '200': {
+        description: 'The OpenAPI document',
+        content: {
+          'application/json': { schema: { type: 'object', description: 'An OpenAPI 3.1 document' } },
+        },
+      },
+    },
+  },
+};
+
+const SECURITY: Record<RouteDefinition['auth'], oas31.SecurityRequirementObject[]> = {
+  apiKey: [{ apiKey: [] }],
+  session: [{ sessionToken: [] }],
+  none: [],
+};
+
+function paths(): ZodOpenApiPathsObject {
+  const result: ZodOpenApiPathsObject = {};
+  for (const route of ROUTES) {
+    const item = result[route.path] ?? {};
+    item[route.method.toLowerCase() as Lowercase<RouteDefinition['method']>] = {
+      operationId: route.handler,
+      security: SECURITY[route.auth],
+      ...OPERATIONS[route.handler],
+    };
+    result[route.path] = item;
+  }
+  return result;
+}
+
+/** zod's `.int()` renders as bounded by ±(2^53 - 1); that says nothing to a reader, so it is left out. */
+const dropSafeIntegerBounds: NonNullable<CreateDocumentOptions['override']> = ({ jsonSchema }) => {
+  if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+  if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+};
+
+let cached: oas31.OpenAPIObject | undefined;
+
+/** The document; built once per process (it depends on code only, not on configuration). */
+export function openApiDocument(): oas31.OpenAPIObject {
+  cached ??= createDocument(
+    {
+      openapi: '3.1.0',
+      info: {
+        title: 'Screenshot API',
+        version: '1.0.0',
+        description:
+          'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management and the ' +
+          'credit balance with a session token from the identity provider. All timestamps are milliseconds since ' +
+          'the epoch.',
+      },
+      // Relative to where this document is served (<base>/api/openapi.json), so it is right locally, on the API
+      // Gateway stage URL and behind the dashboard's CloudFront alike.
+      servers: [{ url: '..', description: 'The base URL this document was fetched from' }],
+      tags: [
+        { name: 'Screenshots' },
+        { name: 'API keys' },
+        { name: 'Credits' },
+        { name: 'Meta', description: 'Public, no authentication' },
+      ],
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'sk_live_ followed by 40 hex characters',
+            description: 'An API key from POST /api/keys: Authorization: Bearer sk_live_...',
+          },
+          sessionToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              'An access token of the identity provider (Cognito deployed, the local provider locally)',
+          },
+        },
+      },
+      paths: paths(),
+    },
+    { override: dropSafeIntegerBounds },
+  );
+  return cached;
+}

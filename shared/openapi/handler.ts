@@ -1,0 +1,7 @@
+import type { ApiRoute } from '../http/managementHandler';
+import { jsonResponse } from '../http/response';
+import { openApiDocument } from './document';
+
+/** GET /api/openapi.json: public, the same for everyone, so caches may keep it a few minutes. */
+export const getOpenApi: ApiRoute = async () =>
+  jsonResponse(200, openApiDocument(), { 'Cache-Control': 'public, max-age=300' });

@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { MAX_KEYS_PER_ACCOUNT } from '../keys/keyManagement';
+
+/**
+ * Response bodies, for the API description only: the handlers build these objects themselves, and
+ * test/openapi/contract.test.ts checks real responses against these schemas so the two cannot drift apart.
+ */
+
+const timestamp = z.number().int().meta({ description: 'Milliseconds since the epoch' });
+
+export const validationDetail = z
+  .object({
+    code: z
+      .string()
+      .meta({ description: 'Machine-readable reason, e.g. too_small, invalid_json, url_not_allowed' }),
+    path: z
+      .array(z.union([z.string(), z.number()]))
+      .meta({ description: 'Where in the body; empty for the whole body' }),
+    message: z.string(),
+  })
+  .meta({ id: 'ValidationDetail', description: 'One validation problem' });
+
+// ---- Screenshot route errors: `{ error, ... }` (spec section 7) ----
+
+const errorText = z.string().meta({ description: 'What went wrong, in words' });
+
+export const screenshotError = z.object({ error: errorText }).meta({ id: 'ScreenshotError' });
+
+export const screenshotValidationError = z
+  .object({ error: errorText, details: z.array(validationDetail) })
+  .meta({ id: 'ScreenshotValidationError' });
+
+export const insufficientCreditsError = z
+  .object({
+    error: errorText,
+    required: z.number().int().meta({ description: 'Credits this request costs' }),
+    available: z.number().int().meta({ description: 'Credits the account holds now' }),
+  })
+  .meta({ id: 'InsufficientCreditsError' });
+
+export const rateLimitedError = z
+  .object({
+    error: errorText,
+    limit: z
+      .number()
+      .int()
+      .meta({ description: 'Requests allowed per window (one clock hour, per account)' }),
+    reset: timestamp.meta({ description: 'When the current window ends, milliseconds since the epoch' }),
+  })
+  .meta({ id: 'RateLimitedError' });
+
+export const captureFailedError = z
+  .object({
+    error: errorText,
+    url: z
+      .string()
+      .optional()
+      .meta({ description: 'The requested URL (present when the capture itself failed)' }),
+    message: z
+      .string()
+      .optional()
+      .meta({ description: 'Why the capture failed (present when the capture itself failed)' }),
+  })
+  .meta({ id: 'CaptureFailedError' });
+
+// ---- Key-management errors: `{ message, details? }` (decisions.md) ----
+
+export const managementError = z
+  .object({
+    message: errorText,
+    details: z.array(validationDetail).optional().meta({ description: 'Present on 400 validation errors' }),
+  })
+  .meta({ id: 'ManagementError' });
+
+// ---- Successful bodies ----
+
+const keyId = z.string().meta({
+  description: 'Key identifier, used in PATCH and DELETE paths',
+  example: 'key_0mf3k2a1b9c8d7e6f5a4b',
+});
+const keyName = z.string().meta({ description: 'Label chosen at creation' });
+const isActive = z
+  .boolean()
+  .meta({ description: 'true while the key can authenticate requests; false once revoked' });
+
+export const apiKeyListItem = z
+  .object({
+    id: keyId,
+    name: keyName,
+    key: z.string().meta({
+      description: 'Masked value: sk_live_... and the last four characters',
+      example: 'sk_live_...9f3a',
+    }),
+    lastUsed: timestamp
+      .nullable()
+      .meta({ description: 'Last screenshot request (may lag up to 60 s); null when never used' }),
+    isActive,
+    createdAt: timestamp,
+  })
+  .meta({ id: 'ApiKeyListItem' });
+
+export const apiKeyList = z
+  .object({ keys: z.array(apiKeyListItem).max(MAX_KEYS_PER_ACCOUNT).meta({ description: 'Newest first' }) })
+  .meta({ id: 'ApiKeyList' });
+
+export const createdApiKey = z
+  .object({
+    id: keyId,
+    name: keyName,
+    key: z
+      .string()
+      .regex(/^sk_live_[0-9a-f]{40}$/)
+      .meta({ description: 'The full key. Shown only in this response; it cannot be retrieved again' }),
+    createdAt: timestamp,
+    isActive: z.literal(true),
+  })
+  .meta({ id: 'CreatedApiKey' });
+
+export const keyChangeResult = z
+  .object({ success: z.literal(true), message: z.string().meta({ example: 'API key revoked' }) })
+  .meta({ id: 'KeyChangeResult' });
+
+export const creditBalance = z
+  .object({ balance: z.number().int().min(0).meta({ description: 'Credits available for screenshots' }) })
+  .meta({ id: 'CreditBalance' });

@@ -1,0 +1,155 @@
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname } from 'node:path';
+import { z } from 'zod';
+import type { ExtraRoute } from '../local/httpAdapter';
+import type { LocalIdp } from '../local/idp';
+import { detailsFromZod } from '../shared/http/request';
+import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from './securityHeaders';
+
+/** The deployable dashboard: every file here goes to the S3 bucket as is (infra/dashboardSite.ts). */
+export const DASHBOARD_DIR = new URL('./public/', import.meta.url);
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+// One flat directory of plain names: nothing a request path can turn into another directory.
+const FILE_NAME = /^[a-z0-9-]+\.(?:html|js|css|svg)$/;
+const MAX_SESSION_BODY_BYTES = 4096;
+const TOKEN_LIFETIME_SECONDS = 3600;
+
+/** What the page reads to choose its sign-in; deployed, the stack writes the Cognito variant (dashboardSite.ts). */
+export const LOCAL_DASHBOARD_CONFIG = { mode: 'local' } as const;
+
+const sessionRequest = z.strictObject({
+  accountId: z
+    .string()
+    .trim()
+    .min(1, 'Account id must not be empty')
+    .max(128, 'Account id must be at most 128 characters')
+    .regex(/^[\w.@+-]+$/, 'Account id may contain letters, digits and . _ @ + - only'),
+});
+
+export interface DashboardRoutesOptions {
+  idp: LocalIdp;
+  /** The local server's own base URL (http://127.0.0.1:<port>). */
+  baseUrl: string;
+}
+
+/**
+ * The dashboard on the local server: its static files at `/` with the deployed security headers, `config.json`
+ * saying "local", and `POST /local/session`, which signs in as any account id through the local identity provider
+ * (what `npm run token` does, for the page). Only this process serves it; the deployed stack has no such route.
+ */
+export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
+  const { port } = new URL(options.baseUrl);
+  const ownHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  const ownOrigins = new Set([...ownHosts].map((host) => `http://${host}`));
+
+  const staticFiles: ExtraRoute = async (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const { pathname } = new URL(req.url ?? '/', 'http://localhost');
+    if (pathname === '/config.json') {
+      send(
+        res,
+        200,
+        { 'Content-Type': 'application/json; charset=utf-8' },
+        JSON.stringify(LOCAL_DASHBOARD_CONFIG),
+      );
+      return true;
+    }
+    const name = pathname === '/' ? 'index.html' : pathname.slice(1);
+    if (!FILE_NAME.test(name)) return false;
+    let body: Buffer;
+    try {
+      body = await readFile(new URL(name, DASHBOARD_DIR));
+    } catch {
+      return false;
+    }
+    const contentType = CONTENT_TYPES[extname(name)] ?? 'application/octet-stream';
+    send(
+      res,
+      200,
+      { 'Content-Type': contentType },
+      req.method === 'HEAD' ? Buffer.alloc(0) : body,
+      body.length,
+    );
+    return true;
+  };
+
+  const session: ExtraRoute = async (req, res) => {
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/local/session') return false;
+    if (req.method !== 'POST') {
+      send(res, 405, { Allow: 'POST' }, JSON.stringify({ message: 'Method not allowed' }));
+      return true;
+    }
+    // Another site in the user's browser must not sign in through here: refuse foreign Host headers (DNS
+    // rebinding) and foreign origins, and require JSON, which a cross-site page cannot send without a preflight
+    // that this server never approves.
+    const origin = req.headers.origin;
+    if (!ownHosts.has(req.headers.host ?? '') || (origin !== undefined && !ownOrigins.has(origin))) {
+      send(res, 403, {}, JSON.stringify({ message: 'Sign in from the dashboard served by this server' }));
+      return true;
+    }
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+      send(res, 415, {}, JSON.stringify({ message: 'Content-Type must be application/json' }));
+      return true;
+    }
+    const text = await readSmallBody(req);
+    let value: unknown;
+    try {
+      value = JSON.parse(text ?? '');
+    } catch {
+      value = undefined;
+    }
+    const parsed = sessionRequest.safeParse(value);
+    if (!parsed.success) {
+      const body = { message: 'Invalid request body', details: detailsFromZod(parsed.error) };
+      send(res, 400, {}, JSON.stringify(body));
+      return true;
+    }
+    const token = options.idp.mintToken(parsed.data.accountId);
+    send(
+      res,
+      200,
+      { 'Cache-Control': 'no-store' },
+      JSON.stringify({ token, expiresIn: TOKEN_LIFETIME_SECONDS }),
+    );
+    return true;
+  };
+
+  return [staticFiles, session];
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Buffer,
+  length = Buffer.byteLength(body),
+): void {
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    'Content-Security-Policy': dashboardContentSecurityPolicy(),
+    ...DASHBOARD_HEADERS,
+    ...headers,
+    'Content-Length': String(length),
+  });
+  res.end(body);
+}
+
+/** The body as text, or undefined when it is larger than a sign-in request can be. */
+async function readSmallBody(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_SESSION_BODY_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

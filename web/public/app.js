@@ -1,0 +1,369 @@
+// The dashboard: sign-in, credit balance, API keys and a try-it form. Plain DOM, text only (never HTML strings).
+import { ApiError, callApi, capture } from './api.js';
+import {
+  currentSession,
+  finishHostedSignIn,
+  forgetSession,
+  hostedSignOut,
+  loadConfig,
+  signInLocally,
+  startHostedSignIn,
+} from './session.js';
+
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+const numbers = new Intl.NumberFormat();
+const dates = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+let config;
+let session = null;
+/** Which key the try-it form holds, so deleting that key also drops it from the form. */
+let tryKeyId = null;
+let imageUrl = null;
+
+/** Creates an element with properties and children (strings become text nodes). */
+function h(tag, props = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (name === 'dataset') Object.assign(element.dataset, value);
+    else element[name] = value;
+  }
+  element.append(...children.filter((child) => child !== null && child !== undefined));
+  return element;
+}
+
+function say(id, text) {
+  $(id).textContent = text;
+}
+
+/** Disables a form's controls while its request runs, so a double click cannot send it twice. */
+async function busy(form, work) {
+  const controls = [...form.elements];
+  form.setAttribute('aria-busy', 'true');
+  for (const control of controls) control.disabled = true;
+  try {
+    return await work();
+  } finally {
+    for (const control of controls) control.disabled = false;
+    form.removeAttribute('aria-busy');
+  }
+}
+
+// ---- Sign-in ----
+
+function showSignIn(message = '') {
+  $('loading').hidden = true;
+  $('dashboard').hidden = true;
+  $('who').hidden = true;
+  $('signin').hidden = false;
+  const local = config?.mode === 'local';
+  $('local-signin').hidden = !local;
+  $('hosted-signin').hidden = local || !config;
+  say('signin-error', message);
+}
+
+function showDashboard() {
+  $('loading').hidden = true;
+  $('signin').hidden = true;
+  $('dashboard').hidden = false;
+  $('who').hidden = false;
+  say('who-name', `Signed in as ${session.accountName}`);
+  say('signin-error', '');
+  $('title').focus();
+  refreshBalance();
+  refreshKeys();
+}
+
+function signOut(message = '') {
+  forgetSession();
+  session = null;
+  clearSecrets();
+  if (config?.mode === 'cognito' && !message) {
+    hostedSignOut(config.cognito);
+    return;
+  }
+  showSignIn(message);
+}
+
+/** Whatever secret the page holds goes: the one-time key, the try-it key and the last image. */
+function clearSecrets() {
+  hideNewKey();
+  /** @type {HTMLInputElement} */ ($('try-key')).value = '';
+  tryKeyId = null;
+  showImage(null);
+}
+
+/** Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. */
+async function withSession(work) {
+  if (!session || !currentSession()) {
+    signOut('Your session has ended. Please sign in again.');
+    throw new ApiError(401, 'Signed out');
+  }
+  try {
+    return await work(session.token);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) signOut(`${error.message}. Please sign in again.`);
+    throw error;
+  }
+}
+
+// ---- Credits ----
+
+async function refreshBalance() {
+  try {
+    const { balance } = await withSession((token) => callApi('/api/credits', { token }));
+    say('balance', numbers.format(balance));
+  } catch (error) {
+    if (!session) return; // Signed out on the way; the sign-in form says why.
+    say('balance', '–');
+    say('notice', `Balance unavailable: ${error.message}`);
+  }
+}
+
+// ---- Keys ----
+
+async function refreshKeys() {
+  try {
+    const { keys } = await withSession((token) => callApi('/api/keys', { token }));
+    renderKeys(keys);
+    say('keys-error', '');
+  } catch (error) {
+    if (!session) return;
+    say('keys-error', `Keys could not be loaded: ${error.message}`);
+  }
+}
+
+const when = (ms) => h('time', { dateTime: new Date(ms).toISOString() }, dates.format(ms));
+
+function renderKeys(keys) {
+  $('keys-table').hidden = keys.length === 0;
+  $('no-keys').hidden = keys.length !== 0;
+  const rows = keys.map((key) =>
+    h(
+      'tr',
+      { dataset: { keyId: key.id } },
+      h('td', { dataset: { label: 'Name' } }, key.name),
+      h('td', { dataset: { label: 'Key' } }, h('code', {}, key.key)),
+      h(
+        'td',
+        { dataset: { label: 'Status' } },
+        h(
+          'span',
+          { className: key.isActive ? 'badge active' : 'badge revoked' },
+          key.isActive ? 'Active' : 'Revoked',
+        ),
+      ),
+      h('td', { dataset: { label: 'Created' } }, when(key.createdAt)),
+      h('td', { dataset: { label: 'Last used' } }, key.lastUsed === null ? 'Never' : when(key.lastUsed)),
+      h(
+        'td',
+        { className: 'actions' },
+        key.isActive ? actionButton('Revoke', key, () => revokeKey(key)) : null,
+        actionButton('Delete', key, () => deleteKey(key)),
+      ),
+    ),
+  );
+  $('keys-body').replaceChildren(...rows);
+}
+
+function actionButton(label, key, onClick) {
+  const button = h(
+    'button',
+    { type: 'button', className: label === 'Delete' ? 'danger' : 'secondary' },
+    label,
+    h('span', { className: 'visually-hidden' }, ` key ${key.name}`),
+  );
+  button.addEventListener('click', onClick);
+  return button;
+}
+
+/** Asks in a modal dialog; resolves true only when the user picks the action. */
+function confirmAction(title, text, action) {
+  const dialog = /** @type {HTMLDialogElement} */ ($('confirm'));
+  say('confirm-title', title);
+  say('confirm-text', text);
+  say('confirm-ok', action);
+  dialog.returnValue = '';
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'confirm'), { once: true });
+  });
+}
+
+async function revokeKey(key) {
+  const ok = await confirmAction(
+    `Revoke “${key.name}”?`,
+    'Requests with this key will be refused from now on. A revoked key cannot be reactivated.',
+    'Revoke key',
+  );
+  if (!ok) return;
+  await changeKey(key, 'PATCH', { isActive: false }, `Key “${key.name}” revoked.`);
+}
+
+async function deleteKey(key) {
+  const ok = await confirmAction(
+    `Delete “${key.name}” permanently?`,
+    'The key stops working at once and disappears from this list. This cannot be undone.',
+    'Delete key',
+  );
+  if (!ok) return;
+  if (await changeKey(key, 'DELETE', undefined, `Key “${key.name}” deleted.`)) {
+    if (tryKeyId === key.id) {
+      /** @type {HTMLInputElement} */ ($('try-key')).value = '';
+      tryKeyId = null;
+    }
+  }
+}
+
+async function changeKey(key, method, body, done) {
+  try {
+    await withSession((token) =>
+      callApi(`/api/keys/${encodeURIComponent(key.id)}`, { method, token, ...(body ? { body } : {}) }),
+    );
+    say('notice', done);
+    say('keys-error', '');
+    await refreshKeys();
+    // The row's buttons may be gone; keep keyboard users in the same section.
+    $('keys-title').focus();
+    return true;
+  } catch (error) {
+    if (session) say('keys-error', error.message);
+    return false;
+  }
+}
+
+async function createKey(event) {
+  event.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (event.currentTarget);
+  const input = /** @type {HTMLInputElement} */ ($('key-name'));
+  try {
+    const created = await busy(form, () =>
+      withSession((token) => callApi('/api/keys', { method: 'POST', token, body: { name: input.value } })),
+    );
+    input.value = '';
+    say('keys-error', '');
+    showNewKey(created.key);
+    /** @type {HTMLInputElement} */ ($('try-key')).value = created.key;
+    tryKeyId = created.id;
+    await refreshKeys();
+  } catch (error) {
+    if (session) say('keys-error', error.message);
+  }
+}
+
+function showNewKey(value) {
+  say('new-key-value', value);
+  $('new-key').hidden = false;
+  $('new-key').focus();
+}
+
+/** The full value leaves the page (the try-it form keeps its own copy while it needs one). */
+function hideNewKey() {
+  say('new-key-value', '');
+  $('new-key').hidden = true;
+}
+
+async function copyNewKey() {
+  const value = $('new-key-value').textContent ?? '';
+  try {
+    await navigator.clipboard.writeText(value);
+    say('notice', 'Key copied to the clipboard.');
+  } catch {
+    // No clipboard access (permissions, an insecure origin): select it so the user can copy by hand.
+    getSelection()?.selectAllChildren($('new-key-value'));
+    say('notice', 'Copying was not allowed here; the key is selected, copy it with your keyboard.');
+  }
+}
+
+// ---- Try it ----
+
+async function tryCapture(event) {
+  event.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (event.currentTarget);
+  const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value;
+  const request = {
+    url: value('try-url').trim(),
+    format: value('try-format'),
+    fullPage: /** @type {HTMLInputElement} */ ($('try-full')).checked,
+    delay: Number(value('try-delay') || 0),
+    ...(value('try-device') ? { device: value('try-device') } : {}),
+  };
+  say('try-error', '');
+  say('try-status', 'Capturing…');
+  try {
+    const result = await busy(form, () => capture(value('try-key').trim(), request));
+    showImage(result.image, request.url);
+    const credits = `${result.credits} ${result.credits === 1 ? 'credit' : 'credits'}`;
+    const parts = [`${numbers.format(result.image.size)} bytes`, result.image.type, `${credits} charged`];
+    if (result.truncated) parts.push('cut at the maximum height');
+    say('result-caption', parts.join(' · '));
+    $('result-caption').dataset.bytes = String(result.image.size);
+    $('result-caption').dataset.credits = String(result.credits);
+    const rate =
+      result.remaining === null ? '' : ` ${result.remaining} of ${result.limit} requests left this hour.`;
+    say('try-status', `Captured.${rate}`);
+    refreshBalance();
+  } catch (error) {
+    showImage(null);
+    say('try-status', '');
+    say('try-error', error instanceof ApiError ? `${error.message} (HTTP ${error.status})` : error.message);
+  }
+}
+
+function showImage(blob, url = '') {
+  if (imageUrl) URL.revokeObjectURL(imageUrl);
+  imageUrl = blob ? URL.createObjectURL(blob) : null;
+  const image = /** @type {HTMLImageElement} */ ($('result-image'));
+  if (imageUrl) {
+    image.src = imageUrl;
+    image.alt = `Screenshot of ${url}`;
+  } else {
+    image.removeAttribute('src');
+    say('result-caption', '');
+  }
+  $('result').hidden = !imageUrl;
+}
+
+// ---- Start ----
+
+async function start() {
+  $('local-signin').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const form = /** @type {HTMLFormElement} */ (event.currentTarget);
+    try {
+      session = await busy(form, () =>
+        signInLocally(/** @type {HTMLInputElement} */ ($('account-id')).value),
+      );
+      showDashboard();
+    } catch (error) {
+      say('signin-error', error.message);
+    }
+  });
+  $('hosted-signin-button').addEventListener('click', () =>
+    startHostedSignIn(config.cognito).catch((error) => say('signin-error', error.message)),
+  );
+  $('sign-out').addEventListener('click', () => signOut());
+  $('refresh').addEventListener('click', () => {
+    refreshBalance();
+    refreshKeys();
+  });
+  $('create-key').addEventListener('submit', createKey);
+  $('copy-key').addEventListener('click', copyNewKey);
+  $('dismiss-key').addEventListener('click', () => {
+    hideNewKey();
+    $('key-name').focus();
+  });
+  $('try-it').addEventListener('submit', tryCapture);
+
+  try {
+    config = await loadConfig();
+    if (config.mode === 'cognito') session = await finishHostedSignIn(config.cognito);
+  } catch (error) {
+    showSignIn(error.message);
+    return;
+  }
+  session ??= currentSession();
+  if (session) showDashboard();
+  else showSignIn();
+}
+
+start();
