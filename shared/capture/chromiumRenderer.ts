@@ -161,31 +161,35 @@ export class ChromiumRenderer implements Renderer {
 
 /**
  * Makes lazy content load before a full-page capture: lazy images become eager, the page is scrolled through
- * once (for IntersectionObserver-based loaders), then images get a short, bounded wait.
+ * once (for IntersectionObserver-based loaders), then images get a short, bounded wait. Kept as source text, not
+ * a function: a transpiler that keeps names (tsx, which `npm start` runs) would otherwise wrap the inner functions
+ * in a `__name` helper that does not exist in the page, and every full-page capture would fail.
  */
-async function loadLazyContent(page: Page): Promise<void> {
-  await page.evaluate(async () => {
-    for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
-    const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
-    const step = Math.max(window.innerHeight, 200);
-    for (let y = 0; y < document.documentElement.scrollHeight && y < 50_000; y += step) {
-      window.scrollTo(0, y);
-      await frame();
-    }
-    window.scrollTo(0, 0);
-    const pending = Array.from(document.images).filter((img) => !img.complete);
-    const loaded = Promise.all(
-      pending.map(
-        (img) =>
-          new Promise((resolve) => {
-            img.addEventListener('load', resolve, { once: true });
-            img.addEventListener('error', resolve, { once: true });
-          }),
-      ),
-    );
-    await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, 3000))]);
+const LOAD_LAZY_CONTENT = `(async () => {
+  for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
+  const step = Math.max(window.innerHeight, 200);
+  for (let y = 0; y < document.documentElement.scrollHeight && y < 50000; y += step) {
+    window.scrollTo(0, y);
     await frame();
-  });
+  }
+  window.scrollTo(0, 0);
+  const pending = Array.from(document.images).filter((img) => !img.complete);
+  const loaded = Promise.all(
+    pending.map(
+      (img) =>
+        new Promise((resolve) => {
+          img.addEventListener('load', resolve, { once: true });
+          img.addEventListener('error', resolve, { once: true });
+        }),
+    ),
+  );
+  await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, 3000))]);
+  await frame();
+})()`;
+
+async function loadLazyContent(page: Page): Promise<void> {
+  await page.evaluate(LOAD_LAZY_CONTENT);
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */
