@@ -28,7 +28,7 @@ const sessionRequest = z.strictObject({
   accountId: z
     .string()
     .trim()
-    .min(1, 'Account id must not be empty')
+    .min(1, { error: 'Account id must not be empty', abort: true })
     .max(128, 'Account id must be at most 128 characters')
     .regex(/^[\w.@+-]+$/, 'Account id may contain letters, digits and . _ @ + - only'),
 });

@@ -1,0 +1,298 @@
+import { request as httpRequest } from 'node:http';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumArgs, chromiumExecutable } from '../../shared/capture/chromiumLaunch';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+
+/**
+ * The dashboard in real Chromium against the whole local service, on a phone-sized screen: one account owner's
+ * session from sign-in to sign-out. The `it`s run in order and share the page, as a user's visit would.
+ */
+
+const ACCOUNT = `dashboard-${Date.now().toString(36)}`;
+const PHONE = { width: 390, height: 844 };
+
+let pages: PageServer;
+let service: TestLocalService;
+let browser: Browser;
+let page: Page;
+/** Console errors and uncaught exceptions, CSP violations included (not the 4xx answers the steps provoke). */
+const problems: string[] = [];
+let fullKey = '';
+
+beforeAll(async () => {
+  pages = await startPageServer({ '/hello': solidPage('#3366ff', '<title>Hello</title>', '<h1>Hello</h1>') });
+  [service, browser] = await Promise.all([
+    startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort }),
+    puppeteer.launch({ executablePath: await chromiumExecutable(), args: chromiumArgs(), headless: 'shell' }),
+  ]);
+  page = await browser.newPage();
+  await page.setViewport(PHONE);
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(String(error)));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+  await pages?.close();
+});
+
+const text = (selector: string) => page.$eval(selector, (element) => element.textContent ?? '');
+const isShown = (selector: string) =>
+  page.$eval(selector, (element) => !(element as HTMLElement).closest('[hidden]'));
+const waitShown = (selector: string) =>
+  page.waitForFunction(
+    (s) => document.querySelector(s)?.closest('[hidden]') === null,
+    { timeout: 15_000 },
+    selector,
+  );
+const waitText = (selector: string, pattern: RegExp) =>
+  page.waitForFunction(
+    (s, source) => new RegExp(source).test(document.querySelector(s)?.textContent ?? ''),
+    { timeout: 30_000 },
+    selector,
+    pattern.source,
+  );
+const keyRows = () =>
+  page.$$eval('#keys-body tr', (rows) =>
+    rows.map((row) => [...row.cells].map((cell) => cell.textContent?.trim() ?? '')),
+  );
+
+async function fillIn(selector: string, value: string): Promise<void> {
+  await page.$eval(selector, (element) => {
+    (element as HTMLInputElement).value = '';
+  });
+  await page.type(selector, value);
+}
+
+describe('the dashboard files on the local server', () => {
+  it('serves the page at / as HTML under a Content-Security-Policy without inline scripts or styles', async () => {
+    const response = await service.request('/');
+    const csp = response.headers.get('content-security-policy') ?? '';
+    expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).not.toContain('unsafe');
+    expect(await response.text()).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|\sstyle=|\son\w+=/i);
+  });
+
+  it.each([
+    ['/app.js', 'text/javascript; charset=utf-8'],
+    ['/session.js', 'text/javascript; charset=utf-8'],
+    ['/style.css', 'text/css; charset=utf-8'],
+    ['/config.json', 'application/json; charset=utf-8'],
+  ])('serves %s as %s with nosniff', async (path, type) => {
+    const response = await service.request(path);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe(type);
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('tells the page to use the local sign-in', async () => {
+    expect(await (await service.request('/config.json')).json()).toEqual({ mode: 'local' });
+  });
+
+  it('does not serve files outside the dashboard directory', async () => {
+    for (const path of [
+      '/../package.json',
+      '/%2e%2e/package.json',
+      '/localRoutes.ts',
+      '/securityHeaders.ts',
+    ]) {
+      expect((await service.request(path)).status).toBe(404);
+    }
+  });
+});
+
+describe('the local sign-in route', () => {
+  const post = (body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${service.url}/local/session`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+
+  it('mints a session token the API accepts for that account', async () => {
+    const response = await post({ accountId: 'session-route-user' });
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const { token } = (await response.json()) as { token: string };
+    expect((await service.request('/api/credits', { bearer: token })).status).toBe(200);
+  });
+
+  it('refuses an empty account id with 400 and details', async () => {
+    const response = await post({ accountId: '  ' });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      message: 'Invalid request body',
+      details: [{ code: 'too_small', path: ['accountId'], message: 'Account id must not be empty' }],
+    });
+  });
+
+  it('refuses a body that is not JSON, so a cross-site form cannot use it', async () => {
+    const response = await fetch(`${service.url}/local/session`, { method: 'POST', body: 'accountId=x' });
+    expect(response.status).toBe(415);
+  });
+
+  it('refuses a request from another origin', async () => {
+    expect((await post({ accountId: 'x' }, { Origin: 'https://evil.example' })).status).toBe(403);
+  });
+
+  it('refuses a foreign Host header (DNS rebinding)', async () => {
+    const { port } = new URL(service.url);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/local/session',
+          headers: { Host: `evil.example:${port}`, 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ accountId: 'x' }));
+    });
+    expect(status).toBe(403);
+  });
+});
+
+describe('an account owner in the dashboard', () => {
+  it('signs in with an account id and sees the credit balance', async () => {
+    await page.goto(service.url, { waitUntil: 'load' });
+    await waitShown('#local-signin');
+    await fillIn('#account-id', ACCOUNT);
+    await page.click('#local-signin button[type=submit]');
+    await waitShown('#dashboard');
+    expect(await text('#who-name')).toContain(ACCOUNT);
+    await waitText('#balance', /^100$/);
+  });
+
+  it('keeps the session token in session storage, out of the URL, cookies and local storage', async () => {
+    const stored = await page.evaluate(() => ({
+      session: sessionStorage.getItem('dashboard.session'),
+      local: localStorage.length,
+      cookies: document.cookie,
+    }));
+    const token = JSON.parse(stored.session ?? '{}').token as string;
+    expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(page.url()).toBe(`${service.url}/`);
+    expect(stored.local).toBe(0);
+    expect(stored.cookies).toBe('');
+  });
+
+  it('shows the API validation message in words for a blank key name', async () => {
+    await fillIn('#key-name', '   ');
+    await page.click('#create-key button[type=submit]');
+    await waitText('#keys-error', /name must not be empty/);
+    expect(await keyRows()).toEqual([]);
+  });
+
+  it('creates a key and shows its full value once, with a copy button', async () => {
+    await fillIn('#key-name', 'phone test');
+    await page.click('#create-key button[type=submit]');
+    await waitShown('#new-key');
+    fullKey = await text('#new-key-value');
+    expect(fullKey).toMatch(/^sk_live_[0-9a-f]{40}$/);
+    expect(await isShown('#copy-key')).toBe(true);
+  });
+
+  it('lists the new key masked, active and never used', async () => {
+    await page.waitForFunction(() => document.querySelectorAll('#keys-body tr').length === 1);
+    const [row] = await keyRows();
+    expect(row?.slice(0, 5)).toEqual([
+      'phone test',
+      `sk_live_...${fullKey.slice(-4)}`,
+      'Active',
+      expect.stringMatching(/\d/),
+      'Never',
+    ]);
+  });
+
+  it('no longer shows the full key once it has been put away', async () => {
+    await page.click('#dismiss-key');
+    expect(await isShown('#new-key')).toBe(false);
+    const html = await page.content();
+    expect(html).not.toContain(fullKey);
+    expect(await page.$eval('#try-key', (input) => (input as HTMLInputElement).value)).toBe(fullKey);
+  });
+
+  it('captures a page and shows the image with its size in bytes and the credits it cost', async () => {
+    await fillIn('#try-url', `${pages.origin}/hello`);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/screenshot')),
+      page.click('#try-submit'),
+    ]);
+    const sentBytes = Number(response.headers()['content-length']);
+    await waitShown('#result');
+    const shown = await page.$eval('#result-image', async (element) => {
+      const image = element as HTMLImageElement;
+      await image.decode();
+      return { width: image.naturalWidth, height: image.naturalHeight };
+    });
+    const caption = await text('#result-caption');
+    expect(sentBytes).toBeGreaterThan(0);
+    expect(shown).toEqual({ width: 1920, height: 1080 });
+    expect(Number(caption.match(/^([\d.,\s\u202f]+) bytes/)?.[1]?.replace(/\D/g, ''))).toBe(sentBytes);
+    expect(caption).toContain('image/png');
+    expect(caption).toContain('1 credit charged');
+    await waitText('#balance', /^99$/);
+  });
+
+  it('asks before revoking, and keeps the key when the user cancels', async () => {
+    await page.click('#keys-body tr button.secondary');
+    await page.waitForSelector('#confirm[open]');
+    expect(await text('#confirm-title')).toBe('Revoke “phone test”?');
+    await page.click('#confirm button[value=cancel]');
+    await page.waitForSelector('#confirm:not([open])');
+    expect((await keyRows())[0]?.[2]).toBe('Active');
+  });
+
+  it('revokes the key after confirmation', async () => {
+    await page.click('#keys-body tr button.secondary');
+    await page.waitForSelector('#confirm[open]');
+    await page.click('#confirm-ok');
+    await waitText('#keys-body', /Revoked/);
+    expect(await text('#notice')).toBe('Key “phone test” revoked.');
+  });
+
+  it('then fails a capture with the revoked key with the 401 message', async () => {
+    await page.click('#try-submit');
+    await waitText('#try-error', /401/);
+    expect(await text('#try-error')).toBe('API key has been revoked (HTTP 401)');
+    expect(await isShown('#result')).toBe(false);
+  });
+
+  it('deletes the key after confirmation and drops it from the try-it form', async () => {
+    await page.click('#keys-body tr button.danger');
+    await page.waitForSelector('#confirm[open]');
+    await page.click('#confirm-ok');
+    await waitShown('#no-keys');
+    expect(await keyRows()).toEqual([]);
+    expect(await page.$eval('#try-key', (input) => (input as HTMLInputElement).value)).toBe('');
+  });
+
+  it('fits a phone-sized screen without sideways scrolling', async () => {
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect(width).toBeLessThanOrEqual(PHONE.width);
+  });
+
+  it('signs out and forgets the session', async () => {
+    await page.click('#sign-out');
+    await waitShown('#local-signin');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await isShown('#dashboard')).toBe(false);
+  });
+
+  it('ran without a script error or a Content-Security-Policy violation', () => {
+    expect(problems).toEqual([]);
+  });
+});
