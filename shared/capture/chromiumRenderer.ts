@@ -86,6 +86,11 @@ export class ChromiumRenderer implements Renderer {
     // The load event, not network idle: idle windows add half a second to every capture for nothing.
     await page.goto(spec.url, { waitUntil: 'load', timeout: budgetMs });
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
+    // A page that navigated itself (meta refresh, script) somewhere unreachable or refused by the egress gate
+    // ends on Chromium's error page: that is a failed capture, not an image of the error.
+    if (page.url().startsWith('chrome-error:')) {
+      throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
+    }
     const quality = spec.format === 'png' ? undefined : spec.quality;
     if (!spec.fullPage) {
       return { image: Buffer.from(await page.screenshot({ type: spec.format, quality })), truncated: false };
