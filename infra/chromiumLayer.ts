@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { AssetHashType, DockerImage } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+
+export const CHROMIUM_PACKAGE = '@sparticuz/chromium';
+
+interface PackageJson {
+  name: string;
+  version: string;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+}
+
+export interface InstalledPackage {
+  name: string;
+  version: string;
+  /** Absolute directory of the installed package. */
+  dir: string;
+  /** Its path below the project's node_modules, so nested installs keep their place in the layer. */
+  relativeDir: string;
+}
+
+/**
+ * A package and its runtime dependency closure as installed under `projectRoot/node_modules`, found with Node's own
+ * lookup (nearest `node_modules` upwards). Optional dependencies are taken when installed and skipped when not;
+ * a missing required dependency is an error, because the layer would fail at the first import in Lambda.
+ */
+export function runtimeClosure(packageName: string, projectRoot: string): InstalledPackage[] {
+  const nodeModules = path.join(projectRoot, 'node_modules');
+  const found = new Map<string, InstalledPackage>();
+
+  const visit = (name: string, fromDir: string, optional: boolean): void => {
+    const dir = locate(name, fromDir, projectRoot);
+    if (!dir) {
+      if (optional) return;
+      throw new Error(
+        `${name} (needed by the Chromium layer) is not installed under ${nodeModules}; run npm ci`,
+      );
+    }
+    if (found.has(dir)) return;
+    const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as PackageJson;
+    found.set(dir, {
+      name: pkg.name,
+      version: pkg.version,
+      dir,
+      relativeDir: path.relative(nodeModules, dir),
+    });
+    for (const dep of Object.keys(pkg.dependencies ?? {})) visit(dep, dir, false);
+    for (const dep of Object.keys(pkg.optionalDependencies ?? {})) visit(dep, dir, true);
+  };
+
+  visit(packageName, projectRoot, false);
+  return [...found.values()].sort((a, b) => a.relativeDir.localeCompare(b.relativeDir));
+}
+
+function locate(name: string, fromDir: string, projectRoot: string): string | undefined {
+  for (let dir = fromDir; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', name);
+    if (existsSync(path.join(candidate, 'package.json'))) return candidate;
+    if (dir === projectRoot || path.dirname(dir) === dir) return undefined;
+  }
+}
+
+export interface ChromiumLayerProps {
+  /** Directory holding package.json and the installed node_modules. */
+  projectRoot: string;
+  runtime: lambda.Runtime;
+  architecture: lambda.Architecture;
+}
+
+/**
+ * `@sparticuz/chromium` (its brotli-packed browser and its JS) as a Lambda layer, built by copying the installed npm
+ * package and its runtime dependencies into `nodejs/node_modules/` on this machine: no Docker, no download. The
+ * function marks the package external, so Node resolves it from /opt/nodejs/node_modules at run time and the
+ * ~65 MB binary stays out of the function bundle (and out of every code deploy).
+ */
+export class ChromiumLayer extends Construct {
+  readonly layer: lambda.LayerVersion;
+  readonly packages: readonly InstalledPackage[];
+
+  constructor(scope: Construct, id: string, props: ChromiumLayerProps) {
+    super(scope, id);
+    const packages = runtimeClosure(CHROMIUM_PACKAGE, props.projectRoot);
+    const chromium = packages.find((p) => p.name === CHROMIUM_PACKAGE);
+    if (!chromium) throw new Error(`${CHROMIUM_PACKAGE} is not installed`);
+    this.packages = packages;
+
+    // The installed versions decide the content, so they are the hash: an unchanged layer is not re-uploaded, and a
+    // repeated synth reuses the staged copy instead of copying 65 MB again.
+    const assetHash = createHash('sha256')
+      .update(['layer-v1', ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'))
+      .digest('hex');
+
+    this.layer = new lambda.LayerVersion(this, 'Layer', {
+      description: `${CHROMIUM_PACKAGE} ${chromium.version} with its runtime dependencies`,
+      compatibleRuntimes: [props.runtime],
+      compatibleArchitectures: [props.architecture],
+      code: lambda.Code.fromAsset(chromium.dir, {
+        assetHashType: AssetHashType.CUSTOM,
+        assetHash,
+        bundling: {
+          // Required by the API but never pulled: local bundling below always succeeds or throws.
+          image: DockerImage.fromRegistry('public.ecr.aws/lambda/nodejs:22'),
+          local: {
+            tryBundle(outputDir: string): boolean {
+              for (const pkg of packages) {
+                // Each package is copied without its own node_modules; nested dependencies are in `packages` too.
+                const skipNested = path.join(pkg.dir, 'node_modules');
+                cpSync(pkg.dir, path.join(outputDir, 'nodejs', 'node_modules', pkg.relativeDir), {
+                  recursive: true,
+                  dereference: true,
+                  filter: (source) => source !== skipNested,
+                });
+              }
+              return true;
+            },
+          },
+        },
+      }),
+    });
+  }
+}

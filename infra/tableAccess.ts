@@ -1,0 +1,21 @@
+import type { RouteDefinition } from '../shared/routes';
+
+/**
+ * The DynamoDB actions each route's function may call on the table, and nothing else (docs/data-model.md, "Access
+ * patterns"). Keyed by handler so a new route in shared/routes.ts does not compile until someone decides its grant.
+ * Every session route verifies the token and then grants the free credits once: an UpdateItem on the account.
+ */
+export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly string[]>> = {
+  // Key lookup (GetItem); rate-limit window, credit reserve/refund, free grant and lastUsed (UpdateItem).
+  screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  // Query on the account's partition; free grant.
+  listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+  // keyCount (UpdateItem), listing and authentication items (PutItem), undo of a half-made key (DeleteItem).
+  createKey: ['dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+  // Listing lookup (GetItem); revocation of both items and the free grant (UpdateItem).
+  updateKey: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  // Listing lookup (GetItem); both items (DeleteItem); keyCount and the free grant (UpdateItem).
+  deleteKey: ['dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
+  // Balance (GetItem); free grant (UpdateItem).
+  getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+};
