@@ -60,7 +60,7 @@ const waitText = (selector: string, pattern: RegExp) =>
   );
 const keyRows = () =>
   page.$$eval('#keys-body tr', (rows) =>
-    rows.map((row) => [...row.cells].map((cell) => cell.textContent?.trim() ?? '')),
+    rows.map((row) => Array.from(row.cells, (cell) => cell.textContent?.trim() ?? '')),
   );
 
 async function fillIn(selector: string, value: string): Promise<void> {

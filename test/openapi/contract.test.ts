@@ -1,0 +1,207 @@
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiDocument } from '../../shared/openapi/document';
+import { ROUTES } from '../../shared/routes';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type DescribedApi, describedApi, type Json } from './documentSchemas';
+
+/**
+ * Real answers of the local service, checked against the document: each status must be described for its
+ * operation, each body must match the described schema, each required header must be there. This is what keeps
+ * the response schemas in shared/openapi/schemas.ts honest, since the handlers build their bodies themselves.
+ *
+ * The account starts with 2 credits and may make 5 screenshot requests this hour, so one visit runs through
+ * 200, 400, 402, 415, 500 and then 429 (the 401 before them is not counted: nobody was authenticated).
+ */
+
+let api: DescribedApi;
+let pages: PageServer;
+let service: TestLocalService;
+let closedPort: number;
+let token: string;
+let apiKey: string;
+
+async function unusedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+beforeAll(async () => {
+  [api, pages, closedPort] = await Promise.all([
+    describedApi(),
+    startPageServer({ '/page': solidPage('#ff8800') }),
+    unusedPort(),
+  ]);
+  service = await startTestLocalService({
+    ALLOW_PRIVATE_HOSTS: `${pages.hostPort},127.0.0.1:${closedPort}`,
+    FREE_CREDITS: '2',
+    RATE_LIMIT_PER_HOUR: '5',
+  });
+  token = service.idp.mintToken('contract-account');
+});
+
+afterAll(async () => {
+  await service?.close();
+  await pages?.close();
+});
+
+/** Asserts the answer is one the document describes for this operation; returns the parsed JSON body, if any. */
+async function expectDescribed(method: string, path: string, response: Response): Promise<unknown> {
+  const described = api.operation(method, path).responses[String(response.status)];
+  expect(described, `${method} ${path} answered ${response.status}, which is not described`).toBeDefined();
+  for (const [name, header] of Object.entries<Json>(described.headers ?? {})) {
+    const value = response.headers.get(name);
+    if (header.required) expect(value, `header ${name}`).not.toBeNull();
+    if (value !== null && header.schema.type === 'integer') expect(value, `header ${name}`).toMatch(/^\d+$/);
+  }
+  const type = (response.headers.get('content-type') ?? '').split(';')[0] ?? '';
+  expect(Object.keys(described.content ?? {})).toContain(type);
+  if (type !== 'application/json') return undefined;
+  const body = await response.json();
+  expect(api.check(described.content[type].schema, body)).toEqual([]);
+  return body;
+}
+
+const shoot = (body: unknown, key: string | undefined = apiKey, contentType = 'application/json') =>
+  fetch(`${service.url}/api/screenshot`, {
+    method: 'POST',
+    headers: { 'Content-Type': contentType, ...(key ? { Authorization: `Bearer ${key}` } : {}) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+describe('every route the local server answers', () => {
+  it.each(ROUTES.map((route) => [route.method, route.path, route] as const))(
+    'answers %s %s without credentials as described',
+    async (method, path, route) => {
+      const url = path.replace('{id}', 'key_000000000000000000000');
+      const response = await fetch(`${service.url}${url}`, {
+        method,
+        ...(method === 'GET' || method === 'DELETE'
+          ? {}
+          : { headers: { 'Content-Type': 'application/json' }, body: '{}' }),
+      });
+      expect(response.status).toBe(route.auth === 'none' ? 200 : 401);
+      await expectDescribed(method, path, response);
+    },
+  );
+});
+
+describe('GET /api/openapi.json', () => {
+  it('serves this very document, publicly cacheable', async () => {
+    const response = await service.request('/api/openapi.json');
+    expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    expect(await response.json()).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
+  });
+});
+
+describe('the key-management answers', () => {
+  let keyId: string;
+
+  it('creates a key (201) as described', async () => {
+    const response = await service.request('/api/keys', { bearer: token, body: { name: 'contract' } });
+    const body = (await expectDescribed('POST', '/api/keys', response)) as { key: string; id: string };
+    expect(response.status).toBe(201);
+    apiKey = body.key;
+    keyId = body.id;
+  });
+
+  it('refuses an invalid name (400) with details as described', async () => {
+    const response = await service.request('/api/keys', { bearer: token, body: { name: '' } });
+    expect(response.status).toBe(400);
+    expect(await expectDescribed('POST', '/api/keys', response)).toMatchObject({
+      details: [{ path: ['name'] }],
+    });
+  });
+
+  it('lists keys (200) as described', async () => {
+    const response = await service.request('/api/keys', { bearer: token });
+    expect(response.status).toBe(200);
+    await expectDescribed('GET', '/api/keys', response);
+  });
+
+  it('reports the credit balance (200) as described', async () => {
+    const response = await service.request('/api/credits', { bearer: token });
+    expect(await expectDescribed('GET', '/api/credits', response)).toEqual({ balance: 2 });
+  });
+
+  it('revokes (200), refuses reactivation (409) and unknown keys (404) as described', async () => {
+    const other = (await (
+      await service.request('/api/keys', { bearer: token, body: { name: 'other' } })
+    ).json()) as {
+      id: string;
+    };
+    const patch = (id: string, isActive: boolean) =>
+      service.request(`/api/keys/${id}`, { method: 'PATCH', bearer: token, body: { isActive } });
+    const statuses: number[] = [];
+    for (const response of [
+      await patch(other.id, false),
+      await patch(other.id, true),
+      await patch('key_000000000000000000000', false),
+    ]) {
+      statuses.push(response.status);
+      await expectDescribed('PATCH', '/api/keys/{id}', response);
+    }
+    expect(statuses).toEqual([200, 409, 404]);
+    const deleted = await service.request(`/api/keys/${other.id}`, { method: 'DELETE', bearer: token });
+    expect(deleted.status).toBe(200);
+    await expectDescribed('DELETE', '/api/keys/{id}', deleted);
+    expect(keyId).toBeDefined();
+  });
+});
+
+describe('the screenshot answers', () => {
+  it('refuses a missing key (401) as described', async () => {
+    const response = await shoot({ url: `${pages.origin}/page` }, '');
+    expect(response.status).toBe(401);
+    await expectDescribed('POST', '/api/screenshot', response);
+  });
+
+  it('returns the image (200) with the described headers', async () => {
+    const response = await shoot({ url: `${pages.origin}/page`, width: 320, height: 320, format: 'jpeg' });
+    expect(response.status).toBe(200);
+    await expectDescribed('POST', '/api/screenshot', response);
+    expect(response.headers.get('content-type')).toBe('image/jpeg');
+    expect(Number(response.headers.get('content-length'))).toBe((await response.arrayBuffer()).byteLength);
+  });
+
+  it('refuses an invalid body (400) as described', async () => {
+    const response = await shoot({ url: `${pages.origin}/page`, width: 10 });
+    expect(response.status).toBe(400);
+    await expectDescribed('POST', '/api/screenshot', response);
+  });
+
+  it('refuses a capture the balance cannot pay for (402) as described', async () => {
+    const response = await shoot({ url: `${pages.origin}/page`, fullPage: true });
+    expect(response.status).toBe(402);
+    expect(await expectDescribed('POST', '/api/screenshot', response)).toMatchObject({
+      required: 2,
+      available: 1,
+    });
+  });
+
+  it('refuses a body that is not JSON (415) as described', async () => {
+    const response = await shoot('url=x', apiKey, 'text/plain');
+    expect(response.status).toBe(415);
+    await expectDescribed('POST', '/api/screenshot', response);
+  });
+
+  it('reports a capture that failed (500) with url and message as described', async () => {
+    const url = `http://127.0.0.1:${closedPort}/`;
+    const response = await shoot({ url });
+    expect(response.status).toBe(500);
+    expect(await expectDescribed('POST', '/api/screenshot', response)).toMatchObject({
+      url,
+      message: expect.any(String),
+    });
+  });
+
+  it('refuses the request over the hourly limit (429) with Retry-After as described', async () => {
+    const response = await shoot({ url: `${pages.origin}/page` });
+    expect(response.status).toBe(429);
+    await expectDescribed('POST', '/api/screenshot', response);
+  });
+});

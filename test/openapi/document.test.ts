@@ -1,0 +1,186 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createKeyBody, updateKeyBody } from '../../shared/keys/schemas';
+import { openApiDocument } from '../../shared/openapi/document';
+import { ROUTES } from '../../shared/routes';
+import { screenshotRequest } from '../../shared/screenshot/schema';
+import { type DescribedApi, describedApi, type Json } from './documentSchemas';
+
+let api: DescribedApi;
+
+beforeAll(async () => {
+  api = await describedApi();
+});
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+const requestSchema = (method: string, path: string) =>
+  api.operation(method, path).requestBody.content['application/json'].schema;
+
+describe('the OpenAPI document', () => {
+  it('is valid OpenAPI 3.1 according to @seriousme/openapi-schema-validator', async () => {
+    const result = await new Validator().validate(JSON.parse(JSON.stringify(openApiDocument())));
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(openApiDocument().openapi).toBe('3.1.0');
+  });
+
+  it.each(ROUTES.map((route) => [route.method, route.path, route] as const))(
+    'describes %s %s, which the route table serves',
+    (method, path, route) => {
+      const operation = api.operation(method, path);
+      expect(operation.operationId).toBe(route.handler);
+    },
+  );
+
+  it('describes no operation that the route table lacks', () => {
+    const described = Object.entries(openApiDocument().paths ?? {}).flatMap(([path, item]) =>
+      METHODS.filter((method) => method in (item ?? {})).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(described.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+  });
+
+  it('requires an API key, a session token or nothing, as each route authenticates', () => {
+    const expected = { apiKey: [{ apiKey: [] }], session: [{ sessionToken: [] }], none: [] };
+    for (const route of ROUTES)
+      expect(api.operation(route.method, route.path).security).toEqual(expected[route.auth]);
+    expect(Object.keys(api.resolved.components.securitySchemes).sort()).toEqual(['apiKey', 'sessionToken']);
+  });
+
+  it('describes the successful capture as binary PNG, JPEG or WebP with its caching and cost headers', () => {
+    const ok = api.operation('POST', '/api/screenshot').responses['200'];
+    expect(Object.keys(ok.content)).toEqual(['image/png', 'image/jpeg', 'image/webp']);
+    for (const media of Object.values<{ schema: unknown }>(ok.content)) {
+      expect(media.schema).toEqual({ type: 'string', format: 'binary' });
+    }
+    expect(Object.keys(ok.headers).sort()).toEqual(
+      [
+        'Cache-Control',
+        'Content-Length',
+        'ETag',
+        'X-Credits-Charged',
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+        'X-Screenshot-Truncated',
+      ].sort(),
+    );
+    expect(ok.headers['X-Screenshot-Truncated'].required).toBeUndefined();
+  });
+
+  it('carries the rate-limit headers on every screenshot answer after authentication, and Retry-After on 429', () => {
+    const responses = api.operation('POST', '/api/screenshot').responses;
+    for (const status of ['200', '400', '402', '413', '415', '429', '500']) {
+      expect(Object.keys(responses[status].headers)).toEqual(
+        expect.arrayContaining(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']),
+      );
+    }
+    expect(responses['429'].headers['Retry-After'].required).toBe(true);
+    expect(responses['401'].headers).toBeUndefined();
+  });
+
+  it('describes screenshot errors as { error } and key-management errors as { message }', () => {
+    for (const route of ROUTES.filter((r) => r.auth !== 'none')) {
+      const field = route.auth === 'apiKey' ? 'error' : 'message';
+      const responses = api.operation(route.method, route.path).responses;
+      for (const [status, response] of Object.entries<Json>(responses)) {
+        if (Number(status) < 400) continue;
+        expect(response.content['application/json'].schema.required, `${route.handler} ${status}`).toContain(
+          field,
+        );
+      }
+    }
+  });
+
+  it('describes the key id path parameter on PATCH and DELETE', () => {
+    for (const method of ['PATCH', 'DELETE']) {
+      expect(api.operation(method, '/api/keys/{id}').parameters).toEqual([
+        expect.objectContaining({ in: 'path', name: 'id', required: true }),
+      ]);
+    }
+  });
+});
+
+describe('the documented request bodies', () => {
+  it('accept a full, valid screenshot request', () => {
+    const body = {
+      url: 'https://example.com/page?x=1',
+      width: 1280,
+      height: 720,
+      format: 'webp',
+      quality: 80,
+      fullPage: true,
+      device: 'tablet',
+      delay: 500,
+    };
+    expect(screenshotRequest.safeParse(body).success).toBe(true);
+    expect(api.check(requestSchema('POST', '/api/screenshot'), body)).toEqual([]);
+  });
+
+  it.each([
+    ['a missing url', { format: 'png' }],
+    ['an unknown field', { url: 'https://example.com', colour: 'red' }],
+    ['a width below 320', { url: 'https://example.com', width: 100 }],
+    ['a fractional delay', { url: 'https://example.com', delay: 1.5 }],
+    ['an unknown format', { url: 'https://example.com', format: 'gif' }],
+    ['a non-http URL', { url: 'ftp://example.com/file' }],
+  ])('refuse a screenshot request with %s, as the handler does', (_, body) => {
+    expect(screenshotRequest.safeParse(body).success).toBe(false);
+    expect(api.check(requestSchema('POST', '/api/screenshot'), body)).not.toEqual([]);
+  });
+
+  it('agree with the screenshot handler on generated requests', () => {
+    const maybe = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined });
+    const body = fc.record(
+      {
+        url: fc.constantFrom(
+          'https://example.com',
+          'http://a.example/x?y=1',
+          'ftp://example.com',
+          'not a url',
+          42,
+        ),
+        width: maybe(fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.double(), fc.constant('800'))),
+        height: maybe(fc.integer({ min: 0, max: 5000 })),
+        format: maybe(fc.constantFrom('png', 'jpeg', 'webp', 'gif', 'PNG')),
+        quality: maybe(fc.integer({ min: -5, max: 120 })),
+        fullPage: maybe(fc.oneof(fc.boolean(), fc.constant('true'))),
+        device: maybe(fc.constantFrom('mobile', 'tablet', 'desktop', 'watch')),
+        delay: maybe(fc.oneof(fc.integer({ min: -10, max: 40_000 }), fc.constant(0.5))),
+        extra: maybe(fc.string()),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(body, (value) => {
+        const defined = JSON.parse(JSON.stringify(value));
+        const documented = api.check(requestSchema('POST', '/api/screenshot'), defined).length === 0;
+        expect(documented).toBe(screenshotRequest.safeParse(defined).success);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('agree with the key-management handlers on key names and isActive', () => {
+    const createSchema = requestSchema('POST', '/api/keys');
+    const updateSchema = requestSchema('PATCH', '/api/keys/{id}');
+    // Names without surrounding blanks: the handler trims first, which JSON Schema cannot express (it is described).
+    const name = fc.string({ maxLength: 120 }).filter((s) => s.trim() === s);
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.record({ name }), fc.record({ name, other: fc.integer() }), fc.constant({})),
+        (value) => {
+          expect(api.check(createSchema, value).length === 0).toBe(createKeyBody.safeParse(value).success);
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.record({ isActive: fc.boolean() }), fc.record({ isActive: fc.string() })),
+        (value) => {
+          expect(api.check(updateSchema, value).length === 0).toBe(updateKeyBody.safeParse(value).success);
+        },
+      ),
+    );
+  });
+});
