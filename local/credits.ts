@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { readServiceConfig } from '../shared/config';
 import { InsufficientCreditsError } from '../shared/errors';
+import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createStores } from '../shared/wiring/stores';
 import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
 import { STATE_FILE } from './localService';
@@ -58,7 +59,7 @@ async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promi
     return { client, close: async () => client.destroy() };
   }
   if (process.env.TABLE_NAME) {
-    const client = new DynamoDBClient({});
+    const client = createDynamoClient();
     return { client, close: async () => client.destroy() };
   }
   const embedded = await startEmbeddedDynamo({ dataDir, tableName: config.tableName });

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import {
   CreateTableCommand,
   DescribeTableCommand,
-  DynamoDBClient,
+  type DynamoDBClient,
   ResourceInUseException,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
+import { createDynamoClient } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
 
 /**
@@ -50,11 +51,10 @@ export async function startEmbeddedDynamo(options: {
 
 /** A client for a local endpoint; the credentials are placeholders, dynalite does not check them. */
 export function localDynamoClient(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({
+  return createDynamoClient({
     endpoint,
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    maxAttempts: 2,
   });
 }
 
