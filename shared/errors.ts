@@ -99,3 +99,10 @@ export class OverloadedError extends AppError {
     super(503, 'Service is busy, try again shortly');
   }
 }
+
+/** The data store could not be reached or did not answer in time; the request had no effect and may be retried. */
+export class StoreUnavailableError extends AppError {
+  constructor() {
+    super(503, 'Service temporarily unavailable, try again shortly');
+  }
+}

@@ -37,6 +37,8 @@ export function errorAnswer(error: unknown, style: ErrorStyle): ErrorAnswer {
   }
   if (error instanceof CaptureFailedError) Object.assign(body, { url: error.url, message: error.reason });
   if (error instanceof MethodNotAllowedError) headers.Allow = error.allow.join(', ');
+  // Busy or store unavailable: both pass quickly, so tell clients to come back soon rather than give up.
+  if (error.status === 503) headers['Retry-After'] = '1';
   return { status: error.status, headers, body };
 }
 

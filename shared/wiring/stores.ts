@@ -4,6 +4,7 @@ import type { ServiceConfig } from '../config';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
+import { translateStoreOutages } from '../store/storeUnavailable';
 
 /**
  * Wiring: builds the domain's dependencies from a DynamoDB client and the environment. Lambda entries call these
@@ -11,6 +12,7 @@ import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
  * provider's JWKS.
  */
 export function createStores(client: DynamoDBClient, config: ServiceConfig) {
+  translateStoreOutages(client);
   const db = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return {
     keys: new DynamoKeyStore(db, config.tableName),

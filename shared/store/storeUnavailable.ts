@@ -1,0 +1,49 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { StoreUnavailableError } from '../errors';
+import { logger } from '../logger';
+
+/** DynamoDB's answers that mean "not now" rather than "no": capacity and its own failures. */
+const TRANSIENT_ERROR_NAMES = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'TimeoutError',
+]);
+
+/**
+ * True when a DynamoDB call failed because the service was unreachable, timed out, throttled or failed on its side,
+ * after the SDK's own retries. Errors with an HTTP status below 500 (a failed condition, a validation error) are
+ * answers, not outages, and pass through unchanged.
+ */
+export function isStoreUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (TRANSIENT_ERROR_NAMES.has(error.name)) return true;
+  const metadata = (error as { $metadata?: { httpStatusCode?: number } }).$metadata;
+  if (!metadata) return false;
+  // The SDK attaches $metadata to network failures too (refused, reset), without a status.
+  return metadata.httpStatusCode === undefined || metadata.httpStatusCode >= 500;
+}
+
+const MIDDLEWARE_NAME = 'storeUnavailableTranslation';
+
+/**
+ * Makes every call through `client` (and document clients built on it, which share its middleware stack) fail with
+ * StoreUnavailableError when DynamoDB is out of reach, so callers answer a clear 503 instead of a generic 500.
+ * Idempotent: wiring may call it for the same client more than once.
+ */
+export function translateStoreOutages(client: DynamoDBClient): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (!isStoreUnavailable(error)) throw error;
+        logger.error('DynamoDB unavailable', { operation: context.commandName, error: error as Error });
+        throw new StoreUnavailableError();
+      }
+    },
+    { step: 'initialize', name: MIDDLEWARE_NAME, override: true },
+  );
+}
