@@ -1,6 +1,8 @@
 import { PassThrough } from 'node:stream';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import sharp from 'sharp';
+import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { lambdaContext } from '../../local/lambdaContext';
 import { readServiceConfig } from '../../shared/config';
 import { managementHandler } from '../../shared/http/managementHandler';
@@ -21,16 +23,25 @@ export interface StreamedResponse {
   };
 }
 
+export interface HarnessOptions {
+  /**
+   * The DynamoDB client the service's handlers use, built from the store (e.g. one through a fault proxy). The
+   * harness's own `credits` ledger always talks to the store directly, so tests can read balances during an outage.
+   */
+  serviceClient?: (store: EmbeddedDynamo) => Promise<DynamoDBClient>;
+}
+
 /**
  * The real screenshot handler (real Chromium, the embedded DynamoDB, real signed tokens), invoked with API Gateway
  * events through the streaming stand-in, plus the key-management routes to make accounts and keys.
  */
-export async function startScreenshotHarness(env: Record<string, string> = {}) {
+export async function startScreenshotHarness(env: Record<string, string> = {}, options: HarnessOptions = {}) {
   const store = await startTestStore();
   const idp = testIdentityProvider();
   const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...env };
-  const management = createKeyManagement(store.client, fullEnv, idp.jwks);
-  const screenshot = createScreenshotService(store.client, fullEnv);
+  const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
+  const management = createKeyManagement(serviceClient, fullEnv, idp.jwks);
+  const screenshot = createScreenshotService(serviceClient, fullEnv);
   const { credits } = createStores(store.client, readServiceConfig(fullEnv));
   let accounts = 0;
 

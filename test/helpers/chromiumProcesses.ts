@@ -1,0 +1,79 @@
+import { readdir, readFile } from 'node:fs/promises';
+
+/**
+ * Finds the Chromium processes this test process started, through /proc (Linux), so fault tests can kill a
+ * browser or a renderer the way the kernel's OOM killer or a crash would, without a hook in the renderer.
+ */
+interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  args: string[];
+}
+
+async function processes(): Promise<ProcessInfo[]> {
+  const found: ProcessInfo[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // The command name sits in parentheses and may contain spaces; the parent pid is the second field after it.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      // Chromium rewrites its children's command lines into one space-separated string, so split on both.
+      const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).split(/[\0 ]/).filter(Boolean);
+      found.push({ pid: Number(entry), ppid, args });
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
+
+const isChromium = (info: ProcessInfo) => /chrom/i.test(info.args[0] ?? '');
+const typeOf = (info: ProcessInfo) =>
+  info.args.find((arg) => arg.startsWith('--type='))?.slice('--type='.length);
+
+/** Browser (main) processes that are direct children of this process. */
+export async function browserPids(): Promise<number[]> {
+  return (await processes())
+    .filter((p) => p.ppid === process.pid && isChromium(p) && !typeOf(p))
+    .map((p) => p.pid);
+}
+
+/** The one browser this process runs; fails when there is none or more than one. */
+export async function onlyBrowserPid(): Promise<number> {
+  const pids = await browserPids();
+  if (pids.length !== 1) throw new Error(`expected one Chromium browser process, found ${pids.length}`);
+  return pids[0] as number;
+}
+
+/** Renderer processes below the given browser (through its zygotes). */
+export async function rendererPids(browserPid: number): Promise<number[]> {
+  const all = await processes();
+  const below = new Set([browserPid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of all) {
+      if (!below.has(p.pid) && below.has(p.ppid)) {
+        below.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return all.filter((p) => below.has(p.pid) && typeOf(p) === 'renderer').map((p) => p.pid);
+}
+
+/** Every Chromium process below this one, to prove none leaked. */
+export async function chromiumProcessCount(): Promise<number> {
+  const all = await processes();
+  const below = new Set([process.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of all) {
+      if (!below.has(p.pid) && below.has(p.ppid)) {
+        below.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return all.filter((p) => p.pid !== process.pid && below.has(p.pid) && isChromium(p)).length;
+}

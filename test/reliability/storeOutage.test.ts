@@ -1,0 +1,84 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { localDynamoClient } from '../../local/embeddedDynamo';
+import { type FaultProxy, startFaultProxy } from '../helpers/faultProxy';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+
+/** The management functions' Lambda timeout (infra): an answer after it would never reach the caller. */
+const MANAGEMENT_FUNCTION_TIMEOUT_MS = 10_000;
+
+let pages: PageServer;
+let harness: ScreenshotHarness;
+let proxy: FaultProxy;
+let serviceClient: DynamoDBClient;
+let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
+
+beforeAll(async () => {
+  pages = await startPageServer({ '/red': solidPage('#ff0000') });
+  // The service reaches DynamoDB only through the relay, so the test can take the table away and bring it back;
+  // the harness's own ledger reads balances straight from the store.
+  harness = await startScreenshotHarness(
+    { ALLOW_PRIVATE_HOSTS: pages.hostPort },
+    {
+      serviceClient: async (store) => {
+        proxy = await startFaultProxy(store.endpoint);
+        serviceClient = localDynamoClient(proxy.endpoint);
+        return serviceClient;
+      },
+    },
+  );
+  account = await harness.newAccount();
+});
+
+afterEach(() => proxy.setMode('up'));
+
+afterAll(async () => {
+  await harness?.close();
+  serviceClient?.destroy();
+  await proxy?.close();
+  await pages?.close();
+});
+
+const capture = () => harness.shoot(account.apiKey, { url: `${pages.origin}/red`, width: 320, height: 320 });
+
+/** Runs `call` and reports how long it took, so "no hang" is checked against a deadline, not a benchmark. */
+async function timed<T>(call: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const started = performance.now();
+  const result = await call();
+  return { result, ms: performance.now() - started };
+}
+
+// A hung call would otherwise only fail at vitest's 60 s default.
+describe.each(['down', 'blackhole'] as const)('the service while DynamoDB is %s', { timeout: 30_000 }, (mode) => {
+  it('answers the screenshot route with 503 and an { error } body, before the function would time out', async () => {
+    await proxy.setMode(mode);
+    const { result, ms } = await timed(capture);
+    expect(result.status).toBe(503);
+    expect(result.json()).toEqual({ error: expect.stringMatching(/unavailable/i) });
+    expect(result.headers['Retry-After']).toBe('1');
+    expect(ms).toBeLessThan(MANAGEMENT_FUNCTION_TIMEOUT_MS);
+  });
+
+  it('answers the key routes with 503 and a { message } body, before the function would time out', async () => {
+    await proxy.setMode(mode);
+    const { result, ms } = await timed(() => harness.manage('listKeys', { bearer: account.token }));
+    expect(result.status).toBe(503);
+    expect(result.body).toEqual({ message: expect.stringMatching(/unavailable/i) });
+    expect(ms).toBeLessThan(MANAGEMENT_FUNCTION_TIMEOUT_MS);
+  });
+
+  it('charges nothing for the requests it refused, and serves normally once DynamoDB is back', async () => {
+    const before = await harness.credits.balance(account.accountId);
+    await proxy.setMode(mode);
+    expect((await capture()).status).toBe(503);
+    await proxy.setMode('up');
+    expect(await harness.credits.balance(account.accountId)).toBe(before);
+
+    const recovered = await capture();
+    expect(recovered.status).toBe(200);
+    expect(recovered.headers['X-Credits-Charged']).toBe('1');
+    expect(await harness.credits.balance(account.accountId)).toBe(before - 1);
+    expect((await harness.manage('listKeys', { bearer: account.token })).status).toBe(200);
+  });
+});
