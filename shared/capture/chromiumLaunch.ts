@@ -6,10 +6,22 @@ import chromium from '@sparticuz/chromium';
  * - `--disable-web-security`, `--allow-running-insecure-content`: a captured page's scripts could read other
  *   origins' responses (decisions.md, "Capture").
  */
-const REFUSED_FLAGS = new Set(['--single-process', '--disable-web-security', '--allow-running-insecure-content']);
+const REFUSED_FLAGS = new Set([
+  '--single-process',
+  '--disable-web-security',
+  '--allow-running-insecure-content',
+]);
 
-/** Flags we add: no background traffic of Chromium's own, no GPU vsync wait. */
+/**
+ * A page's JavaScript heap limit. V8's default (about 4 GB) is more than the screenshot function's memory, so a page
+ * that allocates without end would get the whole function killed (no answer, no refund); capped, only its renderer
+ * dies and the capture fails cleanly with a 500.
+ */
+export const PAGE_HEAP_LIMIT_MB = 512;
+
+/** Flags we add: no background traffic of Chromium's own, no GPU vsync wait, a bounded page heap. */
 const EXTRA_FLAGS = [
+  `--js-flags=--max-old-space-size=${PAGE_HEAP_LIMIT_MB}`,
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
@@ -29,7 +41,17 @@ export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): 
 }
 
 /** Variables Chromium may see. Everything else (AWS credentials above all) stays in our process only. */
-const BROWSER_ENV_NAMES = ['PATH', 'HOME', 'TMPDIR', 'TZ', 'LANG', 'LC_ALL', 'LD_LIBRARY_PATH', 'FONTCONFIG_PATH', 'FONTCONFIG_FILE'];
+const BROWSER_ENV_NAMES = [
+  'PATH',
+  'HOME',
+  'TMPDIR',
+  'TZ',
+  'LANG',
+  'LC_ALL',
+  'LD_LIBRARY_PATH',
+  'FONTCONFIG_PATH',
+  'FONTCONFIG_FILE',
+];
 
 export function browserEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   return Object.fromEntries(
