@@ -50,35 +50,39 @@ async function timed<T>(call: () => Promise<T>): Promise<{ result: T; ms: number
 }
 
 // A hung call would otherwise only fail at vitest's 60 s default.
-describe.each(['down', 'blackhole'] as const)('the service while DynamoDB is %s', { timeout: 30_000 }, (mode) => {
-  it('answers the screenshot route with 503 and an { error } body, before the function would time out', async () => {
-    await proxy.setMode(mode);
-    const { result, ms } = await timed(capture);
-    expect(result.status).toBe(503);
-    expect(result.json()).toEqual({ error: expect.stringMatching(/unavailable/i) });
-    expect(result.headers['Retry-After']).toBe('1');
-    expect(ms).toBeLessThan(MANAGEMENT_FUNCTION_TIMEOUT_MS);
-  });
+describe.each(['down', 'blackhole'] as const)(
+  'the service while DynamoDB is %s',
+  { timeout: 30_000 },
+  (mode) => {
+    it('answers the screenshot route with 503 and an { error } body, before the function would time out', async () => {
+      await proxy.setMode(mode);
+      const { result, ms } = await timed(capture);
+      expect(result.status).toBe(503);
+      expect(result.json()).toEqual({ error: expect.stringMatching(/unavailable/i) });
+      expect(result.headers['Retry-After']).toBe('1');
+      expect(ms).toBeLessThan(MANAGEMENT_FUNCTION_TIMEOUT_MS);
+    });
 
-  it('answers the key routes with 503 and a { message } body, before the function would time out', async () => {
-    await proxy.setMode(mode);
-    const { result, ms } = await timed(() => harness.manage('listKeys', { bearer: account.token }));
-    expect(result.status).toBe(503);
-    expect(result.body).toEqual({ message: expect.stringMatching(/unavailable/i) });
-    expect(ms).toBeLessThan(MANAGEMENT_FUNCTION_TIMEOUT_MS);
-  });
+    it('answers the key routes with 503 and a { message } body, before the function would time out', async () => {
+      await proxy.setMode(mode);
+      const { result, ms } = await timed(() => harness.manage('listKeys', { bearer: account.token }));
+      expect(result.status).toBe(503);
+      expect(result.body).toEqual({ message: expect.stringMatching(/unavailable/i) });
+      expect(ms).toBeLessThan(MANAGEMENT_FUNCTION_TIMEOUT_MS);
+    });
 
-  it('charges nothing for the requests it refused, and serves normally once DynamoDB is back', async () => {
-    const before = await harness.credits.balance(account.accountId);
-    await proxy.setMode(mode);
-    expect((await capture()).status).toBe(503);
-    await proxy.setMode('up');
-    expect(await harness.credits.balance(account.accountId)).toBe(before);
+    it('charges nothing for the requests it refused, and serves normally once DynamoDB is back', async () => {
+      const before = await harness.credits.balance(account.accountId);
+      await proxy.setMode(mode);
+      expect((await capture()).status).toBe(503);
+      await proxy.setMode('up');
+      expect(await harness.credits.balance(account.accountId)).toBe(before);
 
-    const recovered = await capture();
-    expect(recovered.status).toBe(200);
-    expect(recovered.headers['X-Credits-Charged']).toBe('1');
-    expect(await harness.credits.balance(account.accountId)).toBe(before - 1);
-    expect((await harness.manage('listKeys', { bearer: account.token })).status).toBe(200);
-  });
-});
+      const recovered = await capture();
+      expect(recovered.status).toBe(200);
+      expect(recovered.headers['X-Credits-Charged']).toBe('1');
+      expect(await harness.credits.balance(account.accountId)).toBe(before - 1);
+      expect((await harness.manage('listKeys', { bearer: account.token })).status).toBe(200);
+    });
+  },
+);
