@@ -57,6 +57,11 @@ beforeAll(async () => {
     '/iframe': html(`<iframe src="${C}/iframe"></iframe>`),
     '/img': html(`<img src="${C}/img">`),
     '/img-https': html(`<img src="${tls}/img">`),
+    '/img-localhost': html(`<img src="http://localhost:${canary.port}/img">`),
+    '/img-numeric': html(
+      `<img src="http://2130706433:${canary.port}/img"><img src="http://0x7f.1:${canary.port}/img">`,
+    ),
+    '/img-ipv6': html(`<img src="http://[::ffff:127.0.0.1]:${canary.port}/img">`),
     '/fetch': script(
       `fetch('${C}/fetch', { mode: 'no-cors' }).then(() => document.title = 'loaded', () => document.title = 'blocked')`,
     ),
@@ -247,6 +252,9 @@ describe('Chromium behind the egress proxy', () => {
     ['an iframe', '/iframe'],
     ['an image', '/img'],
     ['an https image (CONNECT)', '/img-https'],
+    ['an image on localhost', '/img-localhost'],
+    ['images on numeric host forms', '/img-numeric'],
+    ['an image on IPv4-mapped IPv6', '/img-ipv6'],
     ['fetch', '/fetch'],
     ['XMLHttpRequest', '/xhr'],
     ['a WebSocket', '/websocket'],

@@ -100,6 +100,11 @@ beforeAll(async () => {
     ),
     '/file-fetch': probe(`fetch('file:///proc/self/environ').then(leaked, blocked)`),
     '/file-navigation': probe(`setTimeout(blocked, 500); location.href = 'file://${fileMarker}'`),
+    '/webrtc': probe(`
+      const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:${canary.host}:${canary.udpPort}' }] });
+      pc.createDataChannel('x');
+      pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') blocked() };
+      pc.createOffer().then((offer) => pc.setLocalDescription(offer));`),
     '/file-loaded': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'image/gif' }).end();
     },
@@ -222,6 +227,14 @@ describe('a page whose parts aim at a private address', () => {
     expect(near(pixel, RED)).toBe(false);
     expect(near(pixel, GREEN)).toBe(true);
     expect(canary.connections).toBe(0);
+  });
+});
+
+describe('a page using WebRTC', () => {
+  it('sends no UDP to a STUN server at a private address', async () => {
+    const response = await capture(`${site.origin}/webrtc`, 1500);
+    expect(response.status).toBe(200);
+    expect(canary.datagrams).toBe(0);
   });
 });
 
