@@ -4,6 +4,7 @@ import type { RouteDefinition } from '../shared/routes';
  * The DynamoDB actions each route's function may call on the table, and nothing else (docs/data-model.md, "Access
  * patterns"). Keyed by handler so a new route in shared/routes.ts does not compile until someone decides its grant.
  * Every session route verifies the token and then grants the free credits once: an UpdateItem on the account.
+ * An empty list means no table statement at all.
  */
 export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly string[]>> = {
   // Key lookup (GetItem); rate-limit window, credit reserve/refund, free grant and lastUsed (UpdateItem).
@@ -18,4 +19,6 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   deleteKey: ['dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
   // Balance (GetItem); free grant (UpdateItem).
   getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  // The public API description is built from the schemas in code: no table access at all.
+  getOpenApi: [],
 };

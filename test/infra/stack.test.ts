@@ -1,0 +1,558 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { Validations } from 'aws-cdk-lib';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM_PACKAGE } from '../../infra/chromiumLayer';
+import {
+  MANAGEMENT_MEMORY_MB,
+  MANAGEMENT_TIMEOUT,
+  PROJECT_ROOT,
+  SCREENSHOT_INTEGRATION_TIMEOUT,
+  SCREENSHOT_MEMORY_MB,
+  SCREENSHOT_TIMEOUT,
+} from '../../infra/stack';
+import { TABLE_ACTIONS } from '../../infra/tableAccess';
+import { ROUTES, type RouteDefinition } from '../../shared/routes';
+import { TABLE_SCHEMA } from '../../shared/store/table';
+import {
+  apiResourcePaths,
+  asList,
+  type Json,
+  ofType,
+  type Resource,
+  referencedId,
+  type SynthesizedStack,
+  synthesizeStack,
+  TEST_SETTINGS,
+} from './synth';
+
+// One synthesis (with real esbuild bundling and the layer copy) for the whole file.
+let synth: SynthesizedStack;
+beforeAll(() => {
+  synth = synthesizeStack();
+});
+afterAll(() => synth?.cleanup());
+
+const streamingRoute = ROUTES.find((route) => route.streaming) as RouteDefinition;
+
+function functionOf(handler: RouteDefinition['handler']): Resource {
+  const resource = synth.resources[synth.functionId(handler)];
+  if (!resource) throw new Error(`no function resource for ${handler}`);
+  return resource;
+}
+
+function methodOf(route: RouteDefinition): Resource {
+  const paths = apiResourcePaths(synth.resources);
+  const found = ofType(synth.resources, 'AWS::ApiGateway::Method').find(
+    ([, method]) =>
+      method.Properties.HttpMethod === route.method &&
+      paths.get(referencedId(method.Properties.ResourceId) ?? '') === route.path,
+  );
+  if (!found) throw new Error(`no method for ${route.method} ${route.path}`);
+  return found[1];
+}
+
+function integrationOf(route: RouteDefinition): Json {
+  return methodOf(route).Properties.Integration as Json;
+}
+
+/** The staged asset directory of a function or layer, from the asset metadata CDK writes on the resource. */
+function assetDir(resource: Resource): string {
+  const assetPath = resource.Metadata?.['aws:asset:path'];
+  if (typeof assetPath !== 'string') throw new Error('resource has no asset metadata');
+  return path.join(synth.outdir, assetPath);
+}
+
+/** Every statement of the inline policies attached to a role. */
+function statementsOfRole(roleId: string): Json[] {
+  return ofType(synth.resources, 'AWS::IAM::Policy')
+    .filter(([, policy]) => asList(policy.Properties.Roles).some((role) => referencedId(role) === roleId))
+    .flatMap(([, policy]) => asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]);
+}
+
+function allStatements(): Json[] {
+  return ofType(synth.resources, 'AWS::IAM::Policy').flatMap(
+    ([, policy]) => asList((policy.Properties.PolicyDocument as Json).Statement) as Json[],
+  );
+}
+
+const tableId = () => synth.logicalId(synth.stack.table);
+const isTableArn = (resource: unknown) =>
+  JSON.stringify(resource) === JSON.stringify({ 'Fn::GetAtt': [tableId(), 'Arn'] });
+
+describe('API Gateway REST API', () => {
+  it('serves exactly the routes and methods of shared/routes.ts', () => {
+    const paths = apiResourcePaths(synth.resources);
+    const served = ofType(synth.resources, 'AWS::ApiGateway::Method').map(
+      ([, method]) =>
+        `${String(method.Properties.HttpMethod)} ${paths.get(referencedId(method.Properties.ResourceId) ?? '')}`,
+    );
+    expect(served.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+  });
+
+  it('integrates each route with its own function as a Lambda proxy', () => {
+    for (const route of ROUTES) {
+      const integration = integrationOf(route);
+      expect(integration.Type).toBe('AWS_PROXY');
+      expect(JSON.stringify(integration.Uri)).toContain(`"${synth.functionId(route.handler)}","Arn"`);
+    }
+  });
+
+  it('streams the screenshot route through the response-streaming-invocations URI', () => {
+    const integration = integrationOf(streamingRoute);
+    expect(integration.ResponseTransferMode).toBe('STREAM');
+    expect(JSON.stringify(integration.Uri)).toContain('/2021-11-15/functions/');
+    expect(JSON.stringify(integration.Uri)).toContain('/response-streaming-invocations');
+  });
+
+  it('waits for the streamed response longer than the screenshot function may run', () => {
+    const integration = integrationOf(streamingRoute);
+    expect(integration.TimeoutInMillis).toBe(SCREENSHOT_INTEGRATION_TIMEOUT.toMilliseconds());
+    expect(integration.TimeoutInMillis).toBeGreaterThan(SCREENSHOT_TIMEOUT.toMilliseconds());
+  });
+
+  it('buffers every other route through the classic invocations URI', () => {
+    for (const route of ROUTES.filter((r) => !r.streaming)) {
+      const integration = integrationOf(route);
+      expect(integration.ResponseTransferMode).toBeUndefined();
+      expect(JSON.stringify(integration.Uri)).not.toContain('response-streaming-invocations');
+      expect(JSON.stringify(integration.Uri)).toContain('/2015-03-31/functions/');
+    }
+  });
+
+  it('uses a regional endpoint, whose idle stream timeout outlasts a 30-second capture delay', () => {
+    synth.template.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+    });
+  });
+
+  it('throttles the whole stage and the screenshot method more tightly', () => {
+    synth.template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({
+          HttpMethod: '*',
+          ResourcePath: '/*',
+          ThrottlingRateLimit: TEST_SETTINGS.apiRateLimit,
+          ThrottlingBurstLimit: TEST_SETTINGS.apiBurstLimit,
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+        }),
+        Match.objectLike({
+          HttpMethod: 'POST',
+          ResourcePath: '/~1api~1screenshot',
+          ThrottlingRateLimit: TEST_SETTINGS.screenshotRateLimit,
+          ThrottlingBurstLimit: TEST_SETTINGS.screenshotBurstLimit,
+          LoggingLevel: 'ERROR',
+        }),
+      ]),
+    });
+  });
+
+  it('writes access logs to a log group with a retention period', () => {
+    const [, stage] = ofType(synth.resources, 'AWS::ApiGateway::Stage')[0] ?? [];
+    const destination = referencedId(
+      (stage?.Properties.AccessLogSetting as Json | undefined)?.DestinationArn,
+    );
+    expect(destination).toBeDefined();
+    expect(synth.resources[destination ?? '']?.Properties.RetentionInDays).toBeGreaterThan(0);
+  });
+
+  it('never logs request or response data, which carry keys and tokens', () => {
+    const [, stage] = ofType(synth.resources, 'AWS::ApiGateway::Stage')[0] ?? [];
+    const accessLog = stage?.Properties.AccessLogSetting as Json | undefined;
+    expect(String(accessLog?.Format)).not.toMatch(/authorization|header|requestBody|responseBody/i);
+    for (const setting of asList(stage?.Properties.MethodSettings) as Json[]) {
+      expect(setting.DataTraceEnabled).toBe(false);
+    }
+  });
+
+  it('traces the stage with X-Ray', () => {
+    synth.template.hasResourceProperties('AWS::ApiGateway::Stage', { TracingEnabled: true });
+  });
+
+  it('answers unknown routes and methods with a JSON 404 message', () => {
+    synth.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'MISSING_AUTHENTICATION_TOKEN',
+      StatusCode: '404',
+      ResponseTemplates: { 'application/json': Match.stringLikeRegexp('^\\{"message":".+"\\}$') },
+    });
+  });
+
+  it('answers its own 4xx and 5xx errors as JSON with a message', () => {
+    for (const type of ['DEFAULT_4XX', 'DEFAULT_5XX']) {
+      synth.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+        ResponseType: type,
+        ResponseTemplates: { 'application/json': '{"message":$context.error.messageString}' },
+      });
+    }
+  });
+});
+
+describe('Lambda functions', () => {
+  it('creates exactly one function per route', () => {
+    synth.template.resourceCountIs('AWS::Lambda::Function', ROUTES.length);
+    const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
+    expect(ids.size).toBe(ROUTES.length);
+  });
+
+  it('bundles each function from its own entry in functions/', () => {
+    for (const route of ROUTES) {
+      expect(existsSync(path.join(PROJECT_ROOT, 'functions', `${route.handler}.ts`))).toBe(true);
+      expect(functionOf(route.handler).Properties.Handler).toBe('index.handler');
+      expect(existsSync(path.join(assetDir(functionOf(route.handler)), 'index.mjs'))).toBe(true);
+    }
+  });
+
+  it('runs every function on Node.js 22 or newer, on x86_64, with active tracing', () => {
+    for (const route of ROUTES) {
+      const props = functionOf(route.handler).Properties;
+      expect(Number(/^nodejs(\d+)\.x$/.exec(String(props.Runtime))?.[1])).toBeGreaterThanOrEqual(22);
+      expect(props.Architectures).toEqual(['x86_64']);
+      expect(props.TracingConfig).toEqual({ Mode: 'Active' });
+    }
+  });
+
+  it('sizes the screenshot function for Chromium and a 30-second delay plus navigation', () => {
+    const props = functionOf(streamingRoute.handler).Properties;
+    expect(props.MemorySize).toBe(SCREENSHOT_MEMORY_MB);
+    expect(props.MemorySize).toBeGreaterThanOrEqual(2048);
+    expect(props.Timeout).toBe(SCREENSHOT_TIMEOUT.toSeconds());
+    // Twice the longest delay at least, so navigation and capture fit after it.
+    expect(props.Timeout).toBeGreaterThanOrEqual(60);
+  });
+
+  it('gives the key-management functions a small, short-lived size', () => {
+    for (const route of ROUTES.filter((r) => !r.streaming)) {
+      const props = functionOf(route.handler).Properties;
+      expect(props.MemorySize).toBe(MANAGEMENT_MEMORY_MB);
+      expect(props.Timeout).toBe(MANAGEMENT_TIMEOUT.toSeconds());
+      // Buffered API Gateway integrations give up after 29 s.
+      expect(props.Timeout).toBeLessThan(29);
+    }
+  });
+
+  it('attaches the Chromium layer to the screenshot function only', () => {
+    const layerId = synth.logicalId(synth.stack.node.findChild('Chromium').node.findChild('Layer'));
+    expect(functionOf(streamingRoute.handler).Properties.Layers).toEqual([{ Ref: layerId }]);
+    for (const route of ROUTES.filter((r) => !r.streaming)) {
+      expect(functionOf(route.handler).Properties.Layers).toBeUndefined();
+    }
+  });
+
+  it('builds the layer for the functions runtime and architecture from the installed package', () => {
+    const installed = JSON.parse(
+      readFileSync(path.join(PROJECT_ROOT, 'node_modules', CHROMIUM_PACKAGE, 'package.json'), 'utf8'),
+    ) as { version: string };
+    synth.template.hasResourceProperties('AWS::Lambda::LayerVersion', {
+      CompatibleRuntimes: [functionOf(streamingRoute.handler).Properties.Runtime],
+      CompatibleArchitectures: ['x86_64'],
+      Description: Match.stringLikeRegexp(`${CHROMIUM_PACKAGE} ${installed.version}`),
+    });
+  });
+
+  it('puts the Chromium binary and its runtime dependencies under nodejs/node_modules in the layer', () => {
+    const [, layer] = ofType(synth.resources, 'AWS::Lambda::LayerVersion')[0] ?? [];
+    const modules = path.join(assetDir(layer as Resource), 'nodejs', 'node_modules');
+    expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, 'bin', 'chromium.br'))).toBe(true);
+    expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, 'build', 'esm', 'index.js'))).toBe(true);
+    const manifest = JSON.parse(
+      readFileSync(path.join(modules, CHROMIUM_PACKAGE, 'package.json'), 'utf8'),
+    ) as {
+      dependencies: Record<string, string>;
+    };
+    for (const dependency of Object.keys(manifest.dependencies)) {
+      expect(existsSync(path.join(modules, dependency, 'package.json')), dependency).toBe(true);
+    }
+  });
+
+  it('leaves only Node built-ins and the layer package for the runtime to import', async () => {
+    const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+    for (const route of ROUTES) {
+      // esbuild reads the bundle back and reports what it still imports from outside itself.
+      const { metafile } = await build({
+        entryPoints: [path.join(assetDir(functionOf(route.handler)), 'index.mjs')],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: 'node',
+        format: 'esm',
+        packages: 'external',
+        logLevel: 'silent',
+      });
+      const imported = Object.values(metafile.inputs).flatMap((input) =>
+        input.imports.filter((entry) => entry.external).map((entry) => entry.path),
+      );
+      const external = [...new Set(imported)].filter((name) => !builtins.has(name));
+      expect(external, route.handler).toEqual(route.streaming ? [CHROMIUM_PACKAGE] : []);
+    }
+  });
+
+  it('passes the deployment settings, table and Cognito pool to every function', () => {
+    const poolId = synth.logicalId(synth.stack.userPool);
+    const clientId = synth.logicalId(synth.stack.userPoolClient);
+    const issuer = [
+      'https://cognito-idp.',
+      { Ref: 'AWS::Region' },
+      '.',
+      { Ref: 'AWS::URLSuffix' },
+      '/',
+      { Ref: poolId },
+    ];
+    for (const route of ROUTES) {
+      synth.template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: `${route.method} ${route.path}`,
+        Environment: {
+          Variables: Match.objectLike({
+            TABLE_NAME: { Ref: tableId() },
+            RATE_LIMIT_PER_HOUR: String(TEST_SETTINGS.rateLimitPerHour),
+            FREE_CREDITS: String(TEST_SETTINGS.freeCredits),
+            SESSION_ISSUER: { 'Fn::Join': ['', issuer] },
+            SESSION_CLIENT_ID: { Ref: clientId },
+            SESSION_JWKS_URI: { 'Fn::Join': ['', [...issuer, '/.well-known/jwks.json']] },
+          }),
+        },
+      });
+    }
+  });
+
+  it('never sets ALLOW_PRIVATE_HOSTS on a deployed function', () => {
+    for (const route of ROUTES) {
+      const variables = (functionOf(route.handler).Properties.Environment as Json).Variables as Json;
+      expect(variables).not.toHaveProperty('ALLOW_PRIVATE_HOSTS');
+    }
+  });
+
+  it('sends each function logs to a log group of its own with a retention period', () => {
+    const groups = ROUTES.map((route) => {
+      const group = referencedId((functionOf(route.handler).Properties.LoggingConfig as Json).LogGroup);
+      expect(synth.resources[group ?? '']?.Properties.RetentionInDays).toBeGreaterThan(0);
+      return group;
+    });
+    expect(new Set(groups).size).toBe(ROUTES.length);
+  });
+});
+
+describe('DynamoDB table', () => {
+  it('has the string keys pk and sk of the data model and no secondary index', () => {
+    synth.template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    synth.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
+        { AttributeName: TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: [
+        { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
+        { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+      ],
+      GlobalSecondaryIndexes: Match.absent(),
+      LocalSecondaryIndexes: Match.absent(),
+    });
+  });
+
+  it('expires rate-limit windows through the expiresAt TTL attribute', () => {
+    synth.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      TimeToLiveSpecification: { AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true },
+    });
+  });
+
+  it('bills per request and keeps point-in-time recovery on', () => {
+    synth.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+  });
+
+  it('survives stack deletion and refuses to be deleted by hand', () => {
+    synth.template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+    });
+  });
+
+  it('is encrypted at rest with the AWS-managed KMS key', () => {
+    synth.template.hasResourceProperties('AWS::DynamoDB::Table', { SSESpecification: { SSEEnabled: true } });
+  });
+});
+
+describe('IAM', () => {
+  it('grants each function exactly the table actions its route uses, on the table ARN', () => {
+    for (const route of ROUTES) {
+      const roleId = referencedId(functionOf(route.handler).Properties.Role) ?? '';
+      const tableStatements = statementsOfRole(roleId).filter((statement) =>
+        asList(statement.Action).some((action) => String(action).startsWith('dynamodb:')),
+      );
+      const expected = TABLE_ACTIONS[route.handler];
+      if (expected.length === 0) {
+        expect(tableStatements, route.handler).toEqual([]);
+        continue;
+      }
+      expect(tableStatements, route.handler).toHaveLength(1);
+      const [statement] = tableStatements;
+      expect(asList(statement?.Action).sort()).toEqual([...expected].sort());
+      expect(asList(statement?.Resource)).toHaveLength(1);
+      expect(isTableArn(asList(statement?.Resource)[0])).toBe(true);
+    }
+  });
+
+  it('never grants a DynamoDB wildcard action', () => {
+    const actions = allStatements().flatMap((statement) => asList(statement.Action).map(String));
+    expect(actions.filter((action) => action === '*' || /^dynamodb:.*\*/.test(action))).toEqual([]);
+  });
+
+  it('uses the "*" resource only for X-Ray, whose actions have no resource-level permissions', () => {
+    for (const statement of allStatements()) {
+      if (!asList(statement.Resource).includes('*')) continue;
+      for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
+    }
+  });
+
+  it('lets each function write logs only to its own log group', () => {
+    for (const route of ROUTES) {
+      const props = functionOf(route.handler).Properties;
+      const group = referencedId((props.LoggingConfig as Json).LogGroup);
+      const logStatements = statementsOfRole(referencedId(props.Role) ?? '').filter((statement) =>
+        asList(statement.Action).some((action) => String(action).startsWith('logs:')),
+      );
+      expect(logStatements).toHaveLength(1);
+      expect(asList(logStatements[0]?.Resource)).toEqual([{ 'Fn::GetAtt': [group, 'Arn'] }]);
+    }
+  });
+
+  it('attaches no AWS managed policy to a function role', () => {
+    for (const route of ROUTES) {
+      const roleId = referencedId(functionOf(route.handler).Properties.Role) ?? '';
+      expect(synth.resources[roleId]?.Properties.ManagedPolicyArns).toBeUndefined();
+    }
+  });
+});
+
+describe('Cognito', () => {
+  it('creates a user pool whose users only operators create, signing in by email', () => {
+    synth.template.resourceCountIs('AWS::Cognito::UserPool', 1);
+    synth.template.hasResourceProperties('AWS::Cognito::UserPool', {
+      AdminCreateUserConfig: { AllowAdminCreateUserOnly: true },
+      UsernameAttributes: ['email'],
+      Policies: {
+        PasswordPolicy: Match.objectLike({
+          MinimumLength: 12,
+          RequireLowercase: true,
+          RequireUppercase: true,
+          RequireNumbers: true,
+          RequireSymbols: true,
+        }),
+      },
+    });
+  });
+
+  it('keeps the user pool, whose subs are account ids, through stack deletion', () => {
+    synth.template.hasResource('AWS::Cognito::UserPool', {
+      DeletionPolicy: 'Retain',
+      Properties: Match.objectLike({ DeletionProtection: 'ACTIVE' }),
+    });
+  });
+
+  it('creates a public app client for password and SRP sign-in without OAuth flows', () => {
+    synth.template.resourceCountIs('AWS::Cognito::UserPoolClient', 1);
+    synth.template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
+      UserPoolId: { Ref: synth.logicalId(synth.stack.userPool) },
+      GenerateSecret: false,
+      ExplicitAuthFlows: Match.arrayWith(['ALLOW_USER_PASSWORD_AUTH', 'ALLOW_USER_SRP_AUTH']),
+      AllowedOAuthFlowsUserPoolClient: false,
+      PreventUserExistenceErrors: 'ENABLED',
+    });
+  });
+});
+
+describe('Alarms', () => {
+  const topicId = () => ofType(synth.resources, 'AWS::SNS::Topic').map(([id]) => id)[0] ?? 'no topic';
+
+  it('alarms on the share of 5xx answers', () => {
+    synth.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmActions: [{ Ref: topicId() }],
+      Metrics: Match.arrayWith([
+        Match.objectLike({
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({ Namespace: 'AWS/ApiGateway', MetricName: '5XXError' }),
+          }),
+        }),
+      ]),
+    });
+  });
+
+  it('alarms on the screenshot function latency', () => {
+    synth.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmActions: [{ Ref: topicId() }],
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Duration',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: synth.functionId(streamingRoute.handler) } }],
+      Threshold: Match.anyValue(),
+    });
+  });
+
+  it('alarms on crashes and timeouts of any function', () => {
+    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([, a]) =>
+      JSON.stringify(a.Properties.Metrics ?? []).includes('"MetricName":"Errors"'),
+    );
+    const watched = JSON.stringify(alarm?.[1].Properties.Metrics);
+    for (const route of ROUTES) expect(watched).toContain(`"Ref":"${synth.functionId(route.handler)}"`);
+  });
+
+  it('subscribes the configured address to the alarm topic', () => {
+    synth.template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: TEST_SETTINGS.alarmEmail,
+      TopicArn: { Ref: topicId() },
+    });
+  });
+});
+
+describe('Stack outputs', () => {
+  it('exports the API URL, the user pool and client ids and the table name', () => {
+    synth.template.hasOutput('ApiUrl', {
+      Value: { 'Fn::Join': ['', Match.arrayWith([{ Ref: synth.logicalId(synth.stack.api) }, '/prod'])] },
+    });
+    synth.template.hasOutput('UserPoolId', { Value: { Ref: synth.logicalId(synth.stack.userPool) } });
+    synth.template.hasOutput('UserPoolClientId', {
+      Value: { Ref: synth.logicalId(synth.stack.userPoolClient) },
+    });
+    synth.template.hasOutput('TableName', { Value: { Ref: tableId() } });
+  });
+});
+
+describe('cdk-nag AwsSolutions checks', () => {
+  it('leave no unacknowledged finding, error or warning', () => {
+    const report = new AwsSolutionsChecks().validateScope(synth.stack);
+    const findings = report.violations.flatMap((violation) =>
+      violation.violatingResources.map((resource) => `${violation.ruleName} at ${resource.constructPath}`),
+    );
+    expect(findings).toEqual([]);
+  });
+
+  it('carry a stated reason for every acknowledged rule', () => {
+    const acknowledged: [string, string][] = [];
+    const visit = (construct: IConstruct) => {
+      for (const entry of construct.node.metadata) {
+        if (entry.type !== Validations.ACKNOWLEDGED_RULES_METADATA_KEY) continue;
+        for (const [rule, reason] of Object.entries(entry.data as Record<string, string>)) {
+          acknowledged.push([rule, reason]);
+        }
+      }
+      for (const child of construct.node.children) visit(child);
+    };
+    visit(synth.stack);
+    expect(acknowledged.length).toBeGreaterThan(0);
+    for (const [rule, reason] of acknowledged) expect(reason.length, rule).toBeGreaterThanOrEqual(60);
+  });
+
+  it('are accompanied by no CDK warning or error', () => {
+    const annotations = Annotations.fromStack(synth.stack);
+    expect(annotations.findError('*', Match.anyValue())).toEqual([]);
+    expect(annotations.findWarning('*', Match.anyValue())).toEqual([]);
+  });
+});

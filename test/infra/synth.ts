@@ -1,0 +1,102 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { App, type CfnResource } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { DEFAULT_SETTINGS, type DeploymentSettings } from '../../infra/settings';
+import { ScreenshotServiceStack } from '../../infra/stack';
+import type { RouteDefinition } from '../../shared/routes';
+
+/** Settings that differ from the defaults, so a test can tell a setting reached the template. */
+export const TEST_SETTINGS: DeploymentSettings = {
+  ...DEFAULT_SETTINGS,
+  rateLimitPerHour: 250,
+  freeCredits: 7,
+  alarmEmail: 'ops@example.com',
+};
+
+/** Loosely typed CloudFormation: tests read it, the assertions library checks it. */
+export type Json = Record<string, unknown>;
+export interface Resource {
+  Type: string;
+  Properties: Json;
+  Metadata?: Json;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+}
+
+export interface SynthesizedStack {
+  stack: ScreenshotServiceStack;
+  template: Template;
+  resources: Record<string, Resource>;
+  /** The cloud assembly directory, where staged assets (bundles, the layer) can be inspected. */
+  outdir: string;
+  logicalId(construct: { node: { defaultChild?: unknown } }): string;
+  functionId(handler: RouteDefinition['handler']): string;
+  cleanup(): void;
+}
+
+/** Builds and synthesizes the stack once, bundling for real, into a temporary directory. */
+export function synthesizeStack(settings: DeploymentSettings = TEST_SETTINGS): SynthesizedStack {
+  const outdir = mkdtempSync(path.join(tmpdir(), 'screenshot-cdk-'));
+  // Asset metadata names each resource's staged asset, so tests can open the bundles and the layer.
+  const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true } });
+  const stack = new ScreenshotServiceStack(app, 'ScreenshotServiceTest', { settings });
+  const template = Template.fromStack(stack);
+  const resources = template.toJSON().Resources as Record<string, Resource>;
+
+  const logicalId = (construct: { node: { defaultChild?: unknown } }) =>
+    stack.getLogicalId(construct.node.defaultChild as CfnResource);
+  return {
+    stack,
+    template,
+    resources,
+    outdir,
+    logicalId,
+    functionId(handler) {
+      const fn = stack.functions.get(handler);
+      if (!fn) throw new Error(`no function for ${handler}`);
+      return logicalId(fn);
+    },
+    cleanup: () => rmSync(outdir, { recursive: true, force: true }),
+  };
+}
+
+/** Resources of one type, by logical id. */
+export function ofType(resources: Record<string, Resource>, type: string): [string, Resource][] {
+  return Object.entries(resources).filter(([, resource]) => resource.Type === type);
+}
+
+/** `{ Ref: id }` or `{ Fn::GetAtt: [id, ...] }` → id. */
+export function referencedId(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const ref = (value as Json).Ref;
+  if (typeof ref === 'string') return ref;
+  const getAtt = (value as Json)['Fn::GetAtt'];
+  if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') return getAtt[0];
+  return undefined;
+}
+
+/** Full paths of the API's resources (`/api/keys/{id}`), by logical id, from their PathPart/ParentId chain. */
+export function apiResourcePaths(resources: Record<string, Resource>): Map<string, string> {
+  const apiResources = new Map(ofType(resources, 'AWS::ApiGateway::Resource'));
+  const paths = new Map<string, string>();
+  const pathOf = (id: string): string => {
+    const known = paths.get(id);
+    if (known !== undefined) return known;
+    const resource = apiResources.get(id);
+    if (!resource) return ''; // the root resource (a GetAtt on the RestApi)
+    const parent = referencedId(resource.Properties.ParentId);
+    const parentPath = parent && apiResources.has(parent) ? pathOf(parent) : '';
+    const full = `${parentPath}/${String(resource.Properties.PathPart)}`;
+    paths.set(id, full);
+    return full;
+  };
+  for (const id of apiResources.keys()) pathOf(id);
+  return paths;
+}
+
+/** A policy statement's actions or resources as a list, whichever form CloudFormation holds. */
+export function asList(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : value === undefined ? [] : [value];
+}
