@@ -1,0 +1,275 @@
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, DefaultStackSynthesizer, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
+import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
+import { Construct, type IConstruct } from 'constructs';
+import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
+
+/** The dashboard's files, deployed as they are (no build step). */
+export const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
+
+/** OAuth scopes the dashboard asks for; its access token only has to identify the account owner. */
+const SCOPES = [cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL];
+
+/**
+ * Props of {@link DashboardSite}.
+ *
+ * Wiring in infra/stack.ts, after `this.api` and `this.userPool` exist:
+ *
+ *   const dashboard = new DashboardSite(this, 'Dashboard', {
+ *     api: this.api,
+ *     stageName: STAGE_NAME,
+ *     userPool: this.userPool,
+ *     domainPrefix: settings.dashboardDomainPrefix,
+ *   });
+ *
+ * The session-token functions must then accept access tokens of the dashboard's app client as well as the CLI's
+ * (see `userPoolClient`). Nothing here depends on the API's deployment or functions, only on the RestApi resource,
+ * so a function environment may reference `dashboard.userPoolClient.userPoolClientId` without a dependency cycle.
+ */
+export interface DashboardSiteProps {
+  /** The service's REST API. CloudFront sends `/api/*` to it, so the page calls the API on its own origin. */
+  api: apigateway.IRestApi;
+  /**
+   * The API's stage, given as a plain string: reading it from the RestApi would make the distribution depend on
+   * the deployment, hence on every function. Default 'prod'.
+   */
+  stageName?: string;
+  /** The user pool account owners sign in to (its hosted sign-in page, OAuth code flow with PKCE). */
+  userPool: cognito.IUserPool;
+  /**
+   * Prefix of the hosted sign-in domain, `https://<prefix>.auth.<region>.amazoncognito.com`: lowercase letters,
+   * digits and hyphens, unique in the region across all AWS accounts. A user pool has at most one such domain.
+   */
+  domainPrefix: string;
+}
+
+/**
+ * The account dashboard, deployed: a private S3 bucket of web/public (read only by CloudFront, through origin
+ * access control), a CloudFront distribution with the same security headers the local server sends, `/api/*`
+ * routed to API Gateway on the same origin (no CORS), a generated `config.json` telling the page to sign in through
+ * Cognito, and the app client and hosted sign-in domain that sign-in needs.
+ */
+export class DashboardSite extends Construct {
+  readonly bucket: s3.Bucket;
+  readonly distribution: cloudfront.Distribution;
+  /** The dashboard's address, `https://<distribution>.cloudfront.net/` (also its OAuth redirect URI). */
+  readonly url: string;
+  /**
+   * The dashboard's public app client (no secret, authorization code grant only). Its id must be one of the
+   * client ids the session verifier accepts, or the API refuses the dashboard's tokens with 401.
+   */
+  readonly userPoolClient: cognito.UserPoolClient;
+  readonly signInDomain: cognito.UserPoolDomain;
+
+  constructor(scope: Construct, id: string, props: DashboardSiteProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+
+    this.signInDomain = new cognito.UserPoolDomain(this, 'SignInDomain', {
+      userPool: props.userPool,
+      cognitoDomain: { domainPrefix: props.domainPrefix },
+      // The classic hosted UI needs no branding resource and is available on every feature plan.
+      managedLoginVersion: cognito.ManagedLoginVersion.CLASSIC_HOSTED_UI,
+    });
+    const signInOrigin = this.signInDomain.baseUrl();
+
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      // Nothing in it that a deploy does not recreate from web/public.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    const securityHeaders = new cloudfront.ResponseHeadersPolicy(this, 'SecurityHeaders', {
+      comment: 'Dashboard: the CSP and headers of web/securityHeaders.ts',
+      securityHeadersBehavior: {
+        // The token endpoint of the hosted sign-in is the one other origin the page fetches from.
+        contentSecurityPolicy: {
+          contentSecurityPolicy: dashboardContentSecurityPolicy([signInOrigin]),
+          override: true,
+        },
+        contentTypeOptions: { override: true },
+        frameOptions: { frameOption: cloudfront.HeadersFrameOption.DENY, override: true },
+        referrerPolicy: { referrerPolicy: cloudfront.HeadersReferrerPolicy.NO_REFERRER, override: true },
+        strictTransportSecurity: {
+          accessControlMaxAge: Duration.days(365),
+          includeSubdomains: true,
+          override: true,
+        },
+      },
+      customHeadersBehavior: {
+        customHeaders: ['Cross-Origin-Opener-Policy', 'Permissions-Policy'].map((header) => ({
+          header,
+          value: DASHBOARD_HEADERS[header] ?? '',
+          override: true,
+        })),
+      },
+    });
+
+    // Built from the RestApi id, not `api.url`, which would depend on the stage (see DashboardSiteProps.stageName).
+    const apiOrigin = new origins.HttpOrigin(
+      `${props.api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`,
+      {
+        originPath: `/${props.stageName ?? 'prod'}`,
+        protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+        originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
+        // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
+        // page) times out here with 504; the API's own URL allows the full capture time.
+        readTimeout: Duration.seconds(60),
+      },
+    );
+
+    this.distribution = new cloudfront.Distribution(this, 'Distribution', {
+      comment: 'Screenshot API dashboard',
+      defaultRootObject: 'index.html',
+      httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
+      priceClass: cloudfront.PriceClass.PRICE_CLASS_100,
+      defaultBehavior: {
+        origin: origins.S3BucketOrigin.withOriginAccessControl(this.bucket),
+        viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+        allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+        cachePolicy: cloudfront.CachePolicy.CACHING_OPTIMIZED,
+        responseHeadersPolicy: securityHeaders,
+        compress: true,
+      },
+      additionalBehaviors: {
+        '/api/*': {
+          origin: apiOrigin,
+          viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+          allowedMethods: cloudfront.AllowedMethods.ALLOW_ALL,
+          // Every answer depends on its credential, and with caching disabled this origin request policy may
+          // forward Authorization (and everything else the viewer sent except Host, which API Gateway needs as its own).
+          cachePolicy: cloudfront.CachePolicy.CACHING_DISABLED,
+          originRequestPolicy: cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+          responseHeadersPolicy: securityHeaders,
+          compress: false,
+        },
+      },
+    });
+    this.url = `https://${this.distribution.distributionDomainName}/`;
+
+    this.userPoolClient = new cognito.UserPoolClient(this, 'AppClient', {
+      userPool: props.userPool,
+      userPoolClientName: 'dashboard',
+      // A browser cannot keep a secret: PKCE protects the code instead.
+      generateSecret: false,
+      oAuth: {
+        flows: { authorizationCodeGrant: true },
+        scopes: SCOPES,
+        callbackUrls: [this.url],
+        logoutUrls: [this.url],
+      },
+      supportedIdentityProviders: [cognito.UserPoolClientIdentityProvider.COGNITO],
+      preventUserExistenceErrors: true,
+      enableTokenRevocation: true,
+      accessTokenValidity: Duration.hours(1),
+      idTokenValidity: Duration.hours(1),
+      // The page keeps no refresh token; the shortest lifetime Cognito allows.
+      refreshTokenValidity: Duration.hours(1),
+    });
+
+    new s3deploy.BucketDeployment(this, 'Deployment', {
+      destinationBucket: this.bucket,
+      sources: [
+        s3deploy.Source.asset(DASHBOARD_SOURCE),
+        s3deploy.Source.jsonData('config.json', {
+          mode: 'cognito',
+          cognito: {
+            domain: signInOrigin,
+            clientId: this.userPoolClient.userPoolClientId,
+            redirectUri: this.url,
+            scope: SCOPES.map((scope) => scope.scopeName).join(' '),
+          },
+        }),
+      ],
+      // Files removed from web/public are removed from the bucket; a stack deletion empties it.
+      prune: true,
+      retainOnDelete: false,
+      distribution: this.distribution,
+      distributionPaths: ['/*'],
+    });
+
+    new CfnOutput(this, 'DashboardUrl', { value: this.url, description: 'The account dashboard' });
+
+    acknowledgeAll(this);
+  }
+}
+
+/** Why AwsSolutions (cdk-nag) findings on this construct's resources do not apply, next to the resources. */
+function acknowledgeAll(site: DashboardSite): void {
+  const acknowledge = (scope: IConstruct | undefined, rule: string, reason: string) => {
+    if (scope) Validations.of(scope).acknowledge({ id: `AwsSolutions-${rule}`, reason });
+  };
+  acknowledge(
+    site.bucket,
+    'S1',
+    'The bucket only holds the public dashboard files, written by the deployment and read by CloudFront through ' +
+      'origin access control; API requests are logged by API Gateway access logs.',
+  );
+  acknowledge(
+    site.distribution,
+    'CFR1',
+    'The dashboard is for customers anywhere; the API it calls applies authentication and per-account limits.',
+  );
+  acknowledge(
+    site.distribution,
+    'CFR2',
+    'No WAF by default, as for the API stage (infra/stack.ts, APIG3): the static files are public and every /api/* ' +
+      'request is authenticated and rate limited per account. An operator can attach a web ACL without code changes.',
+  );
+  acknowledge(
+    site.distribution,
+    'CFR3',
+    'Access logs for the static files have little value; /api/* requests are logged by API Gateway access logs.',
+  );
+  acknowledge(
+    site.distribution,
+    'CFR4',
+    'The default *.cloudfront.net certificate cannot set a minimum TLS version; with a custom domain, set ' +
+      'TLSv1.2_2021. Viewers are redirected to HTTPS and the API origin is reached over TLS 1.2 only.',
+  );
+  // BucketDeployment's singleton function and its role live at the stack level, not under this construct. Its grants
+  // come from aws-cdk-lib: read the CDK asset bucket, read/write/delete objects of the dashboard bucket, and create
+  // invalidations (CloudFront has no resource-level permissions for that on a distribution created here).
+  const stack = Stack.of(site);
+  const bucketArn = `<${stack.resolve(stack.getLogicalId(site.bucket.node.defaultChild as s3.CfnBucket))}.Arn>`;
+  const qualifier = stack.synthesizer.bootstrapQualifier ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;
+  const wildcards = [
+    'Action::s3:GetObject*',
+    'Action::s3:GetBucket*',
+    'Action::s3:List*',
+    'Action::s3:DeleteObject*',
+    'Action::s3:Abort*',
+    `Resource::${bucketArn}/*`,
+    `Resource::arn:<AWS::Partition>:s3:::cdk-${qualifier}-assets-<AWS::AccountId>-<AWS::Region>/*`,
+    'Resource::*',
+  ];
+  for (const child of stack.node.children) {
+    if (!child.node.id.startsWith('Custom::CDKBucketDeployment')) continue;
+    acknowledge(
+      child,
+      'L1',
+      'The runtime of the CDK-managed BucketDeployment handler is chosen by aws-cdk-lib.',
+    );
+    acknowledge(
+      child,
+      'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      'The CDK-managed BucketDeployment handler role uses the AWS-managed basic execution policy for its logs.',
+    );
+    for (const finding of wildcards) {
+      acknowledge(
+        child,
+        `IAM5[${finding}]`,
+        'Generated by BucketDeployment: object-level access to the CDK asset bucket and the dashboard bucket only, ' +
+          'and CloudFront invalidations after each deploy.',
+      );
+    }
+  }
+}

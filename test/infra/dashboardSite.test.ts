@@ -1,0 +1,297 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DashboardSite } from '../../infra/dashboardSite';
+import { dashboardContentSecurityPolicy } from '../../web/securityHeaders';
+
+/**
+ * The dashboard construct in a small stack shaped like the service's: a user pool, a RestApi whose method calls a
+ * function, and that function accepting the dashboard's app client id, as the real stack must (the wiring the
+ * construct documents). Synthesised offline; BucketDeployment needs no Docker.
+ */
+const CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
+const ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
+
+function serviceLikeStack(app: App) {
+  const stack = new Stack(app, 'Service');
+  const userPool = new cognito.UserPool(stack, 'UserPool');
+  const fn = new lambda.Function(stack, 'ListKeysFunction', {
+    runtime: lambda.Runtime.NODEJS_22_X,
+    handler: 'index.handler',
+    code: lambda.Code.fromInline('exports.handler = async () => ({ statusCode: 200, body: "{}" });'),
+  });
+  const api = new apigateway.RestApi(stack, 'Api', { deployOptions: { stageName: 'prod' } });
+  api.root.resourceForPath('/api/keys').addMethod('GET', new apigateway.LambdaIntegration(fn));
+  const site = new DashboardSite(stack, 'Dashboard', {
+    api,
+    stageName: 'prod',
+    userPool,
+    domainPrefix: 'shots-test',
+  });
+  fn.addEnvironment('SESSION_CLIENT_ID', site.userPoolClient.userPoolClientId);
+  return { stack, site, api };
+}
+
+let stack: Stack;
+let site: DashboardSite;
+let api: apigateway.RestApi;
+let template: Template;
+
+beforeAll(() => {
+  ({ stack, site, api } = serviceLikeStack(new App()));
+  template = Template.fromStack(stack);
+});
+
+const logicalId = (construct: { node: { defaultChild?: unknown } }) =>
+  stack.resolve(stack.getLogicalId(construct.node.defaultChild as never)) as string;
+
+function distributionConfig() {
+  const [distribution] = Object.values(template.findResources('AWS::CloudFront::Distribution'));
+  return distribution?.Properties.DistributionConfig;
+}
+
+describe('the dashboard bucket', () => {
+  it('is private: public access blocked, objects owned by the bucket, encrypted, TLS only', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+      BucketEncryption: Match.objectLike({}),
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  it('can be read by this distribution only, through origin access control', () => {
+    template.resourceCountIs('AWS::CloudFront::OriginAccessControl', 1);
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: 's3:GetObject',
+            Principal: { Service: 'cloudfront.amazonaws.com' },
+            Condition: {
+              StringEquals: { 'AWS:SourceArn': Match.anyValue() },
+            },
+          }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('the dashboard distribution', () => {
+  it('serves index.html at / and redirects plain HTTP to HTTPS', () => {
+    const config = distributionConfig();
+    expect(config.DefaultRootObject).toBe('index.html');
+    expect(config.DefaultCacheBehavior.ViewerProtocolPolicy).toBe('redirect-to-https');
+    expect(config.DefaultCacheBehavior.AllowedMethods).toEqual(['GET', 'HEAD']);
+  });
+
+  it('routes /api/* to the API stage over HTTPS, uncached, with the viewer headers but Host', () => {
+    const config = distributionConfig();
+    const [behavior] = config.CacheBehaviors;
+    expect(config.CacheBehaviors).toHaveLength(1);
+    expect(behavior).toMatchObject({
+      PathPattern: '/api/*',
+      ViewerProtocolPolicy: 'https-only',
+      CachePolicyId: CACHING_DISABLED,
+      OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST_HEADER,
+    });
+    expect(behavior.AllowedMethods).toEqual(expect.arrayContaining(['GET', 'POST', 'PATCH', 'DELETE']));
+    const origin = config.Origins.find((o: { Id: string }) => o.Id === behavior.TargetOriginId);
+    expect(origin.OriginPath).toBe('/prod');
+    expect(origin.CustomOriginConfig).toMatchObject({
+      OriginProtocolPolicy: 'https-only',
+      OriginReadTimeout: 60,
+    });
+    expect(JSON.stringify(origin.DomainName)).toContain(logicalId(api));
+  });
+
+  it('sends the Content-Security-Policy the local server sends, allowing the sign-in domain for fetch', () => {
+    template.hasResourceProperties('AWS::CloudFront::ResponseHeadersPolicy', {
+      ResponseHeadersPolicyConfig: Match.objectLike({
+        SecurityHeadersConfig: Match.objectLike({
+          ContentSecurityPolicy: {
+            ContentSecurityPolicy: stack.resolve(
+              dashboardContentSecurityPolicy([site.signInDomain.baseUrl()]),
+            ),
+            Override: true,
+          },
+          ContentTypeOptions: { Override: true },
+          FrameOptions: { FrameOption: 'DENY', Override: true },
+          ReferrerPolicy: { ReferrerPolicy: 'no-referrer', Override: true },
+          StrictTransportSecurity: Match.objectLike({ AccessControlMaxAgeSec: 31_536_000, Override: true }),
+        }),
+      }),
+    });
+  });
+
+  it('applies the security headers to the files and the API answers alike', () => {
+    const config = distributionConfig();
+    const policies = [config.DefaultCacheBehavior, ...config.CacheBehaviors].map(
+      (b) => b.ResponseHeadersPolicyId,
+    );
+    expect(policies[0]).toBeDefined();
+    expect(policies[1]).toEqual(policies[0]);
+  });
+
+  it('outputs the dashboard URL', () => {
+    const outputs = Object.values(template.findOutputs('*'));
+    expect(outputs).toContainEqual(
+      expect.objectContaining({
+        Description: 'The account dashboard',
+        Value: {
+          'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalId(site.distribution), 'DomainName'] }, '/']],
+        },
+      }),
+    );
+  });
+});
+
+describe('the deployment of the files', () => {
+  it('copies web/public and a generated config.json, prunes old files and invalidates the cache', () => {
+    template.hasResourceProperties('Custom::CDKBucketDeployment', {
+      SourceObjectKeys: [Match.anyValue(), Match.anyValue()],
+      Prune: true,
+      RetainOnDelete: false,
+      DistributionPaths: ['/*'],
+      DestinationBucketName: { Ref: logicalId(site.bucket) },
+    });
+  });
+
+  it('fills config.json with the hosted sign-in domain, the app client and the dashboard URL', () => {
+    const [deployment] = Object.values(template.findResources('Custom::CDKBucketDeployment'));
+    const markers = JSON.stringify(deployment?.Properties.SourceMarkers);
+    expect(markers).toContain(logicalId(site.userPoolClient));
+    expect(markers).toContain(logicalId(site.distribution));
+    expect(markers).toContain(logicalId(site.signInDomain));
+  });
+});
+
+describe('the sign-in for the dashboard', () => {
+  it('is a public app client with the authorization code flow, returning to the dashboard only', () => {
+    const dashboardUrl = {
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalId(site.distribution), 'DomainName'] }, '/']],
+    };
+    template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
+      GenerateSecret: false,
+      AllowedOAuthFlowsUserPoolClient: true,
+      AllowedOAuthFlows: ['code'],
+      AllowedOAuthScopes: ['openid', 'email'],
+      CallbackURLs: [dashboardUrl],
+      LogoutURLs: [dashboardUrl],
+      SupportedIdentityProviders: ['COGNITO'],
+      PreventUserExistenceErrors: 'ENABLED',
+    });
+  });
+
+  it('has a hosted sign-in domain with the given prefix on the classic hosted UI', () => {
+    template.hasResourceProperties('AWS::Cognito::UserPoolDomain', {
+      Domain: 'shots-test',
+      ManagedLoginVersion: 1,
+    });
+  });
+});
+
+describe('the construct in a stack', () => {
+  it('finds cycles with the check used below', () => {
+    expect(
+      dependencyCycle({ A: { Properties: { X: { 'Fn::GetAtt': ['B', 'Arn'] } } }, B: { DependsOn: 'A' } }),
+    ).toEqual(['A', 'B', 'A']);
+  });
+
+  it('leaves no dependency cycle when the functions accept the dashboard app client', () => {
+    expect(dependencyCycle(template.toJSON().Resources)).toBeUndefined();
+  });
+
+  it('passes the AWS Solutions checks (cdk-nag) for everything it creates', () => {
+    const outdir = mkdtempSync(join(tmpdir(), 'dashboard-nag-'));
+    try {
+      const app = new App({ outdir });
+      serviceLikeStack(app);
+      Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+      // The stand-in user pool, function and API above have findings of their own; only the construct's count.
+      expect(() => app.synth()).toThrow();
+      const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8'));
+      const ours = report.pluginReports
+        .flatMap(
+          (plugin: {
+            violations: { ruleName: string; violatingConstructs: { constructPath: string }[] }[];
+          }) =>
+            plugin.violations.flatMap((v) =>
+              v.violatingConstructs.map((c) => `${v.ruleName} ${c.constructPath}`),
+            ),
+        )
+        .filter((finding: string) => / Service\/(Dashboard|Custom::CDKBucketDeployment)/.test(finding));
+      expect(ours).toEqual([]);
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The first cycle among the template's resources (Ref, GetAtt, Sub and DependsOn edges), or undefined. */
+function dependencyCycle(
+  resources: Record<string, { DependsOn?: string | string[]; Properties?: unknown }>,
+): string[] | undefined {
+  const edges = new Map<string, Set<string>>();
+  for (const [id, resource] of Object.entries(resources)) {
+    const targets = new Set<string>([resource.DependsOn ?? []].flat());
+    collectReferences(resource, targets);
+    edges.set(id, new Set([...targets].filter((target) => target in resources && target !== id)));
+  }
+  const state = new Map<string, 'visiting' | 'done'>();
+  const path: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    if (state.get(id) === 'done') return undefined;
+    if (state.get(id) === 'visiting') return [...path.slice(path.indexOf(id)), id];
+    state.set(id, 'visiting');
+    path.push(id);
+    for (const next of edges.get(id) ?? []) {
+      const cycle = visit(next);
+      if (cycle) return cycle;
+    }
+    path.pop();
+    state.set(id, 'done');
+    return undefined;
+  };
+  for (const id of edges.keys()) {
+    const cycle = visit(id);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
+function collectReferences(node: unknown, into: Set<string>): void {
+  if (Array.isArray(node)) {
+    for (const item of node) collectReferences(item, into);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'Ref' && typeof value === 'string') into.add(value);
+    else if (key === 'Fn::GetAtt' && Array.isArray(value)) into.add(String(value[0]));
+    else if (key === 'Fn::Sub') {
+      const text = Array.isArray(value) ? value[0] : value;
+      for (const match of String(text).matchAll(/\$\{([\w]+)(?:\.[\w.]+)?\}/g)) into.add(match[1] ?? '');
+      if (Array.isArray(value)) collectReferences(value[1], into);
+    } else collectReferences(value, into);
+  }
+}
