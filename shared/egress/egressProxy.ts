@@ -166,6 +166,8 @@ async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardCo
     res.socket?.destroy();
     return;
   }
+  // Chromium may have given up while we resolved; its 'close' has then already fired.
+  if (!res.socket || res.socket.destroyed) return;
 
   const headers = endToEndHeaders(req.rawHeaders);
   if (!headers.some((_, i) => i % 2 === 0 && headers[i]?.toLowerCase() === 'host'))
