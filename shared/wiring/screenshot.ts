@@ -3,6 +3,7 @@ import { ChromiumRenderer } from '../capture/chromiumRenderer';
 import { readServiceConfig } from '../config';
 import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
 import { createUrlPolicy } from '../egress/urlPolicy';
+import { logger } from '../logger';
 import { screenshotHandler } from '../screenshot/screenshotHandler';
 import { createStores } from './stores';
 
@@ -15,7 +16,8 @@ export function createScreenshotService(client: DynamoDBClient, env: NodeJS.Proc
   const policy = { allowPrivateHosts: config.allowPrivateHosts };
   let egress: Promise<EgressProxy> | undefined;
   const startEgress = () => {
-    egress ??= startEgressProxy(policy);
+    // Refused destinations are logged (host and port only) so an operator can see SSRF attempts.
+    egress ??= startEgressProxy({ ...policy, onBlocked: (blocked) => logger.warn('Egress refused', { ...blocked }) });
     return egress;
   };
   const renderer = new ChromiumRenderer({
