@@ -1,0 +1,202 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RATE_WINDOW_MS, windowStart } from '../../shared/accounts/rateLimiter';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+
+const BALANCE = 10;
+const RATE_LIMIT = 100;
+
+let pages: PageServer;
+let service: TestLocalService;
+
+beforeAll(async () => {
+  pages = await startPageServer({
+    '/red': solidPage('#ff0000'),
+    // Loads in about 300 ms, so captures are still in flight while the test acts.
+    '/slow': solidPage('#ff0000', '', '<img src="/slow.png">'),
+    '/slow.png': (_, res) => {
+      setTimeout(() => res.writeHead(404).end(), 300);
+    },
+  });
+  service = await startTestLocalService({
+    ALLOW_PRIVATE_HOSTS: pages.hostPort,
+    FREE_CREDITS: String(BALANCE),
+    RATE_LIMIT_PER_HOUR: String(RATE_LIMIT),
+    // Every request of a burst runs at once (as Lambda scales out), none is turned away with 503.
+    LOCAL_MAX_CAPTURES: '200',
+    LOCAL_MAX_QUEUED: '200',
+  });
+});
+
+afterAll(async () => {
+  await service?.close();
+  await pages?.close();
+});
+
+interface Outcome {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+/** POST /api/screenshot, reading the whole answer (JSON errors parsed; images only counted). */
+async function screenshot(apiKey: string, body: unknown): Promise<Outcome> {
+  const response = await service.request('/api/screenshot', { bearer: apiKey, body });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const isJson = response.headers.get('content-type')?.startsWith('application/json') ?? false;
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: isJson ? JSON.parse(bytes.toString('utf8')) : {},
+  };
+}
+
+const capture = { width: 320, height: 320 };
+const countOf = (outcomes: Outcome[], status: number) =>
+  outcomes.filter((outcome) => outcome.status === status).length;
+
+/** Waits out the last seconds of an hour, so a burst never straddles two rate-limit windows. */
+async function awayFromWindowEdge(marginMs = 10_000): Promise<void> {
+  const left = RATE_WINDOW_MS - (Date.now() % RATE_WINDOW_MS);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
+describe('sixty captures at once on a balance of ten', () => {
+  let outcomes: Outcome[];
+  let accountToken: string;
+
+  beforeAll(async () => {
+    const account = await service.newAccount();
+    accountToken = account.token;
+    outcomes = await Promise.all(
+      Array.from({ length: 60 }, () =>
+        screenshot(account.apiKey, { url: `${pages.origin}/red`, ...capture }),
+      ),
+    );
+  });
+
+  it('captures exactly ten', () => {
+    expect(countOf(outcomes, 200)).toBe(BALANCE);
+  });
+
+  it('refuses the other fifty with 402, naming the cost and an empty balance', () => {
+    const refused = outcomes.filter((outcome) => outcome.status === 402);
+    expect(refused).toHaveLength(50);
+    for (const outcome of refused)
+      expect(outcome.body).toEqual({ error: expect.any(String), required: 1, available: 0 });
+  });
+
+  it('ends with a balance of zero, exactly what the charges add up to', async () => {
+    const charged = outcomes.reduce(
+      (sum, outcome) => sum + Number(outcome.headers.get('x-credits-charged') ?? 0),
+      0,
+    );
+    const { balance } = (await (await service.request('/api/credits', { bearer: accountToken })).json()) as {
+      balance: number;
+    };
+    expect(balance).toBe(0);
+    expect(charged).toBe(BALANCE - balance);
+  });
+});
+
+describe('a burst of 150 requests across two keys of one account, limit 100', () => {
+  let outcomes: Outcome[];
+  let burstStarted: number;
+
+  beforeAll(async () => {
+    const account = await service.newAccount();
+    const second = await (
+      await service.request('/api/keys', { bearer: account.token, body: { name: 'second' } })
+    ).json();
+    const keys = [account.apiKey, second.key as string];
+    await awayFromWindowEdge();
+    burstStarted = Date.now();
+    // Every authenticated request counts, so invalid bodies (400, no capture) do; a few real captures ride along.
+    outcomes = await Promise.all(
+      Array.from({ length: 150 }, (_, i) =>
+        screenshot(
+          keys[i % 2] as string,
+          i % 30 === 0 ? { url: `${pages.origin}/red`, ...capture } : { url: 'nope' },
+        ),
+      ),
+    );
+  });
+
+  it('lets exactly 100 past the limit', () => {
+    expect(outcomes.filter((outcome) => outcome.status !== 429)).toHaveLength(RATE_LIMIT);
+    expect(outcomes.every((outcome) => [200, 400, 429].includes(outcome.status))).toBe(true);
+  });
+
+  it('refuses exactly 50 with 429, the limit, and the end of the current window as reset', () => {
+    const reset = windowStart(burstStarted) + RATE_WINDOW_MS;
+    const limited = outcomes.filter((outcome) => outcome.status === 429);
+    expect(limited).toHaveLength(50);
+    for (const outcome of limited) {
+      expect(outcome.body).toEqual({ error: expect.any(String), limit: RATE_LIMIT, reset });
+      expect(outcome.headers.get('x-ratelimit-reset')).toBe(String(reset));
+      expect(Number(outcome.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('hands out each remaining count exactly once, from 99 down to 0', () => {
+    const remaining = outcomes
+      .filter((outcome) => outcome.status !== 429)
+      .map((outcome) => Number(outcome.headers.get('x-ratelimit-remaining')))
+      .sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: RATE_LIMIT }, (_, i) => i));
+  });
+});
+
+describe('a key revoked while its requests are in flight', () => {
+  interface Timed {
+    startedAt: number;
+    endedAt: number;
+    status: number;
+  }
+  const timeline: Timed[] = [];
+  let revokeSentAt = 0;
+  let revokedAt = 0;
+
+  beforeAll(async () => {
+    const account = await service.newAccount();
+    const workers = 4;
+    const afterRevocation = 3;
+
+    // Each worker sends request after request (cheap invalid ones and slow captures, alternating), until it has
+    // started `afterRevocation` of them after the revocation was answered.
+    const worker = async (n: number) => {
+      for (let i = 0; ; i++) {
+        const startedAt = performance.now();
+        if (revokedAt && timeline.filter((t) => t.startedAt > revokedAt).length >= workers * afterRevocation)
+          return;
+        const body = (i + n) % 2 === 0 ? { url: `${pages.origin}/slow`, ...capture } : {};
+        const { status } = await screenshot(account.apiKey, body);
+        timeline.push({ startedAt, endedAt: performance.now(), status });
+      }
+    };
+    const revoke = async () => {
+      while (timeline.length < workers * 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      revokeSentAt = performance.now();
+      const response = await service.request(`/api/keys/${account.keyId}`, {
+        method: 'PATCH',
+        bearer: account.token,
+        body: { isActive: false },
+      });
+      expect(response.status).toBe(200);
+      revokedAt = performance.now();
+    };
+    await Promise.all([revoke(), ...Array.from({ length: workers }, (_, n) => worker(n))]);
+  });
+
+  it('refuses with 401 every request that started after the revocation was answered', () => {
+    const after = timeline.filter((t) => t.startedAt > revokedAt);
+    expect(after.length).toBeGreaterThanOrEqual(12);
+    expect(after.map((t) => t.status)).toEqual(after.map(() => 401));
+  });
+
+  it('authenticated the requests that finished before the revocation was sent', () => {
+    const before = timeline.filter((t) => t.endedAt < revokeSentAt);
+    expect(before.length).toBeGreaterThan(0);
+    for (const t of before) expect(t.status).not.toBe(401);
+  });
+});
