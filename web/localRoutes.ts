@@ -21,8 +21,12 @@ const FILE_NAME = /^[a-z0-9-]+\.(?:html|js|css|svg)$/;
 const MAX_SESSION_BODY_BYTES = 4096;
 const TOKEN_LIFETIME_SECONDS = 3600;
 
-/** What the page reads to choose its sign-in; deployed, the stack writes the Cognito variant (dashboardSite.ts). */
-export const LOCAL_DASHBOARD_CONFIG = { mode: 'local' } as const;
+/** What config.json tells the page: how to sign in. Deployed, infra/dashboardSite.ts writes the Cognito variant. */
+export type DashboardConfig =
+  | { mode: 'local' }
+  | { mode: 'cognito'; cognito: { domain: string; clientId: string; redirectUri: string; scope: string } };
+
+export const LOCAL_DASHBOARD_CONFIG: DashboardConfig = { mode: 'local' };
 
 const sessionRequest = z.strictObject({
   accountId: z
@@ -37,6 +41,8 @@ export interface DashboardRoutesOptions {
   idp: LocalIdp;
   /** The local server's own base URL (http://127.0.0.1:<port>). */
   baseUrl: string;
+  /** Default: local sign-in. Tests serve the Cognito variant to run the hosted sign-in against a stand-in. */
+  config?: DashboardConfig;
 }
 
 /**
@@ -45,6 +51,11 @@ export interface DashboardRoutesOptions {
  * (what `npm run token` does, for the page). Only this process serves it; the deployed stack has no such route.
  */
 export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
+  const config = options.config ?? LOCAL_DASHBOARD_CONFIG;
+  // As deployed: the page may fetch from the sign-in domain (its token endpoint) and nowhere else.
+  const csp = dashboardContentSecurityPolicy(
+    config.mode === 'cognito' ? [new URL(config.cognito.domain).origin] : [],
+  );
   const { port } = new URL(options.baseUrl);
   const ownHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
   const ownOrigins = new Set([...ownHosts].map((host) => `http://${host}`));
@@ -53,12 +64,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const { pathname } = new URL(req.url ?? '/', 'http://localhost');
     if (pathname === '/config.json') {
-      send(
-        res,
-        200,
-        { 'Content-Type': 'application/json; charset=utf-8' },
-        JSON.stringify(LOCAL_DASHBOARD_CONFIG),
-      );
+      send(res, csp, 200, { 'Content-Type': 'application/json; charset=utf-8' }, JSON.stringify(config));
       return true;
     }
     const name = pathname === '/' ? 'index.html' : pathname.slice(1);
@@ -72,6 +78,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     const contentType = CONTENT_TYPES[extname(name)] ?? 'application/octet-stream';
     send(
       res,
+      csp,
       200,
       { 'Content-Type': contentType },
       req.method === 'HEAD' ? Buffer.alloc(0) : body,
@@ -83,7 +90,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
   const session: ExtraRoute = async (req, res) => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/local/session') return false;
     if (req.method !== 'POST') {
-      send(res, 405, { Allow: 'POST' }, JSON.stringify({ message: 'Method not allowed' }));
+      send(res, csp, 405, { Allow: 'POST' }, JSON.stringify({ message: 'Method not allowed' }));
       return true;
     }
     // Another site in the user's browser must not sign in through here: refuse foreign Host headers (DNS
@@ -91,11 +98,17 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     // that this server never approves.
     const origin = req.headers.origin;
     if (!ownHosts.has(req.headers.host ?? '') || (origin !== undefined && !ownOrigins.has(origin))) {
-      send(res, 403, {}, JSON.stringify({ message: 'Sign in from the dashboard served by this server' }));
+      send(
+        res,
+        csp,
+        403,
+        {},
+        JSON.stringify({ message: 'Sign in from the dashboard served by this server' }),
+      );
       return true;
     }
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
-      send(res, 415, {}, JSON.stringify({ message: 'Content-Type must be application/json' }));
+      send(res, csp, 415, {}, JSON.stringify({ message: 'Content-Type must be application/json' }));
       return true;
     }
     const text = await readSmallBody(req);
@@ -108,12 +121,13 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     const parsed = sessionRequest.safeParse(value);
     if (!parsed.success) {
       const body = { message: 'Invalid request body', details: detailsFromZod(parsed.error) };
-      send(res, 400, {}, JSON.stringify(body));
+      send(res, csp, 400, {}, JSON.stringify(body));
       return true;
     }
     const token = options.idp.mintToken(parsed.data.accountId);
     send(
       res,
+      csp,
       200,
       { 'Cache-Control': 'no-store' },
       JSON.stringify({ token, expiresIn: TOKEN_LIFETIME_SECONDS }),
@@ -121,11 +135,12 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     return true;
   };
 
-  return [staticFiles, session];
+  return config.mode === 'local' ? [staticFiles, session] : [staticFiles];
 }
 
 function send(
   res: ServerResponse,
+  csp: string,
   status: number,
   headers: Record<string, string>,
   body: string | Buffer,
@@ -134,7 +149,7 @@ function send(
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Cache-Control': 'no-cache',
-    'Content-Security-Policy': dashboardContentSecurityPolicy(),
+    'Content-Security-Policy': csp,
     ...DASHBOARD_HEADERS,
     ...headers,
     'Content-Length': String(length),

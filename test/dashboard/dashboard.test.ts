@@ -1,13 +1,18 @@
-import { request as httpRequest } from 'node:http';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumArgs, chromiumExecutable } from '../../shared/capture/chromiumLaunch';
+import { type DashboardConfig, dashboardRoutes } from '../../web/localRoutes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
 /**
  * The dashboard in real Chromium against the whole local service, on a phone-sized screen: one account owner's
- * session from sign-in to sign-out. The `it`s run in order and share the page, as a user's visit would.
+ * visit from sign-in to sign-out, then the deployed (Cognito) sign-in against a stand-in provider. The `it`s of a
+ * describe run in order and share the page, as a user's visit would.
  */
 
 const ACCOUNT = `dashboard-${Date.now().toString(36)}`;
@@ -27,14 +32,20 @@ beforeAll(async () => {
     startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort }),
     puppeteer.launch({ executablePath: await chromiumExecutable(), args: chromiumArgs(), headless: 'shell' }),
   ]);
-  page = await browser.newPage();
-  await page.setViewport(PHONE);
-  page.on('console', (message) => {
+  page = await openPage();
+});
+
+/** A phone-sized tab whose script errors and CSP violations are recorded. */
+async function openPage(): Promise<Page> {
+  const tab = await browser.newPage();
+  await tab.setViewport(PHONE);
+  tab.on('console', (message) => {
     if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
       problems.push(message.text());
   });
-  page.on('pageerror', (error) => problems.push(String(error)));
-});
+  tab.on('pageerror', (error) => problems.push(String(error)));
+  return tab;
+}
 
 afterAll(async () => {
   await browser?.close();
@@ -291,7 +302,149 @@ describe('an account owner in the dashboard', () => {
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     expect(await isShown('#dashboard')).toBe(false);
   });
+});
 
+describe('the hosted sign-in, as deployed (against a stand-in for Cognito)', () => {
+  const CLIENT_ID = 'dashboard-client';
+  let provider: PageServer;
+  let site: Server;
+  let siteUrl = '';
+  let authorize = new URLSearchParams();
+  let tokenRequests = 0;
+
+  const readForm = async (req: IncomingMessage) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  };
+
+  beforeAll(async () => {
+    // Cognito's OAuth endpoints, as far as the page uses them: the token endpoint checks the PKCE verifier.
+    provider = await startPageServer({
+      '/oauth2/authorize': (req, res) => {
+        authorize = new URL(req.url ?? '/', 'http://x').searchParams;
+        const back = new URL(authorize.get('redirect_uri') ?? '');
+        back.search = new URLSearchParams({
+          code: 'one-time-code',
+          state: authorize.get('state') ?? '',
+        }).toString();
+        res.writeHead(302, { Location: back.toString() }).end();
+      },
+      '/oauth2/token': async (req, res) => {
+        tokenRequests += 1;
+        const form = await readForm(req);
+        const challenge = createHash('sha256')
+          .update(form.get('code_verifier') ?? '')
+          .digest('base64url');
+        const valid =
+          form.get('grant_type') === 'authorization_code' &&
+          form.get('code') === 'one-time-code' &&
+          form.get('client_id') === CLIENT_ID &&
+          form.get('redirect_uri') === `${siteUrl}/` &&
+          challenge === authorize.get('code_challenge');
+        res.writeHead(valid ? 200 : 400, {
+          'Content-Type': 'application/json',
+          'Access-Control-Allow-Origin': siteUrl,
+        });
+        res.end(
+          JSON.stringify(
+            valid
+              ? { access_token: service.idp.mintToken('hosted-user'), token_type: 'Bearer', expires_in: 3600 }
+              : { error: 'invalid_grant' },
+          ),
+        );
+      },
+      '/logout': (req, res) => {
+        const params = new URL(req.url ?? '/', 'http://x').searchParams;
+        res.writeHead(302, { Location: params.get('logout_uri') ?? '/' }).end();
+      },
+    });
+
+    // The dashboard with the Cognito config, and /api/* passed on to the local service: CloudFront's part.
+    site = createServer();
+    site.listen(0, '127.0.0.1');
+    await once(site, 'listening');
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    const config: DashboardConfig = {
+      mode: 'cognito',
+      cognito: {
+        domain: provider.origin,
+        clientId: CLIENT_ID,
+        redirectUri: `${siteUrl}/`,
+        scope: 'openid email',
+      },
+    };
+    const routes = dashboardRoutes({ idp: service.idp, baseUrl: siteUrl, config });
+    site.on('request', async (req, res) => {
+      for (const route of routes) if (await route(req, res)) return;
+      if (!req.url?.startsWith('/api/')) return void res.writeHead(404).end();
+      const body = await readForm(req);
+      const upstream = await fetch(`${service.url}${req.url}`, {
+        method: req.method ?? 'GET',
+        headers: {
+          authorization: req.headers.authorization ?? '',
+          'content-type': req.headers['content-type'] ?? '',
+        },
+        ...(req.method === 'GET' ? {} : { body: body.toString() }),
+      });
+      res.writeHead(upstream.status, {
+        'Content-Type': upstream.headers.get('content-type') ?? 'text/plain',
+      });
+      res.end(Buffer.from(await upstream.arrayBuffer()));
+    });
+    page = await openPage();
+  });
+
+  afterAll(async () => {
+    site?.closeAllConnections();
+    await new Promise((resolve) => site?.close(resolve));
+    await provider?.close();
+  });
+
+  it('offers the hosted sign-in instead of the account id form', async () => {
+    await page.goto(siteUrl, { waitUntil: 'load' });
+    await waitShown('#hosted-signin');
+    expect(await isShown('#local-signin')).toBe(false);
+  });
+
+  it('signs in through the provider with PKCE and shows the account dashboard', async () => {
+    await Promise.all([page.waitForNavigation(), page.click('#hosted-signin-button')]);
+    await waitShown('#dashboard');
+    expect(await text('#who-name')).toBe('Signed in as hosted-user');
+    await waitText('#balance', /^100$/);
+    expect(Object.fromEntries(authorize)).toEqual({
+      response_type: 'code',
+      client_id: CLIENT_ID,
+      redirect_uri: `${siteUrl}/`,
+      scope: 'openid email',
+      state: expect.stringMatching(/^[\w-]{22}$/),
+      code_challenge: expect.stringMatching(/^[\w-]{43}$/),
+      code_challenge_method: 'S256',
+    });
+  });
+
+  it('leaves neither the code nor the PKCE secrets behind', async () => {
+    expect(page.url()).toBe(`${siteUrl}/`);
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).toEqual(['dashboard.session']);
+  });
+
+  it('signs out through the provider and comes back signed out', async () => {
+    await Promise.all([page.waitForNavigation(), page.click('#sign-out')]);
+    await waitShown('#hosted-signin');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it('refuses a sign-in callback that this tab did not start', async () => {
+    const before = tokenRequests;
+    page = await openPage();
+    await page.goto(`${siteUrl}/?code=one-time-code&state=forged`, { waitUntil: 'load' });
+    await waitText('#signin-error', /could not be verified/);
+    expect(tokenRequests).toBe(before);
+    expect(page.url()).toBe(`${siteUrl}/`);
+  });
+});
+
+describe('every page of the visit', () => {
   it('ran without a script error or a Content-Security-Policy violation', () => {
     expect(problems).toEqual([]);
   });
