@@ -1,0 +1,90 @@
+/**
+ * A/B of a renderer change, in one process and one run: the renderer at a git revision (--rev, default HEAD)
+ * against the working tree's (or another revision's, --after), both behind the real handler, the same store and
+ * their own egress proxy, interleaved with the floor as a control. Used to justify each optimisation with a
+ * before/after row (docs/performance.md). Only the renderer file differs; everything it imports is the working
+ * tree's.
+ *
+ *   npx tsx bench/ab.ts [--rev=HEAD~1] [--after=HEAD] [--runs=40] [--body='{"device":"mobile"}']
+ */
+import './env';
+import { execFileSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ChromiumRendererOptions } from '../shared/capture/chromiumRenderer';
+import type { Renderer } from '../shared/capture/renderer';
+import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
+import { readServiceConfig } from '../shared/config';
+import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
+import { createUrlPolicy } from '../shared/egress/urlPolicy';
+import { screenshotHandler } from '../shared/screenshot/screenshotHandler';
+import { createStores } from '../shared/wiring/stores';
+import { startFloor } from './alternatives';
+import { expectImage, invokeStreaming, screenshotEvent } from './invoke';
+import { startBenchPages } from './pages';
+import { type Contender, interleave } from './sampler';
+import { startBenchStore } from './service';
+import { round, seededRandom, summarize } from './stats';
+
+const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const rev = arg('rev') ?? 'HEAD';
+const after = arg('after');
+const runs = Number(arg('runs') ?? 40);
+const extraBody = JSON.parse(arg('body') ?? '{}') as Record<string, unknown>;
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+type RendererClass = new (options: ChromiumRendererOptions) => Renderer;
+
+/** The renderer's source at `revision`, its relative imports pointed back at the working tree's modules. */
+async function rendererAt(revision: string, slot: string): Promise<RendererClass> {
+  const file = fileURLToPath(new URL(`../node_modules/.cache/screenshot-bench/ab/${slot}/chromiumRenderer.ts`, import.meta.url));
+  const source = execFileSync('git', ['show', `${revision}:shared/capture/chromiumRenderer.ts`], { cwd: root, encoding: 'utf8' })
+    .replace(/from '\.\/([^']+)'/g, `from '${root}shared/capture/$1'`)
+    .replace(/from '\.\.\/([^']+)'/g, `from '${root}shared/$1'`);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, source);
+  return ((await import(file)) as { ChromiumRenderer: RendererClass }).ChromiumRenderer;
+}
+
+const pages = await startBenchPages();
+const store = await startBenchStore(pages.server.hostPort);
+const env = { ...process.env, ...store.env };
+const config = readServiceConfig(env);
+const policy = { allowPrivateHosts: config.allowPrivateHosts };
+const { ChromiumRenderer } = await import('../shared/capture/chromiumRenderer');
+const variants: [string, RendererClass][] = [
+  [`before (${rev})`, await rendererAt(rev, 'before')],
+  after ? [`after (${after})`, await rendererAt(after, 'after')] : ['after (working tree)', ChromiumRenderer],
+];
+const body = { url: pages.simple, ...extraBody };
+const closers: (() => Promise<void>)[] = [];
+const contenders: Contender[] = [];
+for (const [key, Renderer] of variants) {
+  const egress = await startEgressProxy(policy);
+  const renderer = new Renderer({ env, launchArgs: async () => egressChromiumArgs(egress.url) });
+  await renderer.warmUp();
+  const handler = screenshotHandler({ ...createStores(store.dynamo.client, config), renderer, urlPolicy: createUrlPolicy(policy) });
+  closers.push(() => renderer.close(), () => egress.close());
+  contenders.push({
+    key,
+    runs,
+    warmUp: 5,
+    shoot: async () => expectImage(await invokeStreaming(handler, screenshotEvent(store.apiKey, body)), key),
+  });
+}
+const floor = await startFloor(await chromiumExecutable());
+closers.push(() => floor.close());
+contenders.push({ key: 'floor (control)', runs, warmUp: 5, shoot: () => floor.shoot(pages.simple) });
+
+const samples = await interleave(contenders, seededRandom(1));
+console.log(`body ${JSON.stringify(extraBody)}`);
+// The lower quartile too: on a busy shared machine it moves less with other people's load than the median does.
+for (const c of contenders) {
+  const values = [...(samples.get(c.key) ?? [])].sort((a, b) => a - b);
+  const q1 = round(values[Math.floor((values.length - 1) / 4)] ?? Number.NaN);
+  console.log(`${c.key.padEnd(24)} ${JSON.stringify({ q1, ...summarize(values) })}`);
+}
+for (const close of closers) await close();
+await store.close();
+await pages.close();

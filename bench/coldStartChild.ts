@@ -1,0 +1,29 @@
+/**
+ * One cold start, as a fresh Lambda sandbox runs it: build the service and launch the browser (the entry's init),
+ * then answer the first request. Bundled by coldStart.ts the way the stack bundles functions/screenshot.ts, then
+ * run in a new node process. Prints one JSON line when the image is in hand.
+ */
+import './env';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { logger } from '../shared/logger';
+import { createScreenshotService } from '../shared/wiring/screenshot';
+import { invokeStreaming, screenshotEvent } from './invoke';
+
+/** Milliseconds since this process started (performance's time origin). */
+const loadedMs = performance.now();
+const endpoint = process.env.BENCH_DYNAMO_ENDPOINT ?? '';
+const service = createScreenshotService(
+  new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+  process.env,
+);
+// Exactly what functions/screenshot.ts does at init: launch now, do not wait for it.
+service.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+
+const response = await invokeStreaming(
+  service.handler,
+  screenshotEvent(process.env.BENCH_API_KEY ?? '', { url: process.env.BENCH_URL }),
+);
+const imageMs = performance.now();
+process.stdout.write(`${JSON.stringify({ status: response.status, bytes: response.body.length, loadedMs, imageMs })}\n`);
+await service.close();
+process.exit(0);

@@ -1,0 +1,70 @@
+import type { ServerResponse } from 'node:http';
+import sharp from 'sharp';
+import { type PageServer, startPageServer } from '../test/helpers/pageServer';
+
+/**
+ * The pages every scenario captures, served on 127.0.0.1. `no-store` everywhere: a reused tab (the floor, and
+ * the alternatives) must not answer from a cache that our fresh incognito context never has, or the comparison
+ * would favour them.
+ */
+export interface BenchPages {
+  server: PageServer;
+  /** The simple page: HTML, one stylesheet and one image (three requests, as a small real page makes). */
+  simple: string;
+  /** A 15,000 px tall page for the full-page scenario. */
+  tall: string;
+  close(): Promise<void>;
+}
+
+export const TALL_PAGE_HEIGHT = 15_000;
+
+const SIMPLE_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bench page</title>
+<link rel="stylesheet" href="/style.css"></head><body>
+<header><h1>Acme Widgets</h1><nav><a href="#">Products</a> <a href="#">Pricing</a> <a href="#">About</a></nav></header>
+<main><section class="hero"><img src="/hero.png" width="480" height="240" alt="">
+<div><h2>Widgets that just work</h2><p>Fast, small and dependable. Ships in a day, lasts for years.</p>
+<a class="button" href="#">Start free trial</a></div></section>
+<section class="cards">${[1, 2, 3]
+  .map((n) => `<article><h3>Feature ${n}</h3><p>A short paragraph of text that explains feature ${n} in one or two lines.</p></article>`)
+  .join('')}</section></main><footer>&copy; Acme</footer></body></html>`;
+
+const SIMPLE_CSS = `body{margin:0;font:16px/1.5 sans-serif;color:#1d2330;background:#f6f7fb}
+header{display:flex;justify-content:space-between;align-items:center;padding:16px 48px;background:#1d2330;color:#fff}
+header a{color:#cfd6e6;margin-left:16px;text-decoration:none}main{padding:48px}
+.hero{display:flex;gap:48px;align-items:center}.button{display:inline-block;padding:12px 24px;border-radius:6px;background:#3355ff;color:#fff;text-decoration:none}
+.cards{display:grid;grid-template-columns:repeat(3,1fr);gap:24px;margin-top:48px}
+article{background:#fff;border-radius:8px;padding:24px;box-shadow:0 1px 3px rgba(0,0,0,.15)}footer{padding:24px 48px;color:#667}`;
+
+const TALL_HTML = `<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0}
+div{height:1000px;font:48px sans-serif;padding:24px;box-sizing:border-box}</style></head><body>${Array.from(
+  { length: TALL_PAGE_HEIGHT / 1000 },
+  (_, i) => `<div style="background:hsl(${i * 24} 60% 70%)">Section ${i + 1}</div>`,
+).join('')}</body></html>`;
+
+function serve(type: string, body: string | Buffer) {
+  return (_req: unknown, res: ServerResponse) => {
+    res.writeHead(200, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }).end(body);
+  };
+}
+
+export async function startBenchPages(): Promise<BenchPages> {
+  const hero = await sharp(
+    Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="480" height="240"><defs><linearGradient id="g"><stop offset="0" stop-color="#3355ff"/><stop offset="1" stop-color="#ff7755"/></linearGradient></defs><rect width="480" height="240" fill="url(#g)"/><circle cx="360" cy="120" r="80" fill="#fff" fill-opacity=".5"/></svg>',
+    ),
+  )
+    .png()
+    .toBuffer();
+  const server = await startPageServer({
+    '/simple': serve('text/html; charset=utf-8', SIMPLE_HTML),
+    '/style.css': serve('text/css', SIMPLE_CSS),
+    '/hero.png': serve('image/png', hero),
+    '/tall': serve('text/html; charset=utf-8', TALL_HTML),
+  });
+  return {
+    server,
+    simple: `${server.origin}/simple`,
+    tall: `${server.origin}/tall`,
+    close: () => server.close(),
+  };
+}

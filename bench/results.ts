@@ -1,0 +1,55 @@
+import type { MachineDescription } from './machine';
+import type { ResidentMemory } from './memory';
+import type { Summary } from './stats';
+
+/** Scenario keys, as issue 8 lists them (plus one diagnostic row), in table order. */
+export const SCENARIOS = {
+  oursWarm: 'ours, warm (1920x1080 PNG)',
+  floor: 'floor: puppeteer-core, open page',
+  floorProxy: 'floor through the egress proxy (diagnostic)',
+  captureWebsite: 'capture-website, same binary',
+  launchPerRequest: 'launch per request',
+  coldStart: 'cold start (new process to first image)',
+  oursFullPage: 'ours, full page 15,000 px',
+  ours4k: 'ours, 3840x2160',
+  oursJpeg: 'ours, jpeg q80',
+  oursWebp: 'ours, webp q80',
+  oursMobile: 'ours, mobile preset',
+  admission: 'admission alone (no capture)',
+} as const;
+export type ScenarioKey = keyof typeof SCENARIOS;
+
+export interface ScenarioResult extends Summary {
+  label: string;
+}
+
+export interface MemoryResult {
+  after50: ResidentMemory;
+  after250: ResidentMemory;
+  /** Growth of total resident memory from capture 50 to capture 250, in percent. */
+  growthPercent: number;
+  tempAfter50Bytes: number;
+  tempAfter250Bytes: number;
+  tempGrowthBytes: number;
+}
+
+export interface TargetResult {
+  target: string;
+  actual: string;
+  /** undefined when the run did not measure what the target needs. */
+  pass: boolean | undefined;
+}
+
+export interface BenchResults {
+  generatedAt: string;
+  durationSeconds: number;
+  machine: MachineDescription;
+  /** Milliseconds. */
+  scenarios: Partial<Record<ScenarioKey, ScenarioResult>>;
+  /** Medians inside the cold-start child: process start to bundle loaded, and to the image. */
+  coldStartBreakdown?: { loadedMs: number; imageMs: number };
+  memory?: MemoryResult;
+  /** Pixel comparison of our image with the floor's (same page, same size). */
+  pixelsMatchFloor?: boolean;
+  targets: TargetResult[];
+}

@@ -1,0 +1,197 @@
+/**
+ * `npm run bench`: the warm capture path against what users would pick instead, in one run on this machine with
+ * one Chromium binary. Prints Markdown tables, writes bench/results/latest.json and checks issue 8's targets
+ * against that JSON. Options: --quick (a quarter of the runs, for trying changes), --only=core,variants,cold,
+ * admission,memory, --out=<file>.
+ */
+import './env';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
+import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
+import { captureWebsiteCapturer, launchPerRequest, startFloor } from './alternatives';
+import { bundleColdStart, type ColdStartSample, coldStartOnce } from './coldStart';
+import { expectImage } from './invoke';
+import { describeMachine, finishMachine } from './machine';
+import { collectGarbage, diskUsage, residentMemory } from './memory';
+import { startBenchPages } from './pages';
+import { differingPixels } from './pixels';
+import { machineLine, markdownReport } from './report';
+import { type BenchResults, type MemoryResult, SCENARIOS, type ScenarioKey } from './results';
+import { type Contender, interleave } from './sampler';
+import { admissionOnly, BENCH_TABLE, startBenchStore, startOurService } from './service';
+import { round, seededRandom, summarize, timed } from './stats';
+import { checkTargets, formatTargets } from './targets';
+
+const PHASES = ['core', 'variants', 'cold', 'admission', 'memory'] as const;
+type Phase = (typeof PHASES)[number];
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',') as Phase[] | undefined;
+const outFile =
+  args.find((a) => a.startsWith('--out='))?.slice('--out='.length) ??
+  fileURLToPath(new URL('./results/latest.json', import.meta.url));
+const runs = (n: number) => (quick ? Math.max(3, Math.round(n / 4)) : n);
+const phase = (name: Phase) => !only || only.includes(name);
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+
+const started = Date.now();
+const random = seededRandom(8);
+const pages = await startBenchPages();
+const executablePath = await chromiumExecutable();
+const store = await startBenchStore(pages.server.hostPort);
+const ours = await startOurService(store);
+const floor = await startFloor(executablePath);
+const puppeteerCore = JSON.parse(
+  await readFile(fileURLToPath(new URL('../node_modules/puppeteer-core/package.json', import.meta.url)), 'utf8'),
+).version as string;
+const results: BenchResults = {
+  generatedAt: new Date().toISOString(),
+  durationSeconds: 0,
+  machine: describeMachine(floor.version, puppeteerCore),
+  scenarios: {},
+  targets: [],
+};
+const record = (key: ScenarioKey, samples: number[] | undefined) => {
+  if (samples && samples.length > 0) results.scenarios[key] = { label: SCENARIOS[key], ...summarize(samples) };
+};
+const simple = { url: pages.simple };
+
+try {
+  // Same page, same size: our image must be the floor's, pixel for pixel, or the comparison means nothing.
+  const [ourImage, floorImage] = [expectImage(await ours.shoot(simple), 'ours'), await floor.shoot(pages.simple)];
+  results.pixelsMatchFloor = (await differingPixels(ourImage, floorImage)) === 0;
+  log(`our image ${results.pixelsMatchFloor ? 'matches' : 'DIFFERS FROM'} the floor's, pixel for pixel`);
+
+  if (phase('core')) {
+    log('core: ours, floor, floor via proxy, capture-website, launch per request (interleaved)');
+    const egress = await startEgressProxy({ allowPrivateHosts: pages.server.hostPort });
+    const floorProxy = await startFloor(executablePath, egressChromiumArgs(egress.url));
+    const cw = captureWebsiteCapturer(executablePath);
+    const launch = launchPerRequest(executablePath);
+    const contenders: Contender[] = [
+      { key: 'oursWarm', runs: runs(40), warmUp: 5, shoot: async () => expectImage(await ours.shoot(simple), 'ours') },
+      { key: 'floor', runs: runs(40), warmUp: 5, shoot: () => floor.shoot(pages.simple) },
+      { key: 'floorProxy', runs: runs(30), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
+      { key: 'launchPerRequest', runs: runs(30), warmUp: 2, shoot: () => launch.shoot(pages.simple) },
+      { key: 'captureWebsite', runs: runs(20), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
+    ];
+    const samples = await interleave(contenders, random);
+    for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
+    await floorProxy.close();
+    await egress.close();
+  }
+
+  if (phase('variants')) {
+    log('variants: full page, 4K, jpeg, webp, mobile (interleaved)');
+    const variant = (key: ScenarioKey, body: Record<string, unknown>, n: number): Contender => ({
+      key,
+      runs: runs(n),
+      warmUp: 2,
+      shoot: async () => expectImage(await ours.shoot(body), key),
+    });
+    const contenders = [
+      variant('oursFullPage', { url: pages.tall, fullPage: true }, 20),
+      variant('ours4k', { ...simple, width: 3840, height: 2160 }, 25),
+      variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 30),
+      variant('oursWebp', { ...simple, format: 'webp', quality: 80 }, 30),
+      variant('oursMobile', { ...simple, device: 'mobile' }, 30),
+    ];
+    const samples = await interleave(contenders, random);
+    for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
+  }
+
+  if (phase('cold')) {
+    log('cold start: bundling the entry as the stack does, then one new process per sample');
+    await bundleColdStart();
+    const env = {
+      ...store.env,
+      TABLE_NAME: BENCH_TABLE,
+      BENCH_DYNAMO_ENDPOINT: store.dynamo.endpoint,
+      BENCH_API_KEY: store.apiKey,
+      BENCH_URL: pages.simple,
+    };
+    await coldStartOnce(env); // warms the OS file cache for the bundle and the binary
+    const samples: ColdStartSample[] = [];
+    for (let i = 0; i < runs(10); i++) samples.push(await coldStartOnce(env));
+    record('coldStart', samples.map((s) => s.totalMs));
+    results.coldStartBreakdown = {
+      loadedMs: summarize(samples.map((s) => s.loadedMs)).median,
+      imageMs: summarize(samples.map((s) => s.imageMs)).median,
+    };
+  }
+
+  if (phase('admission')) {
+    log('admission alone: the real handler with an instant renderer');
+    const admission = admissionOnly(store);
+    for (let i = 0; i < 20; i++) expectImage(await admission.shoot(simple), 'admission');
+    const samples: number[] = [];
+    for (let i = 0; i < runs(200); i++) {
+      samples.push(await timed(async () => expectImage(await admission.shoot(simple), 'admission')));
+    }
+    record('admission', samples);
+  }
+} finally {
+  await ours.close();
+  await floor.close();
+}
+
+if (phase('memory')) {
+  log('memory: a fresh service, 250 captures, readings after 50 and 250');
+  results.memory = await measureMemory();
+}
+
+await store.close();
+await pages.close();
+finishMachine(results.machine);
+results.durationSeconds = round((Date.now() - started) / 1000, 0);
+results.targets = checkTargets(results);
+await mkdir(dirname(outFile), { recursive: true });
+await writeFile(outFile, `${JSON.stringify(results, null, 2)}\n`);
+
+// The verdicts come from the file just written, so what is printed is what was published.
+const saved = JSON.parse(await readFile(outFile, 'utf8')) as BenchResults;
+console.log(`\n${markdownReport(saved)}\n\nMachine: ${machineLine(saved)}\n`);
+console.log(formatTargets(checkTargets(saved)));
+console.log(`\nWritten to ${outFile} (${saved.durationSeconds} s)`);
+
+/**
+ * Resident memory of the service (node + every Chromium process) and the size of its temp folder, after 50 and
+ * after 250 sequential captures. The service runs with a temp folder of its own, so that only what it writes is
+ * counted; the Chromium binary, already unpacked, is pointed at rather than unpacked again there.
+ */
+async function measureMemory(): Promise<MemoryResult> {
+  const temp = await mkdtemp(join(tmpdir(), 'screenshot-bench-'));
+  const savedTmp = process.env.TMPDIR;
+  process.env.TMPDIR = temp; // puppeteer puts the browser profile in os.tmpdir()
+  try {
+    const service = await startOurService(store, { TMPDIR: temp, CHROMIUM_PATH: executablePath });
+    try {
+      const reading = async () => {
+        collectGarbage();
+        return { memory: await residentMemory(), temp: await diskUsage(temp) };
+      };
+      for (let i = 0; i < 50; i++) expectImage(await service.shoot(simple), 'memory');
+      const at50 = await reading();
+      for (let i = 50; i < 250; i++) expectImage(await service.shoot(simple), 'memory');
+      const at250 = await reading();
+      return {
+        after50: at50.memory,
+        after250: at250.memory,
+        growthPercent: round(((at250.memory.totalBytes - at50.memory.totalBytes) / at50.memory.totalBytes) * 100, 2),
+        tempAfter50Bytes: at50.temp,
+        tempAfter250Bytes: at250.temp,
+        tempGrowthBytes: at250.temp - at50.temp,
+      };
+    } finally {
+      await service.close();
+    }
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmp;
+    await rm(temp, { recursive: true, force: true });
+  }
+}

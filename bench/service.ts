@@ -1,0 +1,85 @@
+import type { CaptureResult, Renderer } from '../shared/capture/renderer';
+import { readServiceConfig } from '../shared/config';
+import { createUrlPolicy } from '../shared/egress/urlPolicy';
+import { managementHandler } from '../shared/http/managementHandler';
+import type { StreamingHandler } from '../shared/http/streaming';
+import { screenshotHandler } from '../shared/screenshot/screenshotHandler';
+import { createKeyManagement } from '../shared/wiring/keyManagement';
+import { createScreenshotService } from '../shared/wiring/screenshot';
+import { createStores } from '../shared/wiring/stores';
+import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
+import { eventFor } from '../test/helpers/events';
+import { testIdentityProvider } from '../test/helpers/identity';
+import { type BenchResponse, invokeStreaming, screenshotEvent } from './invoke';
+
+export const BENCH_TABLE = 'screenshot-bench';
+/** Enough credits and rate-limit room that no scenario is ever refused. */
+const PLENTY = 1_000_000_000;
+
+/** The embedded DynamoDB (dynalite on a loopback port, in memory) and one account with one API key. */
+export interface BenchStore {
+  dynamo: EmbeddedDynamo;
+  env: Record<string, string>;
+  apiKey: string;
+  close(): Promise<void>;
+}
+
+export async function startBenchStore(allowPrivateHosts: string): Promise<BenchStore> {
+  const dynamo = await startEmbeddedDynamo({ tableName: BENCH_TABLE });
+  const idp = testIdentityProvider();
+  const env: Record<string, string> = {
+    TABLE_NAME: BENCH_TABLE,
+    RATE_LIMIT_PER_HOUR: String(PLENTY),
+    FREE_CREDITS: '0',
+    ALLOW_PRIVATE_HOSTS: allowPrivateHosts,
+    ...idp.env,
+  };
+  const management = createKeyManagement(dynamo.client, env, idp.jwks);
+  const accountId = 'bench-account';
+  const created = await managementHandler(management.createKey)(
+    eventFor('createKey', { bearer: idp.token(accountId), body: { name: 'bench' } }),
+  );
+  if (created.statusCode !== 201) throw new Error(`could not create the bench key: ${created.body}`);
+  await createStores(dynamo.client, readServiceConfig(env)).credits.set(accountId, PLENTY);
+  return { dynamo, env, apiKey: JSON.parse(created.body).key as string, close: () => dynamo.close() };
+}
+
+/** The real screenshot service (handler, renderer, egress proxy) as the Lambda entry builds it. */
+export interface BenchService {
+  shoot(body: Record<string, unknown>): Promise<BenchResponse>;
+  close(): Promise<void>;
+}
+
+export async function startOurService(store: BenchStore, env: NodeJS.ProcessEnv = {}): Promise<BenchService> {
+  const service = createScreenshotService(store.dynamo.client, { ...process.env, ...store.env, ...env });
+  await service.renderer.warmUp();
+  return {
+    shoot: (body) => invokeStreaming(service.handler, screenshotEvent(store.apiKey, body)),
+    close: () => service.close(),
+  };
+}
+
+/** Stands in for Chromium so that only admission (and the answer) is timed. */
+const TINY_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+const instantRenderer: Renderer = {
+  capture: async (): Promise<CaptureResult> => ({ image: TINY_PNG, truncated: false }),
+  warmUp: async () => undefined,
+  close: async () => undefined,
+};
+
+/**
+ * The real handler with the renderer swapped for one that answers at once: authentication, rate limit, lastUsed,
+ * validation, URL policy and the credit reservation against the embedded store, then the streamed answer.
+ */
+export function admissionOnly(store: BenchStore): { shoot(body: Record<string, unknown>): Promise<BenchResponse> } {
+  const config = readServiceConfig(store.env);
+  const handler: StreamingHandler = screenshotHandler({
+    ...createStores(store.dynamo.client, config),
+    renderer: instantRenderer,
+    urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
+  });
+  return { shoot: (body) => invokeStreaming(handler, screenshotEvent(store.apiKey, body)) };
+}
