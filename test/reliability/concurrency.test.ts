@@ -40,8 +40,8 @@ interface Outcome {
 }
 
 /** POST /api/screenshot, reading the whole answer (JSON errors parsed; images only counted). */
-async function screenshot(apiKey: string, body: unknown): Promise<Outcome> {
-  const response = await service.request('/api/screenshot', { bearer: apiKey, body });
+async function screenshot(apiKey: string, body: unknown, via: TestLocalService = service): Promise<Outcome> {
+  const response = await via.request('/api/screenshot', { bearer: apiKey, body });
   const bytes = Buffer.from(await response.arrayBuffer());
   const isJson = response.headers.get('content-type')?.startsWith('application/json') ?? false;
   return {
@@ -198,5 +198,40 @@ describe('a key revoked while its requests are in flight', () => {
     const before = timeline.filter((t) => t.endedAt < revokeSentAt);
     expect(before.length).toBeGreaterThan(0);
     for (const t of before) expect(t.status).not.toBe(401);
+  });
+});
+
+describe('a burst larger than the capture queue', () => {
+  let small: TestLocalService;
+  let outcomes: Outcome[];
+  let balanceAfter: number;
+
+  beforeAll(async () => {
+    small = await startTestLocalService({
+      ALLOW_PRIVATE_HOSTS: pages.hostPort,
+      FREE_CREDITS: String(BALANCE),
+      LOCAL_MAX_CAPTURES: '2',
+      LOCAL_MAX_QUEUED: '3',
+    });
+    const account = await small.newAccount();
+    const send = () => screenshot(account.apiKey, { url: `${pages.origin}/slow`, ...capture }, small);
+    outcomes = await Promise.all(Array.from({ length: 8 }, send));
+    balanceAfter = (await (await small.request('/api/credits', { bearer: account.token })).json()).balance;
+  });
+
+  afterAll(() => small?.close());
+
+  it('runs the bound, queues the next ones, and turns the rest away with 503', () => {
+    expect(countOf(outcomes, 200)).toBe(5);
+    const busy = outcomes.filter((outcome) => outcome.status === 503);
+    expect(busy).toHaveLength(3);
+    for (const outcome of busy) {
+      expect(outcome.body).toEqual({ error: expect.stringMatching(/busy/i) });
+      expect(outcome.headers.get('retry-after')).toBe('1');
+    }
+  });
+
+  it('charges only the captures it ran', () => {
+    expect(balanceAfter).toBe(BALANCE - 5);
   });
 });
