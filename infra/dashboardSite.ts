@@ -27,9 +27,10 @@ const SCOPES = [cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL];
  *     domainPrefix: settings.dashboardDomainPrefix,
  *   });
  *
- * The session-token functions must then accept access tokens of the dashboard's app client as well as the CLI's
- * (see `userPoolClient`). Nothing here depends on the API's deployment or functions, only on the RestApi resource,
- * so a function environment may reference `dashboard.userPoolClient.userPoolClientId` without a dependency cycle.
+ * The session-token functions must accept this construct's app client (`userPoolClient`): make it the
+ * SESSION_CLIENT_ID, or let the verifier accept several client ids. Nothing here depends on the API's deployment or
+ * functions, only on the RestApi resource, so a function environment may reference
+ * `dashboard.userPoolClient.userPoolClientId` without a dependency cycle (test/infra/dashboardSite.test.ts).
  */
 export interface DashboardSiteProps {
   /** The service's REST API. CloudFront sends `/api/*` to it, so the page calls the API on its own origin. */
