@@ -18,9 +18,16 @@ export interface DeploymentSettings {
   screenshotBurstLimit: number;
   /** Optional address subscribed to the alarm topic. */
   alarmEmail?: string;
+  /**
+   * Prefix of the dashboard's hosted sign-in domain, `<prefix>.auth.<region>.amazoncognito.com`, unique in the region
+   * across all AWS accounts. Default (in the stack): `screenshots-<account id>`.
+   */
+  dashboardDomainPrefix?: string;
 }
 
-export const DEFAULT_SETTINGS: Readonly<Required<Omit<DeploymentSettings, 'alarmEmail'>>> = {
+export const DEFAULT_SETTINGS: Readonly<
+  Required<Omit<DeploymentSettings, 'alarmEmail' | 'dashboardDomainPrefix'>>
+> = {
   rateLimitPerHour: 100,
   freeCredits: 100,
   apiRateLimit: 50,
@@ -38,6 +45,7 @@ export const CONTEXT_KEYS = {
   screenshotRateLimit: 'screenshotRateLimit',
   screenshotBurstLimit: 'screenshotBurstLimit',
   alarmEmail: 'alarmEmail',
+  dashboardDomainPrefix: 'dashboardDomainPrefix',
 } as const satisfies Record<keyof DeploymentSettings, string>;
 
 type NumericSetting = keyof typeof DEFAULT_SETTINGS;
@@ -73,12 +81,30 @@ export function readSettings(tryGetContext: (key: string) => unknown): Deploymen
   ) {
     throw new Error('screenshotRateLimit/screenshotBurstLimit cannot exceed apiRateLimit/apiBurstLimit');
   }
+  const settings: DeploymentSettings = { ...numbers };
   const alarmEmail = tryGetContext(CONTEXT_KEYS.alarmEmail);
-  if (alarmEmail === undefined || alarmEmail === '') return numbers;
-  if (typeof alarmEmail !== 'string' || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail)) {
-    throw new Error(`Context "${CONTEXT_KEYS.alarmEmail}" must be an email address`);
+  if (alarmEmail !== undefined && alarmEmail !== '') {
+    if (typeof alarmEmail !== 'string' || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail)) {
+      throw new Error(`Context "${CONTEXT_KEYS.alarmEmail}" must be an email address`);
+    }
+    settings.alarmEmail = alarmEmail;
   }
-  return { ...numbers, alarmEmail };
+  const prefix = tryGetContext(CONTEXT_KEYS.dashboardDomainPrefix);
+  if (prefix !== undefined && prefix !== '') {
+    // Cognito's rules for a domain prefix: lowercase letters, digits and inner hyphens; no reserved words.
+    if (
+      typeof prefix !== 'string' ||
+      !/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(prefix) ||
+      /aws|amazon|cognito/.test(prefix)
+    ) {
+      throw new Error(
+        `Context "${CONTEXT_KEYS.dashboardDomainPrefix}" must be 1-63 lowercase letters, digits or inner hyphens, ` +
+          'without "aws", "amazon" or "cognito"',
+      );
+    }
+    settings.dashboardDomainPrefix = prefix;
+  }
+  return settings;
 }
 
 function integerSetting(key: string, raw: unknown, fallback: number, minimum: number): number {

@@ -16,6 +16,7 @@ import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
+import { DashboardSite } from './dashboardSite';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
 
@@ -58,13 +59,16 @@ export interface ScreenshotServiceStackProps extends StackProps {
 
 /**
  * The whole service: API Gateway REST (one Lambda per route in shared/routes.ts), one DynamoDB table, a Cognito
- * user pool for session tokens, the Chromium layer, logs, alarms and their topic.
+ * user pool for session tokens, the Chromium layer, the account dashboard (infra/dashboardSite.ts), logs, alarms
+ * and their topic.
  */
 export class ScreenshotServiceStack extends Stack {
   readonly api: apigateway.RestApi;
   readonly table: dynamodb.Table;
   readonly userPool: cognito.UserPool;
+  /** The client whose access tokens the functions accept (the dashboard's, also used by the CLI). */
   readonly userPoolClient: cognito.UserPoolClient;
+  readonly dashboard: DashboardSite;
   readonly functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
@@ -120,18 +124,25 @@ export class ScreenshotServiceStack extends Stack {
         'self sign-up and tokens only manage API keys, so the cost is not justified by default.',
     );
 
-    // Public client (no secret): the CLI and the dashboard sign in directly. USER_PASSWORD for the CLI, SRP for
-    // browsers. No OAuth flows: nothing here uses the hosted UI, so no redirect URLs are left open.
-    this.userPoolClient = this.userPool.addClient('ApiClient', {
-      generateSecret: false,
-      authFlows: { userPassword: true, userSrp: true },
-      disableOAuth: true,
-      preventUserExistenceErrors: true,
-      enableTokenRevocation: true,
-      accessTokenValidity: Duration.hours(1),
-      idTokenValidity: Duration.hours(1),
-      refreshTokenValidity: Duration.days(30),
+    this.api = this.createRestApi(settings);
+
+    // The dashboard (S3 + CloudFront, Cognito hosted sign-in) calls the API on its own origin.
+    this.dashboard = new DashboardSite(this, 'Dashboard', {
+      api: this.api,
+      stageName: STAGE_NAME,
+      userPool: this.userPool,
+      domainPrefix: settings.dashboardDomainPrefix ?? `screenshots-${this.account}`,
     });
+    // One public app client for every sign-in: the dashboard's code flow (hosted sign-in, PKCE) and, added here, the
+    // operator's CLI (USER_PASSWORD_AUTH) and SRP. The session verifier accepts one client id (shared/config.ts), so
+    // tokens from both kinds of sign-in must come from this one client.
+    this.userPoolClient = this.dashboard.userPoolClient;
+    const cfnClient = this.userPoolClient.node.defaultChild as cognito.CfnUserPoolClient;
+    cfnClient.explicitAuthFlows = [
+      'ALLOW_USER_PASSWORD_AUTH',
+      'ALLOW_USER_SRP_AUTH',
+      'ALLOW_REFRESH_TOKEN_AUTH',
+    ];
 
     // Exactly what aws-jwt-verify compares against the token's `iss` (shared/auth/sessionVerifier.ts).
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${this.userPool.userPoolId}`;
@@ -166,7 +177,7 @@ export class ScreenshotServiceStack extends Stack {
     if (settings.alarmEmail)
       alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(settings.alarmEmail));
 
-    this.api = this.restApi(settings, functions);
+    this.addRoutes(functions);
     this.alarms(functions, alarmTopic);
 
     const baseUrl = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${STAGE_NAME}`;
@@ -174,7 +185,7 @@ export class ScreenshotServiceStack extends Stack {
     new CfnOutput(this, 'UserPoolId', { value: this.userPool.userPoolId, description: 'Cognito user pool' });
     new CfnOutput(this, 'UserPoolClientId', {
       value: this.userPoolClient.userPoolClientId,
-      description: 'App client for initiate-auth (USER_PASSWORD_AUTH or SRP)',
+      description: 'App client of the dashboard and of initiate-auth (USER_PASSWORD_AUTH)',
     });
     new CfnOutput(this, 'TableName', {
       value: this.table.tableName,
@@ -264,10 +275,8 @@ export class ScreenshotServiceStack extends Stack {
     return fn;
   }
 
-  private restApi(
-    settings: DeploymentSettings,
-    functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>,
-  ): apigateway.RestApi {
+  /** The REST API and its stage, without routes: the dashboard needs the API before the functions exist. */
+  private createRestApi(settings: DeploymentSettings): apigateway.RestApi {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       retention: logs.RetentionDays.THREE_MONTHS,
     });
@@ -320,25 +329,6 @@ export class ScreenshotServiceStack extends Stack {
     // RestApi adds its own "Endpoint" output (URL with a trailing slash); ApiUrl below replaces it.
     api.node.tryRemoveChild('Endpoint');
 
-    for (const route of ROUTES) {
-      const fn = functions.get(route.handler);
-      if (!fn) throw new Error(`No function for route ${route.handler}`);
-      const integration = new apigateway.LambdaIntegration(fn, {
-        allowTestInvoke: false,
-        ...(route.streaming
-          ? {
-              // Response streaming: images above the 10 MB buffered limit and captures longer than 29 s.
-              responseTransferMode: apigateway.ResponseTransferMode.STREAM,
-              timeout: SCREENSHOT_INTEGRATION_TIMEOUT,
-            }
-          : {}),
-      });
-      const method = api.root.resourceForPath(route.path).addMethod(route.method, integration);
-      const reason = GATEWAY_AUTH_REASON[route.auth];
-      acknowledge(method, 'APIG4', reason);
-      acknowledge(method, 'COG4', reason);
-    }
-
     // Errors API Gateway answers itself keep the API's JSON shape: `{ "message": ... }` (decisions.md).
     const jsonMessage = { 'application/json': '{"message":$context.error.messageString}' };
     api.addGatewayResponse('Default4xx', {
@@ -378,6 +368,28 @@ export class ScreenshotServiceStack extends Stack {
       );
     }
     return api;
+  }
+
+  /** One method per route, each integrated with its own function; the screenshot route streams. */
+  private addRoutes(functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>): void {
+    for (const route of ROUTES) {
+      const fn = functions.get(route.handler);
+      if (!fn) throw new Error(`No function for route ${route.handler}`);
+      const integration = new apigateway.LambdaIntegration(fn, {
+        allowTestInvoke: false,
+        ...(route.streaming
+          ? {
+              // Response streaming: images above the 10 MB buffered limit and captures longer than 29 s.
+              responseTransferMode: apigateway.ResponseTransferMode.STREAM,
+              timeout: SCREENSHOT_INTEGRATION_TIMEOUT,
+            }
+          : {}),
+      });
+      const method = this.api.root.resourceForPath(route.path).addMethod(route.method, integration);
+      const reason = GATEWAY_AUTH_REASON[route.auth];
+      acknowledge(method, 'APIG4', reason);
+      acknowledge(method, 'COG4', reason);
+    }
   }
 
   private alarms(

@@ -43,6 +43,20 @@ describe('readSettings', () => {
     );
   });
 
+  it('accepts a valid dashboard sign-in domain prefix', () => {
+    expect(
+      readSettings(context({ [CONTEXT_KEYS.dashboardDomainPrefix]: 'acme-shots-1' })).dashboardDomainPrefix,
+    ).toBe('acme-shots-1');
+  });
+
+  it('refuses a domain prefix Cognito would refuse', () => {
+    for (const bad of ['Upper', '-leading', 'trailing-', 'my-aws-shots', 'has space', 'a'.repeat(64)]) {
+      expect(() => readSettings(context({ [CONTEXT_KEYS.dashboardDomainPrefix]: bad }))).toThrow(
+        /dashboardDomainPrefix/,
+      );
+    }
+  });
+
   it('accepts an alarm email address and refuses anything else', () => {
     expect(readSettings(context({ [CONTEXT_KEYS.alarmEmail]: 'ops@example.com' })).alarmEmail).toBe(
       'ops@example.com',

@@ -22,6 +22,7 @@ import { TABLE_SCHEMA } from '../../shared/store/table';
 import {
   apiResourcePaths,
   asList,
+  dependencyCycle,
   type Json,
   ofType,
   type Resource,
@@ -81,6 +82,7 @@ function allStatements(): Json[] {
   );
 }
 
+const chromiumLayerId = () => synth.logicalId(synth.stack.node.findChild('Chromium').node.findChild('Layer'));
 const tableId = () => synth.logicalId(synth.stack.table);
 const isTableArn = (resource: unknown) =>
   JSON.stringify(resource) === JSON.stringify({ 'Fn::GetAtt': [tableId(), 'Arn'] });
@@ -195,9 +197,14 @@ describe('API Gateway REST API', () => {
 
 describe('Lambda functions', () => {
   it('creates exactly one function per route', () => {
-    synth.template.resourceCountIs('AWS::Lambda::Function', ROUTES.length);
     const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
     expect(ids.size).toBe(ROUTES.length);
+    // The only other function is the CDK handler that copies the dashboard's files to its bucket.
+    const others = ofType(synth.resources, 'AWS::Lambda::Function')
+      .map(([id]) => id)
+      .filter((id) => !ids.has(id));
+    expect(others).toHaveLength(1);
+    expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -237,8 +244,7 @@ describe('Lambda functions', () => {
   });
 
   it('attaches the Chromium layer to the screenshot function only', () => {
-    const layerId = synth.logicalId(synth.stack.node.findChild('Chromium').node.findChild('Layer'));
-    expect(functionOf(streamingRoute.handler).Properties.Layers).toEqual([{ Ref: layerId }]);
+    expect(functionOf(streamingRoute.handler).Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
     for (const route of ROUTES.filter((r) => !r.streaming)) {
       expect(functionOf(route.handler).Properties.Layers).toBeUndefined();
     }
@@ -256,8 +262,8 @@ describe('Lambda functions', () => {
   });
 
   it('puts the Chromium binary and its runtime dependencies under nodejs/node_modules in the layer', () => {
-    const [, layer] = ofType(synth.resources, 'AWS::Lambda::LayerVersion')[0] ?? [];
-    const modules = path.join(assetDir(layer as Resource), 'nodejs', 'node_modules');
+    const layer = synth.resources[chromiumLayerId()] as Resource;
+    const modules = path.join(assetDir(layer), 'nodejs', 'node_modules');
     expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, 'bin', 'chromium.br'))).toBe(true);
     expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, 'build', 'esm', 'index.js'))).toBe(true);
     const manifest = JSON.parse(
@@ -405,8 +411,11 @@ describe('IAM', () => {
     expect(actions.filter((action) => action === '*' || /^dynamodb:.*\*/.test(action))).toEqual([]);
   });
 
-  it('uses the "*" resource only for X-Ray, whose actions have no resource-level permissions', () => {
-    for (const statement of allStatements()) {
+  it('lets route functions use the "*" resource only for X-Ray, whose actions have no resource-level permissions', () => {
+    const statements = ROUTES.flatMap((route) =>
+      statementsOfRole(referencedId(functionOf(route.handler).Properties.Role) ?? ''),
+    );
+    for (const statement of statements) {
       if (!asList(statement.Resource).includes('*')) continue;
       for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
     }
@@ -457,14 +466,28 @@ describe('Cognito', () => {
     });
   });
 
-  it('creates a public app client for password and SRP sign-in without OAuth flows', () => {
+  it('has one public app client, for the dashboard code flow and for password and SRP sign-in', () => {
     synth.template.resourceCountIs('AWS::Cognito::UserPoolClient', 1);
     synth.template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
       UserPoolId: { Ref: synth.logicalId(synth.stack.userPool) },
       GenerateSecret: false,
       ExplicitAuthFlows: Match.arrayWith(['ALLOW_USER_PASSWORD_AUTH', 'ALLOW_USER_SRP_AUTH']),
-      AllowedOAuthFlowsUserPoolClient: false,
+      AllowedOAuthFlows: ['code'],
       PreventUserExistenceErrors: 'ENABLED',
+    });
+  });
+
+  it('accepts on every function the access tokens of that client', () => {
+    for (const route of ROUTES) {
+      const variables = (functionOf(route.handler).Properties.Environment as Json).Variables as Json;
+      expect(variables.SESSION_CLIENT_ID).toEqual({ Ref: synth.logicalId(synth.stack.userPoolClient) });
+    }
+  });
+
+  it('gives the dashboard its hosted sign-in domain with the configured prefix', () => {
+    synth.template.hasResourceProperties('AWS::Cognito::UserPoolDomain', {
+      Domain: TEST_SETTINGS.dashboardDomainPrefix,
+      UserPoolId: { Ref: synth.logicalId(synth.stack.userPool) },
     });
   });
 });
@@ -522,6 +545,25 @@ describe('Stack outputs', () => {
       Value: { Ref: synth.logicalId(synth.stack.userPoolClient) },
     });
     synth.template.hasOutput('TableName', { Value: { Ref: tableId() } });
+  });
+
+  it('exports the dashboard URL', () => {
+    const outputs = Object.values(synth.template.findOutputs('*', { Description: 'The account dashboard' }));
+    expect(outputs).toHaveLength(1);
+  });
+});
+
+describe('The template as a whole', () => {
+  it('has no dependency cycle, which CloudFormation would refuse', () => {
+    expect(dependencyCycle(synth.resources)).toBeUndefined();
+  });
+
+  it('routes the dashboard /api/* requests to the API stage', () => {
+    const config = ofType(synth.resources, 'AWS::CloudFront::Distribution')[0]?.[1].Properties
+      .DistributionConfig;
+    const origins = JSON.stringify((config as Json | undefined)?.Origins);
+    expect(origins).toContain(`{"Ref":"${synth.logicalId(synth.stack.api)}"}`);
+    expect(origins).toContain('"OriginPath":"/prod"');
   });
 });
 

@@ -13,6 +13,7 @@ export const TEST_SETTINGS: DeploymentSettings = {
   rateLimitPerHour: 250,
   freeCredits: 7,
   alarmEmail: 'ops@example.com',
+  dashboardDomainPrefix: 'shots-test',
 };
 
 /** Loosely typed CloudFormation: tests read it, the assertions library checks it. */
@@ -99,4 +100,49 @@ export function apiResourcePaths(resources: Record<string, Resource>): Map<strin
 /** A policy statement's actions or resources as a list, whichever form CloudFormation holds. */
 export function asList(value: unknown): unknown[] {
   return Array.isArray(value) ? value : value === undefined ? [] : [value];
+}
+
+/** The first cycle among the resources' Ref, GetAtt and DependsOn edges (as ids, closing on the first), if any. */
+export function dependencyCycle(
+  resources: Record<string, Resource & { DependsOn?: unknown }>,
+): string[] | undefined {
+  const edges = new Map<string, string[]>();
+  for (const [id, resource] of Object.entries(resources)) {
+    const targets = new Set<string>(asList(resource.DependsOn).map(String));
+    collectReferences(resource.Properties, targets);
+    edges.set(
+      id,
+      [...targets].filter((target) => target !== id && target in resources),
+    );
+  }
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    if (done.has(id)) return undefined;
+    const seen = path.indexOf(id);
+    if (seen >= 0) return [...path.slice(seen), id];
+    path.push(id);
+    for (const next of edges.get(id) ?? []) {
+      const cycle = visit(next);
+      if (cycle) return cycle;
+    }
+    path.pop();
+    done.add(id);
+    return undefined;
+  };
+  for (const id of edges.keys()) {
+    const cycle = visit(id);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
+function collectReferences(node: unknown, into: Set<string>): void {
+  if (Array.isArray(node)) {
+    for (const item of node) collectReferences(item, into);
+  } else if (node !== null && typeof node === 'object') {
+    const id = referencedId(node);
+    if (id) into.add(id);
+    for (const value of Object.values(node)) collectReferences(value, into);
+  }
 }
