@@ -7,14 +7,15 @@ import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardSite } from '../../infra/dashboardSite';
 import { dashboardContentSecurityPolicy } from '../../web/securityHeaders';
 
 /**
  * The dashboard construct in a small stack shaped like the service's: a user pool, a RestApi whose method calls a
  * function, and that function accepting the dashboard's app client id, as the real stack must (the wiring the
- * construct documents). Synthesised offline; BucketDeployment needs no Docker.
+ * construct documents). Synthesised once, offline (BucketDeployment needs no Docker), with cdk-nag's AwsSolutions
+ * checks as the real app runs them.
  */
 const CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
 const ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
@@ -39,14 +40,53 @@ function serviceLikeStack(app: App) {
   return { stack, site, api };
 }
 
+/** Findings on the stand-ins, which are not under test; the construct's own must all be acknowledged in it. */
+const STAND_IN_FINDINGS = [
+  'COG1',
+  'COG2',
+  'COG4',
+  'COG8',
+  'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+  'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+  'L1',
+  'APIG1',
+  'APIG2',
+  'APIG3',
+  'APIG4',
+  'APIG6',
+];
+
 let stack: Stack;
 let site: DashboardSite;
 let api: apigateway.RestApi;
 let template: Template;
+let outdir: string;
+/** What synthesis threw: cdk-nag stops it on any finding nobody acknowledged. */
+let synthError: unknown;
 
 beforeAll(() => {
-  ({ stack, site, api } = serviceLikeStack(new App()));
-  template = Template.fromStack(stack);
+  outdir = mkdtempSync(join(tmpdir(), 'dashboard-site-'));
+  const app = new App({ outdir });
+  ({ stack, site, api } = serviceLikeStack(app));
+  for (const standIn of [stack.node.findChild('UserPool'), stack.node.findChild('ListKeysFunction'), api]) {
+    for (const id of STAND_IN_FINDINGS) {
+      Validations.of(standIn).acknowledge({ id: `AwsSolutions-${id}`, reason: 'A stand-in, not under test' });
+    }
+  }
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  try {
+    app.synth();
+  } catch (error) {
+    synthError = error;
+  }
+  // Written before validation runs, so the assertions below work even when cdk-nag objected.
+  template = Template.fromJSON(
+    JSON.parse(readFileSync(join(outdir, `${stack.artifactId}.template.json`), 'utf8')),
+  );
+});
+
+afterAll(() => {
+  if (outdir) rmSync(outdir, { recursive: true, force: true });
 });
 
 const logicalId = (construct: { node: { defaultChild?: unknown } }) =>
@@ -222,28 +262,8 @@ describe('the construct in a stack', () => {
   });
 
   it('passes the AWS Solutions checks (cdk-nag) for everything it creates', () => {
-    const outdir = mkdtempSync(join(tmpdir(), 'dashboard-nag-'));
-    try {
-      const app = new App({ outdir });
-      serviceLikeStack(app);
-      Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-      // The stand-in user pool, function and API above have findings of their own; only the construct's count.
-      expect(() => app.synth()).toThrow();
-      const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8'));
-      const ours = report.pluginReports
-        .flatMap(
-          (plugin: {
-            violations: { ruleName: string; violatingConstructs: { constructPath: string }[] }[];
-          }) =>
-            plugin.violations.flatMap((v) =>
-              v.violatingConstructs.map((c) => `${v.ruleName} ${c.constructPath}`),
-            ),
-        )
-        .filter((finding: string) => / Service\/(Dashboard|Custom::CDKBucketDeployment)/.test(finding));
-      expect(ours).toEqual([]);
-    } finally {
-      rmSync(outdir, { recursive: true, force: true });
-    }
+    const report = synthError ? readFileSync(join(outdir, 'validation-report.json'), 'utf8') : '';
+    expect(synthError, report).toBeUndefined();
   });
 });
 
