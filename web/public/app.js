@@ -156,9 +156,13 @@ function renderKeys(keys) {
       h('td', { dataset: { label: 'Last used' } }, key.lastUsed === null ? 'Never' : when(key.lastUsed)),
       h(
         'td',
-        { className: 'actions' },
-        key.isActive ? actionButton('Revoke', key, () => revokeKey(key)) : null,
-        actionButton('Delete', key, () => deleteKey(key)),
+        {},
+        h(
+          'div',
+          { className: 'actions' },
+          key.isActive ? actionButton('Revoke', key, () => revokeKey(key)) : null,
+          actionButton('Delete', key, () => deleteKey(key)),
+        ),
       ),
     ),
   );
