@@ -9,7 +9,9 @@ const service = await startLocalService({ dataDir, port });
 const demoToken = service.idp.mintToken('demo');
 
 process.stdout.write(`Screenshot service listening on ${service.url}
-Data: ${dataDir}
+Dashboard:        ${service.url}/   (sign in with any account id)
+API description:  ${service.url}/api/openapi.json
+Data:             ${dataDir}
 
 Session token for account "demo" (valid 1 hour; mint more with: npm run --silent token -- <accountId>):
 ${demoToken}
