@@ -63,7 +63,15 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
       try {
         result = await deps.renderer.capture(spec, captureBudget(context));
       } catch (error) {
-        await deps.credits.refund(identity.accountId, cost);
+        // The customer is owed the capture's own failure (500, url, reason) even when the refund cannot be written;
+        // the log line is what an operator needs to give the credits back by hand.
+        await deps.credits.refund(identity.accountId, cost).catch((refundError) =>
+          logger.error('Refund failed; credits must be returned by hand', {
+            accountId: identity.accountId,
+            cost,
+            error: refundError as Error,
+          }),
+        );
         throw error;
       }
       logger.info('screenshot', {
