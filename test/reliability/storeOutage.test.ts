@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { localDynamoClient } from '../../local/embeddedDynamo';
+import { eventFor } from '../helpers/events';
 import { type FaultProxy, startFaultProxy } from '../helpers/faultProxy';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
@@ -15,7 +16,13 @@ let serviceClient: DynamoDBClient;
 let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
 
 beforeAll(async () => {
-  pages = await startPageServer({ '/red': solidPage('#ff0000') });
+  pages = await startPageServer({
+    '/red': solidPage('#ff0000'),
+    '/never-loads': (_, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html' });
+      res.write('<!doctype html><html><body>still loading');
+    },
+  });
   // The service reaches DynamoDB only through the relay, so the test can take the table away and bring it back;
   // the harness's own ledger reads balances straight from the store.
   harness = await startScreenshotHarness(
@@ -86,3 +93,23 @@ describe.each(['down', 'blackhole'] as const)(
     });
   },
 );
+
+describe('a capture that fails while DynamoDB goes away', () => {
+  it('still answers 500 with the url and the reason, though the refund could not be written', async () => {
+    const target = `${pages.origin}/never-loads`;
+    const seen = pages.hits.length;
+    const event = eventFor('screenshot', {
+      bearer: account.apiKey,
+      body: { url: target, width: 320, height: 320 },
+    });
+    // Credits are reserved before the page is asked for; the table goes away while the page hangs.
+    const inFlight = harness.invoke(event, 6_000);
+    while (!pages.hits.slice(seen).includes('/never-loads'))
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    await proxy.setMode('down');
+
+    const response = await inFlight;
+    expect(response.status).toBe(500);
+    expect(response.json()).toEqual({ error: expect.any(String), url: target, message: expect.any(String) });
+  });
+});
