@@ -1,5 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Validations } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
@@ -295,6 +297,53 @@ describe('Lambda functions', () => {
       );
       const external = [...new Set(imported)].filter((name) => !builtins.has(name));
       expect(external, route.handler).toEqual(route.streaming ? [CHROMIUM_PACKAGE] : []);
+    }
+  });
+
+  it('loads every bundle as an ES module in Node, the screenshot one with the layer packages beside it', () => {
+    const layerModules = path.join(
+      assetDir(synth.resources[chromiumLayerId()] as Resource),
+      'nodejs',
+      'node_modules',
+    );
+    for (const route of ROUTES) {
+      // Lambda puts the bundle in /var/task and the layer in /opt/nodejs/node_modules; a node_modules link next to
+      // the bundle gives Node the same packages to resolve.
+      const dir = mkdtempSync(path.join(tmpdir(), 'bundle-'));
+      try {
+        copyFileSync(
+          path.join(assetDir(functionOf(route.handler)), 'index.mjs'),
+          path.join(dir, 'index.mjs'),
+        );
+        if (route.streaming) symlinkSync(layerModules, path.join(dir, 'node_modules'));
+        const output = execFileSync(
+          process.execPath,
+          [
+            '--input-type=module',
+            '-e',
+            "const m = await import('./index.mjs'); process.stdout.write(typeof m.handler); process.exit(0);",
+          ],
+          {
+            cwd: dir,
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'ignore'],
+            timeout: 30_000,
+            // What a cold start reads; CHROMIUM_PATH makes the screenshot function's browser warm-up fail fast.
+            env: {
+              PATH: process.env.PATH,
+              AWS_REGION: 'us-east-1',
+              TABLE_NAME: 'table',
+              SESSION_ISSUER: 'https://issuer.example',
+              SESSION_CLIENT_ID: 'client',
+              CHROMIUM_PATH: path.join(dir, 'no-browser'),
+              POWERTOOLS_LOG_LEVEL: 'SILENT',
+            },
+          },
+        );
+        expect(output, route.handler).toBe('function');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
   });
 
