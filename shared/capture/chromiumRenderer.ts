@@ -1,6 +1,7 @@
 import puppeteer, { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
+import { DEVICE_PRESETS } from '../screenshot/devices';
 import { browserEnvironment, chromiumArgs, chromiumExecutable } from './chromiumLaunch';
 import { type CaptureResult, type CaptureSpec, heightCap, type Renderer } from './renderer';
 
@@ -10,23 +11,34 @@ export interface ChromiumRendererOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** Viewport and user agent a page emulates. */
+type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent'>;
+
 /** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
 interface Tab {
   context: BrowserContext;
   page: Page;
+  /** What the page was prepared to emulate, so a capture that wants the same sends no emulation commands. */
+  emulation: Emulation;
 }
+
+/** A request without options: until the first capture says otherwise, spare tabs are prepared for it. */
+const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop };
 
 /** Schemes a captured page must never load; Chromium already refuses most for web pages, this makes it explicit. */
 const BLOCKED_URL_PATTERNS = ['file:*', 'filesystem:*', 'chrome:*', 'chrome-extension:*', 'ftp:*', 'view-source:*'];
 
 /**
  * Headless Chromium, launched once per warm process and reused. Each capture gets its own incognito context, and the
- * next one is opened as soon as a capture ends, so its cost (about 50 ms) stays off the request path. A browser
- * that crashed or disconnected is replaced on the next request.
+ * next one (context, page, and the emulation the latest capture used) is opened as soon as a capture ends, so its
+ * cost (about 50 ms) stays off the request path. A browser that crashed or disconnected is replaced on the next
+ * request.
  */
 export class ChromiumRenderer implements Renderer {
   private browser: Promise<Browser> | undefined;
   private spare: Promise<Tab> | undefined;
+  /** The latest capture's emulation: the next spare is prepared with it, as callers tend to repeat their settings. */
+  private expected: Emulation = DEFAULT_EMULATION;
 
   constructor(private readonly options: ChromiumRendererOptions = {}) {}
 
@@ -44,6 +56,7 @@ export class ChromiumRenderer implements Renderer {
       logger.error('Browser unavailable', { error: error as Error });
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
+    this.expected = emulationOf(spec);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -55,15 +68,17 @@ export class ChromiumRenderer implements Renderer {
       tab.page.once('error', () => reject(new CaptureFailedError(spec.url, 'The page crashed the renderer')));
     });
     try {
-      return await Promise.race([this.shoot(tab.page, spec, budgetMs), timeout, crashed]);
+      return await Promise.race([this.shoot(tab, spec, budgetMs), timeout, crashed]);
     } catch (error) {
       throw asCaptureFailure(spec.url, error);
     } finally {
       clearTimeout(timer);
-      // Closing the context discards everything the page stored; then prepare the next one.
-      await tab.context.close().catch(() => undefined);
-      this.spare ??= this.openTab();
-      this.spare.catch(() => undefined);
+      // Closing the context discards everything the page stored. The image does not wait for it: no later capture
+      // can see this context either way, since each one takes a context of its own.
+      tab.context.close().catch(() => undefined);
+      // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight
+      // more than it saved the next one (docs/performance.md).
+      this.prepareSpare();
     }
   }
 
@@ -74,15 +89,9 @@ export class ChromiumRenderer implements Renderer {
     if (browser) await (await browser.catch(() => undefined))?.close().catch(() => undefined);
   }
 
-  private async shoot(page: Page, spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
-    await page.setViewport({
-      width: spec.width,
-      height: spec.height,
-      deviceScaleFactor: 1,
-      isMobile: spec.isMobile,
-      hasTouch: spec.hasTouch,
-    });
-    await page.setUserAgent(spec.userAgent);
+  private async shoot(tab: Tab, spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
+    const { page } = tab;
+    await emulate(page, tab.emulation, emulationOf(spec));
     // The load event, not network idle: idle windows add half a second to every capture for nothing.
     await page.goto(spec.url, { waitUntil: 'load', timeout: budgetMs });
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
@@ -110,6 +119,11 @@ export class ChromiumRenderer implements Renderer {
     return { image: Buffer.from(image), truncated: fullHeight > cap };
   }
 
+  private prepareSpare(): void {
+    this.spare ??= this.openTab();
+    this.spare.catch(() => undefined);
+  }
+
   private async takeTab(): Promise<Tab> {
     const spare = this.spare;
     this.spare = undefined;
@@ -128,7 +142,10 @@ export class ChromiumRenderer implements Renderer {
     const cdp = await page.createCDPSession();
     await cdp.send('Network.enable');
     await cdp.send('Network.setBlockedURLs', { urls: BLOCKED_URL_PATTERNS });
-    return { context, page };
+    // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer.
+    const emulation = this.expected;
+    await emulate(page, undefined, emulation);
+    return { context, page, emulation };
   }
 
   private liveBrowser(): Promise<Browser> {
@@ -162,6 +179,31 @@ export class ChromiumRenderer implements Renderer {
       protocolTimeout: 120_000,
     });
   }
+}
+
+function emulationOf(spec: CaptureSpec): Emulation {
+  const { width, height, isMobile, hasTouch, userAgent } = spec;
+  return { width, height, isMobile, hasTouch, userAgent };
+}
+
+/** Brings a page from the emulation it has (none yet: undefined) to the one wanted, sending only what differs. */
+async function emulate(page: Page, current: Emulation | undefined, wanted: Emulation): Promise<void> {
+  const sameViewport =
+    current !== undefined &&
+    current.width === wanted.width &&
+    current.height === wanted.height &&
+    current.isMobile === wanted.isMobile &&
+    current.hasTouch === wanted.hasTouch;
+  if (!sameViewport) {
+    await page.setViewport({
+      width: wanted.width,
+      height: wanted.height,
+      deviceScaleFactor: 1,
+      isMobile: wanted.isMobile,
+      hasTouch: wanted.hasTouch,
+    });
+  }
+  if (current?.userAgent !== wanted.userAgent) await page.setUserAgent(wanted.userAgent);
 }
 
 /**
