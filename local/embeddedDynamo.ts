@@ -9,7 +9,7 @@ import {
   ResourceInUseException,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { createDynamoClient } from '../shared/store/dynamoClient';
+import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
 
 /**
@@ -49,13 +49,19 @@ export async function startEmbeddedDynamo(options: {
   };
 }
 
+/**
+ * Dynalite runs in the server's own process, beside the handlers, the egress proxy and Chromium's traffic: under a
+ * burst on a small machine a call can take a second or more (same-item writes queue behind one another), so the
+ * local client waits longer than the deployed one before it gives up.
+ */
+export const LOCAL_DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 2_000, requestTimeout: 15_000 };
+
 /** A client for a local endpoint; the credentials are placeholders, dynalite does not check them. */
 export function localDynamoClient(endpoint: string): DynamoDBClient {
-  return createDynamoClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  return createDynamoClient(
+    { endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
+    LOCAL_DYNAMO_TIMEOUTS,
+  );
 }
 
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {

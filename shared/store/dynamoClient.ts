@@ -1,27 +1,65 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 
-/**
- * Time limits for every DynamoDB call. The SDK's defaults wait up to 5 minutes on a silent socket, longer than any
- * of our functions live, so an unreachable table would hang requests until Lambda kills them (and API Gateway
- * answers 504). Single-item calls take milliseconds; with these, a dead endpoint fails a call after at most about
- * 3 x 2 s plus backoff, inside the 10 s management functions.
- */
-export const DYNAMO_TIMEOUTS = {
-  connectionTimeout: 1_000,
-  requestTimeout: 2_000,
-  maxAttempts: 3,
-} as const;
+export interface DynamoTimeouts {
+  /** Time to open a connection. Nothing has been sent yet, so the SDK may retry it. */
+  connectionTimeout: number;
+  /** Time for an answer once the request is sent. Never retried: the request may have been applied. */
+  requestTimeout: number;
+}
 
-/** The DynamoDB client every function and the local server use: bounded connection and request times. */
-export function createDynamoClient(config: DynamoDBClientConfig = {}): DynamoDBClient {
-  return new DynamoDBClient({
-    maxAttempts: DYNAMO_TIMEOUTS.maxAttempts,
+/**
+ * Limits for the deployed functions. The SDK's defaults wait up to 5 minutes on a silent socket, longer than any of
+ * our functions live, so an unreachable table would hang requests until Lambda killed them. Single-item calls take
+ * milliseconds: these only fire when DynamoDB is out of reach, and then a call fails within about 5 s, inside the
+ * 10 s management functions.
+ */
+export const DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 1_000, requestTimeout: 5_000 };
+
+/** The name a request timeout is rethrown under, so the SDK's retry logic does not replay it. */
+export const OUTCOME_UNKNOWN = 'DynamoRequestOutcomeUnknown';
+
+/** The DynamoDB client the functions and the local server use: bounded waits, and no replay of sent writes. */
+export function createDynamoClient(
+  config: DynamoDBClientConfig = {},
+  timeouts = DYNAMO_TIMEOUTS,
+): DynamoDBClient {
+  const client = new DynamoDBClient({
+    maxAttempts: 3,
     requestHandler: {
-      connectionTimeout: DYNAMO_TIMEOUTS.connectionTimeout,
-      requestTimeout: DYNAMO_TIMEOUTS.requestTimeout,
+      connectionTimeout: timeouts.connectionTimeout,
+      requestTimeout: timeouts.requestTimeout,
       // Without this the SDK only logs a warning when requestTimeout passes.
       throwOnRequestTimeout: true,
     },
     ...config,
   });
+  // The SDK retries timeouts like any transient error. For our writes that is unsafe: a reservation or a rate-limit
+  // count that DynamoDB applied but did not confirm in time would be applied again (credits taken twice). Below the
+  // retry step, a request timeout becomes an error the retry logic leaves alone; the caller answers 503.
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (!isRequestTimeout(error)) throw error;
+        throw Object.assign(
+          new Error(
+            `DynamoDB did not answer within ${timeouts.requestTimeout} ms; the request may have been applied`,
+          ),
+          { name: OUTCOME_UNKNOWN },
+        );
+      }
+    },
+    { step: 'deserialize', name: 'noReplayAfterRequestTimeout', priority: 'low' },
+  );
+  return client;
+}
+
+/** Smithy's request timer (sent, no answer) as opposed to its connection timer (never sent), which has no code. */
+function isRequestTimeout(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.name === 'TimeoutError' &&
+    (error as { code?: unknown }).code === 'ETIMEDOUT'
+  );
 }

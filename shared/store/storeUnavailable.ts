@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
+import { OUTCOME_UNKNOWN } from './dynamoClient';
 
 /** DynamoDB's answers that mean "not now" rather than "no": capacity and its own failures. */
 const TRANSIENT_ERROR_NAMES = new Set([
@@ -10,6 +11,7 @@ const TRANSIENT_ERROR_NAMES = new Set([
   'InternalServerError',
   'ServiceUnavailable',
   'TimeoutError',
+  OUTCOME_UNKNOWN,
 ]);
 
 /**
