@@ -80,6 +80,7 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
         cost,
         bytes: result.image.length,
       });
+      // A client that hung up is not a server error, and there is no one left to send an error answer to.
       await send(responseStream, 200, result.image, {
         'Content-Type': CONTENT_TYPES[spec.format],
         'Content-Length': String(result.image.length),
@@ -88,7 +89,7 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
         'X-Credits-Charged': String(cost),
         ...(result.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
         ...rateHeaders,
-      });
+      }).catch((sendError) => logger.warn('Response not delivered', { error: sendError }));
     } catch (error) {
       const answer = errorAnswer(error, 'screenshot');
       logger.info('screenshot', { status: answer.status });
