@@ -6,9 +6,10 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * How the relay treats connections:
  * - `up`: relays bytes both ways to the target;
  * - `down`: not listening, so connecting is refused (the endpoint is unreachable);
- * - `blackhole`: accepts connections and swallows what is sent, never answering (a partition or a stuck server).
+ * - `blackhole`: accepts connections and swallows what is sent, never answering (a partition or a stuck server);
+ * - `slow`: relays requests at once but holds each answer back for `slowMs` (the server acted, the answer is late).
  */
-export type FaultMode = 'up' | 'down' | 'blackhole';
+export type FaultMode = 'up' | 'down' | 'blackhole' | 'slow';
 
 export interface FaultProxy {
   /** http://127.0.0.1:<port>, stable across mode changes. */
@@ -16,6 +17,8 @@ export interface FaultProxy {
   readonly mode: FaultMode;
   /** Switches mode; connections open in the old mode are cut, so no pooled socket carries over. */
   setMode(mode: FaultMode): Promise<void>;
+  /** How long `slow` holds answers back (default 1 s). */
+  slowMs: number;
   close(): Promise<void>;
 }
 
@@ -41,7 +44,13 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     }
     const upstream = connect(Number(targetPort), hostname);
     track(upstream);
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
+    if (mode === 'slow') {
+      const delay = proxy.slowMs;
+      upstream.on('data', (chunk: Buffer) => setTimeout(() => client.writable && client.write(chunk), delay));
+    } else {
+      upstream.pipe(client);
+    }
     client.once('close', () => upstream.destroy());
     upstream.once('close', () => client.destroy());
   };
@@ -60,7 +69,8 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   }
 
   await listen();
-  return {
+  const proxy: FaultProxy = {
+    slowMs: 1_000,
     endpoint: `http://127.0.0.1:${port}`,
     get mode() {
       return mode;
@@ -76,4 +86,5 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       await stopListening();
     },
   };
+  return proxy;
 }

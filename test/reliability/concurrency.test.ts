@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RATE_WINDOW_MS, windowStart } from '../../shared/accounts/rateLimiter';
+import { logger } from '../../shared/logger';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
@@ -233,5 +234,39 @@ describe('a burst larger than the capture queue', () => {
 
   it('charges only the captures it ran', () => {
     expect(balanceAfter).toBe(BALANCE - 5);
+  });
+});
+
+describe('a client that hangs up while its capture runs', () => {
+  it('is not logged as a server error, and the next request is served', async () => {
+    const account = await service.newAccount();
+    const errors = vi.spyOn(logger, 'error');
+    const warnings = vi.spyOn(logger, 'warn');
+    try {
+      const seen = pages.hits.length;
+      const hangUp = new AbortController();
+      const abandoned = fetch(`${service.url}/api/screenshot`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ url: `${pages.origin}/slow`, ...capture }),
+        signal: hangUp.signal,
+      });
+      while (!pages.hits.slice(seen).includes('/slow.png'))
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      hangUp.abort();
+      await expect(abandoned).rejects.toThrow();
+      // The capture still finishes on the server; wait until it has tried to answer.
+      await vi.waitFor(
+        () => expect(warnings).toHaveBeenCalledWith('Response not delivered', expect.anything()),
+        {
+          timeout: 10_000,
+        },
+      );
+      expect(errors).not.toHaveBeenCalled();
+      expect((await screenshot(account.apiKey, { url: `${pages.origin}/red`, ...capture })).status).toBe(200);
+    } finally {
+      errors.mockRestore();
+      warnings.mockRestore();
+    }
   });
 });

@@ -1,10 +1,14 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { localDynamoClient } from '../../local/embeddedDynamo';
+import { readServiceConfig } from '../../shared/config';
+import { StoreUnavailableError } from '../../shared/errors';
+import { createDynamoClient } from '../../shared/store/dynamoClient';
+import { createStores } from '../../shared/wiring/stores';
 import { eventFor } from '../helpers/events';
 import { type FaultProxy, startFaultProxy } from '../helpers/faultProxy';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { TEST_TABLE } from '../helpers/store';
 
 /** The management functions' Lambda timeout (infra): an answer after it would never reach the caller. */
 const MANAGEMENT_FUNCTION_TIMEOUT_MS = 10_000;
@@ -30,7 +34,12 @@ beforeAll(async () => {
     {
       serviceClient: async (store) => {
         proxy = await startFaultProxy(store.endpoint);
-        serviceClient = localDynamoClient(proxy.endpoint);
+        // The deployed functions' client (and its time limits), pointed at the relay.
+        serviceClient = createDynamoClient({
+          endpoint: proxy.endpoint,
+          region: 'local',
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        });
         return serviceClient;
       },
     },
@@ -111,5 +120,58 @@ describe('a capture that fails while DynamoDB goes away', () => {
     const response = await inFlight;
     expect(response.status).toBe(500);
     expect(response.json()).toEqual({ error: expect.any(String), url: target, message: expect.any(String) });
+  });
+});
+
+describe('a write that DynamoDB applies but answers too late', () => {
+  const timeouts = { connectionTimeout: 500, requestTimeout: 300 };
+  let slowProxy: FaultProxy;
+  let slowClient: DynamoDBClient;
+  let stores: ReturnType<typeof createStores>;
+
+  beforeAll(async () => {
+    slowProxy = await startFaultProxy(harness.store.endpoint);
+    slowProxy.slowMs = 1_000;
+    await slowProxy.setMode('slow');
+    // The deployed client's code with short limits, so the answer arrives well after the client gave up.
+    slowClient = createDynamoClient(
+      {
+        endpoint: slowProxy.endpoint,
+        region: 'local',
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      },
+      timeouts,
+    );
+    stores = createStores(
+      slowClient,
+      readServiceConfig({ TABLE_NAME: TEST_TABLE, RATE_LIMIT_PER_HOUR: '100' }),
+    );
+  });
+
+  afterAll(async () => {
+    slowClient?.destroy();
+    await slowProxy?.close();
+  });
+
+  /** Lets the held-back answers (and anything a replay would have written) land. */
+  const settle = () => new Promise((resolve) => setTimeout(resolve, slowProxy.slowMs + 500));
+
+  it('takes the credits of a timed-out reservation once, never replaying it', async () => {
+    const before = await harness.credits.balance(account.accountId);
+    await expect(stores.credits.reserve(account.accountId, 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await settle();
+    expect(await harness.credits.balance(account.accountId)).toBe(before - 1);
+  });
+
+  it('counts a timed-out rate-limit hit once, never replaying it', async () => {
+    const fresh = `late-${Date.now()}`;
+    const now = Date.now();
+    await expect(stores.rateLimiter.hit(fresh, now)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await settle();
+    const direct = createStores(
+      harness.store.client,
+      readServiceConfig({ TABLE_NAME: TEST_TABLE, RATE_LIMIT_PER_HOUR: '100' }),
+    );
+    expect((await direct.rateLimiter.hit(fresh, now)).remaining).toBe(100 - 2);
   });
 });
