@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import type { Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import type { CreditLedger } from '../accounts/creditLedger';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
-import type { Renderer } from '../capture/renderer';
+import type { CaptureSpec, Renderer } from '../capture/renderer';
 import type { UrlPolicy } from '../egress/urlPolicy';
 import { RateLimitedError } from '../errors';
 import { errorAnswer } from '../http/errorResponse';
@@ -44,6 +44,11 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
     let rateHeaders: Record<string, string> = {};
     try {
       const identity = await authenticateApiKey(event, deps.keys);
+      // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
+      // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
+      // order of answers (401, 429, 400, 402) is unchanged.
+      const validated = validate(event, deps.urlPolicy);
+      validated.catch(() => undefined);
       const [decision] = await Promise.all([
         deps.rateLimiter.hit(identity.accountId, now()),
         deps.keys
@@ -53,9 +58,7 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
       rateHeaders = rateLimitHeaders(decision);
       if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
 
-      const request = parseJsonBody(event, screenshotRequest);
-      await deps.urlPolicy.assertAllowed(request.url);
-      const spec = captureSpecOf(request);
+      const spec = await validated;
       const cost = creditCost(spec);
       await deps.credits.reserve(identity.accountId, cost);
 
@@ -105,6 +108,13 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
       logger.resetKeys();
     }
   };
+}
+
+/** The request body as a capture spec, or a ValidationError (400). */
+async function validate(event: APIGatewayProxyEvent, urlPolicy: UrlPolicy): Promise<CaptureSpec> {
+  const request = parseJsonBody(event, screenshotRequest);
+  await urlPolicy.assertAllowed(request.url);
+  return captureSpecOf(request);
 }
 
 function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
