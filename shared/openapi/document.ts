@@ -122,9 +122,16 @@ const managementFailure = (description: string): ZodOpenApiResponseObject => ({
   content: json(managementError),
 });
 
+const UNAVAILABLE =
+  'The data store is out of reach or did not answer in time; nothing was charged. Retry after Retry-After';
+const retryAfterOne = z.object({
+  'Retry-After': z.number().int().meta({ description: 'Whole seconds to wait before retrying' }),
+});
+
 const sessionFailures = {
   '401': managementFailure('Session token missing, malformed, expired or wrongly signed'),
   '500': managementFailure('Unexpected server error (no internals in the body)'),
+  '503': { ...managementFailure(UNAVAILABLE), headers: retryAfterOne },
 };
 const bodyFailures = {
   '400': managementFailure('Invalid body (malformed JSON, unknown fields, failed validation); see details'),
@@ -173,6 +180,11 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
           'any other server error carries error only',
         captureFailedError,
       ),
+      '503': {
+        description: `${UNAVAILABLE}. The local server also answers 503 when its capture queue is full`,
+        headers: retryAfterOne,
+        content: json(screenshotError),
+      },
     },
   },
   listKeys: {
