@@ -5,16 +5,16 @@
  * before/after row (docs/performance.md). Only the renderer file differs; everything it imports is the working
  * tree's.
  *
- *   npx tsx bench/ab.ts [--rev=HEAD~1] [--after=HEAD] [--runs=40] [--body='{"device":"mobile"}']
+ *   npx tsx bench/ab.ts [--rev=HEAD~1] [--after=HEAD|file:/tmp/variant.ts] [--also=...] [--runs=40] [--body='{"device":"mobile"}']
  */
 import './env';
 import { execFileSync } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import type { ChromiumRendererOptions } from '../shared/capture/chromiumRenderer';
 import type { Renderer } from '../shared/capture/renderer';
-import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { readServiceConfig } from '../shared/config';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
@@ -30,16 +30,29 @@ import { round, seededRandom, summarize } from './stats';
 const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const rev = arg('rev') ?? 'HEAD';
 const after = arg('after');
+/** More than two: --also=<rev or file:path>,... are measured as further variants. */
+const also = arg('also')?.split(',') ?? [];
 const runs = Number(arg('runs') ?? 40);
 const extraBody = JSON.parse(arg('body') ?? '{}') as Record<string, unknown>;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 type RendererClass = new (options: ChromiumRendererOptions) => Renderer;
 
-/** The renderer's source at `revision`, its relative imports pointed back at the working tree's modules. */
+/**
+ * The renderer's source at `revision` (or in the file named `file:<path>`, for a variant not committed), its
+ * relative imports pointed back at the working tree's modules.
+ */
 async function rendererAt(revision: string, slot: string): Promise<RendererClass> {
-  const file = fileURLToPath(new URL(`../node_modules/.cache/screenshot-bench/ab/${slot}/chromiumRenderer.ts`, import.meta.url));
-  const source = execFileSync('git', ['show', `${revision}:shared/capture/chromiumRenderer.ts`], { cwd: root, encoding: 'utf8' })
+  const file = fileURLToPath(
+    new URL(`../node_modules/.cache/screenshot-bench/ab/${slot}/chromiumRenderer.ts`, import.meta.url),
+  );
+  const original = revision.startsWith('file:')
+    ? await readFile(revision.slice('file:'.length), 'utf8')
+    : execFileSync('git', ['show', `${revision}:shared/capture/chromiumRenderer.ts`], {
+        cwd: root,
+        encoding: 'utf8',
+      });
+  const source = original
     .replace(/from '\.\/([^']+)'/g, `from '${root}shared/capture/$1'`)
     .replace(/from '\.\.\/([^']+)'/g, `from '${root}shared/$1'`);
   await mkdir(dirname(file), { recursive: true });
@@ -57,6 +70,8 @@ const variants: [string, RendererClass][] = [
   [`before (${rev})`, await rendererAt(rev, 'before')],
   after ? [`after (${after})`, await rendererAt(after, 'after')] : ['after (working tree)', ChromiumRenderer],
 ];
+for (const [i, variant] of also.entries())
+  variants.push([`also (${variant})`, await rendererAt(variant, `also-${i}`)]);
 const body = { url: pages.simple, ...extraBody };
 const closers: (() => Promise<void>)[] = [];
 const contenders: Contender[] = [];
@@ -64,8 +79,15 @@ for (const [key, Renderer] of variants) {
   const egress = await startEgressProxy(policy);
   const renderer = new Renderer({ env, launchArgs: async () => egressChromiumArgs(egress.url) });
   await renderer.warmUp();
-  const handler = screenshotHandler({ ...createStores(store.dynamo.client, config), renderer, urlPolicy: createUrlPolicy(policy) });
-  closers.push(() => renderer.close(), () => egress.close());
+  const handler = screenshotHandler({
+    ...createStores(store.dynamo.client, config),
+    renderer,
+    urlPolicy: createUrlPolicy(policy),
+  });
+  closers.push(
+    () => renderer.close(),
+    () => egress.close(),
+  );
   contenders.push({
     key,
     runs,

@@ -1,14 +1,20 @@
-import { readdir, readFile, lstat } from 'node:fs/promises';
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
+/**
+ * Resident memory of this process and of every Chromium process below it. PSS (proportional set size) splits each
+ * shared page among the processes that map it, so the sum is the tree's real footprint; plain RSS sums count the
+ * Chromium binary's pages once per process. Both are kept; the targets use PSS.
+ */
 export interface ResidentMemory {
-  /** This node process. */
-  nodeBytes: number;
-  /** Every Chromium process below it (browser, GPU, renderers), summed. */
-  browserBytes: number;
-  totalBytes: number;
+  nodePssBytes: number;
+  browserPssBytes: number;
+  totalPssBytes: number;
+  totalRssBytes: number;
+  /** Chromium processes alive at the reading (browser, GPU/utility, renderers of open contexts). */
+  browserProcesses: number;
 }
 
 /** Parent pid of every process, from /proc/<pid>/stat (the field after the parenthesised command name). */
@@ -28,13 +34,15 @@ async function parentPids(): Promise<Map<number, number>> {
   return parents;
 }
 
-async function rssBytes(pid: number): Promise<number> {
+/** Pss and Rss in bytes from /proc/<pid>/smaps_rollup; zeros when the process is gone. */
+async function footprint(pid: number | 'self'): Promise<{ pss: number; rss: number }> {
   try {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
-    return kb ? Number(kb) * 1024 : 0;
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const kb = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(rollup)?.[1] ?? 0) * 1024;
+    return { pss: kb('Pss'), rss: kb('Rss') };
   } catch {
-    return 0;
+    return { pss: 0, rss: 0 };
   }
 }
 
@@ -53,10 +61,21 @@ export async function residentMemory(): Promise<ResidentMemory> {
     }
   }
   descendants.delete(process.pid);
-  let browserBytes = 0;
-  for (const pid of descendants) browserBytes += await rssBytes(pid);
-  const nodeBytes = process.memoryUsage().rss;
-  return { nodeBytes, browserBytes, totalBytes: nodeBytes + browserBytes };
+  const node = await footprint('self');
+  let browserPss = 0;
+  let browserRss = 0;
+  for (const pid of descendants) {
+    const { pss, rss } = await footprint(pid);
+    browserPss += pss;
+    browserRss += rss;
+  }
+  return {
+    nodePssBytes: node.pss,
+    browserPssBytes: browserPss,
+    totalPssBytes: node.pss + browserPss,
+    totalRssBytes: node.rss + browserRss,
+    browserProcesses: descendants.size,
+  };
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { ResidentMemory } from './memory';
 import type { BenchResults } from './results';
 
 const MiB = 1024 * 1024;
@@ -8,21 +9,28 @@ function fmt(value: number): string {
 
 /** The results as Markdown tables: readable in a terminal, and pasted as is into docs/performance.md. */
 export function markdownReport(results: BenchResults): string {
-  const lines = ['| scenario | median ms | p95 ms | min ms | max ms | runs |', '|---|---:|---:|---:|---:|---:|'];
+  const lines = [
+    '| scenario | median ms | p95 ms | min ms | max ms | runs |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
   for (const row of Object.values(results.scenarios)) {
     if (!row) continue;
-    lines.push(`| ${row.label} | ${fmt(row.median)} | ${fmt(row.p95)} | ${fmt(row.min)} | ${fmt(row.max)} | ${row.runs} |`);
+    lines.push(
+      `| ${row.label} | ${fmt(row.median)} | ${fmt(row.p95)} | ${fmt(row.min)} | ${fmt(row.max)} | ${row.runs} |`,
+    );
   }
   const memory = results.memory;
   if (memory) {
     const mb = (bytes: number) => (bytes / MiB).toFixed(0);
+    const row = (label: string, m: ResidentMemory, tempBytes: number) =>
+      `| ${label} | ${mb(m.nodePssBytes)} | ${mb(m.browserPssBytes)} | ${mb(m.totalPssBytes)} | ${m.browserProcesses} | ${(tempBytes / 1024).toFixed(0)} |`;
     lines.push(
       '',
-      '| resident memory | node MiB | Chromium MiB | total MiB | temp folder KiB |',
-      '|---|---:|---:|---:|---:|',
-      `| after 50 captures | ${mb(memory.after50.nodeBytes)} | ${mb(memory.after50.browserBytes)} | ${mb(memory.after50.totalBytes)} | ${(memory.tempAfter50Bytes / 1024).toFixed(0)} |`,
-      `| after 250 captures | ${mb(memory.after250.nodeBytes)} | ${mb(memory.after250.browserBytes)} | ${mb(memory.after250.totalBytes)} | ${(memory.tempAfter250Bytes / 1024).toFixed(0)} |`,
-      `| growth | | | ${memory.growthPercent.toFixed(1)} % | ${(memory.tempGrowthBytes / 1024).toFixed(0)} |`,
+      '| memory (PSS) | node MiB | Chromium MiB | total MiB | Chromium processes | temp folder KiB |',
+      '|---|---:|---:|---:|---:|---:|',
+      row('after 50 captures', memory.after50, memory.tempAfter50Bytes),
+      row('after 250 captures', memory.after250, memory.tempAfter250Bytes),
+      `| growth 50 -> 250 | | | ${memory.growthPercent.toFixed(1)} % | | ${(memory.tempGrowthBytes / 1024).toFixed(0)} |`,
     );
   }
   return lines.join('\n');

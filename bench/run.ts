@@ -8,6 +8,7 @@ import './env';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
@@ -30,7 +31,10 @@ type Phase = (typeof PHASES)[number];
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',') as Phase[] | undefined;
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',') as Phase[] | undefined;
 const outFile =
   args.find((a) => a.startsWith('--out='))?.slice('--out='.length) ??
   fileURLToPath(new URL('./results/latest.json', import.meta.url));
@@ -46,7 +50,10 @@ const store = await startBenchStore(pages.server.hostPort);
 const ours = await startOurService(store);
 const floor = await startFloor(executablePath);
 const puppeteerCore = JSON.parse(
-  await readFile(fileURLToPath(new URL('../node_modules/puppeteer-core/package.json', import.meta.url)), 'utf8'),
+  await readFile(
+    fileURLToPath(new URL('../node_modules/puppeteer-core/package.json', import.meta.url)),
+    'utf8',
+  ),
 ).version as string;
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
@@ -56,13 +63,17 @@ const results: BenchResults = {
   targets: [],
 };
 const record = (key: ScenarioKey, samples: number[] | undefined) => {
-  if (samples && samples.length > 0) results.scenarios[key] = { label: SCENARIOS[key], ...summarize(samples) };
+  if (samples && samples.length > 0)
+    results.scenarios[key] = { label: SCENARIOS[key], ...summarize(samples) };
 };
 const simple = { url: pages.simple };
 
 try {
   // Same page, same size: our image must be the floor's, pixel for pixel, or the comparison means nothing.
-  const [ourImage, floorImage] = [expectImage(await ours.shoot(simple), 'ours'), await floor.shoot(pages.simple)];
+  const [ourImage, floorImage] = [
+    expectImage(await ours.shoot(simple), 'ours'),
+    await floor.shoot(pages.simple),
+  ];
   results.pixelsMatchFloor = (await differingPixels(ourImage, floorImage)) === 0;
   log(`our image ${results.pixelsMatchFloor ? 'matches' : 'DIFFERS FROM'} the floor's, pixel for pixel`);
 
@@ -73,11 +84,16 @@ try {
     const cw = captureWebsiteCapturer(executablePath);
     const launch = launchPerRequest(executablePath);
     const contenders: Contender[] = [
-      { key: 'oursWarm', runs: runs(40), warmUp: 5, shoot: async () => expectImage(await ours.shoot(simple), 'ours') },
+      {
+        key: 'oursWarm',
+        runs: runs(40),
+        warmUp: 5,
+        shoot: async () => expectImage(await ours.shoot(simple), 'ours'),
+      },
       { key: 'floor', runs: runs(40), warmUp: 5, shoot: () => floor.shoot(pages.simple) },
-      { key: 'floorProxy', runs: runs(30), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
-      { key: 'launchPerRequest', runs: runs(30), warmUp: 2, shoot: () => launch.shoot(pages.simple) },
-      { key: 'captureWebsite', runs: runs(20), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
+      { key: 'floorProxy', runs: runs(20), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
+      { key: 'launchPerRequest', runs: runs(20), warmUp: 2, shoot: () => launch.shoot(pages.simple) },
+      { key: 'captureWebsite', runs: runs(15), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
     ];
     const samples = await interleave(contenders, random);
     for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
@@ -94,11 +110,11 @@ try {
       shoot: async () => expectImage(await ours.shoot(body), key),
     });
     const contenders = [
-      variant('oursFullPage', { url: pages.tall, fullPage: true }, 20),
-      variant('ours4k', { ...simple, width: 3840, height: 2160 }, 25),
-      variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 30),
-      variant('oursWebp', { ...simple, format: 'webp', quality: 80 }, 30),
-      variant('oursMobile', { ...simple, device: 'mobile' }, 30),
+      variant('oursFullPage', { url: pages.tall, fullPage: true }, 12),
+      variant('ours4k', { ...simple, width: 3840, height: 2160 }, 15),
+      variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 20),
+      variant('oursWebp', { ...simple, format: 'webp', quality: 80 }, 20),
+      variant('oursMobile', { ...simple, device: 'mobile' }, 20),
     ];
     const samples = await interleave(contenders, random);
     for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
@@ -116,8 +132,11 @@ try {
     };
     await coldStartOnce(env); // warms the OS file cache for the bundle and the binary
     const samples: ColdStartSample[] = [];
-    for (let i = 0; i < runs(10); i++) samples.push(await coldStartOnce(env));
-    record('coldStart', samples.map((s) => s.totalMs));
+    for (let i = 0; i < runs(8); i++) samples.push(await coldStartOnce(env));
+    record(
+      'coldStart',
+      samples.map((s) => s.totalMs),
+    );
     results.coldStartBreakdown = {
       loadedMs: summarize(samples.map((s) => s.loadedMs)).median,
       imageMs: summarize(samples.map((s) => s.imageMs)).median,
@@ -159,7 +178,7 @@ console.log(formatTargets(checkTargets(saved)));
 console.log(`\nWritten to ${outFile} (${saved.durationSeconds} s)`);
 
 /**
- * Resident memory of the service (node + every Chromium process) and the size of its temp folder, after 50 and
+ * Resident memory (PSS) of the service (node + every Chromium process) and the size of its temp folder, after 50 and
  * after 250 sequential captures. The service runs with a temp folder of its own, so that only what it writes is
  * counted; the Chromium binary, already unpacked, is pointed at rather than unpacked again there.
  */
@@ -170,7 +189,9 @@ async function measureMemory(): Promise<MemoryResult> {
   try {
     const service = await startOurService(store, { TMPDIR: temp, CHROMIUM_PATH: executablePath });
     try {
+      // A context is closed after its capture answers: let the last one finish closing before reading.
       const reading = async () => {
+        await sleep(1000);
         collectGarbage();
         return { memory: await residentMemory(), temp: await diskUsage(temp) };
       };
@@ -181,7 +202,10 @@ async function measureMemory(): Promise<MemoryResult> {
       return {
         after50: at50.memory,
         after250: at250.memory,
-        growthPercent: round(((at250.memory.totalBytes - at50.memory.totalBytes) / at50.memory.totalBytes) * 100, 2),
+        growthPercent: round(
+          ((at250.memory.totalPssBytes - at50.memory.totalPssBytes) / at50.memory.totalPssBytes) * 100,
+          2,
+        ),
         tempAfter50Bytes: at50.temp,
         tempAfter250Bytes: at250.temp,
         tempGrowthBytes: at250.temp - at50.temp,
