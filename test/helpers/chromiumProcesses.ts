@@ -46,34 +46,34 @@ export async function onlyBrowserPid(): Promise<number> {
   return pids[0] as number;
 }
 
+/** The given process and every process below it, through any depth of children. */
+function subtree(rootPid: number, all: ProcessInfo[]): Set<number> {
+  const below = new Set([rootPid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of all) {
+      if (!below.has(p.pid) && below.has(p.ppid)) {
+        below.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return below;
+}
+
 /** Renderer processes below the given browser (through its zygotes). */
 export async function rendererPids(browserPid: number): Promise<number[]> {
   const all = await processes();
-  const below = new Set([browserPid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of all) {
-      if (!below.has(p.pid) && below.has(p.ppid)) {
-        below.add(p.pid);
-        grew = true;
-      }
-    }
-  }
+  const below = subtree(browserPid, all);
   return all.filter((p) => below.has(p.pid) && typeOf(p) === 'renderer').map((p) => p.pid);
 }
 
-/** Every Chromium process below this one, to prove none leaked. */
-export async function chromiumProcessCount(): Promise<number> {
+/**
+ * Every Chromium process below this one (browser, renderers, GPU and utility processes), so a test can read what
+ * the kernel says each one holds (e.g. its environment) without a hook in the renderer.
+ */
+export async function chromiumDescendants(): Promise<number[]> {
   const all = await processes();
-  const below = new Set([process.pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of all) {
-      if (!below.has(p.pid) && below.has(p.ppid)) {
-        below.add(p.pid);
-        grew = true;
-      }
-    }
-  }
-  return all.filter((p) => p.pid !== process.pid && below.has(p.pid) && isChromium(p)).length;
+  const below = subtree(process.pid, all);
+  return all.filter((p) => p.pid !== process.pid && below.has(p.pid) && isChromium(p)).map((p) => p.pid);
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import type { LookupAddress } from 'node:dns';
 import { once } from 'node:events';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -185,40 +185,6 @@ export function scriptedLookup(answers: Record<string, string[][]>): ScriptedLoo
     return addresses.map((address): LookupAddress => ({ address, family: isIP(address) }));
   };
   return { lookup, calls };
-}
-
-/**
- * Every Chromium process below this one (browser, renderers, GPU and utility processes), found through /proc, so a
- * test can read what the kernel says each one holds (e.g. its environment) without a hook in the renderer.
- */
-export async function chromiumDescendants(): Promise<number[]> {
-  const all: { pid: number; ppid: number; command: string }[] = [];
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      // The command name sits in parentheses and may contain spaces; the parent pid is the second field after it.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const command = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')[0] ?? '';
-      all.push({ pid, ppid, command });
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  const below = new Set([process.pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of all) {
-      if (!below.has(p.pid) && below.has(p.ppid)) {
-        below.add(p.pid);
-        grew = true;
-      }
-    }
-  }
-  return all
-    .filter((p) => p.pid !== process.pid && below.has(p.pid) && p.command.toLowerCase().includes('chrom'))
-    .map((p) => p.pid);
 }
 
 /** NAME=value entries of a process's environment, as the kernel holds them. */

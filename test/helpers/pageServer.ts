@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer } from 'node:net';
 
 export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -50,4 +51,13 @@ export async function startPageServer(pages: Record<string, string | PageHandler
 /** A complete HTML document with a solid background, handy for checking pixels. */
 export function solidPage(color: string, extraHead = '', body = ''): string {
   return `<!doctype html><html><head><meta charset="utf-8">${extraHead}<style>html,body{margin:0;background:${color}}</style></head><body>${body}</body></html>`;
+}
+
+/** A loopback port nothing listens on (bound, then released): a page there fails with a refused connection. */
+export async function unusedPort(): Promise<number> {
+  const server = createTcpServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

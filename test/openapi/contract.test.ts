@@ -1,9 +1,8 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../shared/openapi/document';
 import { ROUTES } from '../../shared/routes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 import { type DescribedApi, describedApi, type Json } from './documentSchemas';
 
 /**
@@ -21,14 +20,6 @@ let service: TestLocalService;
 let closedPort: number;
 let token: string;
 let apiKey: string;
-
-async function unusedPort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   [api, pages, closedPort] = await Promise.all([

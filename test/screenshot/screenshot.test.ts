@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:net';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 import {
   decodeImage,
   near,
@@ -17,15 +16,6 @@ const GREEN: [number, number, number] = [0, 255, 0];
 let pages: PageServer;
 let harness: ScreenshotHarness;
 let closedPort: number;
-
-/** A port nothing listens on: bound, then released. */
-async function unusedPort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   const greenPng = await sharp({ create: { width: 400, height: 400, channels: 3, background: '#00ff00' } })

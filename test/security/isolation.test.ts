@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumDescendants, environmentOf } from '../helpers/egressFixtures';
+import { chromiumDescendants } from '../helpers/chromiumProcesses';
+import { environmentOf } from '../helpers/egressFixtures';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 import {
   decodeImage,
