@@ -21,7 +21,10 @@ function launchOptions(executablePath: string, extraArgs: string[] = []) {
  * The floor: raw puppeteer-core, browser launched and page opened once; each sample is navigate + capture only.
  * `extraArgs` lets the diagnostic row route it through the egress proxy.
  */
-export async function startFloor(executablePath: string, extraArgs: string[] = []): Promise<Capturer & { version: string }> {
+export async function startFloor(
+  executablePath: string,
+  extraArgs: string[] = [],
+): Promise<Capturer & { version: string }> {
   const browser: Browser = await puppeteer.launch(launchOptions(executablePath, extraArgs));
   const page: Page = await browser.newPage();
   await page.setViewport(VIEWPORT);

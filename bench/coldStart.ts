@@ -5,7 +5,9 @@ import { build } from 'esbuild';
 
 const ENTRY = fileURLToPath(new URL('./coldStartChild.ts', import.meta.url));
 /** Inside node_modules so that the external @sparticuz/chromium resolves as it does from the deployed bundle. */
-const BUNDLE = fileURLToPath(new URL('../node_modules/.cache/screenshot-bench/coldStart.mjs', import.meta.url));
+const BUNDLE = fileURLToPath(
+  new URL('../node_modules/.cache/screenshot-bench/coldStart.mjs', import.meta.url),
+);
 
 export interface ColdStartSample {
   /** Spawn to image in hand, measured by the parent. */
@@ -27,7 +29,9 @@ export async function bundleColdStart(): Promise<void> {
     mainFields: ['module', 'main'],
     minify: true,
     external: ['@sparticuz/chromium'],
-    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
     logLevel: 'error',
   });
 }

@@ -13,7 +13,11 @@ import { invokeStreaming, screenshotEvent } from './invoke';
 const loadedMs = performance.now();
 const endpoint = process.env.BENCH_DYNAMO_ENDPOINT ?? '';
 const service = createScreenshotService(
-  new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+  new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  }),
   process.env,
 );
 // Exactly what functions/screenshot.ts does at init: launch now, do not wait for it.
@@ -24,6 +28,8 @@ const response = await invokeStreaming(
   screenshotEvent(process.env.BENCH_API_KEY ?? '', { url: process.env.BENCH_URL }),
 );
 const imageMs = performance.now();
-process.stdout.write(`${JSON.stringify({ status: response.status, bytes: response.body.length, loadedMs, imageMs })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ status: response.status, bytes: response.body.length, loadedMs, imageMs })}\n`,
+);
 await service.close();
 process.exit(0);

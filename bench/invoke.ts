@@ -19,7 +19,10 @@ export function screenshotEvent(apiKey: string, body: unknown): APIGatewayProxyE
  * Invokes a streaming handler the way the Lambda runtime does, and reads the whole streamed body (what the
  * client waits for).
  */
-export async function invokeStreaming(handler: StreamingHandler, event: APIGatewayProxyEvent): Promise<BenchResponse> {
+export async function invokeStreaming(
+  handler: StreamingHandler,
+  event: APIGatewayProxyEvent,
+): Promise<BenchResponse> {
   const stream = new PassThrough();
   let prelude: ResponsePrelude | undefined;
   stream.once(PRELUDE_EVENT, (p: ResponsePrelude) => {
@@ -35,7 +38,9 @@ export async function invokeStreaming(handler: StreamingHandler, event: APIGatew
 /** Fails loudly on anything but an image: a benchmark of error responses would be meaningless. */
 export function expectImage(response: BenchResponse, what: string): Buffer {
   if (response.status !== 200) {
-    throw new Error(`${what}: expected 200, got ${response.status} ${response.body.toString('utf8').slice(0, 300)}`);
+    throw new Error(
+      `${what}: expected 200, got ${response.status} ${response.body.toString('utf8').slice(0, 300)}`,
+    );
   }
   return response.body;
 }

@@ -25,7 +25,10 @@ const SIMPLE_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <div><h2>Widgets that just work</h2><p>Fast, small and dependable. Ships in a day, lasts for years.</p>
 <a class="button" href="#">Start free trial</a></div></section>
 <section class="cards">${[1, 2, 3]
-  .map((n) => `<article><h3>Feature ${n}</h3><p>A short paragraph of text that explains feature ${n} in one or two lines.</p></article>`)
+  .map(
+    (n) =>
+      `<article><h3>Feature ${n}</h3><p>A short paragraph of text that explains feature ${n} in one or two lines.</p></article>`,
+  )
   .join('')}</section></main><footer>&copy; Acme</footer></body></html>`;
 
 const SIMPLE_CSS = `body{margin:0;font:16px/1.5 sans-serif;color:#1d2330;background:#f6f7fb}
@@ -43,7 +46,13 @@ div{height:1000px;font:48px sans-serif;padding:24px;box-sizing:border-box}</styl
 
 function serve(type: string, body: string | Buffer) {
   return (_req: unknown, res: ServerResponse) => {
-    res.writeHead(200, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }).end(body);
+    res
+      .writeHead(200, {
+        'Content-Type': type,
+        'Content-Length': Buffer.byteLength(body),
+        'Cache-Control': 'no-store',
+      })
+      .end(body);
   };
 }
 

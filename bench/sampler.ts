@@ -20,10 +20,16 @@ export const GAP_MS = 25;
  * 2-core box) falls on all of them alike and their ratios stay meaningful. Contenders with fewer runs simply
  * drop out of the later rounds.
  */
-export async function interleave(contenders: Contender[], random: () => number): Promise<Map<string, number[]>> {
+export async function interleave(
+  contenders: Contender[],
+  random: () => number,
+): Promise<Map<string, number[]>> {
   const maxWarmUp = Math.max(0, ...contenders.map((c) => c.warmUp));
   for (let round = 0; round < maxWarmUp; round++) {
-    for (const c of shuffled(contenders.filter((c) => c.warmUp > round), random)) {
+    for (const c of shuffled(
+      contenders.filter((c) => c.warmUp > round),
+      random,
+    )) {
       await c.shoot();
       await sleep(GAP_MS);
     }
@@ -31,7 +37,10 @@ export async function interleave(contenders: Contender[], random: () => number):
   const samples = new Map<string, number[]>(contenders.map((c) => [c.key, []]));
   const maxRuns = Math.max(0, ...contenders.map((c) => c.runs));
   for (let round = 0; round < maxRuns; round++) {
-    for (const c of shuffled(contenders.filter((c) => c.runs > round), random)) {
+    for (const c of shuffled(
+      contenders.filter((c) => c.runs > round),
+      random,
+    )) {
       samples.get(c.key)?.push(await timed(() => c.shoot()));
       await sleep(GAP_MS);
     }

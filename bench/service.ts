@@ -1,3 +1,4 @@
+import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
@@ -7,7 +8,6 @@ import { screenshotHandler } from '../shared/screenshot/screenshotHandler';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { createStores } from '../shared/wiring/stores';
-import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
 import { eventFor } from '../test/helpers/events';
 import { testIdentityProvider } from '../test/helpers/identity';
 import { type BenchResponse, invokeStreaming, screenshotEvent } from './invoke';
@@ -74,7 +74,9 @@ const instantRenderer: Renderer = {
  * The real handler with the renderer swapped for one that answers at once: authentication, rate limit, lastUsed,
  * validation, URL policy and the credit reservation against the embedded store, then the streamed answer.
  */
-export function admissionOnly(store: BenchStore): { shoot(body: Record<string, unknown>): Promise<BenchResponse> } {
+export function admissionOnly(store: BenchStore): {
+  shoot(body: Record<string, unknown>): Promise<BenchResponse>;
+} {
   const config = readServiceConfig(store.env);
   const handler: StreamingHandler = screenshotHandler({
     ...createStores(store.dynamo.client, config),

@@ -18,7 +18,9 @@ export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
   const mid = sorted.length / 2;
   const median =
-    sorted.length % 2 === 1 ? (sorted[Math.floor(mid)] ?? Number.NaN) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+    sorted.length % 2 === 1
+      ? (sorted[Math.floor(mid)] ?? Number.NaN)
+      : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
   return {
     median: round(median),
     p95: round(percentile(sorted, 95)),

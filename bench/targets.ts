@@ -6,17 +6,57 @@ const MB = 1024 * 1024;
 export function checkTargets(results: BenchResults): TargetResult[] {
   const s = results.scenarios;
   const ours = s.oursWarm?.median;
-  const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? a / b : undefined);
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined ? a / b : undefined;
   const out: TargetResult[] = [];
-  const add = (target: string, value: number | undefined, pass: (v: number) => boolean, show: (v: number) => string) => {
-    out.push({ target, actual: value === undefined ? 'not measured' : show(value), pass: value === undefined ? undefined : pass(value) });
+  const add = (
+    target: string,
+    value: number | undefined,
+    pass: (v: number) => boolean,
+    show: (v: number) => string,
+  ) => {
+    out.push({
+      target,
+      actual: value === undefined ? 'not measured' : show(value),
+      pass: value === undefined ? undefined : pass(value),
+    });
   };
-  add('ours, warm <= 1.3 x floor', ratio(ours, s.floor?.median), (v) => v <= 1.3, (v) => `${v.toFixed(2)} x floor`);
-  add('ours >= 8 x faster than capture-website', ratio(s.captureWebsite?.median, ours), (v) => v >= 8, (v) => `${v.toFixed(1)} x`);
-  add('ours >= 2 x faster than launch per request', ratio(s.launchPerRequest?.median, ours), (v) => v >= 2, (v) => `${v.toFixed(1)} x`);
-  add('admission alone <= 15 ms', s.admission?.median, (v) => v <= 15, (v) => `${v.toFixed(1)} ms`);
-  add('memory growth 50 -> 250 captures <= 10 %', results.memory?.growthPercent, (v) => v <= 10, (v) => `${v.toFixed(1)} %`);
-  add('temp folder growth 50 -> 250 <= 1 MB', results.memory?.tempGrowthBytes, (v) => v <= MB, (v) => `${(v / 1024).toFixed(0)} KiB`);
+  add(
+    'ours, warm <= 1.3 x floor',
+    ratio(ours, s.floor?.median),
+    (v) => v <= 1.3,
+    (v) => `${v.toFixed(2)} x floor`,
+  );
+  add(
+    'ours >= 8 x faster than capture-website',
+    ratio(s.captureWebsite?.median, ours),
+    (v) => v >= 8,
+    (v) => `${v.toFixed(1)} x`,
+  );
+  add(
+    'ours >= 2 x faster than launch per request',
+    ratio(s.launchPerRequest?.median, ours),
+    (v) => v >= 2,
+    (v) => `${v.toFixed(1)} x`,
+  );
+  add(
+    'admission alone <= 15 ms',
+    s.admission?.median,
+    (v) => v <= 15,
+    (v) => `${v.toFixed(1)} ms`,
+  );
+  add(
+    'memory growth 50 -> 250 captures <= 10 %',
+    results.memory?.growthPercent,
+    (v) => v <= 10,
+    (v) => `${v.toFixed(1)} %`,
+  );
+  add(
+    'temp folder growth 50 -> 250 <= 1 MB',
+    results.memory?.tempGrowthBytes,
+    (v) => v <= MB,
+    (v) => `${(v / 1024).toFixed(0)} KiB`,
+  );
   return out;
 }
 
@@ -25,4 +65,3 @@ export function formatTargets(targets: TargetResult[]): string {
     .map((t) => `${t.pass === undefined ? 'SKIP' : t.pass ? 'PASS' : 'FAIL'}  ${t.target}: ${t.actual}`)
     .join('\n');
 }
-
