@@ -61,3 +61,9 @@ export async function unusedPort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+/** Headers and half a document, then nothing: the load event never fires. */
+export const neverLoadingPage: PageHandler = (_, res) => {
+  res.writeHead(200, { 'Content-Type': 'text/html' });
+  res.write('<!doctype html><html><body>still loading');
+};

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onlyBrowserPid, rendererPids } from '../helpers/chromiumProcesses';
 import { eventFor } from '../helpers/events';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { neverLoadingPage, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import {
   type ScreenshotHarness,
   type StreamedResponse,
@@ -15,11 +15,7 @@ let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
 beforeAll(async () => {
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
-    // Headers and half a document, then nothing: the load event never fires.
-    '/never-loads': (_, res) => {
-      res.writeHead(200, { 'Content-Type': 'text/html' });
-      res.write('<!doctype html><html><body>still loading');
-    },
+    '/never-loads': neverLoadingPage,
     // Grows the JavaScript heap until V8 gives up and the renderer dies.
     '/allocates': solidPage(
       '#ff0000',

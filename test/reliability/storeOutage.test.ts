@@ -6,7 +6,7 @@ import { createDynamoClient } from '../../shared/store/dynamoClient';
 import { createStores } from '../../shared/wiring/stores';
 import { eventFor } from '../helpers/events';
 import { type FaultProxy, startFaultProxy } from '../helpers/faultProxy';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { neverLoadingPage, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
 import { TEST_TABLE } from '../helpers/store';
 
@@ -22,10 +22,7 @@ let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
 beforeAll(async () => {
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
-    '/never-loads': (_, res) => {
-      res.writeHead(200, { 'Content-Type': 'text/html' });
-      res.write('<!doctype html><html><body>still loading');
-    },
+    '/never-loads': neverLoadingPage,
   });
   // The service reaches DynamoDB only through the relay, so the test can take the table away and bring it back;
   // the harness's own ledger reads balances straight from the store.
