@@ -4,8 +4,8 @@
  * run in a new node process. Prints one JSON line when the image is in hand.
  */
 import './env';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { logger } from '../shared/logger';
+import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { invokeStreaming, screenshotEvent } from './invoke';
 
@@ -13,7 +13,8 @@ import { invokeStreaming, screenshotEvent } from './invoke';
 const loadedMs = performance.now();
 const endpoint = process.env.BENCH_DYNAMO_ENDPOINT ?? '';
 const service = createScreenshotService(
-  new DynamoDBClient({
+  // The entry's client (bounded timeouts, no replayed writes), pointed at the bench's embedded store.
+  createDynamoClient({
     endpoint,
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
