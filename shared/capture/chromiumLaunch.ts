@@ -19,14 +19,12 @@ const REFUSED_FLAGS = new Set([
  */
 export const PAGE_HEAP_LIMIT_MB = 512;
 
-/** Flags we add: no background traffic of Chromium's own, no GPU vsync wait, a bounded page heap. */
+/**
+ * Flags we add: a bounded page heap, no scrollbars in the image, no audio. (Chrome's switches for background
+ * networking, sync, extensions and first-run do not exist in the headless shell, so they are not passed.)
+ */
 const EXTRA_FLAGS = [
   `--js-flags=--max-old-space-size=${PAGE_HEAP_LIMIT_MB}`,
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-extensions',
   '--hide-scrollbars',
   '--mute-audio',
 ];

@@ -25,9 +25,6 @@ interface Tab {
 /** A request without options: until the first capture says otherwise, spare tabs are prepared for it. */
 const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop };
 
-/** Schemes a captured page must never load; Chromium already refuses most for web pages, this makes it explicit. */
-const BLOCKED_URL_PATTERNS = ['file:*', 'filesystem:*', 'chrome:*', 'chrome-extension:*', 'ftp:*', 'view-source:*'];
-
 /**
  * Headless Chromium, launched once per warm process and reused. Each capture gets its own incognito context, and the
  * next one (context, page, and the emulation the latest capture used) is opened as soon as a capture ends, so its
@@ -60,7 +57,13 @@ export class ChromiumRenderer implements Renderer {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new CaptureFailedError(spec.url, `Capture did not finish within ${Math.round(budgetMs / 1000)} s`)),
+        () =>
+          reject(
+            new CaptureFailedError(
+              spec.url,
+              `Capture did not finish within ${Math.round(budgetMs / 1000)} s`,
+            ),
+          ),
         budgetMs,
       );
     });
@@ -80,6 +83,10 @@ export class ChromiumRenderer implements Renderer {
       // more than it saved the next one (docs/performance.md).
       this.prepareSpare();
     }
+  }
+
+  async settle(): Promise<void> {
+    await this.spare?.catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -144,9 +151,6 @@ export class ChromiumRenderer implements Renderer {
     const context = await browser.createBrowserContext();
     const page = await context.newPage();
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
-    const cdp = await page.createCDPSession();
-    await cdp.send('Network.enable');
-    await cdp.send('Network.setBlockedURLs', { urls: BLOCKED_URL_PATTERNS });
     // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer.
     const emulation = this.expected;
     await emulate(page, undefined, emulation);
