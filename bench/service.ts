@@ -67,6 +67,7 @@ const TINY_PNG = Buffer.from(
 const instantRenderer: Renderer = {
   capture: async (): Promise<CaptureResult> => ({ image: TINY_PNG, truncated: false }),
   warmUp: async () => undefined,
+  settle: async () => undefined,
   close: async () => undefined,
 };
 

@@ -4,7 +4,8 @@ import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 
 const service = createScreenshotService(createDynamoClient(), process.env);
-// Launch Chromium during the cold start (init gets a CPU boost), not on the first request.
-service.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+// Launch Chromium and open the first tab during the cold start (Lambda's init phase, which gets a CPU boost and
+// waits for this top-level await), not on the first request. A failure here is retried by the first capture.
+await service.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
 
 export const handler = streamingRuntime().streamifyResponse(service.handler);

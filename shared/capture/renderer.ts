@@ -28,6 +28,11 @@ export interface Renderer {
   capture(spec: CaptureSpec, budgetMs: number): Promise<CaptureResult>;
   /** Starts the browser ahead of the first request (cold start). */
   warmUp(): Promise<void>;
+  /**
+   * Resolves when the work a capture leaves behind (preparing the next tab) is done. Lambda freezes the process as
+   * soon as the handler returns, so the handler awaits this after the response has been sent.
+   */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -105,6 +105,8 @@ export function screenshotHandler(deps: ScreenshotDeps): StreamingHandler {
         ...answer.headers,
       }).catch((sendError) => logger.warn('Response not delivered', { error: sendError }));
     } finally {
+      // The customer has the answer; what is left (the next tab) runs before Lambda freezes the process.
+      await deps.renderer.settle();
       logger.resetKeys();
     }
   };
