@@ -1,38 +1,22 @@
-import { PassThrough } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { type BufferedResponse, invokeStreaming as invokeBuffered } from '../local/invokeStreaming';
 import { lambdaContext } from '../local/lambdaContext';
-import { PRELUDE_EVENT, type ResponsePrelude, type StreamingHandler } from '../shared/http/streaming';
+import type { StreamingHandler } from '../shared/http/streaming';
 import { eventFor } from '../test/helpers/events';
 
-export interface BenchResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
+export type BenchResponse = BufferedResponse;
 
 /** A POST /api/screenshot event as API Gateway would send it. */
 export function screenshotEvent(apiKey: string, body: unknown): APIGatewayProxyEvent {
   return eventFor('screenshot', { bearer: apiKey, body });
 }
 
-/**
- * Invokes a streaming handler the way the Lambda runtime does, and reads the whole streamed body (what the
- * client waits for).
- */
-export async function invokeStreaming(
+/** The screenshot handler invoked as Lambda would, with the whole streamed body read. */
+export function invokeStreaming(
   handler: StreamingHandler,
   event: APIGatewayProxyEvent,
 ): Promise<BenchResponse> {
-  const stream = new PassThrough();
-  let prelude: ResponsePrelude | undefined;
-  stream.once(PRELUDE_EVENT, (p: ResponsePrelude) => {
-    prelude = p;
-  });
-  const chunks: Buffer[] = [];
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-  await handler(event, stream, lambdaContext('screenshot'));
-  if (!prelude) throw new Error('the handler sent no status and headers');
-  return { status: prelude.statusCode, headers: prelude.headers, body: Buffer.concat(chunks) };
+  return invokeBuffered(handler, event, lambdaContext('screenshot'));
 }
 
 /** Fails loudly on anything but an image: a benchmark of error responses would be meaningless. */

@@ -1,12 +1,11 @@
-import { PassThrough } from 'node:stream';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import sharp from 'sharp';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { type BufferedResponse, invokeStreaming } from '../../local/invokeStreaming';
 import { lambdaContext } from '../../local/lambdaContext';
 import { readServiceConfig } from '../../shared/config';
 import { managementHandler } from '../../shared/http/managementHandler';
-import { PRELUDE_EVENT, type ResponsePrelude } from '../../shared/http/streaming';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
 import { createStores } from '../../shared/wiring/stores';
@@ -14,10 +13,7 @@ import { type EventOptions, eventFor } from './events';
 import { testIdentityProvider } from './identity';
 import { startTestStore, TEST_TABLE } from './store';
 
-export interface StreamedResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
+export interface StreamedResponse extends BufferedResponse {
   json(): Record<string, unknown> & {
     details?: { code: string; path: (string | number)[]; message: string }[];
   };
@@ -79,22 +75,8 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
   };
 
   async function invoke(event: APIGatewayProxyEvent, timeoutMs?: number): Promise<StreamedResponse> {
-    const stream = new PassThrough();
-    let prelude: ResponsePrelude | undefined;
-    stream.once(PRELUDE_EVENT, (p: ResponsePrelude) => {
-      prelude = p;
-    });
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    await screenshot.handler(event, stream, lambdaContext('screenshot', timeoutMs));
-    if (!prelude) throw new Error('the handler sent no status and headers');
-    const body = Buffer.concat(chunks);
-    return {
-      status: prelude.statusCode,
-      headers: prelude.headers,
-      body,
-      json: () => JSON.parse(body.toString('utf8')),
-    };
+    const response = await invokeStreaming(screenshot.handler, event, lambdaContext('screenshot', timeoutMs));
+    return { ...response, json: () => JSON.parse(response.body.toString('utf8')) };
   }
 
   return { ...harness, invoke };
