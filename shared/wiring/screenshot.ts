@@ -17,7 +17,10 @@ export function createScreenshotService(client: DynamoDBClient, env: NodeJS.Proc
   let egress: Promise<EgressProxy> | undefined;
   const startEgress = () => {
     // Refused destinations are logged (host and port only) so an operator can see SSRF attempts.
-    egress ??= startEgressProxy({ ...policy, onBlocked: (blocked) => logger.warn('Egress refused', { ...blocked }) });
+    egress ??= startEgressProxy({
+      ...policy,
+      onBlocked: (blocked) => logger.warn('Egress refused', { ...blocked }),
+    });
     return egress;
   };
   const renderer = new ChromiumRenderer({

@@ -102,7 +102,7 @@ export function asList(value: unknown): unknown[] {
   return Array.isArray(value) ? value : value === undefined ? [] : [value];
 }
 
-/** The first cycle among the resources' Ref, GetAtt and DependsOn edges (as ids, closing on the first), if any. */
+/** The first cycle among the resources' Ref, GetAtt, Sub and DependsOn edges (as ids, closing on the first), if any. */
 export function dependencyCycle(
   resources: Record<string, Resource & { DependsOn?: unknown }>,
 ): string[] | undefined {
@@ -137,12 +137,18 @@ export function dependencyCycle(
   return undefined;
 }
 
+/** Ref, GetAtt and the `${Id}` / `${Id.Attr}` placeholders of Fn::Sub, anywhere below `node`. */
 function collectReferences(node: unknown, into: Set<string>): void {
   if (Array.isArray(node)) {
     for (const item of node) collectReferences(item, into);
   } else if (node !== null && typeof node === 'object') {
     const id = referencedId(node);
     if (id) into.add(id);
+    const sub = (node as Json)['Fn::Sub'];
+    const text = Array.isArray(sub) ? sub[0] : sub;
+    if (typeof text === 'string') {
+      for (const match of text.matchAll(/\$\{(\w+)(?:\.[\w.]+)?\}/g)) into.add(match[1] ?? '');
+    }
     for (const value of Object.values(node)) collectReferences(value, into);
   }
 }
