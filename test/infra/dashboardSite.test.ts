@@ -255,6 +255,7 @@ describe('the construct in a stack', () => {
   it('finds cycles with the check used below', () => {
     expect(
       dependencyCycle({
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub placeholder, not JavaScript
         A: { Type: 'T', Properties: { X: { 'Fn::Sub': 'arn:${B.Arn}' } } },
         B: { Type: 'T', Properties: {}, DependsOn: 'A' },
       }),
