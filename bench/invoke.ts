@@ -19,6 +19,15 @@ export function invokeStreaming(
   return invokeBuffered(handler, event, lambdaContext('screenshot'));
 }
 
+/**
+ * The latency of an image answer: until the client had the whole image, not until the handler returned (it then
+ * prepares the next tab before Lambda would freeze it, while the client already holds its image).
+ */
+export function answeredMs(response: BenchResponse, what: string): number {
+  expectImage(response, what);
+  return response.answeredMs;
+}
+
 /** Fails loudly on anything but an image: a benchmark of error responses would be meaningless. */
 export function expectImage(response: BenchResponse, what: string): Buffer {
   if (response.status !== 200) {

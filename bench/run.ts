@@ -14,7 +14,7 @@ import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { captureWebsiteCapturer, launchPerRequest, startFloor } from './alternatives';
 import { bundleColdStart, type ColdStartSample, coldStartOnce } from './coldStart';
-import { expectImage } from './invoke';
+import { answeredMs, expectImage } from './invoke';
 import { describeMachine, finishMachine } from './machine';
 import { collectGarbage, diskUsage, residentMemory } from './memory';
 import { startBenchPages } from './pages';
@@ -23,7 +23,7 @@ import { machineLine, markdownReport } from './report';
 import { type BenchResults, type MemoryResult, SCENARIOS, type ScenarioKey } from './results';
 import { type Contender, interleave } from './sampler';
 import { admissionOnly, BENCH_TABLE, startBenchStore, startOurService } from './service';
-import { round, seededRandom, summarize, timed } from './stats';
+import { round, seededRandom, summarize } from './stats';
 import { checkTargets, formatTargets } from './targets';
 
 const PHASES = ['core', 'variants', 'cold', 'admission', 'memory'] as const;
@@ -88,7 +88,7 @@ try {
         key: 'oursWarm',
         runs: runs(40),
         warmUp: 5,
-        shoot: async () => expectImage(await ours.shoot(simple), 'ours'),
+        shoot: async () => answeredMs(await ours.shoot(simple), 'ours'),
       },
       { key: 'floor', runs: runs(40), warmUp: 5, shoot: () => floor.shoot(pages.simple) },
       { key: 'floorProxy', runs: runs(20), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
@@ -107,7 +107,7 @@ try {
       key,
       runs: runs(n),
       warmUp: 2,
-      shoot: async () => expectImage(await ours.shoot(body), key),
+      shoot: async () => answeredMs(await ours.shoot(body), key),
     });
     const contenders = [
       variant('oursFullPage', { url: pages.tall, fullPage: true }, 12),
@@ -149,7 +149,7 @@ try {
     for (let i = 0; i < 20; i++) expectImage(await admission.shoot(simple), 'admission');
     const samples: number[] = [];
     for (let i = 0; i < runs(200); i++) {
-      samples.push(await timed(async () => expectImage(await admission.shoot(simple), 'admission')));
+      samples.push(answeredMs(await admission.shoot(simple), 'admission'));
     }
     record('admission', samples);
   }
