@@ -34,6 +34,8 @@ const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop };
 export class ChromiumRenderer implements Renderer {
   private browser: Promise<Browser> | undefined;
   private spare: Promise<Tab> | undefined;
+  /** Contexts of finished captures still closing, so settle() can wait for them too. */
+  private readonly closing = new Set<Promise<void>>();
   /** The latest capture's emulation: the next spare is prepared with it, as callers tend to repeat their settings. */
   private expected: Emulation = DEFAULT_EMULATION;
 
@@ -78,7 +80,9 @@ export class ChromiumRenderer implements Renderer {
       clearTimeout(timer);
       // Closing the context discards everything the page stored. The image does not wait for it: no later capture
       // can see this context either way, since each one takes a context of its own.
-      tab.context.close().catch(() => undefined);
+      const closed = tab.context.close().catch(() => undefined);
+      this.closing.add(closed);
+      closed.finally(() => this.closing.delete(closed));
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight
       // more than it saved the next one (docs/performance.md).
       this.prepareSpare();
@@ -86,7 +90,7 @@ export class ChromiumRenderer implements Renderer {
   }
 
   async settle(): Promise<void> {
-    await this.spare?.catch(() => undefined);
+    await Promise.all([...this.closing, this.spare?.catch(() => undefined)]);
   }
 
   async close(): Promise<void> {
