@@ -94,18 +94,19 @@ export async function decodeImage(bytes: Buffer) {
     width: meta.width,
     height: meta.height,
     /** [r, g, b] at (x, y). */
-    pixel(x: number, y: number): [number, number, number] {
+    pixel(x: number, y: number): Rgb {
       const offset = (y * info.width + x) * info.channels;
       return [data[offset] ?? -1, data[offset + 1] ?? -1, data[offset + 2] ?? -1];
     },
   };
 }
 
+export type Rgb = [number, number, number];
+export const RED: Rgb = [255, 0, 0];
+export const GREEN: Rgb = [0, 255, 0];
+export const BLUE: Rgb = [0, 0, 255];
+
 /** True when two colours are within `tolerance` per channel (JPEG and WebP are lossy). */
-export function near(
-  actual: [number, number, number],
-  expected: [number, number, number],
-  tolerance = 12,
-): boolean {
+export function near(actual: Rgb, expected: Rgb, tolerance = 12): boolean {
   return actual.every((value, i) => Math.abs(value - (expected[i] ?? 0)) <= tolerance);
 }

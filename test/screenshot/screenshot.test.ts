@@ -3,15 +3,14 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 import {
+  BLUE,
   decodeImage,
+  GREEN,
   near,
+  RED,
   type ScreenshotHarness,
   startScreenshotHarness,
 } from '../helpers/screenshotHarness';
-
-const RED: [number, number, number] = [255, 0, 0];
-const BLUE: [number, number, number] = [0, 0, 255];
-const GREEN: [number, number, number] = [0, 255, 0];
 
 let pages: PageServer;
 let harness: ScreenshotHarness;

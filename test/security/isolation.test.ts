@@ -4,6 +4,7 @@ import { environmentOf } from '../helpers/egressFixtures';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 import {
   decodeImage,
+  GREEN,
   near,
   type ScreenshotHarness,
   startScreenshotHarness,
@@ -13,8 +14,6 @@ import {
  * What one customer's page leaves behind must be invisible to the next capture; a page's scripts must not read
  * other origins; Chromium must not hold the function's AWS credentials. All through the real handler and renderer.
  */
-
-const GREEN: [number, number, number] = [0, 255, 0];
 
 /** Stand-ins for the function's credentials, set where Lambda sets them: in the process environment. */
 const FAKE_CREDENTIALS = {

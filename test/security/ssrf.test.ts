@@ -6,7 +6,9 @@ import { type Canary, startCanary } from '../helpers/egressFixtures';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 import {
   decodeImage,
+  GREEN,
   near,
+  RED,
   type ScreenshotHarness,
   startScreenshotHarness,
 } from '../helpers/screenshotHarness';
@@ -16,9 +18,6 @@ import {
  * egress proxy). ALLOW_PRIVATE_HOSTS names only the test's "public" server; a canary on another loopback port
  * stands for everything private (the Lambda runtime API, the metadata service, the VPC) and must never be reached.
  */
-
-const GREEN: [number, number, number] = [0, 255, 0];
-const RED: [number, number, number] = [255, 0, 0];
 
 let canary: Canary;
 let site: PageServer;
