@@ -72,12 +72,14 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async add(accountId: string, amount: number): Promise<number> {
+    // Taking credits away must not go below zero; giving never fails.
+    const removing = amount < 0;
     try {
       return await this.update(
         accountId,
         'ADD credits :amount',
-        amount,
-        amount < 0 ? 'credits >= :needed' : undefined,
+        removing ? { ':amount': amount, ':needed': -amount } : { ':amount': amount },
+        removing ? 'credits >= :needed' : undefined,
       );
     } catch (error) {
       if (isConditionFailure(error))
@@ -87,13 +89,13 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async set(accountId: string, amount: number): Promise<number> {
-    return this.update(accountId, 'SET credits = :amount', amount);
+    return this.update(accountId, 'SET credits = :amount', { ':amount': amount });
   }
 
   private async update(
     accountId: string,
     expression: string,
-    amount: number,
+    values: Record<string, number>,
     condition?: string,
   ): Promise<number> {
     const result = await this.db.send(
@@ -102,9 +104,7 @@ export class DynamoCreditLedger implements CreditLedger {
         Key: itemKey.account(accountId),
         UpdateExpression: expression,
         ConditionExpression: condition,
-        ExpressionAttributeValues: condition
-          ? { ':amount': amount, ':needed': -amount }
-          : { ':amount': amount },
+        ExpressionAttributeValues: values,
         ReturnValues: 'UPDATED_NEW',
       }),
     );
