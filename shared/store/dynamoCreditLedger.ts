@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { CreditLedger } from '../accounts/creditLedger';
 import { InsufficientCreditsError } from '../errors';
-import { isConditionFailure, itemKey } from './table';
+import { conditionHeld, isConditionFailure, itemKey } from './table';
 
 /** Credits live on the account item (`ACCOUNT#id / ACCOUNT`, attribute `credits`). */
 export class DynamoCreditLedger implements CreditLedger {
@@ -15,8 +15,9 @@ export class DynamoCreditLedger implements CreditLedger {
 
   async grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void> {
     if (this.granted.has(accountId)) return;
-    try {
-      await this.db.send(
+    // A failed condition means the grant was given before: nothing to do.
+    await conditionHeld(
+      this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
@@ -24,10 +25,8 @@ export class DynamoCreditLedger implements CreditLedger {
           ConditionExpression: 'attribute_not_exists(freeCreditsGrantedAt)',
           ExpressionAttributeValues: { ':now': now, ':amount': amount },
         }),
-      );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-    }
+      ),
+    );
     this.granted.add(accountId);
   }
 

@@ -7,7 +7,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../keys/keyStore';
-import { ACCOUNT_KEY_PREFIX, isConditionFailure, itemKey } from './table';
+import { ACCOUNT_KEY_PREFIX, conditionHeld, itemKey } from './table';
 
 /** lastUsed may lag by up to this much (decisions.md); within it, repeated uses of a key cost no write. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
@@ -28,8 +28,8 @@ export class DynamoKeyStore implements KeyStore {
   ) {}
 
   async create(key: NewKey, maxKeys: number): Promise<boolean> {
-    try {
-      await this.db.send(
+    const slotTaken = await conditionHeld(
+      this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(key.accountId),
@@ -37,11 +37,9 @@ export class DynamoKeyStore implements KeyStore {
           ConditionExpression: 'attribute_not_exists(keyCount) OR keyCount < :max',
           ExpressionAttributeValues: { ':one': 1, ':max': maxKeys },
         }),
-      );
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
+    if (!slotTaken) return false;
     try {
       await this.db.send(
         new PutCommand({
@@ -99,23 +97,27 @@ export class DynamoKeyStore implements KeyStore {
   async revoke(accountId: string, keyId: string): Promise<boolean> {
     const listing = await this.listingItem(accountId, keyId);
     if (!listing) return false;
-    const revoked = await this.conditionally(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: itemKey.apiKey(String(listing.keyHash)),
-        UpdateExpression: 'SET isActive = :false',
-        ConditionExpression: 'accountId = :account',
-        ExpressionAttributeValues: { ':false': false, ':account': accountId },
-      }),
+    const revoked = await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.apiKey(String(listing.keyHash)),
+          UpdateExpression: 'SET isActive = :false',
+          ConditionExpression: 'accountId = :account',
+          ExpressionAttributeValues: { ':false': false, ':account': accountId },
+        }),
+      ),
     );
-    await this.conditionally(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: itemKey.accountKey(accountId, keyId),
-        UpdateExpression: 'SET isActive = :false',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':false': false },
-      }),
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.accountKey(accountId, keyId),
+          UpdateExpression: 'SET isActive = :false',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':false': false },
+        }),
+      ),
     );
     return revoked;
   }
@@ -123,13 +125,15 @@ export class DynamoKeyStore implements KeyStore {
   async delete(accountId: string, keyId: string): Promise<boolean> {
     const listing = await this.listingItem(accountId, keyId);
     if (!listing) return false;
-    await this.conditionally(
-      new DeleteCommand({
-        TableName: this.tableName,
-        Key: itemKey.apiKey(String(listing.keyHash)),
-        ConditionExpression: 'accountId = :account',
-        ExpressionAttributeValues: { ':account': accountId },
-      }),
+    await conditionHeld(
+      this.db.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: itemKey.apiKey(String(listing.keyHash)),
+          ConditionExpression: 'accountId = :account',
+          ExpressionAttributeValues: { ':account': accountId },
+        }),
+      ),
     );
     return this.removeListingAndCount(accountId, keyId);
   }
@@ -147,14 +151,16 @@ export class DynamoKeyStore implements KeyStore {
     if (previous !== undefined && now - previous < LAST_USED_RESOLUTION_MS) return;
     this.lastUsedWritten.set(identity.keyId, now);
     // Never moves lastUsed backwards, and never recreates a listing item that a delete removed.
-    await this.conditionally(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: itemKey.accountKey(identity.accountId, identity.keyId),
-        UpdateExpression: 'SET lastUsed = :now',
-        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lastUsed) OR lastUsed < :now)',
-        ExpressionAttributeValues: { ':now': now },
-      }),
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.accountKey(identity.accountId, identity.keyId),
+          UpdateExpression: 'SET lastUsed = :now',
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lastUsed) OR lastUsed < :now)',
+          ExpressionAttributeValues: { ':now': now },
+        }),
+      ),
     );
   }
 
@@ -170,12 +176,14 @@ export class DynamoKeyStore implements KeyStore {
   }
 
   private async removeListingAndCount(accountId: string, keyId: string): Promise<boolean> {
-    const removed = await this.conditionally(
-      new DeleteCommand({
-        TableName: this.tableName,
-        Key: itemKey.accountKey(accountId, keyId),
-        ConditionExpression: 'attribute_exists(pk)',
-      }),
+    const removed = await conditionHeld(
+      this.db.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: itemKey.accountKey(accountId, keyId),
+          ConditionExpression: 'attribute_exists(pk)',
+        }),
+      ),
     );
     // Only the request that removed the listing gives its slot back, so concurrent deletes count once.
     if (removed) {
@@ -189,17 +197,6 @@ export class DynamoKeyStore implements KeyStore {
       );
     }
     return removed;
-  }
-
-  /** Sends a conditional write; false when its condition did not hold. */
-  private async conditionally(command: UpdateCommand | DeleteCommand): Promise<boolean> {
-    try {
-      await this.db.send(command as UpdateCommand);
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
   }
 }
 

@@ -47,3 +47,14 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
 export function isConditionFailure(error: unknown): boolean {
   return error instanceof Error && error.name === 'ConditionalCheckFailedException';
 }
+
+/** Awaits a conditional write: true when it was applied, false when its condition did not hold. */
+export async function conditionHeld(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (error) {
+    if (isConditionFailure(error)) return false;
+    throw error;
+  }
+}
