@@ -1,16 +1,16 @@
 /**
  * A/B of a renderer change, in one process and one run: the renderer at a git revision (--rev, default HEAD)
  * against the working tree's (or another revision's, --after), both behind the real handler, the same store and
- * their own egress proxy, interleaved with the floor as a control. Used to justify each optimisation with a
- * before/after row (docs/performance.md). Only the renderer file differs; everything it imports is the working
- * tree's.
+ * their own egress proxy, interleaved with the floor as a control, each sample timed to the end of the streamed answer
+ * as the "ours" rows of run.ts are. Used to justify each optimisation with a
+ * before/after row (docs/performance.md). Only the renderer and its launch flags differ; everything else they import
+ * is the working tree's.
  *
  *   npx tsx bench/ab.ts [--rev=HEAD~1] [--after=HEAD|file:/tmp/variant.ts] [--also=...] [--runs=40] [--body='{"device":"mobile"}']
  */
 import './env';
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import type { ChromiumRendererOptions } from '../shared/capture/chromiumRenderer';
@@ -21,7 +21,7 @@ import { createUrlPolicy } from '../shared/egress/urlPolicy';
 import { screenshotHandler } from '../shared/screenshot/screenshotHandler';
 import { createStores } from '../shared/wiring/stores';
 import { startFloor } from './alternatives';
-import { expectImage, invokeStreaming, screenshotEvent } from './invoke';
+import { answeredMs, invokeStreaming, screenshotEvent } from './invoke';
 import { startBenchPages } from './pages';
 import { type Contender, interleave } from './sampler';
 import { startBenchStore } from './service';
@@ -38,25 +38,33 @@ const extraBody = JSON.parse(arg('body') ?? '{}') as Record<string, unknown>;
 const root = fileURLToPath(new URL('..', import.meta.url));
 type RendererClass = new (options: ChromiumRendererOptions) => Renderer;
 
+/** The capture files taken from the revision; everything else they import is the working tree's. */
+const CAPTURE_FILES = ['chromiumRenderer.ts', 'chromiumLaunch.ts'];
+
 /**
- * The renderer's source at `revision` (or in the file named `file:<path>`, for a variant not committed), its
- * relative imports pointed back at the working tree's modules.
+ * The renderer and its launch flags at `revision` (or the renderer in the file named `file:<path>`, for a variant
+ * not committed, with the working tree's flags), their other relative imports pointed back at the working tree.
  */
 async function rendererAt(revision: string, slot: string): Promise<RendererClass> {
-  const file = fileURLToPath(
-    new URL(`../node_modules/.cache/screenshot-bench/ab/${slot}/chromiumRenderer.ts`, import.meta.url),
-  );
-  const original = revision.startsWith('file:')
-    ? await readFile(revision.slice('file:'.length), 'utf8')
-    : execFileSync('git', ['show', `${revision}:shared/capture/chromiumRenderer.ts`], {
-        cwd: root,
-        encoding: 'utf8',
-      });
-  const source = original
-    .replace(/from '\.\/([^']+)'/g, `from '${root}shared/capture/$1'`)
-    .replace(/from '\.\.\/([^']+)'/g, `from '${root}shared/$1'`);
-  await mkdir(dirname(file), { recursive: true });
-  await writeFile(file, source);
+  const dir = fileURLToPath(new URL(`../node_modules/.cache/screenshot-bench/ab/${slot}/`, import.meta.url));
+  await mkdir(dir, { recursive: true });
+  const fromFile = revision.startsWith('file:');
+  for (const name of CAPTURE_FILES) {
+    const original =
+      fromFile && name === 'chromiumRenderer.ts'
+        ? await readFile(revision.slice('file:'.length), 'utf8')
+        : execFileSync('git', ['show', `${fromFile ? 'HEAD' : revision}:shared/capture/${name}`], {
+            cwd: root,
+            encoding: 'utf8',
+          });
+    const source = original
+      .replace(/from '\.\/([^']+)'/g, (whole, module: string) =>
+        CAPTURE_FILES.includes(`${module}.ts`) ? whole : `from '${root}shared/capture/${module}'`,
+      )
+      .replace(/from '\.\.\/([^']+)'/g, `from '${root}shared/$1'`);
+    await writeFile(`${dir}${name}`, source);
+  }
+  const file = `${dir}chromiumRenderer.ts`;
   return ((await import(file)) as { ChromiumRenderer: RendererClass }).ChromiumRenderer;
 }
 
@@ -92,7 +100,7 @@ for (const [key, Renderer] of variants) {
     key,
     runs,
     warmUp: 5,
-    shoot: async () => expectImage(await invokeStreaming(handler, screenshotEvent(store.apiKey, body)), key),
+    shoot: async () => answeredMs(await invokeStreaming(handler, screenshotEvent(store.apiKey, body)), key),
   });
 }
 const floor = await startFloor(await chromiumExecutable());

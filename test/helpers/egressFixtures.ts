@@ -6,8 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { chromiumArgs, chromiumExecutable } from '../../shared/capture/chromiumLaunch';
 import type { HostLookup } from '../../shared/egress/egressGate';
 import { egressChromiumArgs } from '../../shared/egress/egressProxy';
 
@@ -132,17 +132,13 @@ export async function startWebSocketServer(message: string): Promise<WebSocketSe
   };
 }
 
-/** The flags the renderer must drop (decisions.md, "Capture"). */
-const UNSAFE_ARGS = new Set([
-  '--single-process',
-  '--disable-web-security',
-  '--allow-running-insecure-content',
-]);
-
-/** Chromium as the renderer runs it: @sparticuz/chromium's args minus the unsafe ones, plus the egress flags. */
+/** Chromium as the renderer runs it: its launch flags plus the egress flags. */
 export async function launchEgressBrowser(proxyUrl: string): Promise<Browser> {
-  const args = [...chromium.args.filter((arg) => !UNSAFE_ARGS.has(arg)), ...egressChromiumArgs(proxyUrl)];
-  return puppeteer.launch({ executablePath: await chromium.executablePath(), args, headless: 'shell' });
+  return puppeteer.launch({
+    executablePath: await chromiumExecutable(),
+    args: chromiumArgs(egressChromiumArgs(proxyUrl)),
+    headless: 'shell',
+  });
 }
 
 /** Polls the page title until it satisfies `done` (pages report what happened by setting document.title). */

@@ -49,6 +49,11 @@ beforeAll(async () => {
       '',
       `<canvas id=c width=640 height=480></canvas><script>const c=document.getElementById('c').getContext('2d');let s=7;for(let y=0;y<480;y+=4)for(let x=0;x<640;x+=4){s=(s*1103515245+12345)&0x7fffffff;c.fillStyle='#'+(s&0xffffff).toString(16).padStart(6,'0');c.fillRect(x,y,4,4)}</script>`,
     ),
+    '/canvases': solidPage(
+      '#ff0000',
+      '',
+      `<canvas id=gl width=100 height=100></canvas><canvas id=flat width=100 height=100></canvas><script>const gl=document.getElementById('gl').getContext('webgl');gl.clearColor(0,0,1,1);gl.clear(gl.COLOR_BUFFER_BIT);const c=document.getElementById('flat').getContext('2d');c.fillStyle='#00ff00';c.fillRect(0,0,100,100)</script>`,
+    ),
     '/gone': (_, res) => {
       res.writeHead(404, { 'Content-Type': 'text/html' }).end(solidPage('#0000ff', '', '<h1>Not here</h1>'));
     },
@@ -398,6 +403,16 @@ describe('the image', () => {
     expect(response.status).toBe(200);
     expect(response.headers['X-Screenshot-Truncated']).toBe('true');
     expect((await decodeImage(response.body)).height).toBe(cap);
+  });
+
+  // Chromium runs with software compositing (chromiumLaunch.ts): WebGL must still reach the image.
+  it('renders WebGL and 2D canvases', async () => {
+    const account = await harness.newAccount();
+    const response = await harness.shoot(account.apiKey, { url: url('/canvases'), width: 320, height: 320 });
+    const image = await decodeImage(response.body);
+    expect(image.pixel(50, 50)).toEqual(BLUE);
+    expect(image.pixel(160, 50)).toEqual(GREEN);
+    expect(image.pixel(300, 300)).toEqual(RED);
   });
 
   it('captures a page that answers with an HTTP error status as rendered', async () => {
