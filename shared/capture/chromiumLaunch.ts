@@ -46,11 +46,13 @@ export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): 
   return env.CHROMIUM_PATH || (await chromium.executablePath());
 }
 
-/** Variables Chromium may see. Everything else (AWS credentials above all) stays in our process only. */
+/**
+ * Variables Chromium may see. Everything else (AWS credentials above all) stays in our process only. TMPDIR is not
+ * passed on: the renderer gives Chromium a temp folder of its own (chromiumTempDir.ts).
+ */
 const BROWSER_ENV_NAMES = [
   'PATH',
   'HOME',
-  'TMPDIR',
   'TZ',
   'LANG',
   'LC_ALL',

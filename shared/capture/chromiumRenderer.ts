@@ -1,8 +1,10 @@
+import { tmpdir } from 'node:os';
 import puppeteer, { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
 import { DEVICE_PRESETS } from '../screenshot/devices';
 import { browserEnvironment, chromiumArgs, chromiumExecutable } from './chromiumLaunch';
+import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { type CaptureResult, type CaptureSpec, heightCap, type Renderer } from './renderer';
 
 export interface ChromiumRendererOptions {
@@ -38,6 +40,8 @@ export class ChromiumRenderer implements Renderer {
   private readonly closing = new Set<Promise<void>>();
   /** The latest capture's emulation: the next spare is prepared with it, as callers tend to repeat their settings. */
   private expected: Emulation = DEFAULT_EMULATION;
+  /** The running browser's temp folder, swept after each capture and removed with the browser. */
+  private tempDir: ChromiumTempDir | undefined;
 
   constructor(private readonly options: ChromiumRendererOptions = {}) {}
 
@@ -80,7 +84,12 @@ export class ChromiumRenderer implements Renderer {
       clearTimeout(timer);
       // Closing the context discards everything the page stored. The image does not wait for it: no later capture
       // can see this context either way, since each one takes a context of its own.
-      const closed = tab.context.close().catch(() => undefined);
+      const closed = tab.context
+        .close()
+        .catch(() => undefined)
+        .then(async () => {
+          await this.tempDir?.sweep();
+        });
       this.closing.add(closed);
       closed.finally(() => this.closing.delete(closed));
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight
@@ -183,14 +192,26 @@ export class ChromiumRenderer implements Renderer {
 
   private async launch(): Promise<Browser> {
     const extra = (await this.options.launchArgs?.()) ?? [];
-    return puppeteer.launch({
-      executablePath: await chromiumExecutable(this.options.env),
-      args: chromiumArgs(extra),
-      headless: 'shell',
-      env: browserEnvironment(this.options.env),
-      acceptInsecureCerts: false,
-      protocolTimeout: 120_000,
-    });
+    const tempDir = await createChromiumTempDir(this.options.env?.TMPDIR ?? tmpdir());
+    try {
+      const browser = await puppeteer.launch({
+        executablePath: await chromiumExecutable(this.options.env),
+        args: chromiumArgs(extra),
+        headless: 'shell',
+        env: { ...browserEnvironment(this.options.env), TMPDIR: tempDir.path },
+        acceptInsecureCerts: false,
+        protocolTimeout: 120_000,
+      });
+      this.tempDir = tempDir;
+      browser.once('disconnected', () => {
+        if (this.tempDir === tempDir) this.tempDir = undefined;
+        void tempDir.remove();
+      });
+      return browser;
+    } catch (error) {
+      await tempDir.remove();
+      throw error;
+    }
   }
 }
 

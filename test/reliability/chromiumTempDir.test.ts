@@ -1,0 +1,74 @@
+import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
+import { createChromiumTempDir, LEFTOVER_AFTER_MS } from '../../shared/capture/chromiumTempDir';
+import { DEVICE_PRESETS } from '../../shared/screenshot/devices';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+
+let parent: string;
+
+beforeAll(async () => {
+  parent = await mkdtemp(join(tmpdir(), 'chromium-temp-test-'));
+});
+
+afterAll(async () => {
+  await rm(parent, { recursive: true, force: true });
+});
+
+describe("the sweep of Chromium's temp folder", () => {
+  it('removes shared-memory files left longer than the threshold, and nothing else', async () => {
+    const dir = await createChromiumTempDir(parent);
+    const aged = (Date.now() - LEFTOVER_AFTER_MS - 1000) / 1000;
+    for (const name of ['.org.chromium.Chromium.left', '.org.chromium.Chromium.fresh', 'profile-file']) {
+      await writeFile(join(dir.path, name), 'pixels');
+    }
+    await utimes(join(dir.path, '.org.chromium.Chromium.left'), aged, aged);
+    await utimes(join(dir.path, 'profile-file'), aged, aged);
+
+    expect(await dir.sweep()).toBe(1);
+    expect((await readdir(dir.path)).sort()).toEqual(['.org.chromium.Chromium.fresh', 'profile-file']);
+    // Once old enough, the fresh one goes too.
+    expect(await dir.sweep(Date.now() + LEFTOVER_AFTER_MS)).toBe(1);
+    await dir.remove();
+    await expect(readdir(dir.path)).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('the renderer', () => {
+  let pages: PageServer;
+
+  beforeAll(async () => {
+    pages = await startPageServer({ '/red': solidPage('#ff0000') });
+  });
+
+  afterAll(async () => {
+    await pages?.close();
+  });
+
+  it('gives Chromium a temp folder of its own, and removes it with the browser', async () => {
+    const root = await mkdtemp(join(parent, 'renderer-'));
+    const renderer = new ChromiumRenderer({ env: { ...process.env, TMPDIR: root } });
+    const spec = {
+      ...DEVICE_PRESETS.desktop,
+      url: `${pages.origin}/red`,
+      format: 'png' as const,
+      quality: 80,
+      fullPage: false,
+      delay: 0,
+    };
+    for (let i = 0; i < 5; i++)
+      expect((await renderer.capture(spec, 10_000)).image.length).toBeGreaterThan(0);
+    await renderer.settle();
+    const during = await readdir(root);
+    expect(during).toHaveLength(1);
+    expect(during[0]).toMatch(/^chromium-/);
+
+    await renderer.close();
+    const deadline = Date.now() + 5000;
+    while ((await readdir(root)).length > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(await readdir(root)).toEqual([]);
+  });
+});
