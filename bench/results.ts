@@ -2,12 +2,13 @@ import type { MachineDescription } from './machine';
 import type { ResidentMemory } from './memory';
 import type { Summary } from './stats';
 
-/** Scenario keys, as issue 8 lists them (plus one diagnostic row), in table order. */
+/** Scenario keys, as issue 8 lists them (plus two diagnostic rows), in table order. */
 export const SCENARIOS = {
   oursWarm: 'ours, warm (1920x1080 PNG)',
   floor: 'floor: puppeteer-core, open page',
   floorProxy: 'floor through the egress proxy (diagnostic)',
   captureWebsite: 'capture-website, same binary',
+  captureWebsiteOurFlags: 'capture-website with our launch flags (diagnostic)',
   launchPerRequest: 'launch per request',
   coldStart: 'cold start (new process to first image)',
   oursFullPage: 'ours, full page 15,000 px',

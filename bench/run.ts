@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
-import { captureWebsiteCapturer, launchPerRequest, startFloor } from './alternatives';
+import { captureWebsiteCapturer, launchPerRequest, ourLaunch, startFloor, usualLaunch } from './alternatives';
 import { bundleColdStart, type ColdStartSample, coldStartOnce } from './coldStart';
 import { answeredMs, expectImage } from './invoke';
 import { describeMachine, finishMachine } from './machine';
@@ -78,11 +78,14 @@ try {
   log(`our image ${results.pixelsMatchFloor ? 'matches' : 'DIFFERS FROM'} the floor's, pixel for pixel`);
 
   if (phase('core')) {
-    log('core: ours, floor, floor via proxy, capture-website, launch per request (interleaved)');
+    log(
+      'core: ours, floor, floor via proxy, capture-website (both launches), launch per request (interleaved)',
+    );
     const egress = await startEgressProxy({ allowPrivateHosts: pages.server.hostPort });
     const floorProxy = await startFloor(executablePath, egressChromiumArgs(egress.url));
-    const cw = captureWebsiteCapturer(executablePath);
-    const launch = launchPerRequest(executablePath);
+    const cw = captureWebsiteCapturer(usualLaunch(executablePath));
+    const cwOurFlags = captureWebsiteCapturer(ourLaunch(executablePath));
+    const launch = launchPerRequest(usualLaunch(executablePath));
     const contenders: Contender[] = [
       {
         key: 'oursWarm',
@@ -93,7 +96,13 @@ try {
       { key: 'floor', runs: runs(40), warmUp: 5, shoot: () => floor.shoot(pages.simple) },
       { key: 'floorProxy', runs: runs(20), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
       { key: 'launchPerRequest', runs: runs(20), warmUp: 2, shoot: () => launch.shoot(pages.simple) },
-      { key: 'captureWebsite', runs: runs(15), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
+      { key: 'captureWebsite', runs: runs(20), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
+      {
+        key: 'captureWebsiteOurFlags',
+        runs: runs(15),
+        warmUp: 1,
+        shoot: () => cwOurFlags.shoot(pages.simple),
+      },
     ];
     const samples = await interleave(contenders, random);
     for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
