@@ -104,9 +104,12 @@ export class ChromiumRenderer implements Renderer {
 
   async close(): Promise<void> {
     const browser = this.browser;
+    const tempDir = this.tempDir;
     this.browser = undefined;
     this.spare = undefined;
     if (browser) await (await browser.catch(() => undefined))?.close().catch(() => undefined);
+    // The browser's own removal of it is not awaited by anyone; a process about to exit must not leave it behind.
+    await tempDir?.remove();
   }
 
   private async shoot(tab: Tab, spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
@@ -201,6 +204,11 @@ export class ChromiumRenderer implements Renderer {
         env: { ...browserEnvironment(this.options.env), TMPDIR: tempDir.path },
         acceptInsecureCerts: false,
         protocolTimeout: 120_000,
+        // The process decides how it stops (the local server closes the service on SIGINT and SIGTERM): puppeteer's
+        // own handlers would kill Chromium and exit at once, leaving its temp folder behind.
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
       });
       this.tempDir = tempDir;
       browser.once('disconnected', () => {
