@@ -1,4 +1,7 @@
+import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 
 /**
  * Flags from @sparticuz/chromium's defaults that we must not run with:
@@ -26,7 +29,8 @@ export const PAGE_HEAP_LIMIT_MB = 512;
  *
  * `--disable-gpu-compositing`: Lambda has no GPU, so the "GPU" of the defaults is SwiftShader, a CPU emulating one,
  * and rasterising and compositing through it costs more CPU than Chrome's own software path, the one Chrome takes on
- * any machine without a GPU. Captures are about 25 % faster at every size and format (docs/performance.md). The
+ * any machine without a GPU. The screenshot step is about 25 % faster, a whole capture through the handler about
+ * 14 % (docs/performance.md). The
  * image differs only in antialiasing: on the bench page 99.7 % of the channel values that differ are off by 1 or 2.
  * WebGL still renders (through SwiftShader, read back).
  */
@@ -48,7 +52,7 @@ export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): 
 
 /**
  * Variables Chromium may see. Everything else (AWS credentials above all) stays in our process only. TMPDIR is not
- * passed on: the renderer gives Chromium a temp folder of its own (chromiumTempDir.ts).
+ * passed on: launchChromium() gives Chromium a temp folder of its own.
  */
 const BROWSER_ENV_NAMES = [
   'PATH',
@@ -61,8 +65,45 @@ const BROWSER_ENV_NAMES = [
   'FONTCONFIG_FILE',
 ];
 
-export function browserEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+function browserEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(
     BROWSER_ENV_NAMES.flatMap((name) => (env[name] !== undefined ? [[name, env[name] as string]] : [])),
   );
+}
+
+export interface LaunchedChromium {
+  browser: Browser;
+  /** Removed once the browser disconnects (closed or crashed); the renderer also sweeps it between captures. */
+  tempDir: ChromiumTempDir;
+}
+
+/**
+ * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), a short environment, and a temp folder of
+ * its own under the caller's TMPDIR, so that what Chromium leaves there goes with the browser.
+ */
+export async function launchChromium(
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<LaunchedChromium> {
+  const tempDir = await createChromiumTempDir(env.TMPDIR ?? tmpdir());
+  try {
+    const browser = await puppeteer.launch({
+      executablePath: await chromiumExecutable(env),
+      args: chromiumArgs(extraArgs),
+      headless: 'shell',
+      env: { ...browserEnvironment(env), TMPDIR: tempDir.path },
+      acceptInsecureCerts: false,
+      protocolTimeout: 120_000,
+      // The process decides how it stops (the local server closes the service on SIGINT and SIGTERM): puppeteer's
+      // own handlers would kill Chromium and exit at once, leaving its temp folder behind.
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+    });
+    browser.once('disconnected', () => void tempDir.remove());
+    return { browser, tempDir };
+  } catch (error) {
+    await tempDir.remove();
+    throw error;
+  }
 }

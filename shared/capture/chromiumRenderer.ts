@@ -1,10 +1,9 @@
-import { tmpdir } from 'node:os';
-import puppeteer, { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
+import { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
 import { DEVICE_PRESETS } from '../screenshot/devices';
-import { browserEnvironment, chromiumArgs, chromiumExecutable } from './chromiumLaunch';
-import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
+import { launchChromium } from './chromiumLaunch';
+import type { ChromiumTempDir } from './chromiumTempDir';
 import { type CaptureResult, type CaptureSpec, heightCap, type Renderer } from './renderer';
 
 export interface ChromiumRendererOptions {
@@ -108,7 +107,7 @@ export class ChromiumRenderer implements Renderer {
     this.browser = undefined;
     this.spare = undefined;
     if (browser) await (await browser.catch(() => undefined))?.close().catch(() => undefined);
-    // The browser's own removal of it is not awaited by anyone; a process about to exit must not leave it behind.
+    // The removal on 'disconnected' is not awaited by anyone; a process about to exit must not leave it behind.
     await tempDir?.remove();
   }
 
@@ -194,32 +193,15 @@ export class ChromiumRenderer implements Renderer {
   }
 
   private async launch(): Promise<Browser> {
-    const extra = (await this.options.launchArgs?.()) ?? [];
-    const tempDir = await createChromiumTempDir(this.options.env?.TMPDIR ?? tmpdir());
-    try {
-      const browser = await puppeteer.launch({
-        executablePath: await chromiumExecutable(this.options.env),
-        args: chromiumArgs(extra),
-        headless: 'shell',
-        env: { ...browserEnvironment(this.options.env), TMPDIR: tempDir.path },
-        acceptInsecureCerts: false,
-        protocolTimeout: 120_000,
-        // The process decides how it stops (the local server closes the service on SIGINT and SIGTERM): puppeteer's
-        // own handlers would kill Chromium and exit at once, leaving its temp folder behind.
-        handleSIGINT: false,
-        handleSIGTERM: false,
-        handleSIGHUP: false,
-      });
-      this.tempDir = tempDir;
-      browser.once('disconnected', () => {
-        if (this.tempDir === tempDir) this.tempDir = undefined;
-        void tempDir.remove();
-      });
-      return browser;
-    } catch (error) {
-      await tempDir.remove();
-      throw error;
-    }
+    const { browser, tempDir } = await launchChromium(
+      (await this.options.launchArgs?.()) ?? [],
+      this.options.env,
+    );
+    this.tempDir = tempDir;
+    browser.once('disconnected', () => {
+      if (this.tempDir === tempDir) this.tempDir = undefined;
+    });
+    return browser;
   }
 }
 

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumArgs, chromiumExecutable } from '../../shared/capture/chromiumLaunch';
+import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { type DashboardConfig, dashboardRoutes } from '../../web/localRoutes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
@@ -30,7 +30,7 @@ beforeAll(async () => {
   pages = await startPageServer({ '/hello': solidPage('#3366ff', '<title>Hello</title>', '<h1>Hello</h1>') });
   [service, browser] = await Promise.all([
     startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort }),
-    puppeteer.launch({ executablePath: await chromiumExecutable(), args: chromiumArgs(), headless: 'shell' }),
+    launchChromium().then((launched) => launched.browser),
   ]);
   page = await openPage();
 });

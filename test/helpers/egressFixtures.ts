@@ -6,8 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import { type AddressInfo, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { chromiumArgs, chromiumExecutable } from '../../shared/capture/chromiumLaunch';
+import type { Browser, Page } from 'puppeteer-core';
+import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import type { HostLookup } from '../../shared/egress/egressGate';
 import { egressChromiumArgs } from '../../shared/egress/egressProxy';
 
@@ -134,11 +134,7 @@ export async function startWebSocketServer(message: string): Promise<WebSocketSe
 
 /** Chromium as the renderer runs it: its launch flags plus the egress flags. */
 export async function launchEgressBrowser(proxyUrl: string): Promise<Browser> {
-  return puppeteer.launch({
-    executablePath: await chromiumExecutable(),
-    args: chromiumArgs(egressChromiumArgs(proxyUrl)),
-    headless: 'shell',
-  });
+  return (await launchChromium(egressChromiumArgs(proxyUrl))).browser;
 }
 
 /** Polls the page title until it satisfies `done` (pages report what happened by setting document.title). */

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
 import { createChromiumTempDir, LEFTOVER_AFTER_MS } from '../../shared/capture/chromiumTempDir';
 import { DEVICE_PRESETS } from '../../shared/screenshot/devices';
@@ -33,6 +34,21 @@ describe("the sweep of Chromium's temp folder", () => {
     expect(await dir.sweep(Date.now() + LEFTOVER_AFTER_MS)).toBe(1);
     await dir.remove();
     await expect(readdir(dir.path)).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('launchChromium', () => {
+  it('gives the browser a temp folder of its own, gone once the browser is', async () => {
+    const root = await mkdtemp(join(parent, 'launch-'));
+    const { browser, tempDir } = await launchChromium([], { ...process.env, TMPDIR: root });
+    expect(await readdir(root)).toEqual([tempDir.path.slice(root.length + 1)]);
+
+    await browser.close();
+    // Removed on 'disconnected', which nobody awaits: allow it a moment.
+    const deadline = Date.now() + 5000;
+    while ((await readdir(root)).length > 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await readdir(root)).toEqual([]);
   });
 });
 
