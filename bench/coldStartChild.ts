@@ -6,6 +6,7 @@
 import './env';
 import { logger } from '../shared/logger';
 import { createDynamoClient } from '../shared/store/dynamoClient';
+import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { invokeStreaming, screenshotEvent } from './invoke';
 
@@ -25,7 +26,7 @@ const service = createScreenshotService(
 service.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
 
 const response = await invokeStreaming(
-  service.handler,
+  screenshotLambda(service),
   screenshotEvent(process.env.BENCH_API_KEY ?? '', { url: process.env.BENCH_URL }),
 );
 const imageMs = performance.now();

@@ -1,22 +1,22 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { routeEvent } from '../local/apiGatewayEvent';
+import { invocationContext } from '../local/invocationContext';
 import { type BufferedResponse, invokeStreaming as invokeBuffered } from '../local/invokeStreaming';
-import { lambdaContext } from '../local/lambdaContext';
-import type { StreamingHandler } from '../shared/http/streaming';
-import { eventFor } from '../test/helpers/events';
+import type { StreamingLambdaHandler } from '../shared/http/adapter/lambdaStreaming';
 
 export type BenchResponse = BufferedResponse;
 
 /** A POST /api/screenshot event as API Gateway would send it. */
 export function screenshotEvent(apiKey: string, body: unknown): APIGatewayProxyEvent {
-  return eventFor('screenshot', { bearer: apiKey, body });
+  return routeEvent('screenshot', { bearer: apiKey, body });
 }
 
 /** The screenshot handler invoked as Lambda would, with the whole streamed body read. */
 export function invokeStreaming(
-  handler: StreamingHandler,
+  handler: StreamingLambdaHandler,
   event: APIGatewayProxyEvent,
 ): Promise<BenchResponse> {
-  return invokeBuffered(handler, event, lambdaContext('screenshot'));
+  return invokeBuffered(handler, event, invocationContext());
 }
 
 /**

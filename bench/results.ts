@@ -2,7 +2,7 @@ import type { MachineDescription } from './machine';
 import type { ResidentMemory } from './memory';
 import type { Summary } from './stats';
 
-/** Scenario keys, as issue 8 lists them (plus two diagnostic rows), in table order. */
+/** Scenario keys, the speed targets' rows (plus two diagnostic rows), in table order. */
 export const SCENARIOS = {
   oursWarm: 'ours, warm (1920x1080 PNG)',
   floor: 'floor: puppeteer-core, open page',

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: the warm capture path against what users would pick instead, in one run on this machine with
- * one Chromium binary. Prints Markdown tables, writes bench/results/latest.json and checks issue 8's targets
+ * one Chromium binary. Prints Markdown tables, writes bench/results/latest.json and checks the speed targets (bench/targets.ts)
  * against that JSON. Options: --quick (a quarter of the runs, for trying changes), --only=core,variants,cold,
  * admission,memory, --out=<file>.
  */

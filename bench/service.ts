@@ -1,15 +1,13 @@
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
+import { ephemeralIdentityProvider } from '../local/ephemeralIdp';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
-import { managementHandler } from '../shared/http/managementHandler';
-import type { StreamingHandler } from '../shared/http/streaming';
-import { screenshotHandler } from '../shared/screenshot/screenshotHandler';
+import { captureScreenshot } from '../shared/screenshot/captureScreenshot';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
+import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { createStores } from '../shared/wiring/stores';
-import { eventFor } from '../test/helpers/events';
-import { testIdentityProvider } from '../test/helpers/identity';
 import { type BenchResponse, invokeStreaming, screenshotEvent } from './invoke';
 
 export const BENCH_TABLE = 'screenshot-bench';
@@ -26,7 +24,7 @@ export interface BenchStore {
 
 export async function startBenchStore(allowPrivateHosts: string): Promise<BenchStore> {
   const dynamo = await startEmbeddedDynamo({ tableName: BENCH_TABLE });
-  const idp = testIdentityProvider();
+  const idp = ephemeralIdentityProvider();
   const env: Record<string, string> = {
     TABLE_NAME: BENCH_TABLE,
     RATE_LIMIT_PER_HOUR: String(PLENTY),
@@ -36,12 +34,9 @@ export async function startBenchStore(allowPrivateHosts: string): Promise<BenchS
   };
   const management = createKeyManagement(dynamo.client, env, idp.jwks);
   const accountId = 'bench-account';
-  const created = await managementHandler(management.createKey)(
-    eventFor('createKey', { bearer: idp.token(accountId), body: { name: 'bench' } }),
-  );
-  if (created.statusCode !== 201) throw new Error(`could not create the bench key: ${created.body}`);
+  const created = await management.createKey(idp.token(accountId), () => ({ name: 'bench' }));
   await createStores(dynamo.client, readServiceConfig(env)).credits.set(accountId, PLENTY);
-  return { dynamo, env, apiKey: JSON.parse(created.body).key as string, close: () => dynamo.close() };
+  return { dynamo, env, apiKey: created.key, close: () => dynamo.close() };
 }
 
 /** The real screenshot service (handler, renderer, egress proxy) as the Lambda entry builds it. */
@@ -54,7 +49,7 @@ export async function startOurService(store: BenchStore, env: NodeJS.ProcessEnv 
   const service = createScreenshotService(store.dynamo.client, { ...process.env, ...store.env, ...env });
   await service.renderer.warmUp();
   return {
-    shoot: (body) => invokeStreaming(service.handler, screenshotEvent(store.apiKey, body)),
+    shoot: (body) => invokeStreaming(screenshotLambda(service), screenshotEvent(store.apiKey, body)),
     close: () => service.close(),
   };
 }
@@ -79,10 +74,13 @@ export function admissionOnly(store: BenchStore): {
   shoot(body: Record<string, unknown>): Promise<BenchResponse>;
 } {
   const config = readServiceConfig(store.env);
-  const handler: StreamingHandler = screenshotHandler({
-    ...createStores(store.dynamo.client, config),
+  const handler = screenshotLambda({
+    capture: captureScreenshot({
+      ...createStores(store.dynamo.client, config),
+      renderer: instantRenderer,
+      urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
+    }),
     renderer: instantRenderer,
-    urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
   });
   return { shoot: (body) => invokeStreaming(handler, screenshotEvent(store.apiKey, body)) };
 }

@@ -1,5 +1,4 @@
-import { managementHandler } from '../shared/http/managementHandler';
-import { getOpenApi } from '../shared/openapi/handler';
+import { openApiLambda } from '../shared/wiring/lambdaHandlers';
 
 // The document is built on the first request and kept for the life of the warm instance.
-export const handler = managementHandler(getOpenApi);
+export const handler = openApiLambda;

@@ -1,6 +1,7 @@
-import { streamingRuntime } from '../shared/http/streaming';
+import { streamingRuntime } from '../shared/http/adapter/lambdaStreaming';
 import { logger } from '../shared/logger';
 import { createDynamoClient } from '../shared/store/dynamoClient';
+import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 
 const service = createScreenshotService(createDynamoClient(), process.env);
@@ -8,4 +9,4 @@ const service = createScreenshotService(createDynamoClient(), process.env);
 // waits for this top-level await), not on the first request. A failure here is retried by the first capture.
 await service.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
 
-export const handler = streamingRuntime().streamifyResponse(service.handler);
+export const handler = streamingRuntime().streamifyResponse(screenshotLambda(service));

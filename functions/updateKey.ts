@@ -1,6 +1,6 @@
-import { managementHandler } from '../shared/http/managementHandler';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
+import { keyLambdas } from '../shared/wiring/lambdaHandlers';
 
 // Built once per cold start and reused by warm invocations (JWKS cache, SDK connections).
-export const handler = managementHandler(createKeyManagement(createDynamoClient(), process.env).updateKey);
+export const handler = keyLambdas(createKeyManagement(createDynamoClient(), process.env)).updateKey;

@@ -1,21 +1,23 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../shared/errors';
-import { errorAnswer } from '../shared/http/errorResponse';
-import type { LambdaProxyHandler } from '../shared/http/managementHandler';
-import { PRELUDE_EVENT, type ResponsePrelude, type StreamingHandler } from '../shared/http/streaming';
+import type { InvocationContext } from '../shared/http/adapter/apiGateway';
+import {
+  PRELUDE_EVENT,
+  type ResponsePrelude,
+  type StreamingLambdaHandler,
+} from '../shared/http/adapter/lambdaStreaming';
+import { errorAnswer } from '../shared/http/errorAnswer';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
+import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
+import type { LambdaHandlers } from '../shared/wiring/lambdaHandlers';
 import type { AdmissionQueue } from './admissionQueue';
 import { apiGatewayEvent } from './apiGatewayEvent';
-import { lambdaContext } from './lambdaContext';
+import { invocationContext } from './invocationContext';
 
 /** What API Gateway would accept at most; the handlers enforce their own, smaller limits. */
 const MAX_REQUEST_BYTES = 1024 * 1024;
-
-export type RouteHandlers = {
-  [K in RouteDefinition['handler']]: K extends 'screenshot' ? StreamingHandler : LambdaProxyHandler;
-};
 
 /** Extra non-API paths the local server answers (JWKS, dashboard); returns false when it does not own the path. */
 export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -31,7 +33,7 @@ export interface AdapterOptions {
   captures?: AdmissionQueue;
 }
 
-export function lambdaHttpAdapter(handlers: RouteHandlers, options: AdapterOptions = {}): RequestListener {
+export function lambdaHttpAdapter(handlers: LambdaHandlers, options: AdapterOptions = {}): RequestListener {
   const extra = options.extra ?? [];
   return (req, res) => {
     handle(req, res).catch((error) => {
@@ -61,13 +63,15 @@ export function lambdaHttpAdapter(handlers: RouteHandlers, options: AdapterOptio
       body,
       sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
     });
-    const context = lambdaContext(match.route.handler);
     if (match.route.handler === 'screenshot') {
-      const run = () => runStreaming(handlers.screenshot, event, context, res);
+      const run = () => runStreaming(handlers.screenshot, event, invocationContext(), res);
       await (options.captures ? options.captures.run(run) : run());
       return;
     }
-    const result = await handlers[match.route.handler](event, context);
+    const result = await handlers[match.route.handler](
+      event,
+      invocationContext(MANAGEMENT_FUNCTION_TIMEOUT_MS),
+    );
     const headers = { ...(result.headers as Record<string, string>) };
     const payload = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body);
     res.writeHead(result.statusCode, { ...headers, 'Content-Length': String(payload.length) });
@@ -102,10 +106,21 @@ function matchPath(template: string, pathname: string): Record<string, string> |
     const param = /^\{(\w+)\}$/.exec(part)?.[1];
     if (param) {
       if (actual === '') return undefined;
-      params[param] = decodeURIComponent(actual);
+      // A malformed escape (`%FF`) names no resource: 404, as API Gateway answers, never a 500.
+      const decoded = safeDecode(actual);
+      if (decoded === undefined) return undefined;
+      params[param] = decoded;
     } else if (part !== actual) return undefined;
   }
   return params;
+}
+
+function safeDecode(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }
 
 async function readBody(req: IncomingMessage): Promise<string | null> {
@@ -129,9 +144,9 @@ function flatHeaders(req: IncomingMessage): Record<string, string> {
 
 /** Runs a streaming handler with the stand-in runtime, piping what it writes to the HTTP response. */
 async function runStreaming(
-  handler: StreamingHandler,
+  handler: StreamingLambdaHandler,
   event: APIGatewayProxyEvent,
-  context: Context,
+  context: InvocationContext,
   res: ServerResponse,
 ): Promise<void> {
   const stream = new PassThrough();

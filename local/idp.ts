@@ -9,6 +9,7 @@ import {
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Jwks } from 'aws-jwt-verify/jwk';
+import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 
 /**
  * The local identity provider: an RSA key pair kept under DATA_DIR, its JWKS, and tokens shaped like Cognito access
@@ -16,7 +17,6 @@ import type { Jwks } from 'aws-jwt-verify/jwk';
  */
 export const LOCAL_ISSUER = 'urn:screenshot-service:local-idp';
 export const LOCAL_CLIENT_ID = 'local-client';
-const TOKEN_LIFETIME_SECONDS = 3600;
 
 export interface LocalIdp {
   issuer: string;
@@ -77,7 +77,7 @@ export function signAccessToken(key: SigningKey, claims: Record<string, unknown>
     scope: 'aws.cognito.signin.user.admin',
     auth_time: now,
     iat: now,
-    exp: now + TOKEN_LIFETIME_SECONDS,
+    exp: now + SESSION_TOKEN_LIFETIME_SECONDS,
     jti: randomUUID(),
     username: claims.sub,
     ...claims,

@@ -1,6 +1,11 @@
 import { PassThrough } from 'node:stream';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
-import { PRELUDE_EVENT, type ResponsePrelude, type StreamingHandler } from '../shared/http/streaming';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { InvocationContext } from '../shared/http/adapter/apiGateway';
+import {
+  PRELUDE_EVENT,
+  type ResponsePrelude,
+  type StreamingLambdaHandler,
+} from '../shared/http/adapter/lambdaStreaming';
 
 export interface BufferedResponse {
   status: number;
@@ -16,9 +21,9 @@ export interface BufferedResponse {
  * client had its answer. Tests and the benchmark use it; the local server pipes instead.
  */
 export async function invokeStreaming(
-  handler: StreamingHandler,
+  handler: StreamingLambdaHandler,
   event: APIGatewayProxyEvent,
-  context: Context,
+  context: InvocationContext,
 ): Promise<BufferedResponse> {
   const stream = new PassThrough();
   let prelude: ResponsePrelude | undefined;

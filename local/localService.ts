@@ -4,13 +4,12 @@ import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { readServiceConfig } from '../shared/config';
-import { managementHandler } from '../shared/http/managementHandler';
 import { logger } from '../shared/logger';
-import { getOpenApi } from '../shared/openapi/handler';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
+import { keyLambdas, openApiLambda, screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
-import { dashboardRoutes } from '../web/localRoutes';
 import { AdmissionQueue } from './admissionQueue';
+import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type ExtraRoute, lambdaHttpAdapter } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
@@ -75,13 +74,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   };
   const listener: RequestListener = lambdaHttpAdapter(
     {
-      screenshot: screenshot.handler,
-      listKeys: managementHandler(keys.listKeys),
-      createKey: managementHandler(keys.createKey),
-      updateKey: managementHandler(keys.updateKey),
-      deleteKey: managementHandler(keys.deleteKey),
-      getCredits: managementHandler(keys.getCredits),
-      getOpenApi: managementHandler(getOpenApi),
+      screenshot: screenshotLambda(screenshot),
+      ...keyLambdas(keys),
+      getOpenApi: openApiLambda,
     },
     { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })], captures: captureQueue(env) },
   );

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Deployment settings, read once per cold start from the environment. The names are part of the product
- * (decisions.md, "Local service"); the deployed stack sets the same variables on each function.
+ * (docs/api.md, "Local service"); the deployed stack sets the same variables on each function.
  */
 const envSchema = z.object({
   TABLE_NAME: z.string().min(3).default('screenshot-service'),

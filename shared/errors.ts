@@ -1,9 +1,10 @@
 /**
- * Domain errors. Each carries what its HTTP answer needs; `shared/http/errorResponse.ts` is the one place that
- * turns them into status codes and bodies. Anything that is not one of these becomes a generic 500.
+ * Domain errors. Each one carries its own answer: the status, the fields its JSON body adds beside the message,
+ * and any headers. `shared/http/errorAnswer.ts` is the one place that turns them into HTTP answers; anything that
+ * is not an AppError becomes a generic 500.
  */
 
-/** One validation problem, in the shape of the spec's 400 `details[]`. */
+/** One validation problem, in the shape of the 400 body's `details[]` (docs/api.md). */
 export interface ValidationDetail {
   code: string;
   path: (string | number)[];
@@ -18,6 +19,16 @@ export class AppError extends Error {
     super(message);
     this.name = new.target.name;
   }
+
+  /** Fields the JSON body carries beside its message. */
+  fields(): Record<string, unknown> {
+    return {};
+  }
+
+  /** Headers the answer carries; `now` is ms since epoch. */
+  headers(_now: number): Record<string, string> {
+    return {};
+  }
 }
 
 export class ValidationError extends AppError {
@@ -26,6 +37,10 @@ export class ValidationError extends AppError {
     message = 'Invalid request',
   ) {
     super(400, message);
+  }
+
+  override fields() {
+    return { details: this.details };
   }
 }
 
@@ -42,6 +57,10 @@ export class InsufficientCreditsError extends AppError {
   ) {
     super(402, 'Insufficient credits');
   }
+
+  override fields() {
+    return { required: this.required, available: this.available };
+  }
 }
 
 export class NotFoundError extends AppError {
@@ -53,6 +72,10 @@ export class NotFoundError extends AppError {
 export class MethodNotAllowedError extends AppError {
   constructor(readonly allow: string[]) {
     super(405, 'Method not allowed');
+  }
+
+  override headers() {
+    return { Allow: this.allow.join(', ') };
   }
 }
 
@@ -77,9 +100,18 @@ export class UnsupportedMediaTypeError extends AppError {
 export class RateLimitedError extends AppError {
   constructor(
     readonly limit: number,
+    /** When the caller may try again, ms since epoch. */
     readonly reset: number,
   ) {
     super(429, 'Rate limit exceeded');
+  }
+
+  override fields() {
+    return { limit: this.limit, reset: this.reset };
+  }
+
+  override headers(now: number) {
+    return { 'Retry-After': String(Math.max(1, Math.ceil((this.reset - now) / 1000))) };
   }
 }
 
@@ -91,18 +123,33 @@ export class CaptureFailedError extends AppError {
   ) {
     super(500, 'Screenshot capture failed');
   }
+
+  override fields() {
+    return { url: this.url, message: this.reason };
+  }
+}
+
+/** A 503: the request had no effect and passes quickly, so clients are told to come back soon rather than give up. */
+abstract class RetrySoonError extends AppError {
+  constructor(message: string) {
+    super(503, message);
+  }
+
+  override headers() {
+    return { 'Retry-After': '1' };
+  }
 }
 
 /** Too many captures in flight on this instance (local server); the caller may retry. */
-export class OverloadedError extends AppError {
+export class OverloadedError extends RetrySoonError {
   constructor() {
-    super(503, 'Service is busy, try again shortly');
+    super('Service is busy, try again shortly');
   }
 }
 
 /** The data store could not be reached or did not answer in time; the request had no effect and may be retried. */
-export class StoreUnavailableError extends AppError {
+export class StoreUnavailableError extends RetrySoonError {
   constructor() {
-    super(503, 'Service temporarily unavailable, try again shortly');
+    super('Service temporarily unavailable, try again shortly');
   }
 }

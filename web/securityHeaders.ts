@@ -1,5 +1,5 @@
 /**
- * The dashboard's security headers, defined once for the local server (web/localRoutes.ts) and the CloudFront
+ * The dashboard's security headers, defined once for the local server (local/dashboardRoutes.ts) and the CloudFront
  * response headers policy (infra/dashboardSite.ts), so the page is tested under the policy it is deployed with.
  */
 

@@ -7,7 +7,7 @@ export interface RateLimitDecision {
   reset: number;
 }
 
-/** Port for the per-account rate limit (decisions.md: fixed one-hour UTC windows, exact under concurrency). */
+/** Port for the per-account rate limit (docs/api.md: fixed one-hour UTC windows, exact under concurrency). */
 export interface RateLimiter {
   hit(accountId: string, now: number): Promise<RateLimitDecision>;
 }

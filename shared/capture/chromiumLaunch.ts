@@ -7,7 +7,7 @@ import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
  * Flags from @sparticuz/chromium's defaults that we must not run with:
  * - `--single-process`: a second browser context kills the browser, and we need a fresh context per capture;
  * - `--disable-web-security`, `--allow-running-insecure-content`: a captured page's scripts could read other
- *   origins' responses (decisions.md, "Capture").
+ *   origins' responses (docs/api.md, "Capture").
  */
 const REFUSED_FLAGS = new Set([
   '--single-process',

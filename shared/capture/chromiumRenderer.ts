@@ -1,10 +1,16 @@
 import { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
-import { DEVICE_PRESETS } from '../screenshot/devices';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
-import { type CaptureResult, type CaptureSpec, heightCap, type Renderer } from './renderer';
+import { DEVICE_PRESETS } from './devices';
+import {
+  type CaptureLimits,
+  type CaptureResult,
+  type CaptureSpec,
+  heightCap,
+  type Renderer,
+} from './renderer';
 
 export interface ChromiumRendererOptions {
   /** Extra launch flags, asked for at each launch (the egress proxy's flags). */
@@ -50,7 +56,8 @@ export class ChromiumRenderer implements Renderer {
     });
   }
 
-  async capture(spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
+  async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
+    const budgetMs = Math.max(0, limits.deadline - Date.now());
     let tab: Tab;
     try {
       tab = await this.takeTab();

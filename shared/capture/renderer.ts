@@ -1,4 +1,5 @@
-import type { ImageFormat } from '../screenshot/schema';
+export const IMAGE_FORMATS = ['png', 'jpeg', 'webp'] as const;
+export type ImageFormat = (typeof IMAGE_FORMATS)[number];
 
 /** Everything the browser needs to take one screenshot, after defaults and device presets are applied. */
 export interface CaptureSpec {
@@ -22,10 +23,18 @@ export interface CaptureResult {
   truncated: boolean;
 }
 
+/** The time a capture has, owned by the use case that admitted it. */
+export interface CaptureLimits {
+  /** When the capture must be over, ms since epoch. */
+  deadline: number;
+  /** Aborted when nobody waits for the image any more (the client hung up). */
+  signal?: AbortSignal;
+}
+
 /** Port for the browser. Failures surface as CaptureFailedError with a reason safe to show the customer. */
 export interface Renderer {
-  /** Captures within `budgetMs`, or fails with a timeout. */
-  capture(spec: CaptureSpec, budgetMs: number): Promise<CaptureResult>;
+  /** Captures before `limits.deadline`, or fails with a timeout. */
+  capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult>;
   /** Starts the browser ahead of the first request (cold start). */
   warmUp(): Promise<void>;
   /**

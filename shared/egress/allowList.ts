@@ -1,7 +1,7 @@
 import { canonicalAddress } from './addressClass';
 
 /**
- * ALLOW_PRIVATE_HOSTS (decisions.md, "Local service"): '' refuses every private address, '*' allows them all, and
+ * ALLOW_PRIVATE_HOSTS (docs/api.md, "Local service"): '' refuses every private address, '*' allows them all, and
  * 'host:port,host:port' allows exactly those destinations. An entry matches the host as the URL names it or the
  * address it resolved to, on the same effective port. No deployment sets it.
  */

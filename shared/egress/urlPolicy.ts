@@ -28,7 +28,7 @@ export function createUrlPolicy(options: UrlPolicyOptions): UrlPolicy {
         throw notAllowed('url must be a valid http:// or https:// URL');
       }
       const verdict = await gate.check(url.hostname, effectivePort(url));
-      // A name that does not resolve is not refused here: the capture fails on it (500, decisions.md), and the
+      // A name that does not resolve is not refused here: the capture fails on it (500, docs/api.md), and the
       // egress proxy checks again, against the addresses it actually connects to.
       if (verdict.kind === 'refused') throw notAllowed(verdict.reason);
     },

@@ -1,4 +1,3 @@
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import {
   PayloadTooLargeError,
@@ -6,26 +5,18 @@ import {
   type ValidationDetail,
   ValidationError,
 } from '../errors';
+import type { HttpRequest } from './types';
 
-/** Bodies we accept are small JSON objects; anything larger is refused before parsing. */
+/** Bodies of the key-management routes are small JSON objects; anything larger is refused before parsing. */
 export const MAX_BODY_BYTES = 16 * 1024;
 
-/** Header lookup that ignores case, as HTTP does (API Gateway passes headers as the client sent them). */
-export function header(event: Pick<APIGatewayProxyEvent, 'headers'>, name: string): string | undefined {
-  const wanted = name.toLowerCase();
-  for (const [key, value] of Object.entries(event.headers ?? {})) {
-    if (key.toLowerCase() === wanted && value !== undefined) return value;
-  }
-  return undefined;
-}
-
 /** The credential of `Authorization: Bearer <credential>`, or undefined when the header is absent or not Bearer. */
-export function bearerCredential(event: Pick<APIGatewayProxyEvent, 'headers'>): string | undefined {
-  const match = /^Bearer +(\S+)\s*$/i.exec(header(event, 'authorization') ?? '');
+export function bearerCredential(request: Pick<HttpRequest, 'headers'>): string | undefined {
+  const match = /^Bearer +(\S+)\s*$/i.exec(request.headers.authorization ?? '');
   return match?.[1];
 }
 
-/** Maps zod issues to the spec's `details[]`: code, path, message. */
+/** Maps zod issues to the 400 body's `details[]`: code, path, message. */
 export function detailsFromZod(error: z.ZodError): ValidationDetail[] {
   return error.issues.map((issue) => ({
     code: issue.code,
@@ -34,34 +25,38 @@ export function detailsFromZod(error: z.ZodError): ValidationDetail[] {
   }));
 }
 
-/** Parses the JSON body (size, media type, syntax) and validates it with `schema`. */
-export function parseJsonBody<S extends z.ZodType>(
-  event: Pick<APIGatewayProxyEvent, 'headers' | 'body' | 'isBase64Encoded'>,
-  schema: S,
-): z.infer<S> {
-  const raw = event.body ?? '';
-  const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
-  if (Buffer.byteLength(text, 'utf8') > MAX_BODY_BYTES) throw new PayloadTooLargeError(MAX_BODY_BYTES);
-  const contentType = header(event, 'content-type');
-  if (contentType !== undefined && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType)) {
-    throw new UnsupportedMediaTypeError();
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new ValidationError(
-      [
-        {
-          code: 'invalid_json',
-          path: [],
-          message: text.trim() === '' ? 'Request body is empty' : 'Request body is not valid JSON',
-        },
-      ],
-      'Invalid request body',
-    );
-  }
+/** Validates a parsed value with `schema`, or throws ValidationError with the zod issues as details. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const result = schema.safeParse(value);
   if (!result.success) throw new ValidationError(detailsFromZod(result.error), 'Invalid request body');
   return result.data;
+}
+
+/**
+ * The JSON body, checked for size, media type and syntax, as a thunk: use cases read it only when their order of
+ * checks reaches validation, so a bad body never hides a 401 or a 429.
+ */
+export function jsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes = MAX_BODY_BYTES) {
+  return (): unknown => {
+    const text = request.body;
+    if (Buffer.byteLength(text, 'utf8') > maxBytes) throw new PayloadTooLargeError(maxBytes);
+    const contentType = request.headers['content-type'];
+    if (contentType !== undefined && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType)) {
+      throw new UnsupportedMediaTypeError();
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ValidationError(
+        [
+          {
+            code: 'invalid_json',
+            path: [],
+            message: text.trim() === '' ? 'Request body is empty' : 'Request body is not valid JSON',
+          },
+        ],
+        'Invalid request body',
+      );
+    }
+  };
 }

@@ -1,15 +1,11 @@
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { CreditLedger } from '../accounts/creditLedger';
 import type { SessionVerifier } from '../auth/sessionVerifier';
 import { ConflictError, NotFoundError } from '../errors';
-import type { ApiRoute } from '../http/managementHandler';
-import { bearerCredential, parseJsonBody } from '../http/request';
-import { jsonResponse } from '../http/response';
+import { validate } from '../http/request';
 import { generateApiKey, hashApiKey, KEY_ID_PATTERN, lastFour, maskApiKey, newKeyId } from './apiKey';
 import type { ApiKeyRecord, KeyStore } from './keyStore';
-import { createKeyBody, updateKeyBody } from './schemas';
+import { createKeyBody, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from './schemas';
 
-export const MAX_KEYS_PER_ACCOUNT = 100;
 // One message for "no such key" and "someone else's key", so key ids of other accounts cannot be probed.
 const KEY_NOT_FOUND = 'API key not found';
 
@@ -21,41 +17,69 @@ export interface KeyManagementDeps {
   now?: () => number;
 }
 
-export interface KeyManagementRoutes {
-  listKeys: ApiRoute;
-  createKey: ApiRoute;
-  updateKey: ApiRoute;
-  deleteKey: ApiRoute;
-  getCredits: ApiRoute;
+/** A key as lists show it: masked, never its value. */
+export interface PublicKey {
+  id: string;
+  name: string;
+  /** `sk_live_...` and the last four characters. */
+  key: string;
+  lastUsed: number | null;
+  isActive: boolean;
+  createdAt: number;
 }
 
-/** The session-token routes: the account owner's keys and credit balance. */
-export function keyManagementRoutes(deps: KeyManagementDeps): KeyManagementRoutes {
+/** A new key, its full value shown this once. */
+export interface CreatedKey {
+  id: string;
+  name: string;
+  key: string;
+  createdAt: number;
+  isActive: true;
+}
+
+export interface KeyChange {
+  success: true;
+  message: string;
+}
+
+/**
+ * The session-token use cases: the account owner's keys and credit balance. Each takes the session token as
+ * presented (undefined when none was) and, where there is one, the request body as a thunk read after the token
+ * and the key id were checked.
+ */
+export interface KeyManagement {
+  listKeys(sessionToken: string | undefined): Promise<{ keys: PublicKey[] }>;
+  createKey(sessionToken: string | undefined, request: () => unknown): Promise<CreatedKey>;
+  updateKey(sessionToken: string | undefined, keyId: string, request: () => unknown): Promise<KeyChange>;
+  deleteKey(sessionToken: string | undefined, keyId: string): Promise<KeyChange>;
+  getCredits(sessionToken: string | undefined): Promise<{ balance: number }>;
+}
+
+export function keyManagement(deps: KeyManagementDeps): KeyManagement {
   const now = deps.now ?? Date.now;
 
   /** Verifies the session token; the first time an account is seen it gets its free credits. */
-  async function accountOf(event: APIGatewayProxyEvent): Promise<string> {
-    const accountId = await deps.sessions.accountIdOf(bearerCredential(event));
+  async function accountOf(sessionToken: string | undefined): Promise<string> {
+    const accountId = await deps.sessions.accountIdOf(sessionToken);
     await deps.credits.grantFreeCreditsOnce(accountId, deps.freeCredits, now());
     return accountId;
   }
 
-  function keyIdOf(event: APIGatewayProxyEvent): string {
-    const id = event.pathParameters?.id ?? '';
-    if (!KEY_ID_PATTERN.test(id)) throw new NotFoundError(KEY_NOT_FOUND);
-    return id;
+  function checkedKeyId(keyId: string): string {
+    if (!KEY_ID_PATTERN.test(keyId)) throw new NotFoundError(KEY_NOT_FOUND);
+    return keyId;
   }
 
   return {
-    async listKeys(event) {
-      const accountId = await accountOf(event);
+    async listKeys(sessionToken) {
+      const accountId = await accountOf(sessionToken);
       const keys = await deps.keys.list(accountId);
-      return jsonResponse(200, { keys: keys.map(publicRecord) });
+      return { keys: keys.map(publicRecord) };
     },
 
-    async createKey(event) {
-      const accountId = await accountOf(event);
-      const { name } = parseJsonBody(event, createKeyBody);
+    async createKey(sessionToken, request) {
+      const accountId = await accountOf(sessionToken);
+      const { name } = validate(createKeyBody, request());
       const key = generateApiKey();
       const createdAt = now();
       const id = newKeyId(createdAt);
@@ -68,39 +92,39 @@ export function keyManagementRoutes(deps: KeyManagementDeps): KeyManagementRoute
           `An account can hold at most ${MAX_KEYS_PER_ACCOUNT} API keys; delete one first`,
         );
       }
-      return jsonResponse(201, { id, name, key, createdAt, isActive: true });
+      return { id, name, key, createdAt, isActive: true };
     },
 
-    async updateKey(event) {
-      const accountId = await accountOf(event);
-      const keyId = keyIdOf(event);
-      const { isActive } = parseJsonBody(event, updateKeyBody);
+    async updateKey(sessionToken, rawKeyId, request) {
+      const accountId = await accountOf(sessionToken);
+      const keyId = checkedKeyId(rawKeyId);
+      const { isActive } = validate(updateKeyBody, request());
       if (isActive) {
         const record = await deps.keys.get(accountId, keyId);
         if (!record) throw new NotFoundError(KEY_NOT_FOUND);
         if (!record.isActive) {
           throw new ConflictError('A revoked API key cannot be reactivated; create a new key instead');
         }
-        return jsonResponse(200, { success: true, message: 'API key is active' });
+        return { success: true, message: 'API key is active' };
       }
       if (!(await deps.keys.revoke(accountId, keyId))) throw new NotFoundError(KEY_NOT_FOUND);
-      return jsonResponse(200, { success: true, message: 'API key revoked' });
+      return { success: true, message: 'API key revoked' };
     },
 
-    async deleteKey(event) {
-      const accountId = await accountOf(event);
-      if (!(await deps.keys.delete(accountId, keyIdOf(event)))) throw new NotFoundError(KEY_NOT_FOUND);
-      return jsonResponse(200, { success: true, message: 'API key permanently deleted' });
+    async deleteKey(sessionToken, keyId) {
+      const accountId = await accountOf(sessionToken);
+      if (!(await deps.keys.delete(accountId, checkedKeyId(keyId)))) throw new NotFoundError(KEY_NOT_FOUND);
+      return { success: true, message: 'API key permanently deleted' };
     },
 
-    async getCredits(event) {
-      const accountId = await accountOf(event);
-      return jsonResponse(200, { balance: await deps.credits.balance(accountId) });
+    async getCredits(sessionToken) {
+      const accountId = await accountOf(sessionToken);
+      return { balance: await deps.credits.balance(accountId) };
     },
   };
 }
 
-function publicRecord(record: ApiKeyRecord) {
+function publicRecord(record: ApiKeyRecord): PublicKey {
   return {
     id: record.id,
     name: record.name,

@@ -38,6 +38,6 @@ export interface KeyStore {
   /** Removes the key for good; false when the account has no such key. */
   delete(accountId: string, keyId: string): Promise<boolean>;
   findByHash(keyHash: string): Promise<KeyIdentity | undefined>;
-  /** Records use of a key; implementations may coalesce writes (decisions.md allows 60 s of lag). */
+  /** Records use of a key; implementations may coalesce writes (docs/api.md allows 60 s of lag). */
   touchLastUsed(identity: KeyIdentity, now: number): Promise<void>;
 }

@@ -8,10 +8,14 @@ import {
   type ZodOpenApiPathsObject,
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
-import { createKeyBody, updateKeyBody } from '../keys/schemas';
+import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
+import { heightCap } from '../capture/renderer';
+import { MAX_BODY_BYTES } from '../http/request';
+import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
+import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { ROUTES, type RouteDefinition } from '../routes';
-import { type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
-import { CONTENT_TYPES } from '../screenshot/screenshotHandler';
+import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
+import { MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import {
   apiKeyList,
   captureFailedError,
@@ -31,15 +35,18 @@ import {
  * without being described (OPERATIONS is keyed by handler: a new route does not compile until it is documented).
  */
 
+/** 16384 → '16,384', as the text reads. */
+const count = (n: number) => n.toLocaleString('en-US');
+
 /** Field descriptions for the screenshot body; keyed by the schema's own fields so a rename does not compile. */
 const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
-  url: 'Page to capture: an absolute http:// or https:// URL, at most 2048 characters, whose host is not a private address',
+  url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address`,
   width: 'Viewport width in pixels (ignored when device is given)',
   height: 'Viewport height in pixels (ignored when device is given)',
   format: 'Output image format',
   quality: 'Quality for jpeg and webp; accepted and ignored for png',
-  fullPage: 'Capture the whole scrollable page (up to 16,384 px; 16,383 for webp) instead of the viewport',
-  device: 'Preset viewport and user agent: mobile 390x844, tablet 768x1024, desktop 1920x1080',
+  fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
+  device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
 };
 
@@ -60,7 +67,7 @@ const screenshotBody = screenshotRequest.meta({
 
 const createKeyRequest = createKeyBody.meta({
   id: 'CreateKeyRequest',
-  description: 'name is trimmed first; it must then be 1 to 100 characters',
+  description: `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters`,
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({
@@ -135,7 +142,7 @@ const sessionFailures = {
 };
 const bodyFailures = {
   '400': managementFailure('Invalid body (malformed JSON, unknown fields, failed validation); see details'),
-  '413': managementFailure('Body larger than 16 KiB'),
+  '413': managementFailure(`Body larger than ${MAX_BODY_BYTES / 1024} KiB`),
   '415': managementFailure('Content-Type is not application/json'),
 };
 const keyNotFound = managementFailure(
@@ -165,7 +172,7 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
       ),
       '401': { description: 'API key missing, invalid, revoked or deleted', content: json(screenshotError) },
       '402': screenshotFailure('Not enough credits for this capture', insufficientCreditsError),
-      '413': screenshotFailure('Body larger than 16 KiB', screenshotError),
+      '413': screenshotFailure(`Body larger than ${MAX_SCREENSHOT_BODY_BYTES / 1024} KiB`, screenshotError),
       '415': screenshotFailure('Content-Type is not application/json', screenshotError),
       '429': {
         description: 'Rate limit exceeded for this account',
@@ -200,7 +207,7 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
       '201': { description: 'The new key; its full value is shown only here', content: json(createdApiKey) },
       ...bodyFailures,
       ...sessionFailures,
-      '409': managementFailure('The account already holds the maximum of 100 keys'),
+      '409': managementFailure(`The account already holds the maximum of ${MAX_KEYS_PER_ACCOUNT} keys`),
     },
   },
   updateKey: {

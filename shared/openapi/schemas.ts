@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_KEYS_PER_ACCOUNT } from '../keys/keyManagement';
+import { MAX_KEYS_PER_ACCOUNT } from '../keys/schemas';
 
 /**
  * Response bodies, for the API description only: the handlers build these objects themselves, and
@@ -63,7 +63,7 @@ export const captureFailedError = z
   })
   .meta({ id: 'CaptureFailedError' });
 
-// ---- Key-management errors: `{ message, details? }` (decisions.md) ----
+// ---- Key-management errors: `{ message, details? }` (docs/api.md) ----
 
 export const managementError = z
   .object({

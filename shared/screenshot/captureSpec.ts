@@ -1,5 +1,5 @@
+import { DEVICE_PRESETS } from '../capture/devices';
 import type { CaptureSpec } from '../capture/renderer';
-import { DEVICE_PRESETS } from './devices';
 import type { ScreenshotRequest } from './schema';
 
 /** Applies the device preset (it overrides width and height) and the desktop user agent when none is named. */

@@ -1,4 +1,4 @@
-/** Credit tiers (decisions.md): the highest that applies, never a sum. */
+/** Credit tiers (docs/api.md): the highest that applies, never a sum. */
 export const HIGH_RESOLUTION_THRESHOLD = 2560;
 
 export function creditCost(capture: { width: number; height: number; fullPage: boolean }): number {

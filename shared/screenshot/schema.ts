@@ -1,15 +1,19 @@
 import { z } from 'zod';
-import { DEVICE_NAMES } from './devices';
+import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
+import { IMAGE_FORMATS } from '../capture/renderer';
 
+/** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
-export const IMAGE_FORMATS = ['png', 'jpeg', 'webp'] as const;
-export type ImageFormat = (typeof IMAGE_FORMATS)[number];
+export const DIMENSION = { min: 320, max: 3840 } as const;
+export const QUALITY = { min: 1, max: 100, default: 90 } as const;
+export const MAX_DELAY_MS = 30_000;
 
-const dimension = (fallback: number) => z.number().int().min(320).max(3840).default(fallback);
+const dimension = (fallback: number) =>
+  z.number().int().min(DIMENSION.min).max(DIMENSION.max).default(fallback);
 
 /**
- * The screenshot request body (spec 2.1), the single source of its type. Unknown fields are refused, defaults
- * applied; the URL must be absolute http(s) and at most 2048 characters. Whether its host may be reached is decided
+ * The screenshot request body (docs/api.md), the single source of its type. Unknown fields are refused, defaults
+ * applied; the URL must be absolute http(s) and at most MAX_URL_LENGTH characters. Whether its host may be reached is decided
  * later, by the URL policy, because that needs DNS.
  */
 export const screenshotRequest = z.strictObject({
@@ -17,13 +21,13 @@ export const screenshotRequest = z.strictObject({
     .string()
     .max(MAX_URL_LENGTH, `url must be at most ${MAX_URL_LENGTH} characters`)
     .pipe(z.url({ protocol: /^https?$/, message: 'url must be a valid http:// or https:// URL' })),
-  width: dimension(1920),
-  height: dimension(1080),
+  width: dimension(DEVICE_PRESETS.desktop.width),
+  height: dimension(DEVICE_PRESETS.desktop.height),
   format: z.enum(IMAGE_FORMATS).default('png'),
-  quality: z.number().int().min(1).max(100).default(90),
+  quality: z.number().int().min(QUALITY.min).max(QUALITY.max).default(QUALITY.default),
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
-  delay: z.number().int().min(0).max(30_000).default(0),
+  delay: z.number().int().min(0).max(MAX_DELAY_MS).default(0),
 });
 
 export type ScreenshotRequest = z.infer<typeof screenshotRequest>;

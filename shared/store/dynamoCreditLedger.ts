@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { CreditLedger } from '../accounts/creditLedger';
 import { InsufficientCreditsError } from '../errors';
-import { conditionHeld, isConditionFailure, itemKey } from './table';
+import { conditionHeld, isConditionFailure, itemKey, numberInFailedItem } from './table';
 
 /** Credits live on the account item (`ACCOUNT#id / ACCOUNT`, attribute `credits`). */
 export class DynamoCreditLedger implements CreditLedger {
@@ -51,11 +51,13 @@ export class DynamoCreditLedger implements CreditLedger {
           UpdateExpression: 'SET credits = credits - :cost',
           ConditionExpression: 'credits >= :cost',
           ExpressionAttributeValues: { ':cost': cost },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
     } catch (error) {
-      if (isConditionFailure(error)) throw new InsufficientCreditsError(cost, await this.balance(accountId));
-      throw error;
+      if (!isConditionFailure(error)) throw error;
+      const available = numberInFailedItem(error, 'credits') ?? (await this.balance(accountId));
+      throw new InsufficientCreditsError(cost, available);
     }
   }
 
@@ -81,9 +83,9 @@ export class DynamoCreditLedger implements CreditLedger {
         removing ? 'credits >= :needed' : undefined,
       );
     } catch (error) {
-      if (isConditionFailure(error))
-        throw new InsufficientCreditsError(-amount, await this.balance(accountId));
-      throw error;
+      if (!isConditionFailure(error)) throw error;
+      const available = numberInFailedItem(error, 'credits') ?? (await this.balance(accountId));
+      throw new InsufficientCreditsError(-amount, available);
     }
   }
 
@@ -105,6 +107,7 @@ export class DynamoCreditLedger implements CreditLedger {
         ConditionExpression: condition,
         ExpressionAttributeValues: values,
         ReturnValues: 'UPDATED_NEW',
+        ReturnValuesOnConditionCheckFailure: condition ? 'ALL_OLD' : undefined,
       }),
     );
     return Number(result.Attributes?.credits ?? 0);

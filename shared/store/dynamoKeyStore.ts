@@ -9,7 +9,7 @@ import {
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../keys/keyStore';
 import { ACCOUNT_KEY_PREFIX, conditionHeld, itemKey } from './table';
 
-/** lastUsed may lag by up to this much (decisions.md); within it, repeated uses of a key cost no write. */
+/** lastUsed may lag by up to this much (docs/api.md); within it, repeated uses of a key cost no write. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**

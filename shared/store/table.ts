@@ -58,3 +58,16 @@ export async function conditionHeld(write: Promise<unknown>): Promise<boolean> {
     throw error;
   }
 }
+
+/**
+ * A number attribute of the item as it stood when a conditional write failed, read from the failure itself
+ * (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`), so the answer cannot race a later write. Undefined when the
+ * store did not return the item: DynamoDB leaves it out when there was no item, and dynalite never returns it
+ * (docs/data-model.md).
+ */
+export function numberInFailedItem(error: unknown, attribute: string): number | undefined {
+  const item = (error as { Item?: Record<string, { N?: string } | undefined> }).Item;
+  if (!item) return undefined;
+  const value = item[attribute]?.N;
+  return value === undefined ? 0 : Number(value);
+}

@@ -2,18 +2,18 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Jwks } from 'aws-jwt-verify/jwk';
 import { createSessionVerifier } from '../auth/sessionVerifier';
 import { readServiceConfig, readSessionConfig } from '../config';
-import { type KeyManagementRoutes, keyManagementRoutes } from '../keys/keyManagement';
+import { type KeyManagement, keyManagement } from '../keys/keyManagement';
 import { createStores } from './stores';
 
-/** The session-token routes, verifying tokens against the configured issuer (or the given JWKS, locally). */
+/** The session-token use cases, verifying tokens against the configured issuer (or the given JWKS, locally). */
 export function createKeyManagement(
   client: DynamoDBClient,
   env: NodeJS.ProcessEnv,
   jwks?: Jwks,
-): KeyManagementRoutes {
+): KeyManagement {
   const config = readServiceConfig(env);
   const { keys, credits } = createStores(client, config);
-  return keyManagementRoutes({
+  return keyManagement({
     sessions: createSessionVerifier(readSessionConfig(env), jwks),
     keys,
     credits,

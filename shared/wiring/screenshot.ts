@@ -4,11 +4,11 @@ import { readServiceConfig } from '../config';
 import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
 import { createUrlPolicy } from '../egress/urlPolicy';
 import { logger } from '../logger';
-import { screenshotHandler } from '../screenshot/screenshotHandler';
+import { captureScreenshot } from '../screenshot/captureScreenshot';
 import { createStores } from './stores';
 
 /**
- * The screenshot route's dependencies: stores, the URL policy, and Chromium whose every connection goes through
+ * The screenshot use case and its dependencies: stores, the URL policy, and Chromium whose every connection goes through
  * the egress proxy (started with the browser, kept for the life of the process).
  */
 export function createScreenshotService(client: DynamoDBClient, env: NodeJS.ProcessEnv) {
@@ -27,13 +27,13 @@ export function createScreenshotService(client: DynamoDBClient, env: NodeJS.Proc
     env,
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
-  const handler = screenshotHandler({
+  const capture = captureScreenshot({
     ...createStores(client, config),
     renderer,
     urlPolicy: createUrlPolicy(policy),
   });
   return {
-    handler,
+    capture,
     renderer,
     async close() {
       await renderer.close();

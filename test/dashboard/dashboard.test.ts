@@ -4,8 +4,8 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DashboardConfig, dashboardRoutes } from '../../local/dashboardRoutes';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
-import { type DashboardConfig, dashboardRoutes } from '../../web/localRoutes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 

@@ -1,16 +1,17 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import sharp from 'sharp';
+import { type RouteEventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
+import { invocationContext } from '../../local/invocationContext';
 import { type BufferedResponse, invokeStreaming } from '../../local/invokeStreaming';
-import { lambdaContext } from '../../local/lambdaContext';
 import { readServiceConfig } from '../../shared/config';
-import { managementHandler } from '../../shared/http/managementHandler';
+import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
+import { keyLambdas, screenshotLambda } from '../../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
 import { createStores } from '../../shared/wiring/stores';
-import { type EventOptions, eventFor } from './events';
-import { testIdentityProvider } from './identity';
 import { startTestStore, TEST_TABLE } from './store';
 
 export interface StreamedResponse extends BufferedResponse {
@@ -33,16 +34,17 @@ export interface HarnessOptions {
  */
 export async function startScreenshotHarness(env: Record<string, string> = {}, options: HarnessOptions = {}) {
   const store = await startTestStore();
-  const idp = testIdentityProvider();
+  const idp = ephemeralIdentityProvider();
   const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...env };
   const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
-  const management = createKeyManagement(serviceClient, fullEnv, idp.jwks);
+  const management = keyLambdas(createKeyManagement(serviceClient, fullEnv, idp.jwks));
   const screenshot = createScreenshotService(serviceClient, fullEnv);
+  const screenshotHandler = screenshotLambda(screenshot);
   const { credits } = createStores(store.client, readServiceConfig(fullEnv));
   let accounts = 0;
 
-  async function manage(route: keyof typeof management, options: EventOptions) {
-    const result = await managementHandler(management[route])(eventFor(route, options));
+  async function manage(route: KeyRouteName, options: RouteEventOptions) {
+    const result = await management[route](routeEvent(route, options), invocationContext());
     return { status: result.statusCode, body: JSON.parse(result.body) };
   }
 
@@ -63,9 +65,13 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
       return { apiKey: created.body.key as string, keyId: created.body.id as string };
     },
     /** POST /api/screenshot with the key as Bearer and `body` as JSON. */
-    shoot(apiKey: string | undefined, body: unknown, options: Omit<EventOptions, 'bearer' | 'body'> = {}) {
+    shoot(
+      apiKey: string | undefined,
+      body: unknown,
+      options: Omit<RouteEventOptions, 'bearer' | 'body'> = {},
+    ) {
       return invoke(
-        eventFor('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
+        routeEvent('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
       );
     },
     async close() {
@@ -75,7 +81,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
   };
 
   async function invoke(event: APIGatewayProxyEvent, timeoutMs?: number): Promise<StreamedResponse> {
-    const response = await invokeStreaming(screenshot.handler, event, lambdaContext('screenshot', timeoutMs));
+    const response = await invokeStreaming(screenshotHandler, event, invocationContext(timeoutMs));
     return { ...response, json: () => JSON.parse(response.body.toString('utf8')) };
   }
 

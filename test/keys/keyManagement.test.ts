@@ -1,32 +1,31 @@
-import type { APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RouteEventOptions as EventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { ephemeralIdentityProvider, newSigningKey } from '../../local/ephemeralIdp';
 import { signAccessToken } from '../../local/idp';
-import { managementHandler } from '../../shared/http/managementHandler';
-import type { KeyManagementRoutes } from '../../shared/keys/keyManagement';
+import { invocationContext } from '../../local/invocationContext';
+import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway';
+import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
-import { type EventOptions, eventFor } from '../helpers/events';
-import { newSigningKey, testIdentityProvider } from '../helpers/identity';
+import { keyLambdas } from '../../shared/wiring/lambdaHandlers';
 import { dumpTable, startTestStore, TEST_TABLE } from '../helpers/store';
 
-const idp = testIdentityProvider();
+const idp = ephemeralIdentityProvider();
 let store: EmbeddedDynamo;
-let routes: KeyManagementRoutes;
+let routes: Record<KeyRouteName, BufferedLambdaHandler>;
 
 beforeAll(async () => {
   store = await startTestStore();
-  routes = createKeyManagement(
-    store.client,
-    { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env },
-    idp.jwks,
+  routes = keyLambdas(
+    createKeyManagement(store.client, { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env }, idp.jwks),
   );
 });
 afterAll(() => store.close());
 
-type Handler = keyof KeyManagementRoutes;
+type Handler = KeyRouteName;
 
 async function call(handler: Handler, options: EventOptions = {}) {
-  const result: APIGatewayProxyResult = await managementHandler(routes[handler])(eventFor(handler, options));
+  const result = await routes[handler](routeEvent(handler, options), invocationContext());
   return { status: result.statusCode, headers: result.headers ?? {}, body: JSON.parse(result.body) };
 }
 

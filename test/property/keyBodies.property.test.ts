@@ -13,7 +13,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
 /**
  * Any body sent to the key-management routes through the real handlers is either acted on or refused with a
  * well-formed 400 (`message` plus `details`), never a 5xx. The expected verdict comes from the rules in
- * decisions.md, written out here, not from the zod schemas.
+ * docs/api.md, written out here, not from the zod schemas.
  */
 let harness: ScreenshotHarness;
 let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;

@@ -57,7 +57,7 @@ function isValidRequest(body: unknown): body is Record<string, unknown> {
   );
 }
 
-/** The cost table (spec 8, decisions.md): 3 above 2560 px after any preset, else 2 for full page, else 1. */
+/** The cost table (spec 8, docs/api.md): 3 above 2560 px after any preset, else 2 for full page, else 1. */
 function expectedCost(request: Record<string, unknown>): number {
   const [width, height] =
     typeof request.device === 'string'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routeEvent } from '../../local/apiGatewayEvent';
 import { onlyBrowserPid, rendererPids } from '../helpers/chromiumProcesses';
-import { eventFor } from '../helpers/events';
 import { neverLoadingPage, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import {
   type ScreenshotHarness,
@@ -38,7 +38,7 @@ const balance = () => harness.credits.balance(account.accountId);
 
 /** A small capture through the real handler, with the Lambda deadline `functionTimeoutMs` from now. */
 function shoot(path: string, functionTimeoutMs?: number): Promise<StreamedResponse> {
-  const event = eventFor('screenshot', {
+  const event = routeEvent('screenshot', {
     bearer: account.apiKey,
     body: { url: url(path), width: 320, height: 320 },
   });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
 import { createChromiumTempDir, LEFTOVER_AFTER_MS } from '../../shared/capture/chromiumTempDir';
-import { DEVICE_PRESETS } from '../../shared/screenshot/devices';
+import { DEVICE_PRESETS } from '../../shared/capture/devices';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
 let parent: string;
@@ -75,7 +75,9 @@ describe('the renderer', () => {
       delay: 0,
     };
     for (let i = 0; i < 5; i++)
-      expect((await renderer.capture(spec, 10_000)).image.length).toBeGreaterThan(0);
+      expect((await renderer.capture(spec, { deadline: Date.now() + 10_000 })).image.length).toBeGreaterThan(
+        0,
+      );
     await renderer.settle();
     const during = await readdir(root);
     expect(during).toHaveLength(1);

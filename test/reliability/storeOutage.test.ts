@@ -1,10 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { routeEvent } from '../../local/apiGatewayEvent';
 import { readServiceConfig } from '../../shared/config';
 import { StoreUnavailableError } from '../../shared/errors';
 import { createDynamoClient } from '../../shared/store/dynamoClient';
 import { createStores } from '../../shared/wiring/stores';
-import { eventFor } from '../helpers/events';
 import { type FaultProxy, startFaultProxy } from '../helpers/faultProxy';
 import { neverLoadingPage, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
@@ -104,7 +104,7 @@ describe('a capture that fails while DynamoDB goes away', () => {
   it('still answers 500 with the url and the reason, though the refund could not be written', async () => {
     const target = `${pages.origin}/never-loads`;
     const seen = pages.hits.length;
-    const event = eventFor('screenshot', {
+    const event = routeEvent('screenshot', {
       bearer: account.apiKey,
       body: { url: target, width: 320, height: 320 },
     });

@@ -1,13 +1,16 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { jwksOf, LOCAL_CLIENT_ID, LOCAL_ISSUER, type SigningKey, signAccessToken } from '../../local/idp';
+import { jwksOf, LOCAL_CLIENT_ID, LOCAL_ISSUER, type SigningKey, signAccessToken } from './idp';
 
 /** A freshly generated signing key, as the local identity provider or an attacker would have. */
 export function newSigningKey(): SigningKey {
   return { kid: randomUUID(), privateKey: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey };
 }
 
-/** A test identity provider: real RS256 tokens, and the settings the verifier needs to trust them. */
-export function testIdentityProvider() {
+/**
+ * An identity provider that lives in memory only (tests and the benchmark): real RS256 tokens from a generated key,
+ * and the settings the verifier needs to trust them.
+ */
+export function ephemeralIdentityProvider() {
   const key = newSigningKey();
   return {
     key,

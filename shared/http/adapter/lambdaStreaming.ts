@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { InvocationContext } from './apiGateway';
 
 /** Status and headers of a streamed response, sent before the first body byte. */
 export interface ResponsePrelude {
@@ -7,15 +8,15 @@ export interface ResponsePrelude {
   headers: Record<string, string>;
 }
 
-export type StreamingHandler = (
+export type StreamingLambdaHandler = (
   event: APIGatewayProxyEvent,
   responseStream: Writable,
-  context: Context,
+  context: InvocationContext,
 ) => Promise<void>;
 
 /** The part of the Lambda runtime's `awslambda` global that response streaming uses. */
 export interface StreamingRuntime {
-  streamifyResponse(handler: StreamingHandler): StreamingHandler;
+  streamifyResponse(handler: StreamingLambdaHandler): StreamingLambdaHandler;
   HttpResponseStream: { from(stream: Writable, prelude: ResponsePrelude): Writable };
 }
 

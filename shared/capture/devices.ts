@@ -1,4 +1,4 @@
-/** Device presets (spec 2.1; decisions.md "Capture"): viewport, user agent, and touch/mobile emulation. */
+/** Device presets (docs/api.md, "Device presets"): viewport, user agent, and touch/mobile emulation. */
 export interface DevicePreset {
   width: number;
   height: number;

@@ -2,13 +2,14 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname } from 'node:path';
 import { z } from 'zod';
-import type { ExtraRoute } from '../local/httpAdapter';
-import type { LocalIdp } from '../local/idp';
 import { detailsFromZod } from '../shared/http/request';
-import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from './securityHeaders';
+import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
+import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
+import type { ExtraRoute } from './httpAdapter';
+import type { LocalIdp } from './idp';
 
-/** The deployable dashboard: every file here goes to the S3 bucket as is (infra/dashboardSite.ts). */
-export const DASHBOARD_DIR = new URL('./public/', import.meta.url);
+/** The deployable dashboard: every file there goes to the S3 bucket as is (infra/dashboardSite.ts). */
+export const DASHBOARD_DIR = new URL('../web/public/', import.meta.url);
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -19,7 +20,6 @@ const CONTENT_TYPES: Record<string, string> = {
 // One flat directory of plain names: nothing a request path can turn into another directory.
 const FILE_NAME = /^[a-z0-9-]+\.(?:html|js|css|svg)$/;
 const MAX_SESSION_BODY_BYTES = 4096;
-const TOKEN_LIFETIME_SECONDS = 3600;
 
 /** What config.json tells the page: how to sign in. Deployed, infra/dashboardSite.ts writes the Cognito variant. */
 export type DashboardConfig =
@@ -130,7 +130,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
       csp,
       200,
       { 'Cache-Control': 'no-store' },
-      JSON.stringify({ token, expiresIn: TOKEN_LIFETIME_SECONDS }),
+      JSON.stringify({ token, expiresIn: SESSION_TOKEN_LIFETIME_SECONDS }),
     );
     return true;
   };

@@ -1,0 +1,120 @@
+import { finished } from 'node:stream/promises';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { logger } from '../../logger';
+import { RESPONSE_RESERVE_MS } from '../../timing';
+import { type ErrorStyle, errorResponse } from '../errorAnswer';
+import type { HttpRequest, HttpResponse, HttpRoute } from '../types';
+import { type StreamingLambdaHandler, streamingRuntime } from './lambdaStreaming';
+
+/**
+ * The one HTTP adapter: API Gateway REST proxy events (buffered, and streaming for the screenshot route) in, plain
+ * HttpRequest to the route, its HttpResponse (or error) back out. The Lambda entries, the local server and the
+ * handler tests all go through here, so what is tested is what is deployed.
+ */
+
+/** What the adapter reads of the Lambda context; the local server and the tests supply just this. */
+export type InvocationContext = Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>;
+
+export type BufferedLambdaHandler = (
+  event: APIGatewayProxyEvent,
+  context: InvocationContext,
+) => Promise<APIGatewayProxyResult>;
+
+export interface AdapterOptions {
+  /** The error body style of the route (docs/api.md, "Errors"). */
+  errors: ErrorStyle;
+  /**
+   * Work left after the answer was sent (the renderer preparing its next tab). Lambda freezes the process as soon
+   * as the handler returns, so the handler awaits it once the client has its answer.
+   */
+  afterResponse?: () => Promise<void>;
+}
+
+/** The smallest time a capture is given, even when the function has less left: it then fails fast and cleanly. */
+const MIN_BUDGET_MS = 1_000;
+
+/** A buffered route: the whole answer in one APIGatewayProxyResult. */
+export function bufferedHandler(route: HttpRoute, options: AdapterOptions): BufferedLambdaHandler {
+  return async (event, context) => {
+    const answer = await run(route, httpRequest(event, context, new AbortController().signal), options);
+    const base64 = Buffer.isBuffer(answer.body);
+    return {
+      statusCode: answer.status,
+      headers: answer.headers,
+      body: base64 ? (answer.body as Buffer).toString('base64') : (answer.body as string),
+      isBase64Encoded: base64,
+    };
+  };
+}
+
+/** A streaming route (API Gateway STREAM transfer mode): status and headers first, then the body. */
+export function streamingHandler(route: HttpRoute, options: AdapterOptions): StreamingLambdaHandler {
+  return async (event, responseStream, context) => {
+    const hungUp = new AbortController();
+    const onClose = () => hungUp.abort();
+    // The runtime closes the stream when the client goes away; before we end it, that is a hang-up.
+    responseStream.once('close', onClose);
+    responseStream.once('error', onClose);
+    try {
+      const answer = await run(route, httpRequest(event, context, hungUp.signal), options);
+      const body = Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body);
+      responseStream.off('close', onClose);
+      const out = streamingRuntime().HttpResponseStream.from(responseStream, {
+        statusCode: answer.status,
+        headers: { ...answer.headers, 'Content-Length': String(body.length) },
+      });
+      out.end(body);
+      // A client that hung up is not a server error, and there is no one left to send an error answer to.
+      await finished(out).catch((error) => logger.warn('Response not delivered', { error }));
+    } finally {
+      await options.afterResponse?.();
+    }
+  };
+}
+
+/** Runs the route with request-scoped logging; an error it throws becomes its answer through the one mapping. */
+async function run(route: HttpRoute, request: HttpRequest, options: AdapterOptions): Promise<HttpResponse> {
+  logger.appendKeys({ requestId: request.requestId });
+  let answer: HttpResponse;
+  try {
+    answer = await route(request);
+  } catch (error) {
+    answer = errorResponse(error, options.errors);
+  }
+  logger.info('request', { method: request.method, path: request.path, status: answer.status });
+  logger.resetKeys();
+  return answer;
+}
+
+function httpRequest(
+  event: APIGatewayProxyEvent,
+  context: InvocationContext,
+  signal: AbortSignal,
+): HttpRequest {
+  const headers: Record<string, string> = {};
+  // API Gateway passes header names as the client sent them; HTTP ignores their case.
+  for (const [name, value] of Object.entries(event.headers ?? {})) {
+    if (value !== undefined) headers[name.toLowerCase()] = value;
+  }
+  const query: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
+    if (value !== undefined) query[name] = value;
+  }
+  const pathParameters: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.pathParameters ?? {})) {
+    if (value !== undefined) pathParameters[name] = value;
+  }
+  const raw = event.body ?? '';
+  const now = Date.now();
+  return {
+    method: event.httpMethod,
+    path: event.path,
+    headers,
+    pathParameters,
+    query,
+    body: event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw,
+    requestId: context.awsRequestId,
+    deadline: now + Math.max(MIN_BUDGET_MS, context.getRemainingTimeInMillis() - RESPONSE_RESERVE_MS),
+    signal,
+  };
+}
