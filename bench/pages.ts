@@ -16,7 +16,7 @@ export interface BenchPages {
   close(): Promise<void>;
 }
 
-export const TALL_PAGE_HEIGHT = 15_000;
+const TALL_PAGE_HEIGHT = 15_000;
 
 const SIMPLE_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bench page</title>
 <link rel="stylesheet" href="/style.css"></head><body>

@@ -14,7 +14,7 @@ export interface Contender {
  * Pause between samples, the same for every contender: a client's round trip at least separates two requests, and
  * it keeps one sample's clean-up (a browser exiting) from being billed to the next.
  */
-export const GAP_MS = 25;
+const GAP_MS = 25;
 
 /**
  * Runs the contenders in rounds, each round in a new shuffled order, so that the machine's noise (a shared

@@ -7,10 +7,11 @@ import * as cognito from 'aws-cdk-lib/aws-cognito';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct, type IConstruct } from 'constructs';
+import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
 
 /** The dashboard's files, deployed as they are (no build step). */
-export const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
+const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
 
 /** OAuth scopes the dashboard asks for; its access token only has to identify the account owner. */
 const SCOPES = [cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL];
@@ -170,8 +171,8 @@ export class DashboardSite extends Construct {
       supportedIdentityProviders: [cognito.UserPoolClientIdentityProvider.COGNITO],
       preventUserExistenceErrors: true,
       enableTokenRevocation: true,
-      accessTokenValidity: Duration.hours(1),
-      idTokenValidity: Duration.hours(1),
+      accessTokenValidity: Duration.seconds(SESSION_TOKEN_LIFETIME_SECONDS),
+      idTokenValidity: Duration.seconds(SESSION_TOKEN_LIFETIME_SECONDS),
       // The page keeps no refresh token; the shortest lifetime Cognito allows.
       refreshTokenValidity: Duration.hours(1),
     });

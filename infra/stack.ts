@@ -15,6 +15,7 @@ import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
+import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
 import type { DeploymentSettings } from './settings';
@@ -38,9 +39,9 @@ export const SCREENSHOT_MEMORY_MB = 3008;
 /**
  * 90 s: the spec's longest delay (30 s) comes after the page's load event, which itself may take up to the
  * navigation timeout, plus the browser's first-start unpack (~1.5 s), a large full-page encode and the DynamoDB
- * writes before and after. The local server gives captures the same 90 s (local/httpAdapter.ts).
+ * writes before and after. The local server gives captures the same (shared/timing.ts).
  */
-export const SCREENSHOT_TIMEOUT = Duration.seconds(90);
+export const SCREENSHOT_TIMEOUT = Duration.millis(SCREENSHOT_FUNCTION_TIMEOUT_MS);
 /**
  * API Gateway's wait for the streamed response: the function's timeout plus Lambda's up-to-10 s init phase, which
  * the function timeout does not count. Streaming (STREAM transfer mode) allows up to 15 minutes; buffered routes
@@ -49,7 +50,7 @@ export const SCREENSHOT_TIMEOUT = Duration.seconds(90);
 export const SCREENSHOT_INTEGRATION_TIMEOUT = Duration.seconds(100);
 /** Key-management functions: a JWKS fetch on a cold start and a handful of single-item DynamoDB calls. */
 export const MANAGEMENT_MEMORY_MB = 512;
-export const MANAGEMENT_TIMEOUT = Duration.seconds(10);
+export const MANAGEMENT_TIMEOUT = Duration.millis(MANAGEMENT_FUNCTION_TIMEOUT_MS);
 
 const STAGE_NAME = 'prod';
 

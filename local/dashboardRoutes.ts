@@ -9,7 +9,7 @@ import type { ExtraRoute } from './httpAdapter';
 import type { LocalIdp } from './idp';
 
 /** The deployable dashboard: every file there goes to the S3 bucket as is (infra/dashboardSite.ts). */
-export const DASHBOARD_DIR = new URL('../web/public/', import.meta.url);
+const DASHBOARD_DIR = new URL('../web/public/', import.meta.url);
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -26,7 +26,7 @@ export type DashboardConfig =
   | { mode: 'local' }
   | { mode: 'cognito'; cognito: { domain: string; clientId: string; redirectUri: string; scope: string } };
 
-export const LOCAL_DASHBOARD_CONFIG: DashboardConfig = { mode: 'local' };
+const LOCAL_DASHBOARD_CONFIG: DashboardConfig = { mode: 'local' };
 
 const sessionRequest = z.strictObject({
   accountId: z

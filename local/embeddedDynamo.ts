@@ -54,7 +54,7 @@ export async function startEmbeddedDynamo(options: {
  * burst on a small machine a call can take a second or more (same-item writes queue behind one another), so the
  * local client waits longer than the deployed one before it gives up.
  */
-export const LOCAL_DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 2_000, requestTimeout: 15_000 };
+const LOCAL_DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 2_000, requestTimeout: 15_000 };
 
 /** A client for a local endpoint; the credentials are placeholders, dynalite does not check them. */
 export function localDynamoClient(endpoint: string): DynamoDBClient {
@@ -64,7 +64,7 @@ export function localDynamoClient(endpoint: string): DynamoDBClient {
   );
 }
 
-export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
+async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
     await client.send(new DescribeTableCommand({ TableName: tableName }));
   } catch {

@@ -20,7 +20,7 @@ const REFUSED_FLAGS = new Set([
  * that allocates without end would get the whole function killed (no answer, no refund); capped, only its renderer
  * dies and the capture fails cleanly with a 500.
  */
-export const PAGE_HEAP_LIMIT_MB = 512;
+const PAGE_HEAP_LIMIT_MB = 512;
 
 /**
  * Flags we add: a bounded page heap, no scrollbars in the image, no audio, and software compositing. (Chrome's

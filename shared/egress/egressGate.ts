@@ -6,7 +6,7 @@ import { type AllowList, normalizeHost, parseAllowList } from './allowList';
 /** Resolves a host name to every address it has. Injectable so tests can script DNS (rebinding, failures). */
 export type HostLookup = (hostname: string) => Promise<readonly LookupAddress[]>;
 
-export const systemLookup: HostLookup = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
+const systemLookup: HostLookup = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
 
 export interface EgressGateOptions {
   /** Raw ALLOW_PRIVATE_HOSTS. */

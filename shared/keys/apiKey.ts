@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 /** Key value format from the spec: the literal prefix and 40 lowercase hex characters (160 random bits). */
-export const API_KEY_PREFIX = 'sk_live_';
+const API_KEY_PREFIX = 'sk_live_';
 const API_KEY_PATTERN = /^sk_live_[0-9a-f]{40}$/;
 
 export function generateApiKey(): string {

@@ -8,7 +8,7 @@ import { MAX_KEYS_PER_ACCOUNT } from '../keys/schemas';
 
 const timestamp = z.number().int().meta({ description: 'Milliseconds since the epoch' });
 
-export const validationDetail = z
+const validationDetail = z
   .object({
     code: z
       .string()
@@ -83,7 +83,7 @@ const isActive = z
   .boolean()
   .meta({ description: 'true while the key can authenticate requests; false once revoked' });
 
-export const apiKeyListItem = z
+const apiKeyListItem = z
   .object({
     id: keyId,
     name: keyName,

@@ -13,7 +13,7 @@ export interface DynamoTimeouts {
  * milliseconds: these only fire when DynamoDB is out of reach, and then a call fails within about 5 s, inside the
  * 10 s management functions.
  */
-export const DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 1_000, requestTimeout: 5_000 };
+const DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 1_000, requestTimeout: 5_000 };
 
 /** The name a request timeout is rethrown under, so the SDK's retry logic does not replay it. */
 export const OUTCOME_UNKNOWN = 'DynamoRequestOutcomeUnknown';

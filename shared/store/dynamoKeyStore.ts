@@ -10,7 +10,7 @@ import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../keys/keySto
 import { ACCOUNT_KEY_PREFIX, conditionHeld, itemKey } from './table';
 
 /** lastUsed may lag by up to this much (docs/api.md); within it, repeated uses of a key cost no write. */
-export const LAST_USED_RESOLUTION_MS = 60_000;
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
  * API keys as two items (docs/data-model.md): the authentication item under the key's hash, which alone decides

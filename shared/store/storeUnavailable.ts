@@ -19,7 +19,7 @@ const TRANSIENT_ERROR_NAMES = new Set([
  * after the SDK's own retries. Errors with an HTTP status below 500 (a failed condition, a validation error) are
  * answers, not outages, and pass through unchanged.
  */
-export function isStoreUnavailable(error: unknown): boolean {
+function isStoreUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (TRANSIENT_ERROR_NAMES.has(error.name)) return true;
   const metadata = (error as { $metadata?: { httpStatusCode?: number } }).$metadata;

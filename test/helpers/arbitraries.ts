@@ -11,7 +11,7 @@ import { MAX_BODY_BYTES } from '../../shared/http/request';
 const STRANGE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', '', 'URL', 'Width'];
 
 /** Any key the schema does not know, including prototype names and near-misses of real field names. */
-export const unknownKey = fc.oneof(fc.constantFrom(...STRANGE_KEYS), fc.string());
+const unknownKey = fc.oneof(fc.constantFrom(...STRANGE_KEYS), fc.string());
 
 /** Adds one own property, as JSON.parse would (so `__proto__` becomes a key, not the prototype). */
 function withKey(record: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {

@@ -33,7 +33,7 @@ const typeOf = (info: ProcessInfo) =>
   info.args.find((arg) => arg.startsWith('--type='))?.slice('--type='.length);
 
 /** Browser (main) processes that are direct children of this process. */
-export async function browserPids(): Promise<number[]> {
+async function browserPids(): Promise<number[]> {
   return (await processes())
     .filter((p) => p.ppid === process.pid && isChromium(p) && !typeOf(p))
     .map((p) => p.pid);
