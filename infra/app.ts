@@ -1,16 +1,13 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { readSettings } from './settings';
-import { ScreenshotServiceStack } from './stack';
+import { addEnvironment } from './deployment';
+import { loadEnvironments } from './settings';
 
 const app = new App();
 
-// Environment-agnostic on purpose: synthesis needs no credentials or account lookups, and `cdk deploy` targets the
-// account and region of the caller's AWS profile.
-new ScreenshotServiceStack(app, 'ScreenshotService', {
-  description: 'Screenshot capture service: API Gateway REST, Lambda + Chromium, DynamoDB, Cognito',
-  settings: readSettings((key) => app.node.tryGetContext(key)),
-});
+// Every environment of infra/environments/ is in the app, each pinned to its own account and region: `cdk deploy
+// <stackName>` picks one (and its us-east-1 companion), and nothing depends on the caller's default profile.
+for (const settings of loadEnvironments()) addEnvironment(app, settings);
 
 // cdk-nag's AwsSolutions pack runs on every synth: an unacknowledged finding stops `cdk synth` and `cdk deploy`.
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

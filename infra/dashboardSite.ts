@@ -1,5 +1,13 @@
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, DefaultStackSynthesizer, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import {
+  CfnOutput,
+  DefaultStackSynthesizer,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  Token,
+  Validations,
+} from 'aws-cdk-lib';
 import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
@@ -26,6 +34,7 @@ const SCOPES = [cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL];
  *     stageName: STAGE_NAME,
  *     userPool: this.userPool,
  *     domainPrefix: settings.dashboardDomainPrefix,
+ *     webAclArn: edge.webAclArn,
  *   });
  *
  * The session-token functions must accept this construct's app client (`userPoolClient`): make it the
@@ -48,6 +57,8 @@ export interface DashboardSiteProps {
    * digits and hyphens, unique in the region across all AWS accounts. A user pool has at most one such domain.
    */
   domainPrefix: string;
+  /** A web ACL of scope CLOUDFRONT (created in us-east-1) for the distribution: infra/edgeStack.ts. */
+  webAclArn: string;
 }
 
 /**
@@ -130,6 +141,7 @@ export class DashboardSite extends Construct {
 
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: 'Screenshot API dashboard',
+      webAclId: props.webAclArn,
       defaultRootObject: 'index.html',
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
       priceClass: cloudfront.PriceClass.PRICE_CLASS_100,
@@ -222,12 +234,6 @@ function acknowledgeAll(site: DashboardSite): void {
   );
   acknowledge(
     site.distribution,
-    'CFR2',
-    'No WAF by default, as for the API stage (infra/stack.ts, APIG3): the static files are public and every /api/* ' +
-      'request is authenticated and rate limited per account. An operator can attach a web ACL without code changes.',
-  );
-  acknowledge(
-    site.distribution,
     'CFR3',
     'Access logs for the static files have little value; /api/* requests are logged by API Gateway access logs.',
   );
@@ -243,6 +249,9 @@ function acknowledgeAll(site: DashboardSite): void {
   const stack = Stack.of(site);
   const bucketArn = `<${stack.resolve(stack.getLogicalId(site.bucket.node.defaultChild as s3.CfnBucket))}.Arn>`;
   const qualifier = stack.synthesizer.bootstrapQualifier ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;
+  // A stack pinned to an account and region names its asset bucket literally; an agnostic one through pseudo-parameters.
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
   const wildcards = [
     'Action::s3:GetObject*',
     'Action::s3:GetBucket*',
@@ -250,7 +259,7 @@ function acknowledgeAll(site: DashboardSite): void {
     'Action::s3:DeleteObject*',
     'Action::s3:Abort*',
     `Resource::${bucketArn}/*`,
-    `Resource::arn:<AWS::Partition>:s3:::cdk-${qualifier}-assets-<AWS::AccountId>-<AWS::Region>/*`,
+    `Resource::arn:<AWS::Partition>:s3:::cdk-${qualifier}-assets-${account}-${region}/*`,
     'Resource::*',
   ];
   for (const child of stack.node.children) {

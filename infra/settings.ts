@@ -1,118 +1,111 @@
-/**
- * Deployment settings an operator chooses at `cdk deploy` time, passed as CDK context (`-c name=value` or the
- * `context` block of cdk.json). Context rather than CfnParameters: the values are validated at synthesis, show up in
- * the template as plain numbers the tests can assert, and changing one is an ordinary `cdk deploy -c ...`.
- */
-export interface DeploymentSettings {
-  /** Screenshot requests per account per clock hour (decisions.md, "Rate limit"); sets RATE_LIMIT_PER_HOUR. */
-  rateLimitPerHour: number;
-  /** One-time grant for a new account; 0 turns it off (decisions.md, "Credits"); sets FREE_CREDITS. */
-  freeCredits: number;
-  /** Stage-wide steady-state requests per second: a first line against floods, before any Lambda runs. */
-  apiRateLimit: number;
-  /** Stage-wide burst (token bucket size). */
-  apiBurstLimit: number;
-  /** Steady-state requests per second for POST /api/screenshot alone: each one holds a Chromium for seconds. */
-  screenshotRateLimit: number;
-  /** Burst for POST /api/screenshot. */
-  screenshotBurstLimit: number;
-  /** Optional address subscribed to the alarm topic. */
-  alarmEmail?: string;
-  /**
-   * Prefix of the dashboard's hosted sign-in domain, `<prefix>.auth.<region>.amazoncognito.com`, unique in the region
-   * across all AWS accounts. Default (in the stack): `screenshots-<account id>`.
-   */
-  dashboardDomainPrefix?: string;
-}
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 
-export const DEFAULT_SETTINGS: Readonly<
-  Required<Omit<DeploymentSettings, 'alarmEmail' | 'dashboardDomainPrefix'>>
-> = {
-  rateLimitPerHour: 100,
-  freeCredits: 100,
-  apiRateLimit: 50,
-  apiBurstLimit: 100,
-  screenshotRateLimit: 10,
-  screenshotBurstLimit: 20,
-};
+/** One committed file per environment, `infra/environments/<name>.json`: the settings are reviewed like code. */
+export const ENVIRONMENTS_DIR = fileURLToPath(new URL('./environments', import.meta.url));
 
-/** Context keys, one per setting; documented in docs/deploy.md. */
-export const CONTEXT_KEYS = {
-  rateLimitPerHour: 'rateLimitPerHour',
-  freeCredits: 'freeCredits',
-  apiRateLimit: 'apiRateLimit',
-  apiBurstLimit: 'apiBurstLimit',
-  screenshotRateLimit: 'screenshotRateLimit',
-  screenshotBurstLimit: 'screenshotBurstLimit',
-  alarmEmail: 'alarmEmail',
-  dashboardDomainPrefix: 'dashboardDomainPrefix',
-} as const satisfies Record<keyof DeploymentSettings, string>;
-
-type NumericSetting = keyof typeof DEFAULT_SETTINGS;
-
-/** Smallest accepted value of each number; the same floors shared/config.ts enforces at run time. */
-const MINIMUM: Record<NumericSetting, number> = {
-  rateLimitPerHour: 1,
-  freeCredits: 0,
-  apiRateLimit: 1,
-  apiBurstLimit: 1,
-  screenshotRateLimit: 1,
-  screenshotBurstLimit: 1,
-};
+const count = (minimum: number, fallback: number) => z.number().int().min(minimum).default(fallback);
 
 /**
- * Reads the settings from a context lookup (`app.node.tryGetContext`). `-c x=5` arrives as the string "5", cdk.json
- * values as numbers; both are accepted. A bad value fails synthesis with a message naming the key, rather than
- * deploying a function that would refuse to start.
+ * What an environment's file may say (docs/deploy.md, "Settings"). Unknown keys are refused, so a typo fails
+ * synthesis instead of silently keeping a default.
  */
-export function readSettings(tryGetContext: (key: string) => unknown): DeploymentSettings {
-  const numbers = {} as Record<NumericSetting, number>;
-  for (const name of Object.keys(DEFAULT_SETTINGS) as NumericSetting[]) {
-    numbers[name] = integerSetting(
-      CONTEXT_KEYS[name],
-      tryGetContext(CONTEXT_KEYS[name]),
-      DEFAULT_SETTINGS[name],
-      MINIMUM[name],
+const settingsFile = z
+  .strictObject({
+    /** CloudFormation stack name; every other name in the stack derives from it or is generated. */
+    stackName: z.string().regex(/^[A-Za-z][A-Za-z0-9-]{0,110}$/, 'letters, digits and hyphens'),
+    /** The one account and region this environment deploys to: `cdk deploy` refuses other credentials. */
+    account: z.string().regex(/^\d{12}$/, '12 digits'),
+    region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1'),
+    /** Production refuses to synthesize without an alarm subscriber. */
+    production: z.boolean(),
+    /** Screenshot requests per account per clock hour (decisions.md, "Rate limit"): RATE_LIMIT_PER_HOUR. */
+    rateLimitPerHour: count(1, 100),
+    /** One-time grant for a new account; 0 turns it off: FREE_CREDITS. */
+    freeCredits: count(0, 100),
+    /** Stage-wide requests per second and burst, for everyone together. */
+    apiRateLimit: count(1, 50),
+    apiBurstLimit: count(1, 100),
+    /** POST /api/screenshot alone: each request holds a Chromium for seconds. */
+    screenshotRateLimit: count(1, 10),
+    screenshotBurstLimit: count(1, 20),
+    /**
+     * Concurrent executions reserved for (and capping) the screenshot function, so the management routes always
+     * have room. Lambda keeps 100 of the account's quota unreserved, so the quota must be at least 100 plus the
+     * reservations of every stack in the account and region.
+     */
+    screenshotReservedConcurrency: count(1, 50),
+    /** Web ACL rate rules: requests per 5 minutes from one IP address, and with one Authorization value. */
+    wafRequestsPerIp: count(10, 1000),
+    wafRequestsPerCredential: count(10, 300),
+    /** Alarm subscribers: an address (confirm AWS's email) and/or an existing SNS topic (pager, chat). */
+    alarmEmail: z.email().optional(),
+    alarmTopicArn: z
+      .string()
+      .regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/, 'an SNS topic ARN')
+      .optional(),
+    /**
+     * Hosted sign-in domain `<prefix>.auth.<region>.amazoncognito.com`, unique in the region across all AWS
+     * accounts. Default: `screenshots-<environment>-<account>`.
+     */
+    dashboardDomainPrefix: z
+      .string()
+      .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, '1-63 lowercase letters, digits or inner hyphens')
+      .refine((prefix) => !/aws|amazon|cognito/.test(prefix), 'must not contain aws, amazon or cognito')
+      .optional(),
+    /** Cognito's emails through SES from a verified identity, instead of Cognito's limited default sender. */
+    emailSender: z
+      .strictObject({
+        fromEmail: z.email(),
+        fromName: z.string().min(1).optional(),
+        /** Where the SES identity is verified; default: the stack's region. */
+        sesRegion: z.string().optional(),
+        /** A verified domain, when the address itself is not a verified identity. */
+        sesVerifiedDomain: z.string().optional(),
+      })
+      .optional(),
+    /** How a new function version takes traffic: 10 % for 5 minutes watched by alarms, or at once (development). */
+    rollout: z.enum(['canary', 'allAtOnce']).default('canary'),
+  })
+  .refine((s) => s.screenshotRateLimit <= s.apiRateLimit && s.screenshotBurstLimit <= s.apiBurstLimit, {
+    message: 'screenshotRateLimit/screenshotBurstLimit cannot exceed apiRateLimit/apiBurstLimit',
+  })
+  .refine((s) => !s.production || s.alarmEmail !== undefined || s.alarmTopicArn !== undefined, {
+    message:
+      'a production environment needs alarmEmail or alarmTopicArn: alarms nobody receives protect nothing',
+  });
+
+export type DeploymentSettings = z.infer<typeof settingsFile> & {
+  /** The file's name: `dev` for infra/environments/dev.json. */
+  environment: string;
+  dashboardDomainPrefix: string;
+};
+
+/** Validates an environment's settings; a bad file fails synthesis with the key and the reason. */
+export function parseSettings(environment: string, json: unknown): DeploymentSettings {
+  const parsed = settingsFile.safeParse(json);
+  if (!parsed.success) {
+    const reasons = parsed.error.issues.map(
+      (issue) => `${issue.path.join('.') || '(file)'}: ${issue.message}`,
     );
+    throw new Error(`infra/environments/${environment}.json: ${reasons.join('; ')}`);
   }
-  if (
-    numbers.screenshotRateLimit > numbers.apiRateLimit ||
-    numbers.screenshotBurstLimit > numbers.apiBurstLimit
-  ) {
-    throw new Error('screenshotRateLimit/screenshotBurstLimit cannot exceed apiRateLimit/apiBurstLimit');
-  }
-  const settings: DeploymentSettings = { ...numbers };
-  const alarmEmail = tryGetContext(CONTEXT_KEYS.alarmEmail);
-  if (alarmEmail !== undefined && alarmEmail !== '') {
-    if (typeof alarmEmail !== 'string' || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail)) {
-      throw new Error(`Context "${CONTEXT_KEYS.alarmEmail}" must be an email address`);
-    }
-    settings.alarmEmail = alarmEmail;
-  }
-  const prefix = tryGetContext(CONTEXT_KEYS.dashboardDomainPrefix);
-  if (prefix !== undefined && prefix !== '') {
-    // Cognito's rules for a domain prefix: lowercase letters, digits and inner hyphens; no reserved words.
-    if (
-      typeof prefix !== 'string' ||
-      !/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(prefix) ||
-      /aws|amazon|cognito/.test(prefix)
-    ) {
-      throw new Error(
-        `Context "${CONTEXT_KEYS.dashboardDomainPrefix}" must be 1-63 lowercase letters, digits or inner hyphens, ` +
-          'without "aws", "amazon" or "cognito"',
-      );
-    }
-    settings.dashboardDomainPrefix = prefix;
-  }
-  return settings;
+  return {
+    ...parsed.data,
+    environment,
+    dashboardDomainPrefix:
+      parsed.data.dashboardDomainPrefix ?? `screenshots-${environment}-${parsed.data.account}`,
+  };
 }
 
-function integerSetting(key: string, raw: unknown, fallback: number, minimum: number): number {
-  if (raw === undefined || raw === null || raw === '') return fallback;
-  const value =
-    typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(value) || value < minimum) {
-    throw new Error(`Context "${key}" must be an integer >= ${minimum}, got ${JSON.stringify(raw)}`);
-  }
-  return value;
+/** Every committed environment, by file name. */
+export function loadEnvironments(dir = ENVIRONMENTS_DIR): DeploymentSettings[] {
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.json'))
+    .sort()
+    .map((file) =>
+      parseSettings(path.basename(file, '.json'), JSON.parse(readFileSync(path.join(dir, file), 'utf8'))),
+    );
 }

@@ -2,8 +2,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CfnOutput, Duration, RemovalPolicy, Size, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -12,14 +12,17 @@ import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-n
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
+import { Monitoring, pascal } from './monitoring';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
+import { ServiceWebAcl } from './webAcl';
 
 /** The repository root: functions/, shared/, package-lock.json and node_modules/ live here. */
 export const PROJECT_ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -53,9 +56,13 @@ export const MANAGEMENT_MEMORY_MB = 512;
 export const MANAGEMENT_TIMEOUT = Duration.millis(MANAGEMENT_FUNCTION_TIMEOUT_MS);
 
 const STAGE_NAME = 'prod';
+/** The alias API Gateway invokes: CodeDeploy moves it from one published version to the next. */
+export const LIVE_ALIAS = 'live';
 
 export interface ScreenshotServiceStackProps extends StackProps {
   settings: DeploymentSettings;
+  /** The dashboard distribution's web ACL (scope CLOUDFRONT, in us-east-1: infra/edgeStack.ts). */
+  dashboardWebAclArn: string;
 }
 
 /**
@@ -71,6 +78,10 @@ export class ScreenshotServiceStack extends Stack {
   readonly userPoolClient: cognito.UserPoolClient;
   readonly dashboard: DashboardSite;
   readonly functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>;
+  /** What API Gateway invokes: each function's `live` alias. */
+  readonly aliases: ReadonlyMap<RouteDefinition['handler'], lambda.Alias>;
+  readonly webAcl: ServiceWebAcl;
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
     super(scope, id, props);
@@ -104,46 +115,58 @@ export class ScreenshotServiceStack extends Stack {
         requireSymbols: true,
         tempPasswordValidity: Duration.days(3),
       },
-      mfa: cognito.Mfa.OPTIONAL,
+      // Every owner signs in with an authenticator app (TOTP), set up at the first sign-in; no SMS to pay or intercept.
+      mfa: cognito.Mfa.REQUIRED,
       mfaSecondFactor: { otp: true, sms: false },
       accountRecovery: cognito.AccountRecovery.EMAIL_ONLY,
-      featurePlan: cognito.FeaturePlan.ESSENTIALS,
+      // Threat protection: compromised-credential checks and adaptive authentication block risky sign-ins.
+      featurePlan: cognito.FeaturePlan.PLUS,
+      standardThreatProtectionMode: cognito.StandardThreatProtectionMode.FULL_FUNCTION,
+      ...(settings.emailSender
+        ? {
+            email: cognito.UserPoolEmail.withSES({
+              fromEmail: settings.emailSender.fromEmail,
+              ...(settings.emailSender.fromName ? { fromName: settings.emailSender.fromName } : {}),
+              sesRegion: settings.emailSender.sesRegion ?? settings.region,
+              ...(settings.emailSender.sesVerifiedDomain
+                ? { sesVerifiedDomain: settings.emailSender.sesVerifiedDomain }
+                : {}),
+            }),
+          }
+        : {}),
       // A user's `sub` is their account id in the table: recreating the pool would orphan every account.
       deletionProtection: true,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    acknowledge(
-      this.userPool,
-      'COG2',
-      'MFA is optional (TOTP) rather than required so an operator can get an access token with ' +
-        '`aws cognito-idp initiate-auth` (docs/deploy.md); users are created by operators only, never self sign-up.',
-    );
-    acknowledge(
-      this.userPool,
-      'COG8',
-      'Threat protection needs the Cognito Plus feature plan, billed per monthly active user; the pool has no ' +
-        'self sign-up and tokens only manage API keys, so the cost is not justified by default.',
-    );
 
     this.api = this.createRestApi(settings);
+    // Before any function starts: rate limits per IP and per credential, oversized bodies, known-bad addresses.
+    this.webAcl = new ServiceWebAcl(this, 'Firewall', {
+      scope: 'REGIONAL',
+      requestsPerIp: settings.wafRequestsPerIp,
+      requestsPerCredential: settings.wafRequestsPerCredential,
+      name: `${this.stackName}-api`,
+    });
+    new wafv2.CfnWebACLAssociation(this, 'FirewallAssociation', {
+      resourceArn: this.api.deploymentStage.stageArn,
+      webAclArn: this.webAcl.acl.attrArn,
+    });
 
     // The dashboard (S3 + CloudFront, Cognito hosted sign-in) calls the API on its own origin.
     this.dashboard = new DashboardSite(this, 'Dashboard', {
       api: this.api,
       stageName: STAGE_NAME,
       userPool: this.userPool,
-      domainPrefix: settings.dashboardDomainPrefix ?? `screenshots-${this.account}`,
+      domainPrefix: settings.dashboardDomainPrefix,
+      webAclArn: props.dashboardWebAclArn,
     });
-    // One public app client for every sign-in: the dashboard's code flow (hosted sign-in, PKCE) and, added here, the
-    // operator's CLI (USER_PASSWORD_AUTH) and SRP. The session verifier accepts one client id (shared/config.ts), so
-    // tokens from both kinds of sign-in must come from this one client.
+    // One app client for every sign-in: the dashboard's code flow (hosted sign-in, PKCE) and, added here, the
+    // operator's admin flow, which needs IAM credentials (cognito-idp:AdminInitiateAuth). No password or SRP flow
+    // a browser could call: a leaked client id gives nobody a way to try passwords outside the hosted sign-in.
+    // The session verifier accepts one client id (shared/config.ts), so both kinds of token come from this client.
     this.userPoolClient = this.dashboard.userPoolClient;
     const cfnClient = this.userPoolClient.node.defaultChild as cognito.CfnUserPoolClient;
-    cfnClient.explicitAuthFlows = [
-      'ALLOW_USER_PASSWORD_AUTH',
-      'ALLOW_USER_SRP_AUTH',
-      'ALLOW_REFRESH_TOKEN_AUTH',
-    ];
+    cfnClient.explicitAuthFlows = ['ALLOW_ADMIN_USER_PASSWORD_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'];
 
     // Exactly what aws-jwt-verify compares against the token's `iss` (shared/auth/sessionVerifier.ts).
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${this.userPool.userPoolId}`;
@@ -154,6 +177,8 @@ export class ScreenshotServiceStack extends Stack {
       SESSION_ISSUER: issuer,
       SESSION_CLIENT_ID: this.userPoolClient.userPoolClientId,
       SESSION_JWKS_URI: `${issuer}/.well-known/jwks.json`,
+      // The `service` dimension of the business metrics (shared/metrics/names.ts), which the alarms read.
+      POWERTOOLS_SERVICE_NAME: this.stackName,
       // Stack traces point at the TypeScript sources, not the minified bundle.
       NODE_OPTIONS: '--enable-source-maps',
       // ALLOW_PRIVATE_HOSTS is deliberately absent: a deployment refuses every private address (decisions.md).
@@ -166,27 +191,52 @@ export class ScreenshotServiceStack extends Stack {
     });
 
     const functions = new Map<RouteDefinition['handler'], NodejsFunction>();
+    const aliases = new Map<RouteDefinition['handler'], lambda.Alias>();
     for (const route of ROUTES) {
-      functions.set(route.handler, this.routeFunction(route, environment, chromium.layer));
+      const fn = this.routeFunction(route, environment, chromium.layer, settings);
+      functions.set(route.handler, fn);
+      // Every deploy publishes a version; the alias only moves once CodeDeploy says so (below).
+      aliases.set(
+        route.handler,
+        new lambda.Alias(this, `${pascal(route.handler)}Live`, {
+          aliasName: LIVE_ALIAS,
+          version: fn.currentVersion,
+        }),
+      );
     }
     this.functions = functions;
+    this.aliases = aliases;
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
-      displayName: 'Screenshot service alarms',
+      displayName: `${this.stackName} alarms`,
       enforceSSL: true,
     });
     if (settings.alarmEmail)
       alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(settings.alarmEmail));
+    const alarmTopics = [
+      alarmTopic,
+      ...(settings.alarmTopicArn
+        ? [sns.Topic.fromTopicArn(this, 'SubscriberTopic', settings.alarmTopicArn)]
+        : []),
+    ];
 
-    this.addRoutes(functions);
-    this.alarms(functions, alarmTopic);
+    this.addRoutes(aliases);
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      api: this.api,
+      functions,
+      aliases,
+      serviceName: this.stackName,
+      webAclName: `${this.stackName}-api`,
+      alarmActions: alarmTopics.map((topic) => new cloudwatchActions.SnsAction(topic)),
+    });
+    this.safeRollouts(aliases, settings);
 
     const baseUrl = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${STAGE_NAME}`;
     new CfnOutput(this, 'ApiUrl', { value: baseUrl, description: 'Base URL: POST <ApiUrl>/api/screenshot' });
     new CfnOutput(this, 'UserPoolId', { value: this.userPool.userPoolId, description: 'Cognito user pool' });
     new CfnOutput(this, 'UserPoolClientId', {
       value: this.userPoolClient.userPoolClientId,
-      description: 'App client of the dashboard and of initiate-auth (USER_PASSWORD_AUTH)',
+      description: 'App client of the dashboard and of admin-initiate-auth (ADMIN_USER_PASSWORD_AUTH)',
     });
     new CfnOutput(this, 'TableName', {
       value: this.table.tableName,
@@ -196,6 +246,40 @@ export class ScreenshotServiceStack extends Stack {
       value: alarmTopic.topicArn,
       description: 'Subscribe to get alarms',
     });
+    new CfnOutput(this, 'OperationsDashboard', {
+      value: `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${this.monitoring.dashboard.dashboardName}`,
+      description: 'The CloudWatch dashboard of captures, credits, refunds and errors',
+    });
+  }
+
+  /**
+   * One CodeDeploy deployment group per function: a new version takes 10 % of the traffic for 5 minutes (or all
+   * at once in development) and is rolled back if one of its alarms fires meanwhile.
+   */
+  private safeRollouts(
+    aliases: ReadonlyMap<RouteDefinition['handler'], lambda.Alias>,
+    settings: DeploymentSettings,
+  ): void {
+    const application = new codedeploy.LambdaApplication(this, 'Rollouts');
+    const deploymentConfig =
+      settings.rollout === 'canary'
+        ? codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES
+        : codedeploy.LambdaDeploymentConfig.ALL_AT_ONCE;
+    for (const [handler, alias] of aliases) {
+      const group = new codedeploy.LambdaDeploymentGroup(this, `${pascal(handler)}Rollout`, {
+        application,
+        alias,
+        deploymentConfig,
+        alarms: this.monitoring.rollbackAlarms.get(handler) ?? [],
+        autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
+      });
+      acknowledge(
+        group.role,
+        'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]',
+        'The AWS-managed policy is the documented, least-privilege grant for CodeDeploy to shift Lambda alias ' +
+          'traffic and read the alarms of the deployment group.',
+      );
+    }
   }
 
   /** One function per route: its own role, log group and table grant. */
@@ -203,8 +287,9 @@ export class ScreenshotServiceStack extends Stack {
     route: RouteDefinition,
     environment: Record<string, string>,
     chromiumLayer: lambda.ILayerVersion,
+    settings: DeploymentSettings,
   ): NodejsFunction {
-    const id = route.handler.charAt(0).toUpperCase() + route.handler.slice(1);
+    const id = pascal(route.handler);
     const isScreenshot = route.streaming;
 
     const logGroup = new logs.LogGroup(this, `${id}Logs`, { retention: logs.RetentionDays.ONE_MONTH });
@@ -244,7 +329,14 @@ export class ScreenshotServiceStack extends Stack {
       memorySize: isScreenshot ? SCREENSHOT_MEMORY_MB : MANAGEMENT_MEMORY_MB,
       timeout: isScreenshot ? SCREENSHOT_TIMEOUT : MANAGEMENT_TIMEOUT,
       // Chromium unpacks itself (~250 MB with fonts and libraries) into /tmp and keeps a disk cache there.
-      ...(isScreenshot ? { ephemeralStorageSize: Size.mebibytes(1024) } : {}),
+      ...(isScreenshot
+        ? {
+            ephemeralStorageSize: Size.mebibytes(1024),
+            // Both a guarantee and a cap: captures can never take the whole account's concurrency, so the key and
+            // credit routes always have room.
+            reservedConcurrentExecutions: settings.screenshotReservedConcurrency,
+          }
+        : {}),
       layers: isScreenshot ? [chromiumLayer] : [],
       environment,
       role,
@@ -353,12 +445,6 @@ export class ScreenshotServiceStack extends Stack {
       'Every handler validates its request with zod and answers 400 with the details the spec defines; a gateway ' +
         'validator would answer in a different shape first.',
     );
-    acknowledge(
-      api,
-      'APIG3',
-      'No WAF by default: stage and method throttling cap floods and every request is authenticated and rate limited ' +
-        'per account in the handler. An operator can associate a web ACL with the stage without changing the stack.',
-    );
     const cloudWatchRole = api.node.tryFindChild('CloudWatchRole');
     if (cloudWatchRole) {
       acknowledge(
@@ -371,10 +457,10 @@ export class ScreenshotServiceStack extends Stack {
     return api;
   }
 
-  /** One method per route, each integrated with its own function; the screenshot route streams. */
-  private addRoutes(functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>): void {
+  /** One method per route, each integrated with its own function's live alias; the screenshot route streams. */
+  private addRoutes(aliases: ReadonlyMap<RouteDefinition['handler'], lambda.Alias>): void {
     for (const route of ROUTES) {
-      const fn = functions.get(route.handler);
+      const fn = aliases.get(route.handler);
       if (!fn) throw new Error(`No function for route ${route.handler}`);
       const integration = new apigateway.LambdaIntegration(fn, {
         allowTestInvoke: false,
@@ -391,77 +477,6 @@ export class ScreenshotServiceStack extends Stack {
       acknowledge(method, 'APIG4', reason);
       acknowledge(method, 'COG4', reason);
     }
-  }
-
-  private alarms(
-    functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>,
-    topic: sns.ITopic,
-  ): void {
-    const action = new cloudwatchActions.SnsAction(topic);
-    const stage = this.api.deploymentStage;
-    const fiveMinutes = Duration.minutes(5);
-
-    // Share of requests answered 5xx, once there are enough requests for a share to mean something.
-    const serverErrorRate = new cloudwatch.MathExpression({
-      label: '5xx share of requests',
-      expression: 'IF(requests >= 20, errors / requests, 0)',
-      usingMetrics: {
-        errors: stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
-        requests: stage.metricCount({ period: fiveMinutes, statistic: 'Sum' }),
-      },
-      period: fiveMinutes,
-    });
-    serverErrorRate
-      .createAlarm(this, 'ServerErrorRateAlarm', {
-        alarmDescription: 'More than 5% of API requests answered 5xx (twice in 15 minutes).',
-        threshold: 0.05,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 2,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      })
-      .addAlarmAction(action);
-
-    const screenshot = functions.get('screenshot');
-    if (screenshot) {
-      // A legitimate capture takes at most the 30 s delay plus the page's load; p90 above 60 s means captures are
-      // heading for the 90 s timeout (slow pages, starved CPU, a struggling browser).
-      screenshot
-        .metricDuration({ period: fiveMinutes, statistic: 'p90' })
-        .createAlarm(this, 'ScreenshotLatencyAlarm', {
-          alarmDescription: 'Screenshot function p90 duration above 60 s for 15 minutes.',
-          threshold: 60_000,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 3,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        })
-        .addAlarmAction(action);
-    }
-
-    // Crashes and timeouts of any route's function (handled errors are answered, not thrown, so they do not count).
-    const errorMetrics = Object.fromEntries(
-      [...functions.values()].map((fn, index) => [
-        `e${index}`,
-        fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' }),
-      ]),
-    );
-    new cloudwatch.MathExpression({
-      label: 'Function errors',
-      // FILL: a function nobody called has no datapoints, which would otherwise blank the whole sum.
-      expression: Object.keys(errorMetrics)
-        .map((id) => `FILL(${id}, 0)`)
-        .join(' + '),
-      usingMetrics: errorMetrics,
-      period: fiveMinutes,
-    })
-      .createAlarm(this, 'FunctionErrorsAlarm', {
-        alarmDescription: 'Five or more Lambda invocation errors (crashes, timeouts) in 5 minutes.',
-        threshold: 5,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      })
-      .addAlarmAction(action);
   }
 }
 

@@ -7,8 +7,9 @@ import type { RouteDefinition } from '../shared/routes';
  * An empty list means no table statement at all.
  */
 export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly string[]>> = {
-  // Key lookup (GetItem); rate-limit window, credit reserve/refund, free grant and lastUsed (UpdateItem).
-  screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  // Key lookup (GetItem); rate-limit window, credit reserve/refund, free grant and lastUsed (UpdateItem); a refund
+  // that failed, kept for an operator (PutItem, shared/store/dynamoPendingRefunds.ts).
+  screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   // Query on the account's partition; free grant.
   listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
   // keyCount (UpdateItem), listing and authentication items (PutItem), undo of a half-made key (DeleteItem).

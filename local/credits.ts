@@ -9,20 +9,28 @@ import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
 import { STATE_FILE } from './localService';
 
 /**
- * The operator's credits tool: `npm run --silent credits -- get|add|set <accountId> [n]`, printing JSON.
+ * The operator's credits tool, printing JSON:
+ *   npm run --silent credits -- get|add|set <accountId> [n]
+ *   npm run --silent credits -- refunds list | refunds return <refundId>
+ * Refunds are the ones a failed capture could not write (docs/deploy.md, "When an alarm fires").
  * Store: the running local service's (DATA_DIR), else the deployed table when TABLE_NAME is set (AWS credentials
  * and region from the usual AWS environment), else the local data dir opened directly.
  */
 const USAGE =
-  'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>';
-const [command, accountId, amountText] = process.argv.slice(2);
+  'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>\n' +
+  '       npm run --silent credits -- refunds list | refunds return <refundId>';
+const [command, target, amountText] = process.argv.slice(2);
 const amount = Number(amountText);
-if (
-  !accountId ||
-  !(command === 'get' || command === 'add' || command === 'set') ||
-  (command !== 'get' &&
-    (amountText === undefined || !Number.isInteger(amount) || (command === 'set' && amount < 0)))
-) {
+const valid =
+  command === 'refunds'
+    ? target === 'list' || (target === 'return' && amountText !== undefined)
+    : !!target &&
+      (command === 'get' ||
+        ((command === 'add' || command === 'set') &&
+          amountText !== undefined &&
+          Number.isInteger(amount) &&
+          !(command === 'set' && amount < 0)));
+if (!valid || !target) {
   process.stderr.write(`${USAGE}\n`);
   process.exit(2);
 }
@@ -31,14 +39,23 @@ const dataDir = resolve(process.env.DATA_DIR || '.data');
 const config = readServiceConfig(process.env);
 const { client, close } = await openStore();
 try {
-  const { credits } = createStores(client, config);
-  const balance =
-    command === 'get'
-      ? await credits.balance(accountId)
-      : command === 'add'
-        ? await credits.add(accountId, amount)
-        : await credits.set(accountId, amount);
-  process.stdout.write(`${JSON.stringify({ accountId, balance })}\n`);
+  const { credits, pendingRefunds } = createStores(client, config);
+  if (command === 'refunds') {
+    const answer =
+      target === 'list'
+        ? { refunds: await pendingRefunds.list() }
+        : await pendingRefunds.giveBack(amountText ?? '');
+    process.stdout.write(`${JSON.stringify(answer)}\n`);
+    if ('outcome' in answer && answer.outcome === 'notFound') process.exitCode = 1;
+  } else {
+    const balance =
+      command === 'get'
+        ? await credits.balance(target)
+        : command === 'add'
+          ? await credits.add(target, amount)
+          : await credits.set(target, amount);
+    process.stdout.write(`${JSON.stringify({ accountId: target, balance })}\n`);
+  }
 } catch (error) {
   if (!(error instanceof InsufficientCreditsError)) throw error;
   process.stderr.write(

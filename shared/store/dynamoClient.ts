@@ -1,4 +1,5 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { tracer } from '../tracer';
 
 export interface DynamoTimeouts {
   /** Time to open a connection. Nothing has been sent yet, so the SDK may retry it. */
@@ -18,7 +19,10 @@ const DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 1_000, requestTimeo
 /** The name a request timeout is rethrown under, so the SDK's retry logic does not replay it. */
 export const OUTCOME_UNKNOWN = 'DynamoRequestOutcomeUnknown';
 
-/** The DynamoDB client the functions and the local server use: bounded waits, and no replay of sent writes. */
+/**
+ * The DynamoDB client the functions and the local server use: bounded waits, no replay of sent writes, and each call
+ * traced in X-Ray when running in Lambda.
+ */
 export function createDynamoClient(
   config: DynamoDBClientConfig = {},
   timeouts = DYNAMO_TIMEOUTS,
@@ -52,7 +56,7 @@ export function createDynamoClient(
     },
     { step: 'deserialize', name: 'noReplayAfterRequestTimeout', priority: 'low' },
   );
-  return client;
+  return tracer.captureAWSv3Client(client);
 }
 
 /** Smithy's request timer (sent, no answer) as opposed to its connection timer (never sent), which has no code. */

@@ -23,7 +23,11 @@ export const itemKey = {
     pk: `ACCOUNT#${accountId}`,
     sk: `RATE#${windowStart}`,
   }),
+  /** A refund that failed, kept for an operator. One partition for all: they are rare, and listed together. */
+  pendingRefund: (refundId: string) => ({ pk: PENDING_REFUNDS_PARTITION, sk: `REFUND#${refundId}` }),
 };
+
+export const PENDING_REFUNDS_PARTITION = 'REFUNDS#PENDING';
 
 export const ACCOUNT_KEY_PREFIX = 'KEY#';
 

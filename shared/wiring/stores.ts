@@ -3,6 +3,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ServiceConfig } from '../config';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
+import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
 import { translateStoreOutages } from '../store/storeUnavailable';
 
@@ -18,5 +19,6 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     keys: new DynamoKeyStore(db, config.tableName),
     credits: new DynamoCreditLedger(db, config.tableName),
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
+    pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
   };
 }

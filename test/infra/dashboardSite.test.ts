@@ -20,6 +20,7 @@ import { dependencyCycle } from './synth';
  */
 const CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
 const ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
+const WEB_ACL_ARN = 'arn:aws:wafv2:us-east-1:111111111111:global/webacl/dashboard/0123abcd';
 
 function serviceLikeStack(app: App) {
   const stack = new Stack(app, 'Service');
@@ -36,6 +37,7 @@ function serviceLikeStack(app: App) {
     stageName: 'prod',
     userPool,
     domainPrefix: 'shots-test',
+    webAclArn: WEB_ACL_ARN,
   });
   fn.addEnvironment('SESSION_CLIENT_ID', site.userPoolClient.userPoolClientId);
   return { stack, site, api };
@@ -138,6 +140,10 @@ describe('the dashboard bucket', () => {
 });
 
 describe('the dashboard distribution', () => {
+  it('is guarded by the given web ACL', () => {
+    expect(distributionConfig().WebACLId).toBe(WEB_ACL_ARN);
+  });
+
   it('serves index.html at / and redirects plain HTTP to HTTPS', () => {
     const config = distributionConfig();
     expect(config.DefaultRootObject).toBe('index.html');

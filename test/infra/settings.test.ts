@@ -1,69 +1,82 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
-import { CONTEXT_KEYS, DEFAULT_SETTINGS, readSettings } from '../../infra/settings';
+import { loadEnvironments, parseSettings } from '../../infra/settings';
 import { PROJECT_ROOT } from '../../infra/stack';
 
-const context =
-  (values: Record<string, unknown>) =>
-  (key: string): unknown =>
-    values[key];
+const minimal = { stackName: 'Shots-dev', account: '123456789012', region: 'eu-west-1', production: false };
+const parse = (extra: Record<string, unknown>) => parseSettings('dev', { ...minimal, ...extra });
 
-describe('readSettings', () => {
-  it('uses the decisions defaults when no context is given', () => {
-    expect(readSettings(context({}))).toEqual(DEFAULT_SETTINGS);
-    expect(DEFAULT_SETTINGS.rateLimitPerHour).toBe(100);
-    expect(DEFAULT_SETTINGS.freeCredits).toBe(100);
+describe('parseSettings', () => {
+  it('fills the decisions defaults and derives a sign-in domain prefix unique to the environment and account', () => {
+    const settings = parse({});
+    expect(settings).toMatchObject({
+      environment: 'dev',
+      rateLimitPerHour: 100,
+      freeCredits: 100,
+      screenshotReservedConcurrency: 50,
+      rollout: 'canary',
+      dashboardDomainPrefix: 'screenshots-dev-123456789012',
+    });
   });
 
-  it('reads numbers given on the command line as strings', () => {
-    const settings = readSettings(
-      context({ [CONTEXT_KEYS.rateLimitPerHour]: '250', [CONTEXT_KEYS.freeCredits]: '0' }),
-    );
-    expect(settings.rateLimitPerHour).toBe(250);
-    expect(settings.freeCredits).toBe(0);
+  it('names the file and the key of a bad value', () => {
+    expect(() => parse({ rateLimitPerHour: 0 })).toThrow(/dev\.json: rateLimitPerHour/);
+    expect(() => parse({ freeCredits: 1.5 })).toThrow(/freeCredits/);
+    expect(() => parse({ account: '12345' })).toThrow(/account/);
   });
 
-  it('reads numbers given in cdk.json as numbers', () => {
-    expect(readSettings(context({ [CONTEXT_KEYS.apiRateLimit]: 80 })).apiRateLimit).toBe(80);
-  });
-
-  it('refuses a rate limit below one request per hour', () => {
-    expect(() => readSettings(context({ [CONTEXT_KEYS.rateLimitPerHour]: '0' }))).toThrow(/rateLimitPerHour/);
-  });
-
-  it('refuses negative, fractional or non-numeric values', () => {
-    for (const bad of ['-1', '1.5', 'ten', 2.5, true]) {
-      expect(() => readSettings(context({ [CONTEXT_KEYS.freeCredits]: bad }))).toThrow(/freeCredits/);
-    }
+  it('refuses keys it does not know, so a typo never falls back to a default', () => {
+    expect(() => parse({ rateLimitPerHuor: 500 })).toThrow(/rateLimitPerHuor/);
   });
 
   it('refuses a screenshot throttle above the stage throttle', () => {
-    expect(() => readSettings(context({ [CONTEXT_KEYS.screenshotRateLimit]: '500' }))).toThrow(
-      /cannot exceed/,
-    );
+    expect(() => parse({ screenshotRateLimit: 500 })).toThrow(/cannot exceed/);
   });
 
-  it('accepts a valid dashboard sign-in domain prefix', () => {
+  it('refuses a production environment nobody receives alarms from', () => {
+    expect(() => parse({ production: true })).toThrow(/alarmEmail or alarmTopicArn/);
     expect(
-      readSettings(context({ [CONTEXT_KEYS.dashboardDomainPrefix]: 'acme-shots-1' })).dashboardDomainPrefix,
-    ).toBe('acme-shots-1');
+      parse({ production: true, alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:pager' }).production,
+    ).toBe(true);
   });
 
   it('refuses a domain prefix Cognito would refuse', () => {
     for (const bad of ['Upper', '-leading', 'trailing-', 'my-aws-shots', 'has space', 'a'.repeat(64)]) {
-      expect(() => readSettings(context({ [CONTEXT_KEYS.dashboardDomainPrefix]: bad }))).toThrow(
-        /dashboardDomainPrefix/,
-      );
+      expect(() => parse({ dashboardDomainPrefix: bad })).toThrow(/dashboardDomainPrefix/);
     }
   });
 
   it('accepts an alarm email address and refuses anything else', () => {
-    expect(readSettings(context({ [CONTEXT_KEYS.alarmEmail]: 'ops@example.com' })).alarmEmail).toBe(
-      'ops@example.com',
-    );
-    expect(() => readSettings(context({ [CONTEXT_KEYS.alarmEmail]: 'not an address' }))).toThrow(
-      /alarmEmail/,
-    );
+    expect(parse({ alarmEmail: 'ops@example.com' }).alarmEmail).toBe('ops@example.com');
+    expect(() => parse({ alarmEmail: 'not an address' })).toThrow(/alarmEmail/);
+  });
+});
+
+describe('loadEnvironments', () => {
+  it('reads every committed environment, each with its own stack name', () => {
+    const environments = loadEnvironments();
+    expect(environments.map((settings) => settings.environment)).toEqual(['dev', 'prod']);
+    expect(new Set(environments.map((settings) => settings.stackName)).size).toBe(environments.length);
+  });
+
+  it('has production alarms go somewhere and production rollouts go through the canary', () => {
+    const prod = loadEnvironments().find((settings) => settings.environment === 'prod');
+    expect(prod?.production).toBe(true);
+    expect(prod?.alarmEmail ?? prod?.alarmTopicArn).toBeDefined();
+    expect(prod?.rollout).toBe('canary');
+  });
+
+  it('reads the environments of a given folder by file name', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'environments-'));
+    try {
+      writeFileSync(path.join(dir, 'staging.json'), JSON.stringify(minimal));
+      expect(loadEnvironments(dir).map((settings) => settings.environment)).toEqual(['staging']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -3,14 +3,16 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSyn
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Validations } from 'aws-cdk-lib';
+import { type CfnResource, Validations } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM_PACKAGE } from '../../infra/chromiumLayer';
+import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import {
+  LIVE_ALIAS,
   MANAGEMENT_MEMORY_MB,
   MANAGEMENT_TIMEOUT,
   PROJECT_ROOT,
@@ -19,6 +21,8 @@ import {
   SCREENSHOT_TIMEOUT,
 } from '../../infra/stack';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
+import { COMMON_RULES_COUNTED, CONTENT_LENGTH_ABOVE_MAX, MAX_BODY_BYTES } from '../../infra/webAcl';
+import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
 import {
@@ -86,6 +90,8 @@ function allStatements(): Json[] {
 
 const chromiumLayerId = () => synth.logicalId(synth.stack.node.findChild('Chromium').node.findChild('Layer'));
 const tableId = () => synth.logicalId(synth.stack.table);
+const aliasId = (handler: RouteDefinition['handler']) =>
+  synth.stack.getLogicalId(synth.stack.aliases.get(handler)?.node.defaultChild as CfnResource);
 const isTableArn = (resource: unknown) =>
   JSON.stringify(resource) === JSON.stringify({ 'Fn::GetAtt': [tableId(), 'Arn'] });
 
@@ -99,11 +105,11 @@ describe('API Gateway REST API', () => {
     expect(served.sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
   });
 
-  it('integrates each route with its own function as a Lambda proxy', () => {
+  it("integrates each route with its own function's live alias as a Lambda proxy", () => {
     for (const route of ROUTES) {
       const integration = integrationOf(route);
       expect(integration.Type).toBe('AWS_PROXY');
-      expect(JSON.stringify(integration.Uri)).toContain(`"${synth.functionId(route.handler)}","Arn"`);
+      expect(JSON.stringify(integration.Uri)).toContain(`{"Ref":"${aliasId(route.handler)}"}`);
     }
   });
 
@@ -201,12 +207,15 @@ describe('Lambda functions', () => {
   it('creates exactly one function per route', () => {
     const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
     expect(ids.size).toBe(ROUTES.length);
-    // The only other function is the CDK handler that copies the dashboard's files to its bucket.
+    // The only other functions are CDK's handlers: one copies the dashboard's files to its bucket, one reads the
+    // edge stack's web ACL ARN across regions.
     const others = ofType(synth.resources, 'AWS::Lambda::Function')
       .map(([id]) => id)
-      .filter((id) => !ids.has(id));
-    expect(others).toHaveLength(1);
+      .filter((id) => !ids.has(id))
+      .sort();
+    expect(others).toHaveLength(2);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
+    expect(others[1]).toMatch(/^CustomCrossRegionExportReader/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -351,9 +360,7 @@ describe('Lambda functions', () => {
     const poolId = synth.logicalId(synth.stack.userPool);
     const clientId = synth.logicalId(synth.stack.userPoolClient);
     const issuer = [
-      'https://cognito-idp.',
-      { Ref: 'AWS::Region' },
-      '.',
+      `https://cognito-idp.${TEST_SETTINGS.region}.`,
       { Ref: 'AWS::URLSuffix' },
       '/',
       { Ref: poolId },
@@ -369,6 +376,7 @@ describe('Lambda functions', () => {
             SESSION_ISSUER: { 'Fn::Join': ['', issuer] },
             SESSION_CLIENT_ID: { Ref: clientId },
             SESSION_JWKS_URI: { 'Fn::Join': ['', [...issuer, '/.well-known/jwks.json']] },
+            POWERTOOLS_SERVICE_NAME: TEST_SETTINGS.stackName,
           }),
         },
       });
@@ -515,15 +523,43 @@ describe('Cognito', () => {
     });
   });
 
-  it('has one public app client, for the dashboard code flow and for password and SRP sign-in', () => {
+  it('has one public app client: the dashboard code flow, and only the IAM-signed admin flow besides', () => {
     synth.template.resourceCountIs('AWS::Cognito::UserPoolClient', 1);
     synth.template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
       UserPoolId: { Ref: synth.logicalId(synth.stack.userPool) },
       GenerateSecret: false,
-      ExplicitAuthFlows: Match.arrayWith(['ALLOW_USER_PASSWORD_AUTH', 'ALLOW_USER_SRP_AUTH']),
+      ExplicitAuthFlows: ['ALLOW_ADMIN_USER_PASSWORD_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'],
       AllowedOAuthFlows: ['code'],
       PreventUserExistenceErrors: 'ENABLED',
     });
+  });
+
+  it('requires TOTP multi-factor authentication, never SMS', () => {
+    synth.template.hasResourceProperties('AWS::Cognito::UserPool', {
+      MfaConfiguration: 'ON',
+      EnabledMfas: ['SOFTWARE_TOKEN_MFA'],
+    });
+  });
+
+  it('turns on threat protection (the Plus feature plan, enforced)', () => {
+    synth.template.hasResourceProperties('AWS::Cognito::UserPool', {
+      UserPoolTier: 'PLUS',
+      UserPoolAddOns: { AdvancedSecurityMode: 'ENFORCED' },
+    });
+  });
+
+  it("sends Cognito's emails through SES from the configured sender", () => {
+    const sender = TEST_SETTINGS.emailSender;
+    synth.template.hasResourceProperties('AWS::Cognito::UserPool', {
+      EmailConfiguration: Match.objectLike({
+        EmailSendingAccount: 'DEVELOPER',
+        From: `${sender?.fromName} <${sender?.fromEmail}>`,
+      }),
+    });
+    const [, pool] = ofType(synth.resources, 'AWS::Cognito::UserPool')[0] ?? [];
+    expect(JSON.stringify((pool?.Properties.EmailConfiguration as Json | undefined)?.SourceArn)).toContain(
+      `:ses:${TEST_SETTINGS.region}:${TEST_SETTINGS.account}:identity/${sender?.fromEmail}`,
+    );
   });
 
   it('accepts on every function the access tokens of that client', () => {
@@ -541,38 +577,197 @@ describe('Cognito', () => {
   });
 });
 
-describe('Alarms', () => {
-  const topicId = () => ofType(synth.resources, 'AWS::SNS::Topic').map(([id]) => id)[0] ?? 'no topic';
+describe('Web ACL in front of the API', () => {
+  const acl = () => ofType(synth.resources, 'AWS::WAFv2::WebACL')[0]?.[1].Properties ?? {};
+  const rule = (name: string) => (asList(acl().Rules) as Json[]).find((r) => r.Name === name);
 
-  it('alarms on the share of 5xx answers', () => {
-    synth.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      AlarmActions: [{ Ref: topicId() }],
-      Metrics: Match.arrayWith([
-        Match.objectLike({
-          MetricStat: Match.objectLike({
-            Metric: Match.objectLike({ Namespace: 'AWS/ApiGateway', MetricName: '5XXError' }),
-          }),
-        }),
+  it('is a regional web ACL associated with the API stage', () => {
+    const [stageId] = ofType(synth.resources, 'AWS::ApiGateway::Stage')[0] ?? [];
+    expect(acl().Scope).toBe('REGIONAL');
+    const [, association] = ofType(synth.resources, 'AWS::WAFv2::WebACLAssociation')[0] ?? [];
+    expect(association?.Properties.WebACLArn).toEqual({
+      'Fn::GetAtt': [synth.stack.getLogicalId(synth.stack.webAcl.acl), 'Arn'],
+    });
+    expect(JSON.stringify(association?.Properties.ResourceArn)).toContain(`{"Ref":"${stageId}"}`);
+  });
+
+  it('limits requests per IP address and per Authorization value, answering 429 in the API shape', () => {
+    expect(rule('RateLimitPerIp')?.Statement).toEqual({
+      RateBasedStatement: {
+        Limit: TEST_SETTINGS.wafRequestsPerIp,
+        EvaluationWindowSec: 300,
+        AggregateKeyType: 'IP',
+      },
+    });
+    expect(rule('RateLimitPerCredential')?.Statement).toEqual({
+      RateBasedStatement: {
+        Limit: TEST_SETTINGS.wafRequestsPerCredential,
+        EvaluationWindowSec: 300,
+        AggregateKeyType: 'CUSTOM_KEYS',
+        CustomKeys: [
+          { Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } },
+        ],
+      },
+    });
+    for (const name of ['RateLimitPerIp', 'RateLimitPerCredential']) {
+      expect(rule(name)?.Action).toMatchObject({
+        Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'tooManyRequests' } },
+      });
+    }
+    expect((acl().CustomResponseBodies as Json).tooManyRequests).toEqual({
+      ContentType: 'APPLICATION_JSON',
+      Content: '{"message":"Too Many Requests"}',
+    });
+  });
+
+  it('refuses a declared body just above the largest valid one (96 KiB) with 413', () => {
+    expect(rule('BodyTooLarge')).toMatchObject({
+      Action: { Block: { CustomResponse: { ResponseCode: 413 } } },
+      Statement: {
+        RegexMatchStatement: {
+          FieldToMatch: { SingleHeader: { Name: 'content-length' } },
+          RegexString: CONTENT_LENGTH_ABOVE_MAX,
+        },
+      },
+    });
+  });
+
+  it('matches exactly the Content-Length values above 98,304 bytes', () => {
+    const above = new RegExp(CONTENT_LENGTH_ABOVE_MAX);
+    expect(MAX_BODY_BYTES).toBe(96 * 1024);
+    for (let length = 0; length <= 1_100_000; length += length < 120_000 ? 1 : 997) {
+      if (above.test(String(length)) !== length > MAX_BODY_BYTES) throw new Error(`wrong for ${length}`);
+    }
+    expect(above.test('00098305')).toBe(true);
+    expect(above.test('0098304')).toBe(false);
+    expect(above.test('12345678901')).toBe(true);
+  });
+
+  it('applies the managed IP reputation and common rule sets, counting only the common body rules', () => {
+    expect(rule('AWSManagedRulesAmazonIpReputationList')?.Statement).toEqual({
+      ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesAmazonIpReputationList' },
+    });
+    const common = (rule('AWSManagedRulesCommonRuleSet')?.Statement as Json | undefined)
+      ?.ManagedRuleGroupStatement as Json | undefined;
+    expect(common?.Name).toBe('AWSManagedRulesCommonRuleSet');
+    expect(common?.RuleActionOverrides).toEqual(
+      COMMON_RULES_COUNTED.map((name) => ({ Name: name, ActionToUse: { Count: {} } })),
+    );
+    // SizeRestrictions_BODY blocks above 8 KB: valid screenshot bodies reach 96 KiB.
+    expect(COMMON_RULES_COUNTED).toContain('SizeRestrictions_BODY');
+  });
+
+  it('evaluates the body and rate rules before the managed sets', () => {
+    const priorities = Object.fromEntries((asList(acl().Rules) as Json[]).map((r) => [r.Name, r.Priority]));
+    expect(Number(priorities.BodyTooLarge)).toBeLessThan(Number(priorities.AWSManagedRulesCommonRuleSet));
+    expect(Number(priorities.RateLimitPerIp)).toBeLessThan(Number(priorities.AWSManagedRulesCommonRuleSet));
+  });
+});
+
+describe('Web ACL in front of the dashboard', () => {
+  it('is a CLOUDFRONT web ACL with the same rules, in us-east-1', () => {
+    expect(synth.edge.region).toBe('us-east-1');
+    synth.edgeTemplate.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Scope: 'CLOUDFRONT',
+      Rules: Match.arrayWith([
+        Match.objectLike({ Name: 'BodyTooLarge' }),
+        Match.objectLike({ Name: 'RateLimitPerIp' }),
+        Match.objectLike({ Name: 'RateLimitPerCredential' }),
       ]),
     });
   });
 
-  it('alarms on the screenshot function latency', () => {
-    synth.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      AlarmActions: [{ Ref: topicId() }],
-      Namespace: 'AWS/Lambda',
-      MetricName: 'Duration',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: synth.functionId(streamingRoute.handler) } }],
-      Threshold: Match.anyValue(),
-    });
+  it('guards the distribution, whose ARN crosses regions through CDK’s export reader', () => {
+    const config = ofType(synth.resources, 'AWS::CloudFront::Distribution')[0]?.[1].Properties
+      .DistributionConfig as Json;
+    const [readerId] = ofType(synth.resources, 'Custom::CrossRegionExportReader')[0] ?? [];
+    expect(referencedId(config.WebACLId)).toBe(readerId);
+  });
+});
+
+describe('Capacity', () => {
+  it('reserves concurrency for the screenshot function only, as configured', () => {
+    expect(functionOf(streamingRoute.handler).Properties.ReservedConcurrentExecutions).toBe(
+      TEST_SETTINGS.screenshotReservedConcurrency,
+    );
+    for (const route of ROUTES.filter((r) => !r.streaming)) {
+      expect(functionOf(route.handler).Properties.ReservedConcurrentExecutions).toBeUndefined();
+    }
+  });
+});
+
+describe('Safe rollouts', () => {
+  it('publishes a version of every function and serves it through a live alias', () => {
+    for (const route of ROUTES) {
+      const alias = synth.resources[aliasId(route.handler)];
+      expect(alias?.Properties.Name).toBe(LIVE_ALIAS);
+      expect(alias?.Properties.FunctionName).toEqual({ Ref: synth.functionId(route.handler) });
+      const versionId = referencedId(alias?.Properties.FunctionVersion);
+      expect(synth.resources[versionId ?? '']?.Type).toBe('AWS::Lambda::Version');
+    }
   });
 
-  it('alarms on crashes and timeouts of any function', () => {
-    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([, a]) =>
-      JSON.stringify(a.Properties.Metrics ?? []).includes('"MetricName":"Errors"'),
+  it('shifts each alias by a CodeDeploy canary that rolls back on its alarms', () => {
+    for (const route of ROUTES) {
+      const alias = synth.resources[aliasId(route.handler)] as Resource & { UpdatePolicy?: Json };
+      const policy = (alias.UpdatePolicy as Json).CodeDeployLambdaAliasUpdate as Json;
+      const group = synth.resources[referencedId(policy.DeploymentGroupName) ?? ''];
+      expect(group?.Properties).toMatchObject({
+        DeploymentConfigName: 'CodeDeployDefault.LambdaCanary10Percent5Minutes',
+        AutoRollbackConfiguration: {
+          Enabled: true,
+          Events: expect.arrayContaining(['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_ALARM']),
+        },
+        AlarmConfiguration: { Enabled: true },
+      });
+      const watched = asList((group?.Properties.AlarmConfiguration as Json | undefined)?.Alarms).map((a) =>
+        referencedId((a as Json).Name),
+      );
+      const expected = synth.stack.monitoring.rollbackAlarms.get(route.handler) ?? [];
+      expect(watched.sort()).toEqual(
+        expected.map((alarm) => synth.stack.getLogicalId(alarm.node.defaultChild as CfnResource)).sort(),
+      );
+      expect(watched).toContain(alarmId(`${pascal(route.handler)}CanaryErrorsAlarm`));
+    }
+  });
+
+  it('rolls the screenshot function back on failed captures and refund failures too', () => {
+    const ids = (synth.stack.monitoring.rollbackAlarms.get('screenshot') ?? []).map((alarm) =>
+      synth.stack.getLogicalId(alarm.node.defaultChild as CfnResource),
     );
-    const watched = JSON.stringify(alarm?.[1].Properties.Metrics);
-    for (const route of ROUTES) expect(watched).toContain(`"Ref":"${synth.functionId(route.handler)}"`);
+    expect(ids).toEqual(
+      expect.arrayContaining([alarmId('HandledServerErrorsAlarm'), alarmId('RefundFailuresAlarm')]),
+    );
+  });
+
+  it('turns termination protection on for both stacks', () => {
+    expect(synth.stack.terminationProtection).toBe(true);
+    expect(synth.edge.terminationProtection).toBe(true);
+  });
+});
+
+/** The logical id of one of the Monitoring construct's alarms. */
+function alarmId(id: string): string {
+  const alarm = synth.stack.monitoring.node.findChild(id);
+  return synth.stack.getLogicalId(alarm.node.defaultChild as CfnResource);
+}
+
+describe('Alarms', () => {
+  const topicId = () => ofType(synth.resources, 'AWS::SNS::Topic').map(([id]) => id)[0] ?? 'no topic';
+  const alarm = (id: string) => synth.resources[alarmId(id)]?.Properties ?? {};
+  const business = (metricName: string) => ({
+    Namespace: METRICS_NAMESPACE,
+    MetricName: metricName,
+    Dimensions: [{ Name: SERVICE_DIMENSION, Value: TEST_SETTINGS.stackName }],
+  });
+
+  it('sends every paging alarm to the stack topic and to the configured subscriber topic', () => {
+    expect(synth.stack.monitoring.alarms.length).toBeGreaterThanOrEqual(8);
+    for (const paging of synth.stack.monitoring.alarms) {
+      const props =
+        synth.resources[synth.stack.getLogicalId(paging.node.defaultChild as CfnResource)]?.Properties;
+      expect(props?.AlarmActions).toEqual([{ Ref: topicId() }, TEST_SETTINGS.alarmTopicArn]);
+    }
   });
 
   it('subscribes the configured address to the alarm topic', () => {
@@ -580,6 +775,108 @@ describe('Alarms', () => {
       Protocol: 'email',
       Endpoint: TEST_SETTINGS.alarmEmail,
       TopicArn: { Ref: topicId() },
+    });
+  });
+
+  it('alarms on the share of 5xx answers once there are enough requests', () => {
+    const props = alarm('ServerErrorRateAlarm');
+    expect(props.Threshold).toBe(ALARM_THRESHOLDS.serverErrorShare);
+    expect(JSON.stringify(props.Metrics)).toContain('"MetricName":"5XXError"');
+    expect(JSON.stringify(props.Metrics)).toContain(
+      `requests >= ${ALARM_THRESHOLDS.serverErrorShareMinRequests}`,
+    );
+  });
+
+  it('alarms on an absolute count of 5xx answers, so low traffic cannot hide them', () => {
+    expect(alarm('ServerErrorCountAlarm')).toMatchObject({
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5XXError',
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: ALARM_THRESHOLDS.serverErrors,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+    });
+  });
+
+  it('alarms on 500/503 answers the handler gave, through the business metric', () => {
+    expect(alarm('HandledServerErrorsAlarm')).toMatchObject({
+      ...business(METRIC.serverErrors),
+      Statistic: 'Sum',
+      Threshold: ALARM_THRESHOLDS.handledServerErrors,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+    });
+  });
+
+  it('alarms on the first refund that could not be written', () => {
+    expect(alarm('RefundFailuresAlarm')).toMatchObject({
+      ...business(METRIC.refundFailures),
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+    });
+  });
+
+  it('alarms on crashes, timeouts and throttles of any function', () => {
+    for (const [id, metricName] of [
+      ['FunctionErrorsAlarm', 'Errors'],
+      ['ThrottlesAlarm', 'Throttles'],
+    ] as const) {
+      const watched = JSON.stringify(alarm(id).Metrics);
+      expect(watched).toContain(`"MetricName":"${metricName}"`);
+      for (const route of ROUTES) expect(watched).toContain(`"Ref":"${synth.functionId(route.handler)}"`);
+    }
+    expect(alarm('ThrottlesAlarm').Threshold).toBe(ALARM_THRESHOLDS.throttles);
+  });
+
+  it('alarms when any single invocation runs 80% of its timeout', () => {
+    for (const route of ROUTES) {
+      const timeoutMs = Number(functionOf(route.handler).Properties.Timeout) * 1000;
+      expect(alarm(`${pascal(route.handler)}NearTimeoutAlarm`)).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Duration',
+        Statistic: 'Maximum',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: synth.functionId(route.handler) } }],
+        Threshold: timeoutMs * ALARM_THRESHOLDS.timeoutShare,
+        EvaluationPeriods: 1,
+      });
+    }
+  });
+
+  it('alarms on the screenshot function p90 latency', () => {
+    expect(alarm('ScreenshotLatencyAlarm')).toMatchObject({
+      MetricName: 'Duration',
+      ExtendedStatistic: 'p90',
+      Threshold: ALARM_THRESHOLDS.screenshotP90Ms,
+    });
+  });
+});
+
+describe('Operations dashboard', () => {
+  const body = () => {
+    const [, dashboard] = ofType(synth.resources, 'AWS::CloudWatch::Dashboard')[0] ?? [];
+    return JSON.stringify(synth.stack.resolve(dashboard?.Properties.DashboardBody));
+  };
+
+  it('charts captures by status, credits charged, capture duration, cache hits and refund failures', () => {
+    for (const title of [
+      'Captures by status',
+      'Credits charged',
+      'Capture duration (ms)',
+      'Cache hits',
+      'Refund failures',
+    ]) {
+      expect(body()).toContain(title);
+    }
+    for (const name of Object.values(METRIC)) expect(body()).toContain(name);
+    expect(body()).toContain(METRICS_NAMESPACE);
+  });
+
+  it('is named after the stack, so environments never share it', () => {
+    synth.template.hasResourceProperties('AWS::CloudWatch::Dashboard', {
+      DashboardName: `${TEST_SETTINGS.stackName}-operations`,
     });
   });
 });

@@ -1,20 +1,37 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { App, type CfnResource } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { DEFAULT_SETTINGS, type DeploymentSettings } from '../../infra/settings';
-import { ScreenshotServiceStack } from '../../infra/stack';
+import { addEnvironment } from '../../infra/deployment';
+import type { EdgeStack } from '../../infra/edgeStack';
+import { type DeploymentSettings, parseSettings } from '../../infra/settings';
+import { PROJECT_ROOT, type ScreenshotServiceStack } from '../../infra/stack';
 import type { RouteDefinition } from '../../shared/routes';
 
 /** Settings that differ from the defaults, so a test can tell a setting reached the template. */
-export const TEST_SETTINGS: DeploymentSettings = {
-  ...DEFAULT_SETTINGS,
+export const TEST_SETTINGS: DeploymentSettings = parseSettings('test', {
+  stackName: 'ScreenshotServiceTest',
+  account: '123456789012',
+  region: 'eu-central-1',
+  production: true,
   rateLimitPerHour: 250,
   freeCredits: 7,
+  screenshotReservedConcurrency: 40,
+  wafRequestsPerIp: 900,
+  wafRequestsPerCredential: 240,
   alarmEmail: 'ops@example.com',
+  alarmTopicArn: 'arn:aws:sns:eu-central-1:123456789012:pager',
   dashboardDomainPrefix: 'shots-test',
-};
+  emailSender: { fromEmail: 'no-reply@shots.example', fromName: 'Screenshots' },
+});
+
+/** The feature flags and settings of cdk.json, which `cdk synth` and `cdk deploy` give the app. */
+const CDK_CONTEXT = (
+  JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as {
+    context: Record<string, unknown>;
+  }
+).context;
 
 /** Loosely typed CloudFormation: tests read it, the assertions library checks it. */
 export type Json = Record<string, unknown>;
@@ -28,7 +45,9 @@ export interface Resource {
 
 export interface SynthesizedStack {
   stack: ScreenshotServiceStack;
+  edge: EdgeStack;
   template: Template;
+  edgeTemplate: Template;
   resources: Record<string, Resource>;
   /** The cloud assembly directory, where staged assets (bundles, the layer) can be inspected. */
   outdir: string;
@@ -37,12 +56,25 @@ export interface SynthesizedStack {
   cleanup(): void;
 }
 
-/** Builds and synthesizes the stack once, bundling for real, into a temporary directory. */
-export function synthesizeStack(settings: DeploymentSettings = TEST_SETTINGS): SynthesizedStack {
+/**
+ * Builds and synthesizes one environment as infra/app.ts does, into a temporary directory: bundling for real unless
+ * `bundle` is false (then only the templates are worth reading).
+ */
+export function synthesizeStack(
+  settings: DeploymentSettings = TEST_SETTINGS,
+  bundle = true,
+): SynthesizedStack {
   const outdir = mkdtempSync(path.join(tmpdir(), 'screenshot-cdk-'));
   // Asset metadata names each resource's staged asset, so tests can open the bundles and the layer.
-  const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true } });
-  const stack = new ScreenshotServiceStack(app, 'ScreenshotServiceTest', { settings });
+  const app = new App({
+    outdir,
+    context: {
+      ...CDK_CONTEXT,
+      'aws:cdk:enable-asset-metadata': true,
+      ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }),
+    },
+  });
+  const { service: stack, edge } = addEnvironment(app, settings);
   const template = Template.fromStack(stack);
   const resources = template.toJSON().Resources as Record<string, Resource>;
 
@@ -50,7 +82,9 @@ export function synthesizeStack(settings: DeploymentSettings = TEST_SETTINGS): S
     stack.getLogicalId(construct.node.defaultChild as CfnResource);
   return {
     stack,
+    edge,
     template,
+    edgeTemplate: Template.fromStack(edge),
     resources,
     outdir,
     logicalId,

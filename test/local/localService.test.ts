@@ -2,7 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
+import { readServiceConfig } from '../../shared/config';
 import { OverloadedError } from '../../shared/errors';
+import { createStores } from '../../shared/wiring/stores';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 
 const run = promisify(execFile);
@@ -63,6 +65,20 @@ describe('the command-line tools', () => {
     expect(await credits('add', 'credit-user', '25')).toEqual({ accountId: 'credit-user', balance: 125 });
     expect(await credits('set', 'credit-user', '7')).toEqual({ accountId: 'credit-user', balance: 7 });
     expect(await (await service.request('/api/credits', { bearer: token })).json()).toEqual({ balance: 7 });
+  });
+
+  it('`credits refunds` lists the refunds failed captures left and returns each once', async () => {
+    const { credits, pendingRefunds } = createStores(service.dynamo.client, readServiceConfig(process.env));
+    await credits.set('refund-user', 10);
+    const refund = await pendingRefunds.record({ accountId: 'refund-user', cost: 3, failedAt: Date.now() });
+    const cli = async (...args: string[]) =>
+      JSON.parse((await run('npx', ['tsx', 'local/credits.ts', 'refunds', ...args], { env: env() })).stdout);
+    expect((await cli('list')).refunds).toContainEqual(refund);
+    expect(await cli('return', refund.id)).toEqual({ outcome: 'returned', refund, balance: 13 });
+    expect((await cli('list')).refunds).not.toContainEqual(refund);
+    await expect(
+      run('npx', ['tsx', 'local/credits.ts', 'refunds', 'return', refund.id], { env: env() }),
+    ).rejects.toMatchObject({ code: 1 });
   });
 
   it('`credits` refuses to take a balance below zero', async () => {

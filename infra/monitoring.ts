@@ -1,0 +1,259 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION, STATUS_DIMENSION } from '../shared/metrics/names';
+import type { RouteDefinition } from '../shared/routes';
+
+type Handler = RouteDefinition['handler'];
+
+/** Alarm thresholds, per 5 minutes unless named otherwise; docs/deploy.md says what each one means for an operator. */
+export const ALARM_THRESHOLDS = {
+  /** Share of API answers that were 5xx, once there are enough requests for a share to mean something. */
+  serverErrorShare: 0.05,
+  serverErrorShareMinRequests: 20,
+  /** 5xx answers counted by API Gateway, at any traffic (the share above reads 0 below 20 requests). */
+  serverErrors: 5,
+  /** 500/503 answers the screenshot handler gave itself (failed captures, DynamoDB out of reach). */
+  handledServerErrors: 3,
+  /** Credits owed to a customer: every one. */
+  refundFailures: 1,
+  /** Invocations Lambda refused (the screenshot function's reserved concurrency is full, or the account's). */
+  throttles: 5,
+  /** Crashes and timeouts of any function (handled errors are answered, not thrown). */
+  functionErrors: 5,
+  /** A single invocation that ran this share of its function's timeout. */
+  timeoutShare: 0.8,
+  /** Screenshot p90 duration, three periods running: captures heading for the timeout. */
+  screenshotP90Ms: 60_000,
+} as const;
+
+export interface MonitoringProps {
+  api: apigateway.RestApi;
+  functions: ReadonlyMap<Handler, lambda.Function>;
+  aliases: ReadonlyMap<Handler, lambda.Alias>;
+  /** The `service` dimension of the business metrics: the stack sets POWERTOOLS_SERVICE_NAME to it. */
+  serviceName: string;
+  /** Name and region of the API's web ACL, for its blocked-requests chart. */
+  webAclName: string;
+  alarmActions: cloudwatch.IAlarmAction[];
+}
+
+/**
+ * The service's alarms (sent to the alarm actions), the canary gates CodeDeploy watches, and the operations
+ * dashboard. Business metrics come from shared/metrics/names.ts, the module the functions emit them with.
+ */
+export class Monitoring extends Construct {
+  /** Alarms that page: every one sends to the alarm actions. */
+  readonly alarms: cloudwatch.Alarm[] = [];
+  /** Per function: what rolls a new version back (its own crashes, its duration near the timeout, and more). */
+  readonly rollbackAlarms = new Map<Handler, cloudwatch.IAlarm[]>();
+  readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id);
+    const fiveMinutes = Duration.minutes(5);
+    const stage = props.api.deploymentStage;
+    const business = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { [SERVICE_DIMENSION]: props.serviceName },
+        statistic,
+        period: fiveMinutes,
+      });
+    const page = (alarm: cloudwatch.Alarm) => {
+      alarm.addAlarmAction(...props.alarmActions);
+      this.alarms.push(alarm);
+      return alarm;
+    };
+    const atLeast = (
+      alarmId: string,
+      metric: cloudwatch.Metric | cloudwatch.MathExpression,
+      threshold: number,
+      alarmDescription: string,
+    ) =>
+      page(
+        metric.createAlarm(this, alarmId, {
+          alarmDescription,
+          threshold,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    const t = ALARM_THRESHOLDS;
+
+    page(
+      new cloudwatch.MathExpression({
+        label: '5xx share of requests',
+        expression: `IF(requests >= ${t.serverErrorShareMinRequests}, errors / requests, 0)`,
+        usingMetrics: {
+          errors: stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
+          requests: stage.metricCount({ period: fiveMinutes, statistic: 'Sum' }),
+        },
+        period: fiveMinutes,
+      }).createAlarm(this, 'ServerErrorRateAlarm', {
+        alarmDescription: `More than ${t.serverErrorShare * 100}% of API requests answered 5xx (twice in 15 minutes).`,
+        threshold: t.serverErrorShare,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    const serverErrors = atLeast(
+      'ServerErrorCountAlarm',
+      stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
+      t.serverErrors,
+      `${t.serverErrors} or more API answers were 5xx in 5 minutes, whatever the traffic.`,
+    );
+    const handledServerErrors = atLeast(
+      'HandledServerErrorsAlarm',
+      business(METRIC.serverErrors, 'Sum'),
+      t.handledServerErrors,
+      `${t.handledServerErrors} or more screenshot answers were 500/503 in 5 minutes (failed captures, DynamoDB ` +
+        'out of reach): they are answers, not Lambda errors.',
+    );
+    const refundFailures = atLeast(
+      'RefundFailuresAlarm',
+      business(METRIC.refundFailures, 'Sum'),
+      t.refundFailures,
+      'A refund could not be written: credits are owed. Return them with `npm run credits -- refunds list|return`.',
+    );
+
+    const functions = [...props.functions.entries()];
+    const sumOver = (label: string, metricOf: (fn: lambda.Function) => cloudwatch.Metric) => {
+      const usingMetrics = Object.fromEntries(functions.map(([, fn], index) => [`m${index}`, metricOf(fn)]));
+      return new cloudwatch.MathExpression({
+        label,
+        // FILL: a function nobody called has no datapoints, which would otherwise blank the whole sum.
+        expression: Object.keys(usingMetrics)
+          .map((metricId) => `FILL(${metricId}, 0)`)
+          .join(' + '),
+        usingMetrics,
+        period: fiveMinutes,
+      });
+    };
+    atLeast(
+      'FunctionErrorsAlarm',
+      sumOver('Function errors', (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' })),
+      t.functionErrors,
+      `${t.functionErrors} or more Lambda invocation errors (crashes, timeouts) in 5 minutes.`,
+    );
+    atLeast(
+      'ThrottlesAlarm',
+      sumOver('Function throttles', (fn) => fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' })),
+      t.throttles,
+      `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
+    );
+
+    for (const [handler, fn] of functions) {
+      const timeout = fn.timeout ?? Duration.seconds(3);
+      const nearTimeout = atLeast(
+        `${pascal(handler)}NearTimeoutAlarm`,
+        fn.metricDuration({ period: fiveMinutes, statistic: 'Maximum' }),
+        Math.round(timeout.toMilliseconds() * t.timeoutShare),
+        `An invocation of ${handler} ran ${t.timeoutShare * 100}% of its ${timeout.toSeconds()} s timeout.`,
+      );
+      const alias = props.aliases.get(handler);
+      if (!alias) throw new Error(`No alias for ${handler}`);
+      // Not paging: CodeDeploy watches it while a new version takes its share of traffic.
+      const aliasErrors = alias
+        .metricErrors({ period: Duration.minutes(1), statistic: 'Sum' })
+        .createAlarm(this, `${pascal(handler)}CanaryErrorsAlarm`, {
+          alarmDescription: `Any invocation error of ${handler} through its live alias: rolls a new version back.`,
+          threshold: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        });
+      this.rollbackAlarms.set(handler, [
+        aliasErrors,
+        nearTimeout,
+        serverErrors,
+        ...(handler === 'screenshot' ? [handledServerErrors, refundFailures] : []),
+      ]);
+    }
+
+    const screenshot = props.functions.get('screenshot');
+    if (!screenshot) throw new Error('No screenshot function');
+    page(
+      screenshot
+        .metricDuration({ period: fiveMinutes, statistic: 'p90' })
+        .createAlarm(this, 'ScreenshotLatencyAlarm', {
+          alarmDescription: `Screenshot function p90 duration above ${t.screenshotP90Ms / 1000} s for 15 minutes.`,
+          threshold: t.screenshotP90Ms,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 3,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+    );
+
+    const region = Stack.of(this).region;
+    const graph = (title: string, left: cloudwatch.IMetric[], width = 6) =>
+      new cloudwatch.GraphWidget({ title, left, width, height: 6 });
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: `${props.serviceName}-operations`,
+      defaultInterval: Duration.hours(3),
+      widgets: [
+        [new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 4 })],
+        [
+          graph('Captures by status', [
+            new cloudwatch.MathExpression({
+              label: '',
+              expression:
+                `SEARCH('{${METRICS_NAMESPACE},${SERVICE_DIMENSION},${STATUS_DIMENSION}} ` +
+                `MetricName="${METRIC.requestsByStatus}" ${SERVICE_DIMENSION}="${props.serviceName}"', 'Sum', 300)`,
+              usingMetrics: {},
+              period: fiveMinutes,
+            }),
+          ]),
+          graph('Credits charged', [business(METRIC.creditsCharged, 'Sum')]),
+          graph('Capture duration (ms)', [
+            business(METRIC.captureDuration, 'p50'),
+            business(METRIC.captureDuration, 'p90'),
+            business(METRIC.captureDuration, 'Maximum'),
+          ]),
+          graph('Handled 500/503 answers', [business(METRIC.serverErrors, 'Sum')]),
+        ],
+        [
+          graph('Cache hits', [business(METRIC.cacheHits, 'Sum')]),
+          graph('Refund failures', [business(METRIC.refundFailures, 'Sum')]),
+          graph('API answers', [
+            stage.metricCount({ period: fiveMinutes, statistic: 'Sum' }),
+            stage.metricClientError({ period: fiveMinutes, statistic: 'Sum' }),
+            stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
+          ]),
+          graph('Screenshot concurrency and throttles', [
+            screenshot.metric('ConcurrentExecutions', { period: fiveMinutes, statistic: 'Maximum' }),
+            screenshot.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+          ]),
+        ],
+        [
+          graph(
+            'Requests blocked by the web ACL',
+            [
+              new cloudwatch.Metric({
+                namespace: 'AWS/WAFV2',
+                metricName: 'BlockedRequests',
+                dimensionsMap: { WebACL: props.webAclName, Region: region, Rule: 'ALL' },
+                statistic: 'Sum',
+                period: fiveMinutes,
+              }),
+            ],
+            12,
+          ),
+          graph(
+            'Function errors',
+            functions.map(([, fn]) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' })),
+            12,
+          ),
+        ],
+      ],
+    });
+  }
+}
+
+export const pascal = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);

@@ -1,0 +1,31 @@
+/**
+ * The service's CloudWatch metrics: one source for the code that emits them (shared/metrics/powertoolsMetrics.ts)
+ * and the stack that alarms on them and charts them (infra/monitoring.ts).
+ */
+export const METRICS_NAMESPACE = 'ScreenshotService';
+
+/**
+ * Every metric carries this dimension, set to the deployment's stack name (POWERTOOLS_SERVICE_NAME), so two
+ * environments in one account never add up in an alarm.
+ */
+export const SERVICE_DIMENSION = 'service';
+/** Locally and in tests, where no stack sets POWERTOOLS_SERVICE_NAME. */
+export const DEFAULT_SERVICE_NAME = 'screenshot-service';
+
+/** Only `requestsByStatus` carries it: one series per HTTP status for the dashboard, too many to alarm on. */
+export const STATUS_DIMENSION = 'status';
+
+export const METRIC = {
+  /** Every answered screenshot request, by status (dimension `status`). Unit: Count. */
+  requestsByStatus: 'ScreenshotRequests',
+  /** Answers of 500 and above the handler gave itself (failed captures, DynamoDB out of reach); 0 otherwise. */
+  serverErrors: 'ScreenshotServerErrors',
+  /** Credits taken by successful captures. Unit: Count. */
+  creditsCharged: 'CreditsCharged',
+  /** Time from admission to answer. Unit: Milliseconds. */
+  captureDuration: 'CaptureDuration',
+  /** 1 for an answer served from the cache, 0 otherwise. Unit: Count. */
+  cacheHits: 'CacheHits',
+  /** Refunds that could not be written: credits an operator must return (docs/deploy.md). Unit: Count. */
+  refundFailures: 'RefundFailures',
+} as const;

@@ -1,0 +1,23 @@
+/** How one screenshot request ended, as the use case knows it when the answer is sent. */
+export interface CaptureOutcome {
+  /** The HTTP status answered (200, 4xx, 500, 503). */
+  status: number;
+  /** Time from admission to answer. */
+  durationMs: number;
+  /** Credits kept: the cost of a successful capture, 0 for every other answer and for a cache hit. */
+  creditsCharged: number;
+  cacheHit: boolean;
+}
+
+/**
+ * Port for the service's business metrics (names in ./names.ts). Recording never throws and never waits: a metric
+ * must not cost a customer an answer. `flush` publishes what was recorded; call it once per invocation, after the
+ * answer, in a `finally`.
+ */
+export interface ServiceMetrics {
+  /** Call once per answered screenshot request. */
+  captureFinished(outcome: CaptureOutcome): void;
+  /** A refund could not be written; the credits are owed to the account (see shared/accounts/refund.ts). */
+  refundFailed(): void;
+  flush(): void;
+}

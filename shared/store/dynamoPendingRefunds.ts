@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { PendingRefund, PendingRefunds, RefundReturn } from '../accounts/pendingRefunds';
+import { isConditionFailure, itemKey, PENDING_REFUNDS_PARTITION } from './table';
+
+/**
+ * Failed refunds as items `REFUNDS#PENDING / REFUND#<id>` (docs/data-model.md). Giving one back needs two items and
+ * the table has no transactions (dynalite neither), so the account item remembers the refund ids it received
+ * (`returnedRefunds`): the credit is added only if the id is not there yet, then the record is removed. A run that
+ * stops between the two leaves a record whose next return only removes it.
+ */
+export class DynamoPendingRefunds implements PendingRefunds {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async record(refund: Omit<PendingRefund, 'id'>): Promise<PendingRefund> {
+    // Time first (fixed width base 36), so ids sort by the failure; 48 random bits keep concurrent ones apart.
+    const id = `rf_${refund.failedAt.toString(36).padStart(9, '0')}${randomBytes(6).toString('hex')}`;
+    const item = { id, accountId: refund.accountId, cost: refund.cost, failedAt: refund.failedAt };
+    await this.db.send(
+      new PutCommand({ TableName: this.tableName, Item: { ...itemKey.pendingRefund(id), ...item } }),
+    );
+    return item;
+  }
+
+  async list(): Promise<PendingRefund[]> {
+    const refunds: PendingRefund[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': PENDING_REFUNDS_PARTITION },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) refunds.push(toRefund(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return refunds;
+  }
+
+  async giveBack(id: string): Promise<RefundReturn> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.pendingRefund(id), ConsistentRead: true }),
+    );
+    if (!Item) return { outcome: 'notFound' };
+    const refund = toRefund(Item);
+    let balance: number | undefined;
+    try {
+      const { Attributes } = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(refund.accountId),
+          UpdateExpression: 'ADD credits :cost, returnedRefunds :ids',
+          ConditionExpression: 'NOT contains(returnedRefunds, :id)',
+          ExpressionAttributeValues: { ':cost': refund.cost, ':ids': new Set([id]), ':id': id },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+      balance = Number(Attributes?.credits ?? 0);
+    } catch (error) {
+      // The id is on the account already: the credits went back on an earlier run.
+      if (!isConditionFailure(error)) throw error;
+    }
+    await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: itemKey.pendingRefund(id) }));
+    return balance === undefined
+      ? { outcome: 'alreadyReturned', refund }
+      : { outcome: 'returned', refund, balance };
+  }
+}
+
+function toRefund(item: Record<string, unknown>): PendingRefund {
+  return {
+    id: String(item.id),
+    accountId: String(item.accountId),
+    cost: Number(item.cost),
+    failedAt: Number(item.failedAt),
+  };
+}
