@@ -7,6 +7,12 @@ import { Construct } from 'constructs';
 
 export const CHROMIUM_PACKAGE = '@sparticuz/chromium';
 
+/**
+ * Folders left out of the layer: `prebuilds/` holds the Bare-runtime addons of tar-fs's optional bare-* packages
+ * (about 7 MB for a dozen platforms); Node never loads them.
+ */
+export const LAYER_EXCLUDED_DIRS: readonly string[] = ['prebuilds'];
+
 interface PackageJson {
   name: string;
   version: string;
@@ -91,7 +97,7 @@ export class ChromiumLayer extends Construct {
     // The installed versions decide the content, so they are the hash: an unchanged layer is not re-uploaded, and a
     // repeated synth reuses the staged copy instead of copying 65 MB again.
     const assetHash = createHash('sha256')
-      .update(['layer-v1', ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'))
+      .update(['layer-v2', ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'))
       .digest('hex');
 
     this.layer = new lambda.LayerVersion(this, 'Layer', {
@@ -112,7 +118,8 @@ export class ChromiumLayer extends Construct {
                 cpSync(pkg.dir, path.join(outputDir, 'nodejs', 'node_modules', pkg.relativeDir), {
                   recursive: true,
                   dereference: true,
-                  filter: (source) => source !== skipNested,
+                  filter: (source) =>
+                    source !== skipNested && !LAYER_EXCLUDED_DIRS.includes(path.basename(source)),
                 });
               }
               return true;

@@ -66,6 +66,21 @@ const settingsFile = z
         sesVerifiedDomain: z.string().optional(),
       })
       .optional(),
+    /**
+     * Whether this stack sets the region's API Gateway CloudWatch logging role, an account-wide setting execution
+     * logs need. Two environments in one account and region: exactly one of them sets it.
+     */
+    apiGatewayLoggingRole: z.boolean().default(true),
+    /** Attach this existing table instead of creating one: a point-in-time restore, or one a deleted stack kept. */
+    existingTableName: z
+      .string()
+      .regex(/^[\w.-]{3,255}$/, 'a DynamoDB table name')
+      .optional(),
+    /** Attach this existing user pool (kept by a deleted stack): owners keep their sub, hence their account. */
+    existingUserPoolId: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d_\w+$/, 'a user pool id such as eu-west-1_AbCdEf123')
+      .optional(),
     /** How a new function version takes traffic: 10 % for 5 minutes watched by alarms, or at once (development). */
     rollout: z.enum(['canary', 'allAtOnce']).default('canary'),
   })
@@ -76,6 +91,9 @@ const settingsFile = z
     message:
       'a production environment needs alarmEmail or alarmTopicArn: alarms nobody receives protect nothing',
   });
+
+/** The keys an environment file may hold (docs/deploy.md lists each). */
+export const SETTING_KEYS = Object.keys(settingsFile.shape);
 
 export type DeploymentSettings = z.infer<typeof settingsFile> & {
   /** The file's name: `dev` for infra/environments/dev.json. */

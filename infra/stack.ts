@@ -72,8 +72,8 @@ export interface ScreenshotServiceStackProps extends StackProps {
  */
 export class ScreenshotServiceStack extends Stack {
   readonly api: apigateway.RestApi;
-  readonly table: dynamodb.Table;
-  readonly userPool: cognito.UserPool;
+  readonly table: dynamodb.ITable;
+  readonly userPool: cognito.IUserPool;
   /** The client whose access tokens the functions accept (the dashboard's, also used by the CLI). */
   readonly userPoolClient: cognito.UserPoolClient;
   readonly dashboard: DashboardSite;
@@ -87,57 +87,63 @@ export class ScreenshotServiceStack extends Stack {
     super(scope, id, props);
     const { settings } = props;
 
-    this.table = new dynamodb.Table(this, 'Table', {
-      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: TABLE_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
-      // Rate-limit windows expire by themselves (docs/data-model.md); no other item carries the attribute.
-      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: dynamodb.TableEncryption.AWS_MANAGED,
-      // The table holds customers' credits and keys: neither a stack deletion nor a console click may drop it.
-      deletionProtection: true,
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
+    // A point-in-time restore, or the table and pool a torn-down stack retained, are attached rather than created
+    // (docs/deploy.md, "Backup and restore"): customers' keys, credits and identities stay where they are.
+    this.table = settings.existingTableName
+      ? dynamodb.Table.fromTableName(this, 'Table', settings.existingTableName)
+      : new dynamodb.Table(this, 'Table', {
+          partitionKey: { name: TABLE_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
+          sortKey: { name: TABLE_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
+          // Rate-limit windows expire by themselves (docs/data-model.md); no other item carries the attribute.
+          timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+          billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+          pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+          encryption: dynamodb.TableEncryption.AWS_MANAGED,
+          // The table holds customers' credits and keys: neither a stack deletion nor a console click may drop it.
+          deletionProtection: true,
+          removalPolicy: RemovalPolicy.RETAIN,
+        });
 
-    this.userPool = new cognito.UserPool(this, 'UserPool', {
-      // Operators create account owners (docs/deploy.md); there is no public sign-up page to protect.
-      selfSignUpEnabled: false,
-      signInAliases: { email: true },
-      autoVerify: { email: true },
-      standardAttributes: { email: { required: true, mutable: true } },
-      signInCaseSensitive: false,
-      passwordPolicy: {
-        minLength: 12,
-        requireLowercase: true,
-        requireUppercase: true,
-        requireDigits: true,
-        requireSymbols: true,
-        tempPasswordValidity: Duration.days(3),
-      },
-      // Every owner signs in with an authenticator app (TOTP), set up at the first sign-in; no SMS to pay or intercept.
-      mfa: cognito.Mfa.REQUIRED,
-      mfaSecondFactor: { otp: true, sms: false },
-      accountRecovery: cognito.AccountRecovery.EMAIL_ONLY,
-      // Threat protection: compromised-credential checks and adaptive authentication block risky sign-ins.
-      featurePlan: cognito.FeaturePlan.PLUS,
-      standardThreatProtectionMode: cognito.StandardThreatProtectionMode.FULL_FUNCTION,
-      ...(settings.emailSender
-        ? {
-            email: cognito.UserPoolEmail.withSES({
-              fromEmail: settings.emailSender.fromEmail,
-              ...(settings.emailSender.fromName ? { fromName: settings.emailSender.fromName } : {}),
-              sesRegion: settings.emailSender.sesRegion ?? settings.region,
-              ...(settings.emailSender.sesVerifiedDomain
-                ? { sesVerifiedDomain: settings.emailSender.sesVerifiedDomain }
-                : {}),
-            }),
-          }
-        : {}),
-      // A user's `sub` is their account id in the table: recreating the pool would orphan every account.
-      deletionProtection: true,
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
+    this.userPool = settings.existingUserPoolId
+      ? cognito.UserPool.fromUserPoolId(this, 'UserPool', settings.existingUserPoolId)
+      : new cognito.UserPool(this, 'UserPool', {
+          // Operators create account owners (docs/deploy.md); there is no public sign-up page to protect.
+          selfSignUpEnabled: false,
+          signInAliases: { email: true },
+          autoVerify: { email: true },
+          standardAttributes: { email: { required: true, mutable: true } },
+          signInCaseSensitive: false,
+          passwordPolicy: {
+            minLength: 12,
+            requireLowercase: true,
+            requireUppercase: true,
+            requireDigits: true,
+            requireSymbols: true,
+            tempPasswordValidity: Duration.days(3),
+          },
+          // Every owner signs in with an authenticator app (TOTP), set up at the first sign-in; no SMS to pay or intercept.
+          mfa: cognito.Mfa.REQUIRED,
+          mfaSecondFactor: { otp: true, sms: false },
+          accountRecovery: cognito.AccountRecovery.EMAIL_ONLY,
+          // Threat protection: compromised-credential checks and adaptive authentication block risky sign-ins.
+          featurePlan: cognito.FeaturePlan.PLUS,
+          standardThreatProtectionMode: cognito.StandardThreatProtectionMode.FULL_FUNCTION,
+          ...(settings.emailSender
+            ? {
+                email: cognito.UserPoolEmail.withSES({
+                  fromEmail: settings.emailSender.fromEmail,
+                  ...(settings.emailSender.fromName ? { fromName: settings.emailSender.fromName } : {}),
+                  sesRegion: settings.emailSender.sesRegion ?? settings.region,
+                  ...(settings.emailSender.sesVerifiedDomain
+                    ? { sesVerifiedDomain: settings.emailSender.sesVerifiedDomain }
+                    : {}),
+                }),
+              }
+            : {}),
+          // A user's `sub` is their account id in the table: recreating the pool would orphan every account.
+          deletionProtection: true,
+          removalPolicy: RemovalPolicy.RETAIN,
+        });
 
     this.api = this.createRestApi(settings);
     // Before any function starts: rate limits per IP and per credential, oversized bodies, known-bad addresses.
@@ -261,6 +267,10 @@ export class ScreenshotServiceStack extends Stack {
     settings: DeploymentSettings,
   ): void {
     const application = new codedeploy.LambdaApplication(this, 'Rollouts');
+    new CfnOutput(this, 'RolloutApplication', {
+      value: application.applicationName,
+      description: 'CodeDeploy application of the canary rollouts (aws deploy list-deployments)',
+    });
     const deploymentConfig =
       settings.rollout === 'canary'
         ? codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES
@@ -382,9 +392,10 @@ export class ScreenshotServiceStack extends Stack {
       // spec's 30 s delay sends nothing until the image is ready. Regional allows 5 minutes of idle stream.
       endpointConfiguration: { types: [apigateway.EndpointType.REGIONAL] },
       // Execution logs (errors only) need the account-level CloudWatch role. It is retained on stack deletion
-      // because it is a per-region account setting other APIs may rely on.
-      cloudWatchRole: true,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      // because it is a per-region account setting other APIs may rely on; with two environments in one account and
+      // region, only one of them manages it.
+      cloudWatchRole: settings.apiGatewayLoggingRole,
+      ...(settings.apiGatewayLoggingRole ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       deployOptions: {
         stageName: STAGE_NAME,
         throttlingRateLimit: settings.apiRateLimit,

@@ -9,7 +9,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_PACKAGE } from '../../infra/chromiumLayer';
+import { CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import {
   LIVE_ALIAS,
@@ -284,6 +284,18 @@ describe('Lambda functions', () => {
     };
     for (const dependency of Object.keys(manifest.dependencies)) {
       expect(existsSync(path.join(modules, dependency, 'package.json')), dependency).toBe(true);
+    }
+  });
+
+  it('leaves the Bare-runtime prebuilt addons out of the layer', () => {
+    const layer = synth.resources[chromiumLayerId()] as Resource;
+    const modules = path.join(assetDir(layer), 'nodejs', 'node_modules');
+    const installed = runtimeClosure(CHROMIUM_PACKAGE, PROJECT_ROOT);
+    const withPrebuilds = installed.filter((pkg) => existsSync(path.join(pkg.dir, 'prebuilds')));
+    expect(withPrebuilds.length).toBeGreaterThan(0);
+    for (const pkg of withPrebuilds) {
+      expect(existsSync(path.join(modules, pkg.relativeDir, 'package.json')), pkg.name).toBe(true);
+      expect(existsSync(path.join(modules, pkg.relativeDir, 'prebuilds')), pkg.name).toBe(false);
     }
   });
 
