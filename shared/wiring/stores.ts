@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ServiceConfig } from '../config';
+import { DynamoCaptureSlots } from '../store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
@@ -18,5 +19,6 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     keys: new DynamoKeyStore(db, config.tableName),
     credits: new DynamoCreditLedger(db, config.tableName),
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
+    captureSlots: new DynamoCaptureSlots(db, config.tableName, config.maxConcurrentCaptures),
   };
 }
