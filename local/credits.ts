@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { readServiceConfig } from '../shared/config';
-import { InsufficientCreditsError } from '../shared/errors';
+import { MAX_BALANCE } from '../shared/accounts/creditLedger';
+import { BalanceOverflowError, InsufficientCreditsError } from '../shared/errors';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createStores } from '../shared/wiring/stores';
 import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
@@ -13,15 +14,15 @@ import { STATE_FILE } from './localService';
  * Store: the running local service's (DATA_DIR), else the deployed table when TABLE_NAME is set (AWS credentials
  * and region from the usual AWS environment), else the local data dir opened directly.
  */
-const USAGE =
-  'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>';
+const USAGE = `usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>
+  n is a whole number (set: 0 to ${MAX_BALANCE}; add: -${MAX_BALANCE} to ${MAX_BALANCE})`;
 const [command, accountId, amountText] = process.argv.slice(2);
-const amount = Number(amountText);
+// Only plain decimal digits: Number() would also take '1e3', '0x10' or ' 5 ', and round numbers past 2^53.
+const amount = /^-?\d+$/.test(amountText ?? '') ? Number(amountText) : Number.NaN;
 if (
   !accountId ||
   !(command === 'get' || command === 'add' || command === 'set') ||
-  (command !== 'get' &&
-    (amountText === undefined || !Number.isInteger(amount) || (command === 'set' && amount < 0)))
+  (command !== 'get' && (!Number.isSafeInteger(amount) || (command === 'set' && amount < 0)))
 ) {
   process.stderr.write(`${USAGE}\n`);
   process.exit(2);
@@ -40,10 +41,15 @@ try {
         : await credits.set(accountId, amount);
   process.stdout.write(`${JSON.stringify({ accountId, balance })}\n`);
 } catch (error) {
-  if (!(error instanceof InsufficientCreditsError)) throw error;
-  process.stderr.write(
-    `The balance is ${error.available}; removing ${error.required} would make it negative\n`,
-  );
+  if (error instanceof InsufficientCreditsError) {
+    process.stderr.write(
+      `The balance is ${error.available}; removing ${error.required} would make it negative\n`,
+    );
+  } else if (error instanceof BalanceOverflowError) {
+    process.stderr.write(`${error.message}; nothing was changed\n`);
+  } else {
+    throw error;
+  }
   process.exitCode = 1;
 } finally {
   await close();
