@@ -22,10 +22,13 @@ export class DynamoCaptureSlots implements CaptureSlots {
 
   async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
     const leaseId = randomUUID().replaceAll('-', '');
-    if (await this.take(accountId, leaseId, expiresAt)) return leaseId;
-    // Full: free the leases of functions that died, then try once more.
-    if ((await this.reapLapsed(accountId, now)) === 0) return undefined;
-    return (await this.take(accountId, leaseId, expiresAt)) ? leaseId : undefined;
+    // Full: free the leases of functions that died (others may be reaping them too), then try again. Each round
+    // finds fewer lapsed leases, so this ends; the bound only guards against a store that misbehaves.
+    for (let round = 0; round <= this.limit; round++) {
+      if (await this.take(accountId, leaseId, expiresAt)) return leaseId;
+      if (!(await this.reapLapsed(accountId, now))) return undefined;
+    }
+    return undefined;
   }
 
   async release(accountId: string, leaseId: string): Promise<void> {
@@ -69,8 +72,8 @@ export class DynamoCaptureSlots implements CaptureSlots {
     );
   }
 
-  /** Drops every lease that lapsed by `now`; returns how many this call dropped. */
-  private async reapLapsed(accountId: string, now: number): Promise<number> {
+  /** Drops every lease that lapsed by `now`; false when there was none. */
+  private async reapLapsed(accountId: string, now: number): Promise<boolean> {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.tableName,
@@ -83,7 +86,7 @@ export class DynamoCaptureSlots implements CaptureSlots {
         ? [name.slice(LEASE_PREFIX.length)]
         : [],
     );
-    const dropped = await Promise.all(lapsed.map((leaseId) => this.drop(accountId, leaseId, now)));
-    return dropped.filter(Boolean).length;
+    await Promise.all(lapsed.map((leaseId) => this.drop(accountId, leaseId, now)));
+    return lapsed.length > 0;
   }
 }
