@@ -8,6 +8,8 @@ export interface DeploymentSettings {
   rateLimitPerHour: number;
   /** One-time grant for a new account; 0 turns it off (decisions.md, "Credits"); sets FREE_CREDITS. */
   freeCredits: number;
+  /** Captures one account may run at once (docs/api.md, "Concurrent captures"); sets MAX_CONCURRENT_CAPTURES. */
+  maxConcurrentCaptures: number;
   /** Stage-wide steady-state requests per second: a first line against floods, before any Lambda runs. */
   apiRateLimit: number;
   /** Stage-wide burst (token bucket size). */
@@ -30,6 +32,7 @@ export const DEFAULT_SETTINGS: Readonly<
 > = {
   rateLimitPerHour: 100,
   freeCredits: 100,
+  maxConcurrentCaptures: 10,
   apiRateLimit: 50,
   apiBurstLimit: 100,
   screenshotRateLimit: 10,
@@ -40,6 +43,7 @@ export const DEFAULT_SETTINGS: Readonly<
 export const CONTEXT_KEYS = {
   rateLimitPerHour: 'rateLimitPerHour',
   freeCredits: 'freeCredits',
+  maxConcurrentCaptures: 'maxConcurrentCaptures',
   apiRateLimit: 'apiRateLimit',
   apiBurstLimit: 'apiBurstLimit',
   screenshotRateLimit: 'screenshotRateLimit',
@@ -54,6 +58,7 @@ type NumericSetting = keyof typeof DEFAULT_SETTINGS;
 const MINIMUM: Record<NumericSetting, number> = {
   rateLimitPerHour: 1,
   freeCredits: 0,
+  maxConcurrentCaptures: 1,
   apiRateLimit: 1,
   apiBurstLimit: 1,
   screenshotRateLimit: 1,

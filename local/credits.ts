@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { readServiceConfig } from '../shared/config';
 import { MAX_BALANCE } from '../shared/accounts/creditLedger';
+import { readServiceConfig } from '../shared/config';
 import { BalanceOverflowError, InsufficientCreditsError } from '../shared/errors';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createStores } from '../shared/wiring/stores';

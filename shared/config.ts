@@ -8,7 +8,7 @@ const envSchema = z.object({
   TABLE_NAME: z.string().min(3).default('screenshot-service'),
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(100),
   FREE_CREDITS: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(100),
-  MAX_CONCURRENT_CAPTURES: z.coerce.number().int().min(1).max(1000).default(10),
+  MAX_CONCURRENT_CAPTURES: z.coerce.number().int().min(1).default(10),
   ALLOW_PRIVATE_HOSTS: z.string().default(''),
   SESSION_ISSUER: z.string().min(1).optional(),
   SESSION_CLIENT_ID: z.string().min(1).optional(),

@@ -12,6 +12,7 @@ export const TEST_SETTINGS: DeploymentSettings = {
   ...DEFAULT_SETTINGS,
   rateLimitPerHour: 250,
   freeCredits: 7,
+  maxConcurrentCaptures: 6,
   alarmEmail: 'ops@example.com',
   dashboardDomainPrefix: 'shots-test',
 };

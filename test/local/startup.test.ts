@@ -18,7 +18,9 @@ describe('a local server that is still starting', () => {
     try {
       // Poll from the first moment until the API answers; each request must end quickly, one way or another.
       while (!ready) {
-        const answer = await fetch(`http://127.0.0.1:${port}/api/keys`, { signal: AbortSignal.timeout(5_000) })
+        const answer = await fetch(`http://127.0.0.1:${port}/api/keys`, {
+          signal: AbortSignal.timeout(5_000),
+        })
           .then(async (response) => {
             if (response.status === 503) {
               expect(response.headers.get('retry-after')).toBe('1');

@@ -38,11 +38,11 @@ beforeAll(async () => {
     '/green': solidPage('#00ff00'),
     '/never-loads': neverLoadingPage,
     '/spins': solidPage('#ff0000', '<script>while(true){}</script>'),
-    '/spins-after-load': solidPage(
+    '/spins-after-load': solidPage('#ff0000', '<script>onload=()=>setTimeout(()=>{for(;;){}},0)</script>'),
+    '/moves-on': solidPage(
       '#ff0000',
-      '<script>onload=()=>setTimeout(()=>{for(;;){}},0)</script>',
+      '<script>onload=()=>setTimeout(()=>{location.href="/green"},0)</script>',
     ),
-    '/moves-on': solidPage('#ff0000', '<script>onload=()=>setTimeout(()=>{location.href="/green"},0)</script>'),
     '/reloads': solidPage('#00ff00', '<script>onload=()=>setTimeout(()=>location.reload(),0)</script>'),
     '/pushes': solidPage(
       '#00ff00',
