@@ -21,10 +21,12 @@ const settingsFile = z
     region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1'),
     /** Production refuses to synthesize without an alarm subscriber. */
     production: z.boolean(),
-    /** Screenshot requests per account per clock hour (decisions.md, "Rate limit"): RATE_LIMIT_PER_HOUR. */
+    /** Screenshot requests per account per clock hour (docs/api.md, "Rate limit"): RATE_LIMIT_PER_HOUR. */
     rateLimitPerHour: count(1, 100),
     /** One-time grant for a new account; 0 turns it off: FREE_CREDITS. */
     freeCredits: count(0, 100),
+    /** Captures one account may run at once (docs/api.md, "Concurrent captures"): MAX_CONCURRENT_CAPTURES. */
+    maxConcurrentCaptures: count(1, 10),
     /** Stage-wide requests per second and burst, for everyone together. */
     apiRateLimit: count(1, 50),
     apiBurstLimit: count(1, 100),

@@ -180,6 +180,7 @@ export class ScreenshotServiceStack extends Stack {
       TABLE_NAME: this.table.tableName,
       RATE_LIMIT_PER_HOUR: String(settings.rateLimitPerHour),
       FREE_CREDITS: String(settings.freeCredits),
+      MAX_CONCURRENT_CAPTURES: String(settings.maxConcurrentCaptures),
       SESSION_ISSUER: issuer,
       SESSION_CLIENT_ID: this.userPoolClient.userPoolClientId,
       SESSION_JWKS_URI: `${issuer}/.well-known/jwks.json`,

@@ -1,10 +1,11 @@
 import { OverloadedError } from '../shared/errors';
+import type { Admission } from '../shared/screenshot/admission';
 
 /**
  * Bounds the work the local server does at once, as Lambda's concurrency does in AWS: up to `maxRunning` tasks
  * run, up to `maxWaiting` more wait their turn in order, and anything beyond gets OverloadedError (503) at once.
  */
-export class AdmissionQueue {
+export class AdmissionQueue implements Admission {
   private running = 0;
   private readonly waiting: (() => void)[] = [];
 

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { MAX_BALANCE } from '../shared/accounts/creditLedger';
 import { readServiceConfig } from '../shared/config';
-import { InsufficientCreditsError } from '../shared/errors';
+import { BalanceOverflowError, InsufficientCreditsError } from '../shared/errors';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createStores } from '../shared/wiring/stores';
 import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
@@ -16,19 +17,19 @@ import { STATE_FILE } from './localService';
  * Store: the running local service's (DATA_DIR), else the deployed table when TABLE_NAME is set (AWS credentials
  * and region from the usual AWS environment), else the local data dir opened directly.
  */
-const USAGE =
-  'usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>\n' +
-  '       npm run --silent credits -- refunds list | refunds return <refundId>';
+const USAGE = `usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>
+       npm run --silent credits -- refunds list | refunds return <refundId>
+  n is a whole number (set: 0 to ${MAX_BALANCE}; add: -${MAX_BALANCE} to ${MAX_BALANCE})`;
 const [command, target, amountText] = process.argv.slice(2);
-const amount = Number(amountText);
+// Only plain decimal digits: Number() would also take '1e3', '0x10' or ' 5 ', and round numbers past 2^53.
+const amount = /^-?\d+$/.test(amountText ?? '') ? Number(amountText) : Number.NaN;
 const valid =
   command === 'refunds'
     ? target === 'list' || (target === 'return' && amountText !== undefined)
     : !!target &&
       (command === 'get' ||
         ((command === 'add' || command === 'set') &&
-          amountText !== undefined &&
-          Number.isInteger(amount) &&
+          Number.isSafeInteger(amount) &&
           !(command === 'set' && amount < 0)));
 if (!valid || !target) {
   process.stderr.write(`${USAGE}\n`);
@@ -57,10 +58,15 @@ try {
     process.stdout.write(`${JSON.stringify({ accountId: target, balance })}\n`);
   }
 } catch (error) {
-  if (!(error instanceof InsufficientCreditsError)) throw error;
-  process.stderr.write(
-    `The balance is ${error.available}; removing ${error.required} would make it negative\n`,
-  );
+  if (error instanceof InsufficientCreditsError) {
+    process.stderr.write(
+      `The balance is ${error.available}; removing ${error.required} would make it negative\n`,
+    );
+  } else if (error instanceof BalanceOverflowError) {
+    process.stderr.write(`${error.message}; nothing was changed\n`);
+  } else {
+    throw error;
+  }
   process.exitCode = 1;
 } finally {
   await close();

@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../shared/errors';
+import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, StartingError } from '../shared/errors';
 import type { InvocationContext } from '../shared/http/adapter/apiGateway';
 import {
   PRELUDE_EVENT,
@@ -12,7 +12,6 @@ import { errorAnswer } from '../shared/http/errorAnswer';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import type { LambdaHandlers } from '../shared/wiring/lambdaHandlers';
-import type { AdmissionQueue } from './admissionQueue';
 import { apiGatewayEvent } from './apiGatewayEvent';
 import { invocationContext } from './invocationContext';
 
@@ -29,23 +28,12 @@ export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean 
 export interface AdapterOptions {
   /** Non-API paths (JWKS, dashboard, API description), tried before the route table. */
   extra?: ExtraRoute[];
-  /** Bounds concurrent screenshot requests (Lambda's concurrency, played locally). */
-  captures?: AdmissionQueue;
 }
 
 export function lambdaHttpAdapter(handlers: LambdaHandlers, options: AdapterOptions = {}): RequestListener {
   const extra = options.extra ?? [];
   return (req, res) => {
-    handle(req, res).catch((error) => {
-      const answer = errorAnswer(error, req.url?.startsWith('/api/screenshot') ? 'screenshot' : 'management');
-      if (!res.headersSent) {
-        res.writeHead(answer.status, {
-          'Content-Type': 'application/json; charset=utf-8',
-          ...answer.headers,
-        });
-      }
-      res.end(JSON.stringify(answer.body));
-    });
+    handle(req, res).catch((error) => answerError(req, res, error));
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -64,8 +52,8 @@ export function lambdaHttpAdapter(handlers: LambdaHandlers, options: AdapterOpti
       sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
     });
     if (match.route.handler === 'screenshot') {
-      const run = () => runStreaming(handlers.screenshot, event, invocationContext(), res);
-      await (options.captures ? options.captures.run(run) : run());
+      // No queue here: the use case authenticates first and only then waits for the local capture queue.
+      await runStreaming(handlers.screenshot, event, invocationContext(), res);
       return;
     }
     const result = await handlers[match.route.handler](
@@ -77,6 +65,23 @@ export function lambdaHttpAdapter(handlers: LambdaHandlers, options: AdapterOpti
     res.writeHead(result.statusCode, { ...headers, 'Content-Length': String(payload.length) });
     res.end(payload);
   }
+}
+
+/** Answers every request with 503 and `Retry-After`: the listener of a server that is still starting. */
+export const startingListener: RequestListener = (req, res) => {
+  answerError(req, res, new StartingError());
+};
+
+/** An error answered in the style of the route the path belongs to. */
+function answerError(req: IncomingMessage, res: ServerResponse, error: unknown): void {
+  const answer = errorAnswer(error, req.url?.startsWith('/api/screenshot') ? 'screenshot' : 'management');
+  if (!res.headersSent) {
+    res.writeHead(answer.status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      ...answer.headers,
+    });
+  }
+  res.end(JSON.stringify(answer.body));
 }
 
 function matchRoute(

@@ -11,7 +11,7 @@ import { createScreenshotService } from '../shared/wiring/screenshot';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
-import { type ExtraRoute, lambdaHttpAdapter } from './httpAdapter';
+import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
 
 export interface LocalServiceOptions {
@@ -46,10 +46,19 @@ export const STATE_FILE = 'local-service.json';
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   await mkdir(options.dataDir, { recursive: true });
   const baseEnv = options.env ?? process.env;
-  const server = createServer();
+  // An invalid setting stops the start before anything listens.
+  const config = readServiceConfig(baseEnv);
+  // The port must be known before the rest starts (the identity provider's JWKS address names it), so the server
+  // listens at once and answers 503 until the API is ready: a request is never left without an answer.
+  const server = createServer(startingListener);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  /** A start that failed must not leave the port answering 503 for ever. */
+  const stopListening = (error: unknown): never => {
+    server.close();
+    throw error;
+  };
 
   const env: NodeJS.ProcessEnv = {
     ...baseEnv,
@@ -57,14 +66,13 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     SESSION_CLIENT_ID: LOCAL_CLIENT_ID,
     SESSION_JWKS_URI: `${url}/.well-known/jwks.json`,
   };
-  const config = readServiceConfig(env);
-  const idp = await loadLocalIdp(options.dataDir);
+  const idp = await loadLocalIdp(options.dataDir).catch(stopListening);
   const dynamo = await startEmbeddedDynamo({
     tableName: config.tableName,
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
-  });
+  }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
-  const screenshot = createScreenshotService(dynamo.client, env);
+  const screenshot = createScreenshotService(dynamo.client, env, { admission: captureQueue(env) });
   // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
   screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {
@@ -78,8 +86,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       ...keyLambdas(keys),
       getOpenApi: openApiLambda,
     },
-    { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })], captures: captureQueue(env) },
+    { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })] },
   );
+  server.off('request', startingListener);
   server.on('request', listener);
   const stateFile = join(options.dataDir, STATE_FILE);
   await writeFile(stateFile, JSON.stringify({ url, dynamoEndpoint: dynamo.endpoint, pid: process.pid }));

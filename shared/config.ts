@@ -7,7 +7,8 @@ import { z } from 'zod';
 const envSchema = z.object({
   TABLE_NAME: z.string().min(3).default('screenshot-service'),
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(100),
-  FREE_CREDITS: z.coerce.number().int().min(0).default(100),
+  FREE_CREDITS: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(100),
+  MAX_CONCURRENT_CAPTURES: z.coerce.number().int().min(1).default(10),
   ALLOW_PRIVATE_HOSTS: z.string().default(''),
   SESSION_ISSUER: z.string().min(1).optional(),
   SESSION_CLIENT_ID: z.string().min(1).optional(),
@@ -18,6 +19,8 @@ export interface ServiceConfig {
   tableName: string;
   rateLimitPerHour: number;
   freeCredits: number;
+  /** Captures one account may have running at once (docs/api.md, "Concurrent captures"). */
+  maxConcurrentCaptures: number;
   /** Raw ALLOW_PRIVATE_HOSTS: '' (refuse all private), '*' (allow all), or 'host:port,host:port'. */
   allowPrivateHosts: string;
 }
@@ -34,6 +37,7 @@ export function readServiceConfig(env: NodeJS.ProcessEnv = process.env): Service
     tableName: parsed.TABLE_NAME,
     rateLimitPerHour: parsed.RATE_LIMIT_PER_HOUR,
     freeCredits: parsed.FREE_CREDITS,
+    maxConcurrentCaptures: parsed.MAX_CONCURRENT_CAPTURES,
     allowPrivateHosts: parsed.ALLOW_PRIVATE_HOSTS,
   };
 }

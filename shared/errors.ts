@@ -102,8 +102,9 @@ export class RateLimitedError extends AppError {
     readonly limit: number,
     /** When the caller may try again, ms since epoch. */
     readonly reset: number,
+    message = 'Rate limit exceeded',
   ) {
-    super(429, 'Rate limit exceeded');
+    super(429, message);
   }
 
   override fields() {
@@ -112,6 +113,30 @@ export class RateLimitedError extends AppError {
 
   override headers(now: number) {
     return { 'Retry-After': String(Math.max(1, Math.ceil((this.reset - now) / 1000))) };
+  }
+}
+
+/** The account already runs as many captures as it may at once; one more may start a second later. */
+export class TooManyCapturesError extends RateLimitedError {
+  constructor(limit: number, now: number) {
+    super(limit, now + 1_000, 'Too many captures in progress for this account');
+  }
+}
+
+/**
+ * The client hung up before its image was delivered: the capture is stopped and nothing is charged. Nobody reads
+ * this answer; its status (nginx's "client closed request") only labels the request in the log.
+ */
+export class ClientGoneError extends AppError {
+  constructor() {
+    super(499, 'The client closed the connection');
+  }
+}
+
+/** An operator change would take a balance past the largest whole number stored exactly. */
+export class BalanceOverflowError extends AppError {
+  constructor(readonly max: number) {
+    super(400, `A balance cannot exceed ${max}`);
   }
 }
 
@@ -144,6 +169,13 @@ abstract class RetrySoonError extends AppError {
 export class OverloadedError extends RetrySoonError {
   constructor() {
     super('Service is busy, try again shortly');
+  }
+}
+
+/** The local server is still starting (store, browser, identity provider); it answers once ready. */
+export class StartingError extends RetrySoonError {
+  constructor() {
+    super('Service is starting, try again shortly');
   }
 }
 

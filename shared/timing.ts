@@ -14,3 +14,29 @@ export const RESPONSE_RESERVE_MS = 3_000;
 
 /** Session tokens (Cognito access tokens deployed, the local identity provider's locally) live this long. */
 export const SESSION_TOKEN_LIFETIME_SECONDS = 3_600;
+
+/**
+ * The time budget of one capture, counted from the moment the request is admitted to run (docs/api.md, "Time
+ * budget"): the page has this long to load (the load event)...
+ */
+export const NAVIGATION_BUDGET_MS = 30_000;
+
+/** ...then this long for what follows it: `delay`, waiting for the page to settle, and taking the image. */
+export const AFTER_LOAD_BUDGET_MS = 30_000;
+
+/** The whole budget; the screenshot function's timeout leaves room for it and the response reserve. */
+export const CAPTURE_BUDGET_MS = NAVIGATION_BUDGET_MS + AFTER_LOAD_BUDGET_MS;
+
+/** The two parts of a capture's budget; tests shorten them, deployments never do. */
+export interface CaptureBudgets {
+  navigationMs: number;
+  afterLoadMs: number;
+}
+
+export const CAPTURE_BUDGETS: Readonly<CaptureBudgets> = {
+  navigationMs: NAVIGATION_BUDGET_MS,
+  afterLoadMs: AFTER_LOAD_BUDGET_MS,
+};
+
+/** How long closing a stopped page's context may take before the whole browser is replaced instead. */
+export const PAGE_KILL_GRACE_MS = 3_000;

@@ -1,3 +1,9 @@
+/**
+ * The largest balance: every balance is a whole number from 0 to this, so it is exact in JavaScript and in JSON.
+ * Operator changes that would pass it are refused (BalanceOverflowError).
+ */
+export const MAX_BALANCE = Number.MAX_SAFE_INTEGER;
+
 /** Port for account credit balances. Every change is a single atomic, conditional write. */
 export interface CreditLedger {
   /** Gives the account its one-time free grant if it has never had it. */
@@ -7,8 +13,11 @@ export interface CreditLedger {
   reserve(accountId: string, cost: number): Promise<void>;
   /** Gives back what reserve took (a failed capture costs nothing). */
   refund(accountId: string, cost: number): Promise<void>;
-  /** Operator tool: adds (or with a negative amount, removes, never below zero) credits; returns the new balance. */
+  /**
+   * Operator tool: adds (or with a negative amount, removes, never below zero) credits; returns the new balance.
+   * Throws BalanceOverflowError, changing nothing, when the balance would pass MAX_BALANCE.
+   */
   add(accountId: string, amount: number): Promise<number>;
-  /** Operator tool: sets the balance; returns it. */
+  /** Operator tool: sets the balance (0 to MAX_BALANCE, else BalanceOverflowError); returns it. */
   set(accountId: string, amount: number): Promise<number>;
 }

@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
+import { blockServiceWorkers } from './serviceWorkerBlock';
 
 /**
  * Flags from @sparticuz/chromium's defaults that we must not run with:
@@ -78,8 +79,8 @@ export interface LaunchedChromium {
 }
 
 /**
- * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), a short environment, and a temp folder of
- * its own under the caller's TMPDIR, so that what Chromium leaves there goes with the browser.
+ * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), a short environment, a temp folder of its
+ * own under the caller's TMPDIR, so that what Chromium leaves there goes with the browser, and no service workers.
  */
 export async function launchChromium(
   extraArgs: string[] = [],
@@ -93,6 +94,9 @@ export async function launchChromium(
       headless: 'shell',
       env: { ...browserEnvironment(env), TMPDIR: tempDir.path },
       acceptInsecureCerts: false,
+      // Puppeteer turns Chromium's flood protection off; kept on, a page that calls history.pushState in a loop is
+      // throttled by Chromium instead of swamping the browser and the DevTools connection.
+      ignoreDefaultArgs: ['--disable-ipc-flooding-protection'],
       protocolTimeout: 120_000,
       // The process decides how it stops (the local server closes the service on SIGINT and SIGTERM): puppeteer's
       // own handlers would kill Chromium and exit at once, leaving its temp folder behind.
@@ -101,6 +105,10 @@ export async function launchChromium(
       handleSIGHUP: false,
     });
     browser.once('disconnected', () => void tempDir.remove());
+    await blockServiceWorkers(browser).catch(async (error) => {
+      await browser.close();
+      throw error;
+    });
     return { browser, tempDir };
   } catch (error) {
     await tempDir.remove();

@@ -1,9 +1,13 @@
 import { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
-import { CaptureFailedError } from '../errors';
+import { type AppError, CaptureFailedError, ClientGoneError } from '../errors';
 import { logger } from '../logger';
+import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
+import { budgetExceeded, CaptureBudget } from './captureBudget';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { DEVICE_PRESETS } from './devices';
+import { PageControl } from './pageControl';
+import { loadLazyContent, pageHeight } from './pageScripts';
 import {
   type CaptureLimits,
   type CaptureResult,
@@ -16,7 +20,12 @@ export interface ChromiumRendererOptions {
   /** Extra launch flags, asked for at each launch (the egress proxy's flags). */
   launchArgs?: () => Promise<string[]>;
   env?: NodeJS.ProcessEnv;
+  /** The parts of each capture's budget; the specified ones (CAPTURE_BUDGETS) unless a test shortens them. */
+  budgets?: CaptureBudgets;
 }
+
+/** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
+const BUSY_PROBE_MS = 500;
 
 /** Viewport and user agent a page emulates. */
 type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent'>;
@@ -25,6 +34,8 @@ type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' 
 interface Tab {
   context: BrowserContext;
   page: Page;
+  /** Our own session on the page: navigation hold, isolated world, responsiveness. */
+  control: PageControl;
   /** What the page was prepared to emulate, so a capture that wants the same sends no emulation commands. */
   emulation: Emulation;
 }
@@ -48,7 +59,11 @@ export class ChromiumRenderer implements Renderer {
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
 
-  constructor(private readonly options: ChromiumRendererOptions = {}) {}
+  private readonly budgets: CaptureBudgets;
+
+  constructor(private readonly options: ChromiumRendererOptions = {}) {
+    this.budgets = options.budgets ?? CAPTURE_BUDGETS;
+  }
 
   async warmUp(): Promise<void> {
     await this.takeTab().then((tab) => {
@@ -56,8 +71,13 @@ export class ChromiumRenderer implements Renderer {
     });
   }
 
+  /**
+   * Captures within the budget (navigation, then the rest, never past `limits.deadline`). When time runs out, the
+   * client hangs up or the page crashes, the capture fails at once and its context is closed, which ends the page's
+   * renderer process even when a script holds it; a context that will not close costs the browser instead.
+   */
   async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
-    const budgetMs = Math.max(0, limits.deadline - Date.now());
+    if (limits.signal?.aborted) throw new ClientGoneError();
     let tab: Tab;
     try {
       tab = await this.takeTab();
@@ -66,38 +86,26 @@ export class ChromiumRenderer implements Renderer {
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
     this.expected = emulationOf(spec);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new CaptureFailedError(
-              spec.url,
-              `Capture did not finish within ${Math.round(budgetMs / 1000)} s`,
-            ),
-          ),
-        budgetMs,
-      );
+    let fail: (error: AppError) => void = () => undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      fail = reject;
     });
-    const crashed = new Promise<never>((_, reject) => {
-      tab.page.once('error', () => reject(new CaptureFailedError(spec.url, 'The page crashed the renderer')));
+    const budget = new CaptureBudget(limits.deadline, this.budgets, (phase, allowedMs) => {
+      void tab.control
+        .responsive(BUSY_PROBE_MS)
+        .then((responsive) => fail(budgetExceeded(spec.url, phase, allowedMs, !responsive)));
     });
+    const onAbort = () => fail(new ClientGoneError());
+    limits.signal?.addEventListener('abort', onAbort, { once: true });
+    tab.page.once('error', () => fail(new CaptureFailedError(spec.url, 'The page crashed the renderer')));
     try {
-      return await Promise.race([this.shoot(tab, spec, budgetMs), timeout, crashed]);
+      return await Promise.race([this.shoot(tab, spec, budget), stopped]);
     } catch (error) {
-      throw asCaptureFailure(spec.url, error);
+      throw error instanceof ClientGoneError ? error : asCaptureFailure(spec.url, error);
     } finally {
-      clearTimeout(timer);
-      // Closing the context discards everything the page stored. The image does not wait for it: no later capture
-      // can see this context either way, since each one takes a context of its own.
-      const closed = tab.context
-        .close()
-        .catch(() => undefined)
-        .then(async () => {
-          await this.tempDir?.sweep();
-        });
-      this.closing.add(closed);
-      closed.finally(() => this.closing.delete(closed));
+      budget.dispose();
+      limits.signal?.removeEventListener('abort', onAbort);
+      this.retire(tab);
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight
       // more than it saved the next one (docs/performance.md).
       this.prepareSpare();
@@ -118,12 +126,18 @@ export class ChromiumRenderer implements Renderer {
     await tempDir?.remove();
   }
 
-  private async shoot(tab: Tab, spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
+  private async shoot(tab: Tab, spec: CaptureSpec, budget: CaptureBudget): Promise<CaptureResult> {
     const { page } = tab;
     await emulate(page, tab.emulation, emulationOf(spec));
-    // The load event, not network idle: idle windows add half a second to every capture for nothing.
-    await page.goto(spec.url, { waitUntil: 'load', timeout: budgetMs });
+    budget.startNavigation();
+    // The load event, not network idle: idle windows add half a second to every capture for nothing. The budget,
+    // not puppeteer, times it out.
+    await page.goto(spec.url, { waitUntil: 'load', timeout: 0 });
+    budget.loaded();
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
+    // The page as it stands now: it may not navigate any more, and a navigation it started is waited for.
+    await tab.control.hold();
+    await tab.control.settled();
     // A page that navigated itself (meta refresh, script) somewhere unreachable or refused by the egress gate
     // ends on Chromium's error page: that is a failed capture, not an image of the error.
     if (page.url().startsWith('chrome-error:')) {
@@ -137,10 +151,8 @@ export class ChromiumRenderer implements Renderer {
       const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
       return { image: Buffer.from(image), truncated: false };
     }
-    await loadLazyContent(page);
-    const fullHeight = await page.evaluate(() =>
-      Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0, window.innerHeight),
-    );
+    await loadLazyContent(tab.control);
+    const fullHeight = await pageHeight(tab.control);
     const cap = heightCap(spec.format);
     const height = Math.min(fullHeight, cap);
     const image = await page.screenshot({
@@ -151,6 +163,33 @@ export class ChromiumRenderer implements Renderer {
       captureBeyondViewport: true,
     });
     return { image: Buffer.from(image), truncated: fullHeight > cap };
+  }
+
+  /**
+   * Closes a finished capture's context, which discards everything the page stored and ends its renderer. The image
+   * does not wait for it: no later capture can see this context, since each one takes a context of its own. A
+   * context that does not close in time (its renderer will not go) takes the browser with it.
+   */
+  private retire(tab: Tab): void {
+    const closed = closesWithin(tab.context, PAGE_KILL_GRACE_MS)
+      .then(async (inTime) => {
+        if (!inTime) await this.replaceBrowser(tab.context.browser());
+      })
+      .then(async () => {
+        await this.tempDir?.sweep();
+      });
+    this.closing.add(closed);
+    closed.finally(() => this.closing.delete(closed));
+  }
+
+  /** Closes a browser that can no longer be trusted; the next capture launches a new one. */
+  private async replaceBrowser(browser: Browser): Promise<void> {
+    logger.warn('A stopped page did not close in time; replacing the browser');
+    if (this.browser && (await this.browser.catch(() => undefined)) === browser) {
+      this.browser = undefined;
+      this.spare = undefined;
+    }
+    if (!(await closesWithin(browser, PAGE_KILL_GRACE_MS))) browser.process()?.kill('SIGKILL');
   }
 
   private prepareSpare(): void {
@@ -172,11 +211,12 @@ export class ChromiumRenderer implements Renderer {
     const browser = await this.liveBrowser();
     const context = await browser.createBrowserContext();
     const page = await context.newPage();
+    const control = await PageControl.attach(page);
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
     // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer.
     const emulation = this.expected;
     await emulate(page, undefined, emulation);
-    return { context, page, emulation };
+    return { context, page, control, emulation };
   }
 
   private liveBrowser(): Promise<Browser> {
@@ -237,37 +277,21 @@ async function emulate(page: Page, current: Emulation | undefined, wanted: Emula
   if (current?.userAgent !== wanted.userAgent) await page.setUserAgent(wanted.userAgent);
 }
 
-/**
- * Makes lazy content load before a full-page capture: lazy images become eager, the page is scrolled through
- * once (for IntersectionObserver-based loaders), then images get a short, bounded wait. Kept as source text, not
- * a function: a transpiler that keeps names (tsx, which `npm start` runs) would otherwise wrap the inner functions
- * in a `__name` helper that does not exist in the page, and every full-page capture would fail.
- */
-const LOAD_LAZY_CONTENT = `(async () => {
-  for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
-  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
-  const step = Math.max(window.innerHeight, 200);
-  for (let y = 0; y < document.documentElement.scrollHeight && y < 50000; y += step) {
-    window.scrollTo(0, y);
-    await frame();
-  }
-  window.scrollTo(0, 0);
-  const pending = Array.from(document.images).filter((img) => !img.complete);
-  const loaded = Promise.all(
-    pending.map(
-      (img) =>
-        new Promise((resolve) => {
-          img.addEventListener('load', resolve, { once: true });
-          img.addEventListener('error', resolve, { once: true });
-        }),
-    ),
+/** Closes a context or browser; false when it had not closed after `ms`. */
+async function closesWithin(closable: { close(): Promise<void> }, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const closed = closable.close().then(
+    () => true,
+    () => true,
   );
-  await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, 3000))]);
-  await frame();
-})()`;
-
-async function loadLazyContent(page: Page): Promise<void> {
-  await page.evaluate(LOAD_LAZY_CONTENT);
+  try {
+    return await Promise.race([closed, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */

@@ -32,6 +32,7 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
         ...rateHeaders,
       },
       body: screenshot.image,
+      undelivered: outcome.undelivered,
     };
   };
 }

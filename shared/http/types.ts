@@ -13,7 +13,7 @@ export interface HttpRequest {
   /** The body as text ('' when there is none). */
   body: string;
   requestId: string;
-  /** When the capture must be over, ms since epoch: what the runtime lets the function use, less a reserve. */
+  /** The latest the request may run, ms since epoch: what the runtime lets the function use, less a reserve. */
   deadline: number;
   /** Aborted when the client hangs up, where the runtime reports it. */
   signal: AbortSignal;
@@ -23,6 +23,8 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer | string;
+  /** Called by the adapter when the body could not be handed to the client (it hung up), where it can tell. */
+  undelivered?: () => Promise<void>;
 }
 
 /** A route: a plain function from request to response. Errors it throws are mapped by the adapter. */

@@ -16,6 +16,7 @@ import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody
 import { ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { AFTER_LOAD_BUDGET_MS, NAVIGATION_BUDGET_MS } from '../timing';
 import {
   apiKeyList,
   captureFailedError,
@@ -157,8 +158,10 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
     tags: ['Screenshots'],
     summary: 'Capture a web page',
     description:
-      'Checks, in order: API key (401), rate limit (429), body (400, 413, 415), credits (402), then captures. ' +
-      'Only a successful capture is charged.',
+      'Checks, in order: API key (401), rate limit (429), captures running for the account (429), body (400, 413, ' +
+      '415), credits (402), then captures: the page has ' +
+      `${NAVIGATION_BUDGET_MS / 1000} s to load, then ${AFTER_LOAD_BUDGET_MS / 1000} s for delay and the image. ` +
+      'Only a successful capture that was delivered is charged.',
     requestBody: { required: true, content: json(screenshotBody) },
     responses: {
       '200': {
@@ -175,10 +178,15 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
       '413': screenshotFailure(`Body larger than ${MAX_SCREENSHOT_BODY_BYTES / 1024} KiB`, screenshotError),
       '415': screenshotFailure('Content-Type is not application/json', screenshotError),
       '429': {
-        description: 'Rate limit exceeded for this account',
+        description:
+          'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
+          '(MAX_CONCURRENT_CAPTURES, default 10: limit is that number, reset one second later)',
         headers: z.object({
           ...rateLimitHeaders,
-          'Retry-After': z.number().int().meta({ description: 'Whole seconds until the window resets' }),
+          'Retry-After': z
+            .number()
+            .int()
+            .meta({ description: 'Whole seconds until the caller may try again' }),
         }),
         content: json(rateLimitedError),
       },
@@ -188,7 +196,7 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
         captureFailedError,
       ),
       '503': {
-        description: `${UNAVAILABLE}. The local server also answers 503 when its capture queue is full`,
+        description: `${UNAVAILABLE}. The local server also answers 503 while it starts and when its capture queue is full`,
         headers: retryAfterOne,
         content: json(screenshotError),
       },

@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { CreditLedger } from '../accounts/creditLedger';
-import { InsufficientCreditsError } from '../errors';
+import { type CreditLedger, MAX_BALANCE } from '../accounts/creditLedger';
+import { BalanceOverflowError, InsufficientCreditsError } from '../errors';
 import { conditionHeld, isConditionFailure, itemKey, numberInFailedItem } from './table';
 
 /** Credits live on the account item (`ACCOUNT#id / ACCOUNT`, attribute `credits`). */
@@ -22,8 +22,10 @@ export class DynamoCreditLedger implements CreditLedger {
           TableName: this.tableName,
           Key: itemKey.account(accountId),
           UpdateExpression: 'SET freeCreditsGrantedAt = :now ADD credits :amount',
-          ConditionExpression: 'attribute_not_exists(freeCreditsGrantedAt)',
-          ExpressionAttributeValues: { ':now': now, ':amount': amount },
+          // A balance an operator set near the ceiling gets no grant rather than an inexact one.
+          ConditionExpression:
+            'attribute_not_exists(freeCreditsGrantedAt) AND (attribute_not_exists(credits) OR credits <= :ceiling)',
+          ExpressionAttributeValues: { ':now': now, ':amount': amount, ':ceiling': MAX_BALANCE - amount },
         }),
       ),
     );
@@ -73,23 +75,28 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async add(accountId: string, amount: number): Promise<number> {
-    // Taking credits away must not go below zero; giving never fails.
+    if (!Number.isSafeInteger(amount)) throw new BalanceOverflowError(MAX_BALANCE);
+    // Taking credits away must not go below zero; giving must not pass the ceiling.
     const removing = amount < 0;
     try {
       return await this.update(
         accountId,
         'ADD credits :amount',
-        removing ? { ':amount': amount, ':needed': -amount } : { ':amount': amount },
-        removing ? 'credits >= :needed' : undefined,
+        removing
+          ? { ':amount': amount, ':needed': -amount }
+          : { ':amount': amount, ':ceiling': MAX_BALANCE - amount },
+        removing ? 'credits >= :needed' : 'attribute_not_exists(credits) OR credits <= :ceiling',
       );
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
+      if (!removing) throw new BalanceOverflowError(MAX_BALANCE);
       const available = numberInFailedItem(error, 'credits') ?? (await this.balance(accountId));
       throw new InsufficientCreditsError(-amount, available);
     }
   }
 
   async set(accountId: string, amount: number): Promise<number> {
+    if (!Number.isSafeInteger(amount) || amount < 0) throw new BalanceOverflowError(MAX_BALANCE);
     return this.update(accountId, 'SET credits = :amount', { ':amount': amount });
   }
 

@@ -18,6 +18,8 @@ export const itemKey = {
   account: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT' }),
   /** The listing item of an API key, under its owner's partition, sorted by id (ids sort by creation time). */
   accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
+  /** The account's captures running now: a counter and one lease per capture (docs/data-model.md). */
+  captureSlots: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'CAPTURES' }),
   /** One fixed rate-limit window of an account. */
   rateWindow: (accountId: string, windowStart: number) => ({
     pk: `ACCOUNT#${accountId}`,

@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ServiceConfig } from '../config';
+import { DynamoCaptureSlots } from '../store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
@@ -20,5 +21,6 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     credits: new DynamoCreditLedger(db, config.tableName),
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
+    captureSlots: new DynamoCaptureSlots(db, config.tableName, config.maxConcurrentCaptures),
   };
 }

@@ -1,4 +1,5 @@
-import type { CreditLedger } from '../../shared/accounts/creditLedger';
+import type { CaptureSlots } from '../../shared/accounts/captureSlots';
+import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
 import {
   RATE_WINDOW_MS,
   type RateLimitDecision,
@@ -9,7 +10,9 @@ import type { SessionVerifier } from '../../shared/auth/sessionVerifier';
 import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
 import type { UrlPolicy } from '../../shared/egress/urlPolicy';
 import {
+  BalanceOverflowError,
   CaptureFailedError,
+  ClientGoneError,
   InsufficientCreditsError,
   UnauthorizedError,
   ValidationError,
@@ -99,8 +102,38 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 
   async set(accountId: string, amount: number): Promise<number> {
+    if (!Number.isSafeInteger(amount) || amount < 0 || amount > MAX_BALANCE) {
+      throw new BalanceOverflowError(MAX_BALANCE);
+    }
     this.balances.set(accountId, amount);
     return amount;
+  }
+}
+
+/** Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them. */
+export class MemoryCaptureSlots implements CaptureSlots {
+  private readonly leases = new Map<string, Map<string, number>>();
+  private nextId = 0;
+
+  constructor(readonly limit: number) {}
+
+  async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
+    const held = this.leases.get(accountId) ?? new Map<string, number>();
+    for (const [id, expiry] of held) if (expiry <= now) held.delete(id);
+    if (held.size >= this.limit) return undefined;
+    const leaseId = String(++this.nextId);
+    held.set(leaseId, expiresAt);
+    this.leases.set(accountId, held);
+    return leaseId;
+  }
+
+  async release(accountId: string, leaseId: string): Promise<void> {
+    this.leases.get(accountId)?.delete(leaseId);
+  }
+
+  /** Leases the account holds now (lapsed ones included until someone reaps them). */
+  held(accountId: string): number {
+    return this.leases.get(accountId)?.size ?? 0;
   }
 }
 
@@ -143,18 +176,33 @@ export const fakeUrlPolicy: UrlPolicy = {
   },
 };
 
-/** A renderer that records what it was asked and answers with fixed bytes, or fails for URLs containing `fail`. */
+/**
+ * A renderer that records what it was asked and answers with fixed bytes, or fails for URLs containing `fail`.
+ * Captures of URLs containing `slow` wait until `finishSlow()`, or fail as the real one does when the client hangs up.
+ */
 export class FakeRenderer implements Renderer {
   readonly captures: { spec: CaptureSpec; limits: CaptureLimits }[] = [];
   settled = 0;
+  private slow: (() => void)[] = [];
 
   async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
     this.captures.push({ spec, limits });
     if (spec.url.includes('fail')) throw new CaptureFailedError(spec.url, 'Navigation timed out');
+    if (spec.url.includes('slow')) {
+      await new Promise<void>((resolve, reject) => {
+        this.slow.push(resolve);
+        limits.signal?.addEventListener('abort', () => reject(new ClientGoneError()), { once: true });
+      });
+    }
     return {
       image: Buffer.from(`image of ${spec.url}`),
       truncated: spec.fullPage && spec.url.includes('tall'),
     };
+  }
+
+  /** Lets every waiting `slow` capture finish. */
+  finishSlow(): void {
+    for (const resolve of this.slow.splice(0)) resolve();
   }
 
   async warmUp(): Promise<void> {}

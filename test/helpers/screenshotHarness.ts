@@ -8,6 +8,7 @@ import { invocationContext } from '../../local/invocationContext';
 import { type BufferedResponse, invokeStreaming } from '../../local/invokeStreaming';
 import { readServiceConfig } from '../../shared/config';
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
+import type { CaptureBudgets } from '../../shared/timing';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { keyLambdas, screenshotLambda } from '../../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
@@ -26,6 +27,8 @@ export interface HarnessOptions {
    * harness's own `credits` ledger always talks to the store directly, so tests can read balances during an outage.
    */
   serviceClient?: (store: EmbeddedDynamo) => Promise<DynamoDBClient>;
+  /** Shorter capture budgets than the specified 30 s + 30 s, so time-limit tests run quickly. */
+  budgets?: CaptureBudgets;
 }
 
 /**
@@ -38,7 +41,11 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
   const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...env };
   const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
   const management = keyLambdas(createKeyManagement(serviceClient, fullEnv, idp.jwks));
-  const screenshot = createScreenshotService(serviceClient, fullEnv);
+  const screenshot = createScreenshotService(
+    serviceClient,
+    fullEnv,
+    options.budgets ? { budgets: options.budgets } : {},
+  );
   const screenshotHandler = screenshotLambda(screenshot);
   const { credits } = createStores(store.client, readServiceConfig(fullEnv));
   let accounts = 0;

@@ -385,6 +385,7 @@ describe('Lambda functions', () => {
             TABLE_NAME: { Ref: tableId() },
             RATE_LIMIT_PER_HOUR: String(TEST_SETTINGS.rateLimitPerHour),
             FREE_CREDITS: String(TEST_SETTINGS.freeCredits),
+            MAX_CONCURRENT_CAPTURES: String(TEST_SETTINGS.maxConcurrentCaptures),
             SESSION_ISSUER: { 'Fn::Join': ['', issuer] },
             SESSION_CLIENT_ID: { Ref: clientId },
             SESSION_JWKS_URI: { 'Fn::Join': ['', [...issuer, '/.well-known/jwks.json']] },

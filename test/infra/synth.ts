@@ -20,6 +20,7 @@ export const TEST_SETTINGS: DeploymentSettings = parseSettings('test', {
   screenshotReservedConcurrency: 40,
   wafRequestsPerIp: 900,
   wafRequestsPerCredential: 240,
+  maxConcurrentCaptures: 6,
   alarmEmail: 'ops@example.com',
   alarmTopicArn: 'arn:aws:sns:eu-central-1:123456789012:pager',
   dashboardDomainPrefix: 'shots-test',

@@ -36,6 +36,13 @@ describe('the local server', () => {
     expect(response.headers.get('allow')).toBe('GET, POST');
   });
 
+  it('answers a malformed escape in a key id with 404, never a 500', async () => {
+    const token = service.idp.mintToken('escape-user');
+    const response = await service.request('/api/keys/%FF', { method: 'DELETE', bearer: token });
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ message: expect.any(String) });
+  });
+
   it('refuses a request body over 1 MiB with 413', async () => {
     const response = await service.request('/api/keys', { bearer: 'x', body: 'x'.repeat(1024 * 1024 + 1) });
     expect(response.status).toBe(413);
@@ -79,6 +86,38 @@ describe('the command-line tools', () => {
     await expect(
       run('npx', ['tsx', 'local/credits.ts', 'refunds', 'return', refund.id], { env: env() }),
     ).rejects.toMatchObject({ code: 1 });
+  });
+
+  it('`credits` refuses numbers that are not safe whole numbers with its usage, not a stack trace', async () => {
+    const refused = await Promise.all(
+      [
+        ['set', 'big-user', '99999999999999999999'],
+        ['add', 'big-user', '1e3'],
+        ['add', 'big-user', '1.5'],
+        ['set', 'big-user', '-1'],
+      ].map((args) =>
+        run('npx', ['tsx', 'local/credits.ts', ...args], { env: env() }).catch(
+          (error: { code: number; stderr: string }) => error,
+        ),
+      ),
+    );
+    for (const failed of refused) {
+      expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/usage: .*\n.*whole number/) });
+      expect((failed as { stderr: string }).stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('`credits` refuses to take a balance past the largest safe whole number, and changes nothing', async () => {
+    const credits = (...args: string[]) => run('npx', ['tsx', 'local/credits.ts', ...args], { env: env() });
+    await credits('set', 'rich-user', String(Number.MAX_SAFE_INTEGER - 1));
+    await expect(credits('add', 'rich-user', '2')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`cannot exceed ${Number.MAX_SAFE_INTEGER}`),
+    });
+    expect(JSON.parse((await credits('get', 'rich-user')).stdout)).toEqual({
+      accountId: 'rich-user',
+      balance: Number.MAX_SAFE_INTEGER - 1,
+    });
   });
 
   it('`credits` refuses to take a balance below zero', async () => {

@@ -18,14 +18,21 @@ beforeAll(async () => {
     '/slow.png': (_, res) => {
       setTimeout(() => res.writeHead(404).end(), 300);
     },
+    // Loads in about 2 s: long enough for a whole burst to be in flight at once.
+    '/slower': solidPage('#ff0000', '', '<img src="/slower.png">'),
+    '/slower.png': (_, res) => {
+      setTimeout(() => res.writeHead(404).end(), 2_000);
+    },
   });
   service = await startTestLocalService({
     ALLOW_PRIVATE_HOSTS: pages.hostPort,
     FREE_CREDITS: String(BALANCE),
     RATE_LIMIT_PER_HOUR: String(RATE_LIMIT),
-    // Every request of a burst runs at once (as Lambda scales out), none is turned away with 503.
+    // Every request of a burst runs at once (as Lambda scales out), none is turned away with 503, and the
+    // per-account bound on captures at once does not cut the bursts these tests aim at credits and the rate limit.
     LOCAL_MAX_CAPTURES: '200',
     LOCAL_MAX_QUEUED: '200',
+    MAX_CONCURRENT_CAPTURES: '1000',
   });
 });
 
@@ -206,6 +213,8 @@ describe('a burst larger than the capture queue', () => {
   let small: TestLocalService;
   let outcomes: Outcome[];
   let balanceAfter: number;
+  let strangers: Outcome[];
+  let strangersAnsweredWhileBusy: boolean;
 
   beforeAll(async () => {
     small = await startTestLocalService({
@@ -215,8 +224,21 @@ describe('a burst larger than the capture queue', () => {
       LOCAL_MAX_QUEUED: '3',
     });
     const account = await small.newAccount();
-    const send = () => screenshot(account.apiKey, { url: `${pages.origin}/slow`, ...capture }, small);
-    outcomes = await Promise.all(Array.from({ length: 8 }, send));
+    const send = () => screenshot(account.apiKey, { url: `${pages.origin}/slower`, ...capture }, small);
+    const burst = Promise.all(Array.from({ length: 8 }, send));
+    let burstDone = false;
+    void burst.then(() => {
+      burstDone = true;
+    });
+    // While every slot and queue place is taken: requests without a valid key.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    strangers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        screenshot(i % 2 ? 'sk_live_0000000000000000000000000000000000000000' : '', capture, small),
+      ),
+    );
+    strangersAnsweredWhileBusy = !burstDone;
+    outcomes = await burst;
     balanceAfter = (await (await small.request('/api/credits', { bearer: account.token })).json()).balance;
   });
 
@@ -232,41 +254,95 @@ describe('a burst larger than the capture queue', () => {
     }
   });
 
+  it('authenticates before queueing: requests without a valid key get 401 at once, never a place or a 503', () => {
+    expect(strangers.map((outcome) => outcome.status)).toEqual(strangers.map(() => 401));
+    expect(strangersAnsweredWhileBusy).toBe(true);
+  });
+
   it('charges only the captures it ran', () => {
     expect(balanceAfter).toBe(BALANCE - 5);
   });
 });
 
 describe('a client that hangs up while its capture runs', () => {
-  it('is not logged as a server error, and the next request is served', async () => {
+  it('stops the capture, is not charged and not logged as a server error, and the next request is served', async () => {
     const account = await service.newAccount();
+    const balance = async () =>
+      (await (await service.request('/api/credits', { bearer: account.token })).json()).balance as number;
+    const before = await balance();
     const errors = vi.spyOn(logger, 'error');
-    const warnings = vi.spyOn(logger, 'warn');
+    const hungUp = vi.spyOn(logger, 'info');
     try {
       const seen = pages.hits.length;
       const hangUp = new AbortController();
       const abandoned = fetch(`${service.url}/api/screenshot`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ url: `${pages.origin}/slow`, ...capture }),
+        body: JSON.stringify({ url: `${pages.origin}/slower`, ...capture }),
         signal: hangUp.signal,
       });
-      while (!pages.hits.slice(seen).includes('/slow.png'))
+      while (!pages.hits.slice(seen).includes('/slower.png'))
         await new Promise((resolve) => setTimeout(resolve, 10));
+      const hungUpAt = performance.now();
       hangUp.abort();
       await expect(abandoned).rejects.toThrow();
-      // The capture still finishes on the server; wait until it has tried to answer.
+      // The capture stops at once (the page's image would take 2 s) and answers no one.
       await vi.waitFor(
-        () => expect(warnings).toHaveBeenCalledWith('Response not delivered', expect.anything()),
-        {
-          timeout: 10_000,
-        },
+        () => expect(hungUp).toHaveBeenCalledWith('Client hung up; answer not sent', { status: 499 }),
+        { timeout: 10_000 },
       );
+      expect(performance.now() - hungUpAt).toBeLessThan(1_500);
+      expect(await balance()).toBe(before);
       expect(errors).not.toHaveBeenCalled();
       expect((await screenshot(account.apiKey, { url: `${pages.origin}/red`, ...capture })).status).toBe(200);
     } finally {
       errors.mockRestore();
-      warnings.mockRestore();
+      hungUp.mockRestore();
     }
+  });
+});
+
+describe('eleven captures at once from one account, with the default bound of ten', () => {
+  let bounded: TestLocalService;
+  let outcomes: Outcome[];
+  let sentAt: number;
+  let other: Outcome;
+
+  beforeAll(async () => {
+    bounded = await startTestLocalService({
+      ALLOW_PRIVATE_HOSTS: pages.hostPort,
+      LOCAL_MAX_CAPTURES: '200',
+      LOCAL_MAX_QUEUED: '200',
+    });
+    const account = await bounded.newAccount();
+    const neighbour = await bounded.newAccount();
+    const slow = { url: `${pages.origin}/slower`, ...capture };
+    sentAt = Date.now();
+    const burst = Promise.all(Array.from({ length: 11 }, () => screenshot(account.apiKey, slow, bounded)));
+    // Another account, while the first holds all its slots.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    other = await screenshot(neighbour.apiKey, { url: `${pages.origin}/red`, ...capture }, bounded);
+    outcomes = await burst;
+  });
+
+  afterAll(() => bounded?.close());
+
+  it('runs exactly ten and refuses one with 429, the bound as limit, and a retry a second later', () => {
+    expect(countOf(outcomes, 200)).toBe(10);
+    const refused = outcomes.filter((outcome) => outcome.status === 429);
+    expect(refused).toHaveLength(1);
+    const [tooMany] = refused as [Outcome];
+    expect(tooMany.body).toEqual({
+      error: 'Too many captures in progress for this account',
+      limit: 10,
+      reset: expect.any(Number),
+    });
+    expect(tooMany.body.reset as number).toBeGreaterThan(sentAt + 1_000 - 1);
+    expect(tooMany.body.reset as number).toBeLessThan(Date.now() + 1_000);
+    expect(tooMany.headers.get('retry-after')).toBe('1');
+  });
+
+  it('leaves another account unaffected', () => {
+    expect(other.status).toBe(200);
   });
 });

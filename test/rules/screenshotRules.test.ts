@@ -5,6 +5,7 @@ import { type CaptureScreenshot, captureScreenshot } from '../../shared/screensh
 import {
   FakeRenderer,
   fakeUrlPolicy,
+  MemoryCaptureSlots,
   MemoryCreditLedger,
   MemoryKeyStore,
   MemoryRateLimiter,
@@ -50,6 +51,7 @@ function setUp(rateLimit = 100) {
     credits,
     renderer,
     rateLimiter: new MemoryRateLimiter(rateLimit),
+    captureSlots: new MemoryCaptureSlots(10),
     urlPolicy: fakeUrlPolicy,
     now: () => NOW,
   });
@@ -121,9 +123,9 @@ describe('the order of checks', () => {
     expect(outcome.rateLimit?.remaining).toBe(99);
   });
 
-  it('passes the deadline to the renderer unchanged', async () => {
-    await shoot({ url: 'https://a.test' });
-    expect(renderer.captures[0]?.limits.deadline).toBe(DEADLINE);
+  it('passes the runtime deadline to the renderer when it ends before the capture budget', async () => {
+    await capture({ apiKey, request: () => ({ url: 'https://a.test' }), deadline: NOW + 5_000 });
+    expect(renderer.captures[0]?.limits.deadline).toBe(NOW + 5_000);
   });
 });
 

@@ -47,7 +47,11 @@ export function bufferedHandler(route: HttpRoute, options: AdapterOptions): Buff
   };
 }
 
-/** A streaming route (API Gateway STREAM transfer mode): status and headers first, then the body. */
+/**
+ * A streaming route (API Gateway STREAM transfer mode): status and headers first, then the body. A client that hangs
+ * up, as the runtime reports it by closing the stream, aborts the request's signal while the route runs, and makes
+ * the answer undelivered (its `undelivered` callback runs) when it goes away before the body was handed over.
+ */
 export function streamingHandler(route: HttpRoute, options: AdapterOptions): StreamingLambdaHandler {
   return async (event, responseStream, context) => {
     const hungUp = new AbortController();
@@ -59,13 +63,21 @@ export function streamingHandler(route: HttpRoute, options: AdapterOptions): Str
       const answer = await run(route, httpRequest(event, context, hungUp.signal), options);
       const body = Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body);
       responseStream.off('close', onClose);
+      if (hungUp.signal.aborted) {
+        logger.info('Client hung up; answer not sent', { status: answer.status });
+        await answer.undelivered?.();
+        return;
+      }
       const out = streamingRuntime().HttpResponseStream.from(responseStream, {
         statusCode: answer.status,
         headers: { ...answer.headers, 'Content-Length': String(body.length) },
       });
       out.end(body);
       // A client that hung up is not a server error, and there is no one left to send an error answer to.
-      await finished(out).catch((error) => logger.warn('Response not delivered', { error }));
+      await finished(out).catch(async (error) => {
+        logger.warn('Response not delivered', { error });
+        await answer.undelivered?.();
+      });
     } finally {
       await options.afterResponse?.();
     }

@@ -1,0 +1,66 @@
+import { CaptureFailedError } from '../errors';
+import type { CaptureBudgets } from '../timing';
+
+/** Navigation (up to the load event), then everything after it (delay, settling, the image). */
+export type CapturePhase = 'navigation' | 'afterLoad';
+
+/**
+ * The clock of one capture. The request's deadline is owned by the use case that admitted it; within it, navigation
+ * may last `navigationMs` and what follows `afterLoadMs`, neither past the deadline. When the running phase's time is
+ * up, `onExpired` is told which phase it was and how long it had.
+ */
+export class CaptureBudget {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deadline: number,
+    private readonly budgets: CaptureBudgets,
+    private readonly onExpired: (phase: CapturePhase, allowedMs: number) => void,
+  ) {}
+
+  startNavigation(): void {
+    this.arm('navigation', this.budgets.navigationMs);
+  }
+
+  loaded(): void {
+    this.arm('afterLoad', this.budgets.afterLoadMs);
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(phase: CapturePhase, budgetMs: number): void {
+    clearTimeout(this.timer);
+    const now = Date.now();
+    const allowedMs = Math.max(0, Math.min(now + budgetMs, this.deadline) - now);
+    this.timer = setTimeout(() => this.onExpired(phase, allowedMs), allowedMs);
+  }
+}
+
+/**
+ * What the customer is told when a phase ran out of time (docs/api.md, "Failures"). `busy`: the page's renderer did
+ * not answer at that moment, so its own scripts were holding it (an endless loop, a huge allocation).
+ */
+export function budgetExceeded(
+  url: string,
+  phase: CapturePhase,
+  allowedMs: number,
+  busy: boolean,
+): CaptureFailedError {
+  const seconds = `${Number((allowedMs / 1000).toFixed(1))} s`;
+  if (phase === 'navigation') {
+    return new CaptureFailedError(
+      url,
+      busy
+        ? `The page did not load within ${seconds}: its scripts kept the browser busy, so it was stopped`
+        : `The page did not load within ${seconds}`,
+    );
+  }
+  return new CaptureFailedError(
+    url,
+    busy
+      ? `The page stopped responding after it loaded (its scripts kept the browser busy) and was stopped after ${seconds}`
+      : `The capture did not finish within ${seconds} after the page loaded`,
+  );
+}

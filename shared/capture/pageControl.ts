@@ -1,0 +1,101 @@
+import type { CDPSession, Page, Protocol } from 'puppeteer-core';
+import type { IsolatedWorld } from './pageScripts';
+
+/** The name of the isolated world our page scripts run in. */
+const WORLD_NAME = 'screenshot-service';
+
+/**
+ * Our own DevTools session on a captured page, beside puppeteer's:
+ * - it watches and, once the page is ready to be captured, holds the main frame's navigations. A page may navigate
+ *   itself after its load event (a script setting `location`, a reload loop, a meta refresh), and an image requested
+ *   while its document is being replaced is never answered. So before the capture, new main-frame navigations are
+ *   refused at the network stage (the page stays as it stands; frames inside it load as usual), and a navigation
+ *   already under way is waited for;
+ * - it runs our page scripts in an isolated world (pageScripts.ts);
+ * - it tells whether the page's renderer still answers.
+ */
+export class PageControl implements IsolatedWorld {
+  private loading = false;
+  private waiting: (() => void)[] = [];
+
+  private constructor(
+    private readonly session: CDPSession,
+    private readonly mainFrameId: string,
+  ) {}
+
+  /** Attaches to a fresh page (off the request path: spare tabs are prepared ahead). */
+  static async attach(page: Page): Promise<PageControl> {
+    const session = await page.createCDPSession();
+    const { frameTree } = await session.send('Page.getFrameTree');
+    const navigation = new PageControl(session, frameTree.frame.id);
+    session.on('Page.frameStartedLoading', ({ frameId }) => {
+      if (frameId === navigation.mainFrameId) navigation.loading = true;
+    });
+    session.on('Page.frameStoppedLoading', ({ frameId }) => {
+      if (frameId === navigation.mainFrameId) navigation.stoppedLoading();
+    });
+    await session.send('Page.enable');
+    return navigation;
+  }
+
+  /** From now on, the main frame stays on its document: navigation requests are aborted before they are sent. */
+  async hold(): Promise<void> {
+    this.session.on('Fetch.requestPaused', (event: Protocol.Fetch.RequestPausedEvent) => {
+      const answer =
+        event.frameId === this.mainFrameId
+          ? this.session.send('Fetch.failRequest', { requestId: event.requestId, errorReason: 'Aborted' })
+          : this.session.send('Fetch.continueRequest', { requestId: event.requestId });
+      // The page may be closing; a request it no longer has needs no answer.
+      answer.catch(() => undefined);
+    });
+    await this.session.send('Fetch.enable', {
+      patterns: [{ resourceType: 'Document', requestStage: 'Request' }],
+    });
+  }
+
+  /** Resolves once the main frame is not loading (a navigation under way has reached its load event, or failed). */
+  settled(): Promise<void> {
+    if (!this.loading) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /**
+   * Evaluates source text (an expression, awaited if it is a promise) in a world of its own over the main frame's
+   * current document, and returns its value.
+   */
+  async evaluate<T>(source: string): Promise<T> {
+    const { executionContextId } = await this.session.send('Page.createIsolatedWorld', {
+      frameId: this.mainFrameId,
+      worldName: WORLD_NAME,
+    });
+    const { result, exceptionDetails } = await this.session.send('Runtime.evaluate', {
+      expression: source,
+      contextId: executionContextId,
+      awaitPromise: true,
+      returnByValue: true,
+    });
+    if (exceptionDetails) {
+      throw new Error(
+        `Page script failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`,
+      );
+    }
+    return result.value as T;
+  }
+
+  /** True when the page's renderer answers within `ms`: false means its scripts keep it busy. */
+  async responsive(ms: number): Promise<boolean> {
+    const answered = this.session.send('Runtime.evaluate', { expression: '0' }).then(
+      () => true,
+      () => true,
+    );
+    const late = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref());
+    return Promise.race([answered, late]);
+  }
+
+  private stoppedLoading(): void {
+    this.loading = false;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const resolve of waiting) resolve();
+  }
+}

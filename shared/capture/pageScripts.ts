@@ -1,0 +1,58 @@
+/**
+ * Our own scripts in a captured page. They run in an isolated world (a separate JavaScript realm over the same DOM,
+ * see pageControl.ts), so nothing the page's scripts define or replace (`Math.max`,
+ * `requestAnimationFrame`, `scrollTo`, prototypes) reaches them. They are kept as source text, not functions: a
+ * transpiler that keeps names (tsx, which `npm start` runs) would otherwise wrap inner functions in a `__name` helper
+ * that does not exist in the page.
+ */
+
+/** Lazy-loading: scroll bound and image wait (docs/api.md, "Full page"). */
+export const LAZY_SCROLL_LIMIT_PX = 50_000;
+export const LAZY_IMAGE_WAIT_MS = 3_000;
+
+/**
+ * Makes lazy content load before a full-page capture: lazy images become eager, the page is scrolled through once
+ * (for IntersectionObserver-based loaders), then images get a short, bounded wait.
+ */
+const LOAD_LAZY_CONTENT = `(async () => {
+  for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
+  const step = Math.max(window.innerHeight, 200);
+  for (let y = 0; y < document.documentElement.scrollHeight && y < ${LAZY_SCROLL_LIMIT_PX}; y += step) {
+    window.scrollTo(0, y);
+    await frame();
+  }
+  window.scrollTo(0, 0);
+  const pending = Array.from(document.images).filter((img) => !img.complete);
+  const loaded = Promise.all(
+    pending.map(
+      (img) =>
+        new Promise((resolve) => {
+          img.addEventListener('load', resolve, { once: true });
+          img.addEventListener('error', resolve, { once: true });
+        }),
+    ),
+  );
+  await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, ${LAZY_IMAGE_WAIT_MS}))]);
+  await frame();
+})()`;
+
+/** The page's full scroll height, never less than the viewport's. */
+const PAGE_HEIGHT = `Math.max(
+  document.documentElement.scrollHeight,
+  document.body ? document.body.scrollHeight : 0,
+  window.innerHeight,
+)`;
+
+/** A JavaScript realm of its own over the page's document, where source text is evaluated. */
+export interface IsolatedWorld {
+  evaluate<T>(source: string): Promise<T>;
+}
+
+export async function loadLazyContent(world: IsolatedWorld): Promise<void> {
+  await world.evaluate(LOAD_LAZY_CONTENT);
+}
+
+export function pageHeight(world: IsolatedWorld): Promise<number> {
+  return world.evaluate<number>(PAGE_HEIGHT);
+}

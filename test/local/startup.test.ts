@@ -1,0 +1,46 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startLocalService } from '../../local/localService';
+import { unusedPort } from '../helpers/pageServer';
+
+describe('a local server that is still starting', () => {
+  it('answers every request with 503 and Retry-After, or refuses the connection, never silence', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-startup-'));
+    const port = await unusedPort();
+    const starting = startLocalService({ dataDir, port, inMemoryStore: true });
+    let ready = false;
+    void starting.then(() => {
+      ready = true;
+    });
+    const answers: (number | string)[] = [];
+    try {
+      // Poll from the first moment until the API answers; each request must end quickly, one way or another.
+      while (!ready) {
+        const answer = await fetch(`http://127.0.0.1:${port}/api/keys`, {
+          signal: AbortSignal.timeout(5_000),
+        })
+          .then(async (response) => {
+            if (response.status === 503) {
+              expect(response.headers.get('retry-after')).toBe('1');
+              expect(await response.json()).toEqual({ message: expect.stringMatching(/starting/i) });
+            } else {
+              await response.body?.cancel();
+            }
+            return response.status;
+          })
+          .catch((error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.name);
+        answers.push(answer);
+      }
+      // 401: the API answered (no session token) a moment before the start-up promise resolved.
+      expect(answers.every((answer) => [503, 'ECONNREFUSED', 401].includes(answer))).toBe(true);
+      expect(answers).toContain(503);
+      // Ready: the same request reaches the handler (401 without a session token).
+      expect((await fetch(`http://127.0.0.1:${port}/api/keys`)).status).toBe(401);
+    } finally {
+      await (await starting).close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

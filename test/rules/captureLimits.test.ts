@@ -1,0 +1,151 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { AdmissionQueue } from '../../local/admissionQueue';
+import { AppError, ClientGoneError, TooManyCapturesError } from '../../shared/errors';
+import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
+import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { CAPTURE_BUDGET_MS } from '../../shared/timing';
+import {
+  FakeRenderer,
+  fakeUrlPolicy,
+  MemoryCaptureSlots,
+  MemoryCreditLedger,
+  MemoryKeyStore,
+  MemoryRateLimiter,
+} from '../helpers/memoryPorts';
+
+/** The use case's capture limits against in-memory ports: budget from admission, slots, hang-ups, delivery. */
+
+let clock: number;
+let keys: MemoryKeyStore;
+let credits: MemoryCreditLedger;
+let slots: MemoryCaptureSlots;
+let renderer: FakeRenderer;
+let queue: AdmissionQueue;
+let capture: CaptureScreenshot;
+let apiKey: string;
+
+beforeEach(async () => {
+  clock = Date.UTC(2026, 0, 1, 10, 30);
+  keys = new MemoryKeyStore();
+  credits = new MemoryCreditLedger();
+  slots = new MemoryCaptureSlots(2);
+  renderer = new FakeRenderer();
+  queue = new AdmissionQueue(1, 5);
+  capture = captureScreenshot({
+    keys,
+    credits,
+    renderer,
+    rateLimiter: new MemoryRateLimiter(100),
+    captureSlots: slots,
+    urlPolicy: fakeUrlPolicy,
+    admission: queue,
+    now: () => clock,
+  });
+  apiKey = generateApiKey();
+  await keys.create(
+    {
+      id: newKeyId(clock),
+      accountId: 'acct',
+      name: 'k',
+      keyHash: hashApiKey(apiKey),
+      last4: lastFour(apiKey),
+      createdAt: clock,
+    },
+    100,
+  );
+  await credits.set('acct', 10);
+});
+
+const shoot = (url: string, options: { key?: string; signal?: AbortSignal; deadline?: number } = {}) =>
+  capture({
+    apiKey: 'key' in options ? options.key : apiKey,
+    request: () => ({ url }),
+    deadline: options.deadline ?? clock + 90_000,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+
+const statusOf = (outcome: Awaited<ReturnType<CaptureScreenshot>>) =>
+  outcome.ok ? 200 : outcome.error instanceof AppError ? outcome.error.status : 500;
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe('the capture budget', () => {
+  it('runs from admission: time spent waiting in the queue is not taken from it', async () => {
+    const first = shoot('https://slow.test');
+    await tick();
+    const second = shoot('https://a.test', { deadline: clock + 90_000 });
+    await tick();
+    clock += 40_000; // the second request waits 40 s behind the first
+    renderer.finishSlow();
+    await Promise.all([first, second]);
+    expect(renderer.captures[1]?.limits.deadline).toBe(clock + CAPTURE_BUDGET_MS);
+  });
+});
+
+describe('unauthenticated requests', () => {
+  it('are answered 401 without waiting for a place in the queue', async () => {
+    const busy = shoot('https://slow.test');
+    await tick();
+    expect(statusOf(await shoot('https://a.test', { key: undefined }))).toBe(401);
+    renderer.finishSlow();
+    await busy;
+  });
+});
+
+describe('captures at once per account', () => {
+  beforeEach(() => {
+    queue = new AdmissionQueue(10, 10);
+    capture = captureScreenshot({
+      keys,
+      credits,
+      renderer,
+      rateLimiter: new MemoryRateLimiter(100),
+      captureSlots: slots,
+      urlPolicy: fakeUrlPolicy,
+      admission: queue,
+      now: () => clock,
+    });
+  });
+
+  it('refuses one more than the bound with 429: limit, reset a second later, after the rate limit', async () => {
+    const running = [shoot('https://slow.test'), shoot('https://slow.test')];
+    await tick();
+    const refused = await shoot('https://not a url');
+    expect(refused.ok).toBe(false);
+    const error = (refused as { error: unknown }).error;
+    expect(error).toBeInstanceOf(TooManyCapturesError);
+    expect(error).toMatchObject({ status: 429, limit: 2, reset: clock + 1_000 });
+    expect((error as AppError).headers(clock)).toEqual({ 'Retry-After': '1' });
+    // Counted against the hourly window, which is checked first.
+    expect(refused.rateLimit?.remaining).toBe(97);
+    renderer.finishSlow();
+    await Promise.all(running);
+    expect(slots.held('acct')).toBe(0);
+  });
+
+  it('gives the slot back after a failed capture and after a refused body', async () => {
+    await shoot('https://fail.test');
+    await capture({ apiKey, request: () => ({}), deadline: clock + 90_000 });
+    expect(slots.held('acct')).toBe(0);
+  });
+});
+
+describe('a client that hangs up', () => {
+  it('stops the capture and is not charged', async () => {
+    const hangUp = new AbortController();
+    const pending = shoot('https://slow.test', { signal: hangUp.signal });
+    await tick();
+    hangUp.abort();
+    const outcome = await pending;
+    expect(outcome.ok ? undefined : outcome.error).toBeInstanceOf(ClientGoneError);
+    expect(await credits.balance('acct')).toBe(10);
+  });
+
+  it('is given its credits back when the image could not be delivered', async () => {
+    const outcome = await shoot('https://a.test');
+    expect(await credits.balance('acct')).toBe(9);
+    if (!outcome.ok) throw outcome.error;
+    await outcome.undelivered();
+    expect(await credits.balance('acct')).toBe(10);
+  });
+});
