@@ -147,11 +147,12 @@ export class ScreenshotServiceStack extends Stack {
 
     this.api = this.createRestApi(settings);
     // Before any function starts: rate limits per IP and per credential, oversized bodies, known-bad addresses.
+    const webAclName = `${this.stackName}-api`;
     this.webAcl = new ServiceWebAcl(this, 'Firewall', {
       scope: 'REGIONAL',
       requestsPerIp: settings.wafRequestsPerIp,
       requestsPerCredential: settings.wafRequestsPerCredential,
-      name: `${this.stackName}-api`,
+      name: webAclName,
     });
     new wafv2.CfnWebACLAssociation(this, 'FirewallAssociation', {
       resourceArn: this.api.deploymentStage.stageArn,
@@ -233,7 +234,7 @@ export class ScreenshotServiceStack extends Stack {
       functions,
       aliases,
       serviceName: this.stackName,
-      webAclName: `${this.stackName}-api`,
+      webAclName,
       alarmActions: alarmTopics.map((topic) => new cloudwatchActions.SnsAction(topic)),
     });
     this.safeRollouts(aliases, settings);
