@@ -40,9 +40,10 @@ import {
 
 // One synthesis (with real esbuild bundling and the layer copy) for the whole file.
 let synth: SynthesizedStack;
+// Bundling seven functions and copying the layer takes a while on a busy 2-core machine.
 beforeAll(() => {
   synth = synthesizeStack();
-});
+}, 300_000);
 afterAll(() => synth?.cleanup());
 
 const streamingRoute = ROUTES.find((route) => route.streaming) as RouteDefinition;
