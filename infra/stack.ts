@@ -166,7 +166,9 @@ export class ScreenshotServiceStack extends Stack {
 
     const functions = new Map<RouteDefinition['handler'], NodejsFunction>();
     for (const route of ROUTES) {
-      functions.set(route.handler, this.routeFunction(route, environment, chromium.layer));
+      // Routes that share a handler share its function (the signed GET of /api/screenshot).
+      if (!functions.has(route.handler))
+        functions.set(route.handler, this.routeFunction(route, environment, chromium.layer));
     }
     this.functions = functions;
 
@@ -469,6 +471,9 @@ export class ScreenshotServiceStack extends Stack {
  * API's own shape, which an authorizer's rejection would not.
  */
 const GATEWAY_AUTH_REASON: Record<RouteDefinition['auth'], string> = {
+  signature:
+    "The handler verifies the signed link (HMAC-SHA256 of the query under the key's KMS-sealed signing secret, " +
+    "compared in constant time) and the key's state, and answers 401 in the spec shape; no authorizer can check it.",
   apiKey:
     'The handler authenticates the API key (SHA-256 lookup in DynamoDB, revocation effective on the next request) ' +
     'and answers 401 in the spec shape; neither IAM nor a Cognito authorizer can check these keys.',

@@ -14,3 +14,6 @@ export const RESPONSE_RESERVE_MS = 3_000;
 
 /** Session tokens (Cognito access tokens deployed, the local identity provider's locally) live this long. */
 export const SESSION_TOKEN_LIFETIME_SECONDS = 3_600;
+
+/** A pre-signed link to a stored image (`response: "json"`) is valid this long. */
+export const IMAGE_LINK_LIFETIME_SECONDS = 3_600;

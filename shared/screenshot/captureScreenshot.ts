@@ -2,15 +2,21 @@ import { createHash } from 'node:crypto';
 import type { CreditLedger } from '../accounts/creditLedger';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
 import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
+import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
+import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
 import { RateLimitedError } from '../errors';
 import { validate } from '../http/request';
 import type { KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
+import type { SecretCipher } from '../signing/secretCipher';
 import { authenticateApiKey } from './apiKeyAuth';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
-import { screenshotRequest } from './schema';
+import { type ScreenshotRequest, screenshotRequest } from './schema';
+import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
+
+export type { Screenshot } from '../delivery/imageDelivery';
 
 export interface ScreenshotDeps {
   keys: KeyStore;
@@ -18,12 +24,17 @@ export interface ScreenshotDeps {
   credits: CreditLedger;
   renderer: Renderer;
   urlPolicy: UrlPolicy;
+  /** Cached and linked images. */
+  images: ImageStore;
+  /** Opens the signing secrets of signed links. */
+  cipher: SecretCipher;
   now?: () => number;
 }
 
-export interface ScreenshotInput {
-  /** The API key the caller presented, if any. */
-  apiKey: string | undefined;
+/** Who the caller says they are: an API key (Bearer), or a signed link naming a key. */
+export type ScreenshotCredential = { apiKey: string | undefined } | { signed: SignedCredential };
+
+export type ScreenshotInput = ScreenshotCredential & {
   /**
    * The request's fields, read only when the order of checks reaches validation, so a bad body never hides a 401
    * or a 429. It may throw the body's own errors (413, 415, malformed JSON).
@@ -33,23 +44,15 @@ export interface ScreenshotInput {
   deadline: number;
   /** Aborted when the caller stopped waiting. */
   signal?: AbortSignal;
-}
+  /** The caller's If-None-Match header: answered with 304 when it names the cached image. */
+  ifNoneMatch?: string;
+};
 
 export const CONTENT_TYPES: Record<ImageFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
 };
-
-export interface Screenshot {
-  image: Buffer;
-  contentType: string;
-  /** Quoted hex MD5 of the image bytes. */
-  etag: string;
-  creditsCharged: number;
-  /** A full page cut at the height cap. */
-  truncated: boolean;
-}
 
 /** The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. */
 export type ScreenshotOutcome =
@@ -60,19 +63,28 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
 
 /**
  * One screenshot, in the order of checks docs/api.md fixes: authenticate (401), count against the rate limit
- * (429), validate (400), reserve credits (402), capture (200, or 500 with the credits given back).
+ * (429), validate (400), answer from the cache (200 or 304, free), reserve credits (402), capture (200, or 500 with
+ * the credits given back), store it for the cache or a link.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   const now = deps.now ?? Date.now;
+  const delivery = imageDelivery({ images: deps.images, now });
 
   return async (input) => {
     let rateLimit: RateLimitDecision | undefined;
     try {
-      const identity = await authenticateApiKey(input.apiKey, deps.keys);
+      const identity =
+        'signed' in input
+          ? await authenticateSignedLink(input.signed, deps.keys, deps.cipher)
+          : await authenticateApiKey(input.apiKey, deps.keys);
       // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
       // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
       // order of answers (401, 429, 400, 402) is unchanged.
-      const validated = specOf(input.request, deps.urlPolicy);
+      const validated = specOf(
+        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
+        'signed' in input ? () => withDefaults(input.request(), { cache: true }) : input.request,
+        deps.urlPolicy,
+      );
       validated.catch(() => undefined);
       const [decision] = await Promise.all([
         deps.rateLimiter.hit(identity.accountId, now()),
@@ -83,14 +95,23 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       rateLimit = decision;
       if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
 
-      const spec = await validated;
+      const { fields, spec } = await validated;
+      const cached = await delivery.fromCache(identity.accountId, fields, input.ifNoneMatch);
+      if (cached) return { ok: true, rateLimit: decision, screenshot: cached };
       const cost = creditCost(spec);
       await deps.credits.reserve(identity.accountId, cost);
-      let result: Awaited<ReturnType<Renderer['capture']>>;
+      let screenshot: Screenshot;
       try {
-        result = await deps.renderer.capture(spec, {
+        const result = await deps.renderer.capture(spec, {
           deadline: input.deadline,
           ...(input.signal ? { signal: input.signal } : {}),
+        });
+        screenshot = await delivery.deliver(identity.accountId, fields, {
+          image: result.image,
+          contentType: CONTENT_TYPES[spec.format],
+          etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
+          creditsCharged: cost,
+          truncated: result.truncated,
         });
       } catch (error) {
         // The customer is owed the capture's own failure (500, url, reason) even when the refund cannot be written;
@@ -104,27 +125,27 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         );
         throw error;
       }
-      logger.info('screenshot', { accountId: identity.accountId, cost, bytes: result.image.length });
-      return {
-        ok: true,
-        rateLimit: decision,
-        screenshot: {
-          image: result.image,
-          contentType: CONTENT_TYPES[spec.format],
-          etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
-          creditsCharged: cost,
-          truncated: result.truncated,
-        },
-      };
+      logger.info('screenshot', { accountId: identity.accountId, cost, cache: screenshot.cache });
+      return { ok: true, rateLimit: decision, screenshot };
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };
     }
   };
 }
 
-/** The request as a capture spec, or a ValidationError (400). */
-async function specOf(request: () => unknown, urlPolicy: UrlPolicy): Promise<CaptureSpec> {
+/** The request's fields and its capture spec, or a ValidationError (400). */
+async function specOf(
+  request: () => unknown,
+  urlPolicy: UrlPolicy,
+): Promise<{ fields: ScreenshotRequest; spec: CaptureSpec }> {
   const fields = validate(screenshotRequest, request());
   await urlPolicy.assertAllowed(fields.url);
-  return captureSpecOf(fields);
+  return { fields, spec: captureSpecOf(fields) };
+}
+
+/** A request object with `defaults` under what it says itself; anything else is left for validation to refuse. */
+function withDefaults(request: unknown, defaults: Record<string, unknown>): unknown {
+  return request !== null && typeof request === 'object' && !Array.isArray(request)
+    ? { ...defaults, ...request }
+    : request;
 }

@@ -5,6 +5,7 @@ import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egres
 import { createUrlPolicy } from '../egress/urlPolicy';
 import { logger } from '../logger';
 import { captureScreenshot } from '../screenshot/captureScreenshot';
+import { createDeliveryPorts } from './delivery';
 import { createStores } from './stores';
 
 /**
@@ -31,6 +32,7 @@ export function createScreenshotService(client: DynamoDBClient, env: NodeJS.Proc
     ...createStores(client, config),
     renderer,
     urlPolicy: createUrlPolicy(policy),
+    ...createDeliveryPorts(env),
   });
   return {
     capture,

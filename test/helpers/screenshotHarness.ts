@@ -12,7 +12,7 @@ import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { keyLambdas, screenshotLambda } from '../../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
 import { createStores } from '../../shared/wiring/stores';
-import { startTestStore, TEST_TABLE } from './store';
+import { startTestDelivery, startTestStore, TEST_TABLE } from './store';
 
 export interface StreamedResponse extends BufferedResponse {
   json(): Record<string, unknown> & {
@@ -33,9 +33,9 @@ export interface HarnessOptions {
  * events through the streaming stand-in, plus the key-management routes to make accounts and keys.
  */
 export async function startScreenshotHarness(env: Record<string, string> = {}, options: HarnessOptions = {}) {
-  const store = await startTestStore();
+  const [store, delivery] = await Promise.all([startTestStore(), startTestDelivery()]);
   const idp = ephemeralIdentityProvider();
-  const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...env };
+  const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...delivery.env, ...env };
   const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
   const management = keyLambdas(createKeyManagement(serviceClient, fullEnv, idp.jwks));
   const screenshot = createScreenshotService(serviceClient, fullEnv);
@@ -50,6 +50,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
 
   const harness = {
     store,
+    delivery,
     credits,
     renderer: screenshot.renderer,
     manage,
@@ -58,7 +59,13 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
       const accountId = `acct-${++accounts}-${Math.random().toString(36).slice(2)}`;
       const token = idp.token(accountId);
       const created = await manage('createKey', { bearer: token, body: { name: 'test' } });
-      return { accountId, token, apiKey: created.body.key as string, keyId: created.body.id as string };
+      return {
+        accountId,
+        token,
+        apiKey: created.body.key as string,
+        keyId: created.body.id as string,
+        signingSecret: created.body.signingSecret as string,
+      };
     },
     async addKey(token: string) {
       const created = await manage('createKey', { bearer: token, body: { name: 'another' } });
@@ -77,6 +84,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
     async close() {
       await screenshot.close();
       await store.close();
+      await delivery.close();
     },
   };
 

@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../shared/errors';
 import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
 import {
   FakeRenderer,
   fakeUrlPolicy,
   MemoryCreditLedger,
+  MemoryImageStore,
   MemoryKeyStore,
   MemoryRateLimiter,
 } from '../helpers/memoryPorts';
@@ -34,6 +37,7 @@ async function newKey(accountId: string, balance: number): Promise<string> {
       keyHash: hashApiKey(key),
       last4: lastFour(key),
       createdAt: NOW,
+      sealedSigningSecret: '',
     },
     100,
   );
@@ -51,6 +55,8 @@ function setUp(rateLimit = 100) {
     renderer,
     rateLimiter: new MemoryRateLimiter(rateLimit),
     urlPolicy: fakeUrlPolicy,
+    images: new MemoryImageStore(),
+    cipher: new AesGcmSecretCipher(randomBytes(32)),
     now: () => NOW,
   });
 }
