@@ -67,7 +67,8 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
  * the credits given back), store it for the cache or a link.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
-  const now = deps.now ?? Date.now;
+  // Read at each call, not once: a clock moved under a running service (tests of cache expiry) is the one it uses.
+  const now = deps.now ?? (() => Date.now());
   const delivery = imageDelivery({ images: deps.images, now });
 
   return async (input) => {

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import sharp from 'sharp';
-import { type RouteEventOptions, routeEvent } from '../../local/apiGatewayEvent';
+import { apiGatewayEvent, type RouteEventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
@@ -79,6 +79,18 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
     ) {
       return invoke(
         routeEvent('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
+      );
+    },
+    /** GET /api/screenshot with `query` (a signed link, as an <img> tag would load it). */
+    open(query: Record<string, string>, headers: Record<string, string> = {}) {
+      return invoke(
+        apiGatewayEvent({
+          method: 'GET',
+          path: '/api/screenshot',
+          resource: '/api/screenshot',
+          query: new URLSearchParams(query),
+          headers,
+        }),
       );
     },
     async close() {
