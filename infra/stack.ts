@@ -17,6 +17,7 @@ import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
+import { ImageStorage } from './imageStorage';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
 
@@ -70,6 +71,8 @@ export class ScreenshotServiceStack extends Stack {
   readonly userPoolClient: cognito.UserPoolClient;
   readonly dashboard: DashboardSite;
   readonly functions: ReadonlyMap<RouteDefinition['handler'], NodejsFunction>;
+  /** Stored images and the key that seals signing secrets. */
+  readonly images: ImageStorage;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
     super(scope, id, props);
@@ -171,6 +174,13 @@ export class ScreenshotServiceStack extends Stack {
         functions.set(route.handler, this.routeFunction(route, environment, chromium.layer));
     }
     this.functions = functions;
+    const screenshotFunction = functions.get('screenshot');
+    const createKeyFunction = functions.get('createKey');
+    if (!screenshotFunction || !createKeyFunction) throw new Error('No screenshot or createKey function');
+    this.images = new ImageStorage(this, 'ImageStorage', {
+      screenshot: screenshotFunction,
+      createKey: createKeyFunction,
+    });
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
       displayName: 'Screenshot service alarms',
