@@ -429,4 +429,19 @@ describe('the canonical query', () => {
       'keyId=key_1&url=https%3A%2F%2Fa.test%2Fp%3Fq%3Da%20b%26x%3D%281%29%21%2A%27~&width=800&z%C3%A9=%C3%BC',
     );
   });
+
+  it('matches the worked example of docs/api.md (15.3), which the Node, Python and shell recipes reproduce', () => {
+    const canonical = canonicalQuery({
+      url: "https://example.com/a b?x=(1)!*'~é",
+      width: '800',
+      fullPage: 'true',
+      keyId: 'key_0mwtc946b56c3fb633eaf',
+    });
+    expect(canonical).toBe(
+      'fullPage=true&keyId=key_0mwtc946b56c3fb633eaf&url=https%3A%2F%2Fexample.com%2Fa%20b%3Fx%3D%281%29%21%2A%27~%C3%A9&width=800',
+    );
+    expect(signQuery(`ss_live_${'ab'.repeat(32)}`, canonical)).toBe(
+      'cd7f70f06af8e70f72de88edc8a09e59a7803a5852dedbd86423724326907380',
+    );
+  });
 });
