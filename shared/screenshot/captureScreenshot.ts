@@ -87,6 +87,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         deps.urlPolicy,
       );
       validated.catch(() => undefined);
+      // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
+      // request has been counted and allowed.
+      const cachedAnswer = validated.then(({ fields }) =>
+        delivery.fromCache(identity.accountId, fields, input.ifNoneMatch),
+      );
+      cachedAnswer.catch(() => undefined);
       const [decision] = await Promise.all([
         deps.rateLimiter.hit(identity.accountId, now()),
         deps.keys
@@ -97,7 +103,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
 
       const { fields, spec } = await validated;
-      const cached = await delivery.fromCache(identity.accountId, fields, input.ifNoneMatch);
+      const cached = await cachedAnswer;
       if (cached) return { ok: true, rateLimit: decision, screenshot: cached };
       const cost = creditCost(spec);
       await deps.credits.reserve(identity.accountId, cost);
