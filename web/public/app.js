@@ -9,7 +9,7 @@ import {
   signInLocally,
   startHostedSignIn,
 } from './session.js';
-import { signedLink } from './signedLink.js';
+import { signedLink } from './signed-link.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
