@@ -19,6 +19,7 @@ import { readServiceConfig } from '../shared/config';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
 import { captureScreenshot } from '../shared/screenshot/captureScreenshot';
+import { createDeliveryPorts } from '../shared/wiring/delivery';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createStores } from '../shared/wiring/stores';
 import { startFloor } from './alternatives';
@@ -93,6 +94,7 @@ for (const [key, Renderer] of variants) {
       ...createStores(store.dynamo.client, config),
       renderer,
       urlPolicy: createUrlPolicy(policy),
+      ...createDeliveryPorts(store.env),
     }),
     renderer,
   });

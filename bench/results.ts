@@ -17,6 +17,7 @@ export const SCENARIOS = {
   oursWebp: 'ours, webp q80',
   oursMobile: 'ours, mobile preset',
   admission: 'admission alone (no capture)',
+  cacheHit: 'cache hit (same page as ours, warm)',
 } as const;
 export type ScenarioKey = keyof typeof SCENARIOS;
 

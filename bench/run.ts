@@ -26,7 +26,7 @@ import { admissionOnly, BENCH_TABLE, startBenchStore, startOurService } from './
 import { round, seededRandom, summarize } from './stats';
 import { checkTargets, formatTargets } from './targets';
 
-const PHASES = ['core', 'variants', 'cold', 'admission', 'memory'] as const;
+const PHASES = ['core', 'variants', 'cold', 'admission', 'cache', 'memory'] as const;
 type Phase = (typeof PHASES)[number];
 
 const args = process.argv.slice(2);
@@ -161,6 +161,16 @@ try {
       samples.push(answeredMs(await admission.shoot(simple), 'admission'));
     }
     record('admission', samples);
+  }
+
+  if (phase('cache')) {
+    log('cache hit: the same page as "ours, warm", answered from the local S3 API');
+    const cached = { ...simple, cache: true };
+    expectImage(await ours.shoot(cached), 'cache miss');
+    for (let i = 0; i < 20; i++) expectImage(await ours.shoot(cached), 'cache hit');
+    const samples: number[] = [];
+    for (let i = 0; i < runs(200); i++) samples.push(answeredMs(await ours.shoot(cached), 'cache hit'));
+    record('cacheHit', samples);
   }
 } finally {
   await ours.close();

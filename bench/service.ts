@@ -1,9 +1,14 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
+import { localSigningKeyFile, startEmbeddedS3 } from '../local/embeddedS3';
 import { ephemeralIdentityProvider } from '../local/ephemeralIdp';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
 import { captureScreenshot } from '../shared/screenshot/captureScreenshot';
+import { createDeliveryPorts } from '../shared/wiring/delivery';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
@@ -14,7 +19,10 @@ export const BENCH_TABLE = 'screenshot-bench';
 /** Enough credits and rate-limit room that no scenario is ever refused. */
 const PLENTY = 1_000_000_000;
 
-/** The embedded DynamoDB (dynalite on a loopback port, in memory) and one account with one API key. */
+/**
+ * The embedded DynamoDB (dynalite on a loopback port, in memory), the local S3 API in a throwaway folder, and one
+ * account with one API key.
+ */
 export interface BenchStore {
   dynamo: EmbeddedDynamo;
   env: Record<string, string>;
@@ -23,9 +31,15 @@ export interface BenchStore {
 }
 
 export async function startBenchStore(allowPrivateHosts: string): Promise<BenchStore> {
-  const dynamo = await startEmbeddedDynamo({ tableName: BENCH_TABLE });
+  const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-bench-'));
+  const [dynamo, s3] = await Promise.all([
+    startEmbeddedDynamo({ tableName: BENCH_TABLE }),
+    startEmbeddedS3({ dataDir }),
+  ]);
   const idp = ephemeralIdentityProvider();
   const env: Record<string, string> = {
+    ...s3.env,
+    SIGNING_KEY_FILE: localSigningKeyFile(dataDir),
     TABLE_NAME: BENCH_TABLE,
     RATE_LIMIT_PER_HOUR: String(PLENTY),
     FREE_CREDITS: '0',
@@ -36,7 +50,15 @@ export async function startBenchStore(allowPrivateHosts: string): Promise<BenchS
   const accountId = 'bench-account';
   const created = await management.createKey(idp.token(accountId), () => ({ name: 'bench' }));
   await createStores(dynamo.client, readServiceConfig(env)).credits.set(accountId, PLENTY);
-  return { dynamo, env, apiKey: created.key, close: () => dynamo.close() };
+  return {
+    dynamo,
+    env,
+    apiKey: created.key,
+    async close() {
+      await Promise.all([dynamo.close(), s3.close()]);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** The real screenshot service (handler, renderer, egress proxy) as the Lambda entry builds it. */
@@ -79,6 +101,7 @@ export function admissionOnly(store: BenchStore): {
       ...createStores(store.dynamo.client, config),
       renderer: instantRenderer,
       urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
+      ...createDeliveryPorts(store.env),
     }),
     renderer: instantRenderer,
   });

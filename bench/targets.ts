@@ -46,6 +46,18 @@ export function checkTargets(results: BenchResults): TargetResult[] {
     (v) => `${v.toFixed(1)} ms`,
   );
   add(
+    'cache hit <= 15 ms',
+    s.cacheHit?.median,
+    (v) => v <= 15,
+    (v) => `${v.toFixed(1)} ms`,
+  );
+  add(
+    'cache hit >= 10 x faster than a capture of the same page',
+    ratio(ours, s.cacheHit?.median),
+    (v) => v >= 10,
+    (v) => `${v.toFixed(1)} x`,
+  );
+  add(
     'memory growth 50 -> 250 captures <= 10 %',
     results.memory?.growthPercent,
     (v) => v <= 10,

@@ -19,6 +19,7 @@ import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
+import { ImageStorage } from './imageStorage';
 import { Monitoring, pascal } from './monitoring';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
@@ -82,6 +83,8 @@ export class ScreenshotServiceStack extends Stack {
   readonly aliases: ReadonlyMap<RouteDefinition['handler'], lambda.Alias>;
   readonly webAcl: ServiceWebAcl;
   readonly monitoring: Monitoring;
+  /** Stored images and the key that seals signing secrets. */
+  readonly images: ImageStorage;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
     super(scope, id, props);
@@ -201,6 +204,8 @@ export class ScreenshotServiceStack extends Stack {
     const functions = new Map<RouteDefinition['handler'], NodejsFunction>();
     const aliases = new Map<RouteDefinition['handler'], lambda.Alias>();
     for (const route of ROUTES) {
+      // Routes that share a handler share its function (the signed GET of /api/screenshot).
+      if (functions.has(route.handler)) continue;
       const fn = this.routeFunction(route, environment, chromium.layer, settings);
       functions.set(route.handler, fn);
       // Every deploy publishes a version; the alias only moves once CodeDeploy says so (below).
@@ -214,6 +219,13 @@ export class ScreenshotServiceStack extends Stack {
     }
     this.functions = functions;
     this.aliases = aliases;
+    const screenshotFunction = functions.get('screenshot');
+    const createKeyFunction = functions.get('createKey');
+    if (!screenshotFunction || !createKeyFunction) throw new Error('No screenshot or createKey function');
+    this.images = new ImageStorage(this, 'ImageStorage', {
+      screenshot: screenshotFunction,
+      createKey: createKeyFunction,
+    });
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
       displayName: `${this.stackName} alarms`,
@@ -498,6 +510,9 @@ export class ScreenshotServiceStack extends Stack {
  * API's own shape, which an authorizer's rejection would not.
  */
 const GATEWAY_AUTH_REASON: Record<RouteDefinition['auth'], string> = {
+  signature:
+    "The handler verifies the signed link (HMAC-SHA256 of the query under the key's KMS-sealed signing secret, " +
+    "compared in constant time) and the key's state, and answers 401 in the spec shape; no authorizer can check it.",
   apiKey:
     'The handler authenticates the API key (SHA-256 lookup in DynamoDB, revocation effective on the next request) ' +
     'and answers 401 in the spec shape; neither IAM nor a Cognito authorizer can check these keys.',

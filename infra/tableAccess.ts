@@ -7,16 +7,16 @@ import type { RouteDefinition } from '../shared/routes';
  * An empty list means no table statement at all.
  */
 export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly string[]>> = {
-  // Key lookup (GetItem); rate-limit window, credit reserve/refund, free grant and lastUsed (UpdateItem); a refund
-  // that failed, kept for an operator (PutItem, shared/store/dynamoPendingRefunds.ts).
+  // Key lookup and a signed link's signing item (GetItem); rate-limit window, credit reserve/refund, free grant and
+  // lastUsed (UpdateItem); a refund that failed, kept for an operator (PutItem, shared/store/dynamoPendingRefunds.ts).
   screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   // Query on the account's partition; free grant.
   listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
-  // keyCount (UpdateItem), listing and authentication items (PutItem), undo of a half-made key (DeleteItem).
+  // keyCount (UpdateItem), listing, signing and authentication items (PutItem), undo of a half-made key (DeleteItem).
   createKey: ['dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
   // Listing lookup (GetItem); revocation of both items and the free grant (UpdateItem).
   updateKey: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  // Listing lookup (GetItem); both items (DeleteItem); keyCount and the free grant (UpdateItem).
+  // Listing lookup (GetItem); its items (DeleteItem); keyCount and the free grant (UpdateItem).
   deleteKey: ['dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
   // Balance (GetItem); free grant (UpdateItem).
   getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],

@@ -11,6 +11,7 @@ import { createScreenshotService } from '../shared/wiring/screenshot';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
+import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
 
@@ -33,6 +34,7 @@ export interface LocalService {
   url: string;
   idp: LocalIdp;
   dynamo: EmbeddedDynamo;
+  s3: EmbeddedS3;
   close(): Promise<void>;
 }
 
@@ -40,8 +42,9 @@ export interface LocalService {
 export const STATE_FILE = 'local-service.json';
 
 /**
- * The whole API on one port: the same handlers the Lambdas run, the embedded DynamoDB, real Chromium and the
- * local identity provider (its JWKS served at /.well-known/jwks.json).
+ * The whole API on one port: the same handlers the Lambdas run, the embedded DynamoDB, the local S3 API (images,
+ * on a port of its own so pre-signed links work), real Chromium and the local identity provider (its JWKS served at
+ * /.well-known/jwks.json).
  */
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   await mkdir(options.dataDir, { recursive: true });
@@ -60,11 +63,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     throw error;
   };
 
+  const s3 = await startEmbeddedS3({ dataDir: options.dataDir }).catch(stopListening);
   const env: NodeJS.ProcessEnv = {
     ...baseEnv,
     SESSION_ISSUER: LOCAL_ISSUER,
     SESSION_CLIENT_ID: LOCAL_CLIENT_ID,
     SESSION_JWKS_URI: `${url}/.well-known/jwks.json`,
+    ...s3.env,
+    SIGNING_KEY_FILE: localSigningKeyFile(options.dataDir),
   };
   const idp = await loadLocalIdp(options.dataDir).catch(stopListening);
   const dynamo = await startEmbeddedDynamo({
@@ -97,11 +103,13 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     url,
     idp,
     dynamo,
+    s3,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await screenshot.close();
       await dynamo.close();
+      await s3.close();
       await rm(stateFile, { force: true });
     },
   };

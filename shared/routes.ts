@@ -6,16 +6,39 @@ export interface RouteDefinition {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** API Gateway resource path; `{id}` is a path parameter. */
   path: string;
-  /** File name in `functions/` and the function's logical name in the stack. */
+  /**
+   * File name in `functions/` and the function's logical name in the stack. Routes may share one: the signed GET of
+   * /api/screenshot runs in the screenshot function, beside the POST.
+   */
   handler: 'screenshot' | 'listKeys' | 'createKey' | 'updateKey' | 'deleteKey' | 'getCredits' | 'getOpenApi';
-  /** Session token (key management), API key (screenshot), or none (the public API description). */
-  auth: 'session' | 'apiKey' | 'none';
+  /**
+   * Session token (key management), API key (screenshot), a signed link's keyId and signature (the screenshot GET),
+   * or none (the public API description).
+   */
+  auth: 'session' | 'apiKey' | 'signature' | 'none';
   /** A response-streaming Lambda (API Gateway STREAM transfer mode). */
   streaming: boolean;
+  /** The operation's name (its OpenAPI operationId) where it is not the handler's, because the handler is shared. */
+  operation?: 'signedScreenshot';
+}
+
+/** The name of a route's operation: its own, or its handler's. */
+export function operationOf(
+  route: RouteDefinition,
+): NonNullable<RouteDefinition['operation']> | RouteDefinition['handler'] {
+  return route.operation ?? route.handler;
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
   { method: 'POST', path: '/api/screenshot', handler: 'screenshot', auth: 'apiKey', streaming: true },
+  {
+    method: 'GET',
+    path: '/api/screenshot',
+    handler: 'screenshot',
+    auth: 'signature',
+    streaming: true,
+    operation: 'signedScreenshot',
+  },
   { method: 'GET', path: '/api/keys', handler: 'listKeys', auth: 'session', streaming: false },
   { method: 'POST', path: '/api/keys', handler: 'createKey', auth: 'session', streaming: false },
   { method: 'PATCH', path: '/api/keys/{id}', handler: 'updateKey', auth: 'session', streaming: false },

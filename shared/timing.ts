@@ -40,3 +40,6 @@ export const CAPTURE_BUDGETS: Readonly<CaptureBudgets> = {
 
 /** How long closing a stopped page's context may take before the whole browser is replaced instead. */
 export const PAGE_KILL_GRACE_MS = 3_000;
+
+/** A pre-signed link to a stored image (`response: "json"`) is valid this long. */
+export const IMAGE_LINK_LIFETIME_SECONDS = 3_600;

@@ -1,39 +1,83 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
-import type { CaptureScreenshot } from '../screenshot/captureScreenshot';
+import type { Screenshot } from '../delivery/imageDelivery';
+import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
+import { screenshotRequest } from '../screenshot/schema';
+import { requestFromQuery } from '../signing/queryRequest';
+import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { errorResponse } from './errorAnswer';
 import { bearerCredential, jsonBody } from './request';
-import type { HttpRoute } from './types';
+import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
 export const MAX_SCREENSHOT_BODY_BYTES = 16 * 1024;
 
-/** POST /api/screenshot: the API key and the JSON body in, the image (or the error) out. */
+/**
+ * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
+ * keyId and signature), into the one use case; the image, a link to it, a 304 or the error out.
+ */
 export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
   return async (request) => {
+    const ifNoneMatch = request.headers['if-none-match'];
     const outcome = await capture({
-      apiKey: bearerCredential(request),
-      request: jsonBody(request, MAX_SCREENSHOT_BODY_BYTES),
+      ...callerOf(request),
       deadline: request.deadline,
       signal: request.signal,
+      ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
     });
     const rateHeaders = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
     if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', rateHeaders);
-    const { screenshot } = outcome;
-    return {
-      status: 200,
-      headers: {
-        'Content-Type': screenshot.contentType,
-        ETag: screenshot.etag,
-        'Cache-Control': CACHE_CONTROL,
-        'X-Credits-Charged': String(screenshot.creditsCharged),
-        ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
-        ...rateHeaders,
+    // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
+    return { ...answer(outcome.screenshot, rateHeaders), undelivered: outcome.undelivered };
+  };
+}
+
+/** The credential and the request's fields (read lazily), from a POST body or a signed link's query. */
+function callerOf(request: HttpRequest): ScreenshotCredential & { request: () => unknown } {
+  if (request.method !== 'GET') {
+    return { apiKey: bearerCredential(request), request: jsonBody(request, MAX_SCREENSHOT_BODY_BYTES) };
+  }
+  const { [KEY_ID_PARAM]: keyId, [SIGNATURE_PARAM]: signature, ...options } = request.query;
+  return {
+    signed: { keyId, signature, canonicalQuery: canonicalQuery(request.query) },
+    request: () => requestFromQuery(screenshotRequest, options),
+  };
+}
+
+function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): HttpResponse {
+  const headers: Record<string, string> = {
+    ETag: screenshot.etag,
+    'X-Credits-Charged': String(screenshot.creditsCharged),
+    ...(screenshot.cache ? { 'X-Cache': screenshot.cache } : {}),
+    ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
+    ...rateHeaders,
+  };
+  if (screenshot.notModified) {
+    return { status: 304, headers: { ...headers, 'Cache-Control': CACHE_CONTROL }, body: '' };
+  }
+  if (screenshot.link) {
+    const { link } = screenshot;
+    return jsonResponse(
+      200,
+      {
+        url: link.url,
+        expiresAt: link.expiresAt,
+        contentType: screenshot.contentType,
+        width: link.width,
+        height: link.height,
+        bytes: link.bytes,
+        etag: screenshot.etag,
+        creditsCharged: screenshot.creditsCharged,
+        cache: screenshot.cache ?? 'BYPASS',
       },
-      body: screenshot.image,
-      undelivered: outcome.undelivered,
-    };
+      headers,
+    );
+  }
+  return {
+    status: 200,
+    headers: { 'Content-Type': screenshot.contentType, 'Cache-Control': CACHE_CONTROL, ...headers },
+    body: screenshot.image ?? Buffer.alloc(0),
   };
 }
 

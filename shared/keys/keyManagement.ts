@@ -2,6 +2,8 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { SessionVerifier } from '../auth/sessionVerifier';
 import { ConflictError, NotFoundError } from '../errors';
 import { validate } from '../http/request';
+import type { SecretCipher } from '../signing/secretCipher';
+import { generateSigningSecret } from '../signing/signedLink';
 import { generateApiKey, hashApiKey, KEY_ID_PATTERN, lastFour, maskApiKey, newKeyId } from './apiKey';
 import type { ApiKeyRecord, KeyStore } from './keyStore';
 import { createKeyBody, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from './schemas';
@@ -13,6 +15,8 @@ export interface KeyManagementDeps {
   sessions: SessionVerifier;
   keys: KeyStore;
   credits: CreditLedger;
+  /** Seals each new key's signing secret before it is stored. */
+  cipher: SecretCipher;
   freeCredits: number;
   now?: () => number;
 }
@@ -28,11 +32,13 @@ export interface PublicKey {
   createdAt: number;
 }
 
-/** A new key, its full value shown this once. */
+/** A new key, its full value and its signing secret shown this once. */
 export interface CreatedKey {
   id: string;
   name: string;
   key: string;
+  /** Signs links for `<img>` tags (docs/api.md, "Signed links"). */
+  signingSecret: string;
   createdAt: number;
   isActive: true;
 }
@@ -83,8 +89,17 @@ export function keyManagement(deps: KeyManagementDeps): KeyManagement {
       const key = generateApiKey();
       const createdAt = now();
       const id = newKeyId(createdAt);
+      const signingSecret = generateSigningSecret();
       const stored = await deps.keys.create(
-        { id, accountId, name, keyHash: hashApiKey(key), last4: lastFour(key), createdAt },
+        {
+          id,
+          accountId,
+          name,
+          keyHash: hashApiKey(key),
+          last4: lastFour(key),
+          createdAt,
+          sealedSigningSecret: await deps.cipher.seal(signingSecret, id),
+        },
         MAX_KEYS_PER_ACCOUNT,
       );
       if (!stored) {
@@ -92,7 +107,7 @@ export function keyManagement(deps: KeyManagementDeps): KeyManagement {
           `An account can hold at most ${MAX_KEYS_PER_ACCOUNT} API keys; delete one first`,
         );
       }
-      return { id, name, key, createdAt, isActive: true };
+      return { id, name, key, signingSecret, createdAt, isActive: true };
     },
 
     async updateKey(sessionToken, rawKeyId, request) {

@@ -23,6 +23,14 @@ export interface NewKey {
   keyHash: string;
   last4: string;
   createdAt: number;
+  /** The key's signing secret for signed links, sealed by the SecretCipher (never the plaintext). */
+  sealedSigningSecret: string;
+}
+
+/** What verifying a signed link needs: who the key belongs to, whether it works, and its sealed signing secret. */
+export interface SigningKey {
+  identity: KeyIdentity;
+  sealedSigningSecret: string;
 }
 
 /** Port for API-key persistence; `shared/store/dynamoKeyStore.ts` is the DynamoDB adapter. */
@@ -38,6 +46,8 @@ export interface KeyStore {
   /** Removes the key for good; false when the account has no such key. */
   delete(accountId: string, keyId: string): Promise<boolean>;
   findByHash(keyHash: string): Promise<KeyIdentity | undefined>;
+  /** The key of a signed link by its id, with strongly consistent reads; undefined when it is deleted or unknown. */
+  findSigningKey(keyId: string): Promise<SigningKey | undefined>;
   /** Records use of a key; implementations may coalesce writes (docs/api.md allows 60 s of lag). */
   touchLastUsed(identity: KeyIdentity, now: number): Promise<void>;
 }

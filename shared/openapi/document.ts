@@ -13,15 +13,17 @@ import { heightCap } from '../capture/renderer';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
-import { ROUTES, type RouteDefinition } from '../routes';
+import { operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
-import { MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
-import { AFTER_LOAD_BUDGET_MS, NAVIGATION_BUDGET_MS } from '../timing';
+import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
+import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
 import {
   apiKeyList,
   captureFailedError,
   createdApiKey,
   creditBalance,
+  imageLink,
   insufficientCreditsError,
   keyChangeResult,
   managementError,
@@ -49,6 +51,9 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
+  cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
+  cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
+  response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
 };
 
 const screenshotBody = screenshotRequest.meta({
@@ -95,6 +100,12 @@ const rateLimitHeaders = {
   ),
 };
 
+const cacheHeader = {
+  'X-Cache': z.enum(['HIT', 'MISS']).optional().meta({
+    description: 'With cache: true, whether the answer came from the cache (HIT, free) or a new capture',
+  }),
+};
+
 const imageHeaders = z.object({
   'Content-Length': z.number().int().meta({ description: 'Image size in bytes' }),
   ETag: z.string().meta({
@@ -110,7 +121,17 @@ const imageHeaders = z.object({
     .literal('true')
     .optional()
     .meta({ description: 'Present when a full-page capture was cut at the height limit' }),
+  ...cacheHeader,
   ...rateLimitHeaders,
+});
+
+/** The answer with a link (`response: "json"`): no image, so no Content-Length or Cache-Control of one. */
+const linkHeaders = imageHeaders.pick({
+  ETag: true,
+  'X-Credits-Charged': true,
+  'X-Screenshot-Truncated': true,
+  'X-Cache': true,
+  ...Object.fromEntries(Object.keys(rateLimitHeaders).map((name) => [name, true])),
 });
 
 // ---- Responses ----
@@ -153,54 +174,86 @@ const keyIdParameter = {
   path: z.object({ id: z.string().meta({ description: 'Key id from the list or creation' }) }),
 };
 
-const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> = {
+/** The answers both ways of asking for a screenshot share, after the credential and the body. */
+const deliveredResponses = {
+  '200': {
+    description:
+      'The image as raw bytes in the requested format, or with response: json a link to the stored image',
+    headers: imageHeaders,
+    content: {
+      ...Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: binary }])),
+      ...json(imageLink),
+    },
+  },
+  '304': {
+    description:
+      'With the cache: If-None-Match names the ETag of the cached image. No body, nothing charged; counts towards the rate limit',
+    headers: linkHeaders,
+  },
+};
+
+/** Every answer of POST /api/screenshot; the signed GET has the same except those about a body. */
+const screenshotResponses = {
+  ...deliveredResponses,
+  '400': screenshotFailure(
+    'Invalid body or a URL that is not allowed; see details',
+    screenshotValidationError,
+  ),
+  '401': {
+    description:
+      'API key (or signed link) missing, invalid, revoked or deleted, or a signature that does not match',
+    content: json(screenshotError),
+  },
+  '402': screenshotFailure('Not enough credits for this capture', insufficientCreditsError),
+  '413': screenshotFailure(`Body larger than ${MAX_SCREENSHOT_BODY_BYTES / 1024} KiB`, screenshotError),
+  '415': screenshotFailure('Content-Type is not application/json', screenshotError),
+  '429': {
+    description:
+      'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
+      '(MAX_CONCURRENT_CAPTURES, default 10: limit is that number, reset one second later)',
+    headers: z.object({
+      ...rateLimitHeaders,
+      'Retry-After': z.number().int().meta({ description: 'Whole seconds until the caller may try again' }),
+    }),
+    content: json(rateLimitedError),
+  },
+  '500': screenshotFailure(
+    'The capture failed (unreachable page, timeout, blocked address): url and message say which and why; ' +
+      'any other server error carries error only',
+    captureFailedError,
+  ),
+  '503': {
+    description: `${UNAVAILABLE}. The local server also answers 503 while it starts and when its capture queue is full`,
+    headers: retryAfterOne,
+    content: json(screenshotError),
+  },
+};
+
+const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObject> = {
   screenshot: {
     tags: ['Screenshots'],
     summary: 'Capture a web page',
     description:
-      'Checks, in order: API key (401), rate limit (429), captures running for the account (429), body (400, 413, ' +
-      '415), credits (402), then captures: the page has ' +
+      'Checks, in order: API key (401), rate limit (429), the cache (200 or 304, free), captures running for the ' +
+      'account (429), body (400, 413, 415), credits (402), then captures: the page has ' +
       `${NAVIGATION_BUDGET_MS / 1000} s to load, then ${AFTER_LOAD_BUDGET_MS / 1000} s for delay and the image. ` +
-      'Only a successful capture that was delivered is charged.',
+      'Only a new capture that was delivered is charged.',
     requestBody: { required: true, content: json(screenshotBody) },
-    responses: {
-      '200': {
-        description: 'The image, as raw bytes in the requested format',
-        headers: imageHeaders,
-        content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: binary }])),
-      },
-      '400': screenshotFailure(
-        'Invalid body or a URL that is not allowed; see details',
-        screenshotValidationError,
-      ),
-      '401': { description: 'API key missing, invalid, revoked or deleted', content: json(screenshotError) },
-      '402': screenshotFailure('Not enough credits for this capture', insufficientCreditsError),
-      '413': screenshotFailure(`Body larger than ${MAX_SCREENSHOT_BODY_BYTES / 1024} KiB`, screenshotError),
-      '415': screenshotFailure('Content-Type is not application/json', screenshotError),
-      '429': {
-        description:
-          'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
-          '(MAX_CONCURRENT_CAPTURES, default 10: limit is that number, reset one second later)',
-        headers: z.object({
-          ...rateLimitHeaders,
-          'Retry-After': z
-            .number()
-            .int()
-            .meta({ description: 'Whole seconds until the caller may try again' }),
-        }),
-        content: json(rateLimitedError),
-      },
-      '500': screenshotFailure(
-        'The capture failed (unreachable page, timeout, blocked address): url and message say which and why; ' +
-          'any other server error carries error only',
-        captureFailedError,
-      ),
-      '503': {
-        description: `${UNAVAILABLE}. The local server also answers 503 while it starts and when its capture queue is full`,
-        headers: retryAfterOne,
-        content: json(screenshotError),
-      },
-    },
+    responses: screenshotResponses,
+  },
+  signedScreenshot: {
+    tags: ['Screenshots'],
+    summary: 'Capture a web page through a signed link (for <img> tags)',
+    description:
+      'The fields of the screenshot body as query parameters (numbers and booleans as text, arrays and objects as ' +
+      `JSON), plus ${KEY_ID_PARAM} and ${SIGNATURE_PARAM}: the lower-case hex HMAC-SHA256, keyed with the key's ` +
+      `signing secret, of every other parameter sorted by name, RFC 3986-encoded, as name=value joined with &. ` +
+      'cache is true unless cache=false. Checks, in order: signature and key (401), rate limit (429), the cache ' +
+      '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
+    requestParams: { query: signedLinkQuery() },
+    responses: Object.fromEntries(
+      Object.entries(screenshotResponses).filter(([status]) => status !== '413' && status !== '415'),
+    ),
   },
   listKeys: {
     tags: ['API keys'],
@@ -266,8 +319,38 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
   },
 };
 
+/**
+ * The signed link's query: keyId, signature and url, and every other field of the screenshot body as text, taken
+ * from the schema itself so a new field is described here too.
+ */
+function signedLinkQuery() {
+  const fields = Object.keys(screenshotRequest.shape).filter(
+    (name) => name !== 'url',
+  ) as (keyof ScreenshotRequest)[];
+  return z.object({
+    url: z.string().meta({ description: SCREENSHOT_FIELDS.url }),
+    ...Object.fromEntries(
+      fields.map((name) => [
+        name,
+        z
+          .string()
+          .optional()
+          .meta({ description: `As the body's ${name}: ${SCREENSHOT_FIELDS[name]}` }),
+      ]),
+    ),
+    [KEY_ID_PARAM]: z
+      .string()
+      .meta({ description: 'Id of the API key whose signing secret signed the link' }),
+    [SIGNATURE_PARAM]: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/)
+      .meta({ description: 'HMAC-SHA256 of the canonical query, hex (docs/api.md, "Signed links")' }),
+  });
+}
+
 const SECURITY: Record<RouteDefinition['auth'], oas31.SecurityRequirementObject[]> = {
   apiKey: [{ apiKey: [] }],
+  signature: [{ signedLink: [] }],
   session: [{ sessionToken: [] }],
   none: [],
 };
@@ -277,9 +360,9 @@ function paths(): ZodOpenApiPathsObject {
   for (const route of ROUTES) {
     const item = result[route.path] ?? {};
     item[route.method.toLowerCase() as Lowercase<RouteDefinition['method']>] = {
-      operationId: route.handler,
+      operationId: operationOf(route),
       security: SECURITY[route.auth],
-      ...OPERATIONS[route.handler],
+      ...OPERATIONS[operationOf(route)],
     };
     result[route.path] = item;
   }
@@ -323,6 +406,14 @@ export function openApiDocument(): oas31.OpenAPIObject {
             scheme: 'bearer',
             bearerFormat: 'sk_live_ followed by 40 hex characters',
             description: 'An API key from POST /api/keys: Authorization: Bearer sk_live_...',
+          },
+          signedLink: {
+            type: 'apiKey',
+            in: 'query',
+            name: SIGNATURE_PARAM,
+            description:
+              'A signed link: keyId names the API key, signature is the HMAC-SHA256 of the other parameters under ' +
+              "the key's signing secret (shown once, by POST /api/keys)",
           },
           sessionToken: {
             type: 'http',

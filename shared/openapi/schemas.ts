@@ -111,6 +111,13 @@ export const createdApiKey = z
       .string()
       .regex(/^sk_live_[0-9a-f]{40}$/)
       .meta({ description: 'The full key. Shown only in this response; it cannot be retrieved again' }),
+    signingSecret: z
+      .string()
+      .regex(/^ss_live_[0-9a-f]{64}$/)
+      .meta({
+        description:
+          'Signs links for <img> tags (GET /api/screenshot). Shown only in this response; stored encrypted, it cannot be retrieved again',
+      }),
     createdAt: timestamp,
     isActive: z.literal(true),
   })
@@ -123,3 +130,19 @@ export const keyChangeResult = z
 export const creditBalance = z
   .object({ balance: z.number().int().min(0).meta({ description: 'Credits available for screenshots' }) })
   .meta({ id: 'CreditBalance' });
+
+export const imageLink = z
+  .object({
+    url: z.string().meta({ description: 'Pre-signed address of the stored image' }),
+    expiresAt: timestamp.meta({ description: 'When url stops working, milliseconds since the epoch' }),
+    contentType: z.enum(['image/png', 'image/jpeg', 'image/webp']),
+    width: z.number().int().meta({ description: 'Image width in pixels' }),
+    height: z.number().int().meta({ description: 'Image height in pixels' }),
+    bytes: z.number().int().meta({ description: 'Image size in bytes' }),
+    etag: z.string().meta({ description: 'Quoted hex MD5 of the image bytes, as the ETag header' }),
+    creditsCharged: z.number().int().meta({ description: 'What this request cost; 0 for a cache hit' }),
+    cache: z.enum(['HIT', 'MISS', 'BYPASS']).meta({
+      description: 'HIT: from the cache; MISS: captured and cached; BYPASS: captured without the cache',
+    }),
+  })
+  .meta({ id: 'ImageLink', description: 'response: json, the stored image' });

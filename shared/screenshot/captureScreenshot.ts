@@ -3,17 +3,23 @@ import type { CaptureSlots } from '../accounts/captureSlots';
 import type { CreditLedger } from '../accounts/creditLedger';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
 import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
+import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
+import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
 import { ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { validate } from '../http/request';
 import type { KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
+import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS } from '../timing';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
-import { screenshotRequest } from './schema';
+import { type ScreenshotRequest, screenshotRequest } from './schema';
+import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
+
+export type { Screenshot } from '../delivery/imageDelivery';
 
 export interface ScreenshotDeps {
   keys: KeyStore;
@@ -26,41 +32,35 @@ export interface ScreenshotDeps {
   admission?: Admission;
   /** The time one capture has from admission; CAPTURE_BUDGET_MS unless a test wants it shorter. */
   captureBudgetMs?: number;
+  /** Cached and linked images. */
+  images: ImageStore;
+  /** Opens the signing secrets of signed links. */
+  cipher: SecretCipher;
   now?: () => number;
 }
 
-export interface ScreenshotInput {
-  /** The API key the caller presented, if any. */
-  apiKey: string | undefined;
+/** Who the caller says they are: an API key (Bearer), or a signed link naming a key. */
+export type ScreenshotCredential = { apiKey: string | undefined } | { signed: SignedCredential };
+
+export type ScreenshotInput = ScreenshotCredential & {
   /**
    * The request's fields, read only when the order of checks reaches validation, so a bad body never hides a 401
    * or a 429. It may throw the body's own errors (413, 415, malformed JSON).
    */
   request: () => unknown;
-  /**
-   * The latest the runtime lets the request run, less what it needs to answer, ms since epoch (the function's
-   * timeout). The capture's own budget, counted from admission, usually ends sooner.
-   */
+  /** When the capture must be over, ms since epoch. */
   deadline: number;
   /** Aborted when the caller stopped waiting. */
   signal?: AbortSignal;
-}
+  /** The caller's If-None-Match header: answered with 304 when it names the cached image. */
+  ifNoneMatch?: string;
+};
 
 export const CONTENT_TYPES: Record<ImageFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
 };
-
-export interface Screenshot {
-  image: Buffer;
-  contentType: string;
-  /** Quoted hex MD5 of the image bytes. */
-  etag: string;
-  creditsCharged: number;
-  /** A full page cut at the height cap. */
-  truncated: boolean;
-}
 
 /**
  * The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. A success carries
@@ -70,23 +70,31 @@ export type ScreenshotOutcome =
   | { ok: true; screenshot: Screenshot; rateLimit: RateLimitDecision; undelivered: () => Promise<void> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
+const NOTHING_TO_GIVE_BACK = async () => undefined;
+
 export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOutcome>;
 
 /**
  * One screenshot, in the order of checks docs/api.md fixes: authenticate (401), count against the rate limit
- * (429), take one of the account's capture slots (429), validate (400), reserve credits (402), capture (200, or 500
- * with the credits given back). Only authenticated requests wait for admission, and the capture's time budget runs
- * from there. A client that hangs up stops the capture and is not charged.
+ * (429), answer from the cache (200 or 304, free), take one of the account's capture slots (429), validate (400),
+ * reserve credits (402), capture (200, or 500 with the credits given back), store it for the cache or a link. Only
+ * authenticated requests wait for admission, and the capture's time budget runs from there. A client that hangs up
+ * stops the capture and is not charged.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
-  const now = deps.now ?? Date.now;
+  // Read at each call, not once: a clock moved under a running service (tests of cache expiry) is the one it uses.
+  const now = deps.now ?? (() => Date.now());
   const admission = deps.admission ?? IMMEDIATE_ADMISSION;
   const budgetMs = deps.captureBudgetMs ?? CAPTURE_BUDGET_MS;
+  const delivery = imageDelivery({ images: deps.images, now });
 
   return async (input) => {
     let rateLimit: RateLimitDecision | undefined;
     try {
-      const identity = await authenticateApiKey(input.apiKey, deps.keys);
+      const identity =
+        'signed' in input
+          ? await authenticateSignedLink(input.signed, deps.keys, deps.cipher)
+          : await authenticateApiKey(input.apiKey, deps.keys);
       const queuedAt = now();
       return await admission.run(async () => {
         const admittedAt = now();
@@ -97,8 +105,18 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
         // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
         // order of answers (401, 429, 400, 402) is unchanged.
-        const validated = specOf(input.request, deps.urlPolicy);
+        const validated = specOf(
+          // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
+          'signed' in input ? () => withDefaults(input.request(), { cache: true }) : input.request,
+          deps.urlPolicy,
+        );
         validated.catch(() => undefined);
+        // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
+        // request has been counted and allowed.
+        const cachedAnswer = validated.then(({ fields }) =>
+          delivery.fromCache(identity.accountId, fields, input.ifNoneMatch),
+        );
+        cachedAnswer.catch(() => undefined);
         const [decision] = await Promise.all([
           deps.rateLimiter.hit(identity.accountId, now()),
           deps.keys
@@ -107,38 +125,39 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         ]);
         rateLimit = decision;
         if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
+        // A cache hit is no capture: it needs no slot. An invalid request has no cache entry and is refused below.
+        const cached = await cachedAnswer.catch(() => undefined);
+        if (cached) {
+          return { ok: true, rateLimit: decision, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+        }
 
         const lease = await deps.captureSlots.acquire(identity.accountId, now(), deadline);
         if (lease === undefined) throw new TooManyCapturesError(deps.captureSlots.limit, now());
         try {
-          const spec = await validated;
+          const { fields, spec } = await validated;
           const cost = creditCost(spec);
           await deps.credits.reserve(identity.accountId, cost);
           const giveBack = () => refund(deps.credits, identity.accountId, cost);
-          let result: Awaited<ReturnType<Renderer['capture']>>;
+          let screenshot: Screenshot;
           try {
-            result = await deps.renderer.capture(spec, {
+            const result = await deps.renderer.capture(spec, {
               deadline,
               ...(input.signal ? { signal: input.signal } : {}),
             });
             if (input.signal?.aborted) throw new ClientGoneError();
-          } catch (error) {
-            await giveBack();
-            throw error;
-          }
-          logger.info('screenshot', { accountId: identity.accountId, cost, bytes: result.image.length });
-          return {
-            ok: true,
-            rateLimit: decision,
-            undelivered: giveBack,
-            screenshot: {
+            screenshot = await delivery.deliver(identity.accountId, fields, {
               image: result.image,
               contentType: CONTENT_TYPES[spec.format],
               etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
               creditsCharged: cost,
               truncated: result.truncated,
-            },
-          };
+            });
+          } catch (error) {
+            await giveBack();
+            throw error;
+          }
+          logger.info('screenshot', { accountId: identity.accountId, cost, cache: screenshot.cache });
+          return { ok: true, rateLimit: decision, screenshot, undelivered: giveBack };
         } finally {
           // A release that fails leaves the lease to lapse at the deadline.
           await deps.captureSlots
@@ -166,9 +185,19 @@ async function refund(credits: CreditLedger, accountId: string, cost: number): P
   );
 }
 
-/** The request as a capture spec, or a ValidationError (400). */
-async function specOf(request: () => unknown, urlPolicy: UrlPolicy): Promise<CaptureSpec> {
+/** The request's fields and its capture spec, or a ValidationError (400). */
+async function specOf(
+  request: () => unknown,
+  urlPolicy: UrlPolicy,
+): Promise<{ fields: ScreenshotRequest; spec: CaptureSpec }> {
   const fields = validate(screenshotRequest, request());
   await urlPolicy.assertAllowed(fields.url);
-  return captureSpecOf(fields);
+  return { fields, spec: captureSpecOf(fields) };
+}
+
+/** A request object with `defaults` under what it says itself; anything else is left for validation to refuse. */
+function withDefaults(request: unknown, defaults: Record<string, unknown>): unknown {
+  return request !== null && typeof request === 'object' && !Array.isArray(request)
+    ? { ...defaults, ...request }
+    : request;
 }

@@ -7,6 +7,10 @@ export const MAX_URL_LENGTH = 2048;
 export const DIMENSION = { min: 320, max: 3840 } as const;
 export const QUALITY = { min: 1, max: 100, default: 90 } as const;
 export const MAX_DELAY_MS = 30_000;
+/** Seconds a cached capture may be reused (docs/api.md, "Delivery"). */
+export const CACHE_TTL = { min: 60, max: 2_592_000, default: 86_400 } as const;
+/** What a successful request answers with: the image itself, or JSON with a link to the stored image. */
+export const RESPONSE_KINDS = ['image', 'json'] as const;
 
 const dimension = (fallback: number) =>
   z.number().int().min(DIMENSION.min).max(DIMENSION.max).default(fallback);
@@ -28,6 +32,9 @@ export const screenshotRequest = z.strictObject({
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
   delay: z.number().int().min(0).max(MAX_DELAY_MS).default(0),
+  cache: z.boolean().default(false),
+  cacheTtl: z.number().int().min(CACHE_TTL.min).max(CACHE_TTL.max).default(CACHE_TTL.default),
+  response: z.enum(RESPONSE_KINDS).default('image'),
 });
 
 export type ScreenshotRequest = z.infer<typeof screenshotRequest>;

@@ -6,17 +6,17 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../keys/keyStore';
+import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../keys/keyStore';
 import { ACCOUNT_KEY_PREFIX, conditionHeld, itemKey } from './table';
 
 /** lastUsed may lag by up to this much (docs/api.md); within it, repeated uses of a key cost no write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
- * API keys as two items (docs/data-model.md): the authentication item under the key's hash, which alone decides
- * whether a key works, and a listing item under the owner's account. Writes go in the order that keeps a key
- * unusable whenever the two disagree after a partial failure: authentication item last on create, first on
- * revoke and delete.
+ * API keys as three items (docs/data-model.md): the authentication item under the key's hash, which alone decides
+ * whether a key works, a listing item under the owner's account, and the sealed signing secret under the key's id.
+ * Writes go in the order that keeps a key unusable whenever they disagree after a partial failure: authentication
+ * item last on create, first on revoke and delete.
  */
 export class DynamoKeyStore implements KeyStore {
   /** Per-process memory of recent lastUsed writes, so a warm instance writes at most once a minute per key. */
@@ -58,11 +58,24 @@ export class DynamoKeyStore implements KeyStore {
       await this.db.send(
         new PutCommand({
           TableName: this.tableName,
+          Item: {
+            ...itemKey.signingKey(key.id),
+            accountId: key.accountId,
+            keyHash: key.keyHash,
+            sealedSigningSecret: key.sealedSigningSecret,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      await this.db.send(
+        new PutCommand({
+          TableName: this.tableName,
           Item: { ...itemKey.apiKey(key.keyHash), accountId: key.accountId, keyId: key.id, isActive: true },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       );
     } catch (error) {
+      await this.removeSigningItem(key.id).catch(() => undefined);
       await this.removeListingAndCount(key.accountId, key.id).catch(() => undefined);
       throw error;
     }
@@ -135,6 +148,7 @@ export class DynamoKeyStore implements KeyStore {
         }),
       ),
     );
+    await this.removeSigningItem(keyId);
     return this.removeListingAndCount(accountId, keyId);
   }
 
@@ -144,6 +158,17 @@ export class DynamoKeyStore implements KeyStore {
     );
     if (!Item) return undefined;
     return { accountId: String(Item.accountId), keyId: String(Item.keyId), isActive: Item.isActive === true };
+  }
+
+  async findSigningKey(keyId: string): Promise<SigningKey | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.signingKey(keyId), ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    // The authentication item alone decides whether the key works, exactly as for a Bearer key.
+    const identity = await this.findByHash(String(Item.keyHash));
+    if (identity?.keyId !== keyId || identity.accountId !== Item.accountId) return undefined;
+    return { identity, sealedSigningSecret: String(Item.sealedSigningSecret) };
   }
 
   async touchLastUsed(identity: KeyIdentity, now: number): Promise<void> {
@@ -173,6 +198,10 @@ export class DynamoKeyStore implements KeyStore {
       }),
     );
     return Item;
+  }
+
+  private async removeSigningItem(keyId: string): Promise<void> {
+    await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: itemKey.signingKey(keyId) }));
   }
 
   private async removeListingAndCount(accountId: string, keyId: string): Promise<boolean> {

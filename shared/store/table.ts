@@ -14,6 +14,8 @@ export const TABLE_SCHEMA = {
 export const itemKey = {
   /** The authentication item of an API key, found by the SHA-256 of the key's value. */
   apiKey: (keyHash: string) => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' }),
+  /** The signing secret of an API key (sealed), found by the key's id as signed links name it. */
+  signingKey: (keyId: string) => ({ pk: `SIGNKEY#${keyId}`, sk: 'SIGNKEY' }),
   /** An account: credit balance, key count, free-grant marker. */
   account: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT' }),
   /** The listing item of an API key, under its owner's partition, sorted by id (ids sort by creation time). */

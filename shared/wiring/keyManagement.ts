@@ -3,6 +3,7 @@ import type { Jwks } from 'aws-jwt-verify/jwk';
 import { createSessionVerifier } from '../auth/sessionVerifier';
 import { readServiceConfig, readSessionConfig } from '../config';
 import { type KeyManagement, keyManagement } from '../keys/keyManagement';
+import { createSecretCipher } from './delivery';
 import { createStores } from './stores';
 
 /** The session-token use cases, verifying tokens against the configured issuer (or the given JWKS, locally). */
@@ -17,6 +18,7 @@ export function createKeyManagement(
     sessions: createSessionVerifier(readSessionConfig(env), jwks),
     keys,
     credits,
+    cipher: createSecretCipher(env),
     freeCredits: config.freeCredits,
   });
 }

@@ -7,6 +7,7 @@ import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { captureScreenshot } from '../screenshot/captureScreenshot';
 import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
+import { createDeliveryPorts } from './delivery';
 import { createStores } from './stores';
 
 export interface ScreenshotServiceOptions {
@@ -48,6 +49,7 @@ export function createScreenshotService(
     urlPolicy: createUrlPolicy(policy),
     captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs,
     ...(options.admission ? { admission: options.admission } : {}),
+    ...createDeliveryPorts(env),
   });
   return {
     capture,

@@ -25,6 +25,7 @@ let page: Page;
 /** Console errors and uncaught exceptions, CSP violations included (not the 4xx answers the steps provoke). */
 const problems: string[] = [];
 let fullKey = '';
+let signingSecret = '';
 
 beforeAll(async () => {
   pages = await startPageServer({ '/hello': solidPage('#3366ff', '<title>Hello</title>', '<h1>Hello</h1>') });
@@ -216,6 +217,35 @@ describe('an account owner in the dashboard', () => {
     expect(await isShown('#copy-key')).toBe(true);
   });
 
+  it('shows the signing secret once and builds a signed link whose image loads on the page', async () => {
+    signingSecret = await text('#new-key-secret');
+    expect(signingSecret).toMatch(/^ss_live_[0-9a-f]{64}$/);
+    await fillIn('#link-url', `${pages.origin}/hello`);
+    await fillIn('#link-width', '800');
+    await fillIn('#link-height', '600');
+    await page.click('#link-build');
+    await waitText('#signed-link', /signature=/);
+    const link = await text('#signed-link');
+    expect(link.startsWith(`${service.url}/api/screenshot?`)).toBe(true);
+    expect(link).not.toContain(signingSecret);
+    const shown = await page.waitForFunction(
+      () => {
+        const image = document.getElementById('signed-link-preview') as HTMLImageElement;
+        return (
+          image.complete &&
+          image.naturalWidth > 0 && { width: image.naturalWidth, height: image.naturalHeight }
+        );
+      },
+      { timeout: 30_000 },
+    );
+    expect(await shown.jsonValue()).toEqual({ width: 800, height: 600 });
+    // The page's HMAC (WebCrypto) is the service's: the same link is now a free cache hit, a changed one a 401.
+    const again = await fetch(link);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('x-cache')).toBe('HIT');
+    expect((await fetch(link.replace('width=800', 'width=801'))).status).toBe(401);
+  });
+
   it('lists the new key masked, active and never used', async () => {
     await page.waitForFunction(() => document.querySelectorAll('#keys-body tr').length === 1);
     const [row] = await keyRows();
@@ -233,6 +263,8 @@ describe('an account owner in the dashboard', () => {
     expect(await isShown('#new-key')).toBe(false);
     const html = await page.content();
     expect(html).not.toContain(fullKey);
+    expect(html).not.toContain(signingSecret);
+    expect(await isShown('#signed-link-preview')).toBe(false);
     expect(await page.$eval('#try-key', (input) => (input as HTMLInputElement).value)).toBe(fullKey);
   });
 
@@ -255,7 +287,8 @@ describe('an account owner in the dashboard', () => {
     expect(Number(caption.match(/^([\d.,\s\u202f]+) bytes/)?.[1]?.replace(/\D/g, ''))).toBe(sentBytes);
     expect(caption).toContain('image/png');
     expect(caption).toContain('1 credit charged');
-    await waitText('#balance', /^99$/);
+    // 100 free credits, less the signed link's first load and this capture.
+    await waitText('#balance', /^98$/);
   });
 
   it('asks before revoking, and keeps the key when the user cancels', async () => {

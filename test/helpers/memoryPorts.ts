@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { CaptureSlots } from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
 import {
@@ -8,6 +9,7 @@ import {
 } from '../../shared/accounts/rateLimiter';
 import type { SessionVerifier } from '../../shared/auth/sessionVerifier';
 import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
+import type { ImageStore, StoredImageInfo } from '../../shared/delivery/imageStore';
 import type { UrlPolicy } from '../../shared/egress/urlPolicy';
 import {
   BalanceOverflowError,
@@ -17,7 +19,9 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../../shared/errors';
-import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../../shared/keys/keyStore';
+import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../../shared/keys/keyStore';
+import type { ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
+import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
 
 /**
  * In-memory implementations of the domain's ports, for rule tests that run in milliseconds. They keep the ports'
@@ -26,7 +30,10 @@ import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../../shared/k
  */
 
 export class MemoryKeyStore implements KeyStore {
-  private readonly records = new Map<string, ApiKeyRecord & { keyHash: string }>();
+  private readonly records = new Map<
+    string,
+    ApiKeyRecord & { keyHash: string; sealedSigningSecret: string }
+  >();
 
   async create(key: NewKey, maxKeys: number): Promise<boolean> {
     if ((await this.list(key.accountId)).length >= maxKeys) return false;
@@ -38,7 +45,7 @@ export class MemoryKeyStore implements KeyStore {
     return [...this.records.values()]
       .filter((record) => record.accountId === accountId)
       .sort((a, b) => b.id.localeCompare(a.id))
-      .map(({ keyHash: _, ...record }) => record);
+      .map(({ keyHash: _, sealedSigningSecret: __, ...record }) => record);
   }
 
   async get(accountId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
@@ -60,6 +67,21 @@ export class MemoryKeyStore implements KeyStore {
   async findByHash(keyHash: string): Promise<KeyIdentity | undefined> {
     const record = [...this.records.values()].find((candidate) => candidate.keyHash === keyHash);
     return record && { accountId: record.accountId, keyId: record.id, isActive: record.isActive };
+  }
+
+  async findSigningKey(keyId: string): Promise<SigningKey | undefined> {
+    const record = this.records.get(keyId);
+    return (
+      record && {
+        identity: { accountId: record.accountId, keyId, isActive: record.isActive },
+        sealedSigningSecret: record.sealedSigningSecret,
+      }
+    );
+  }
+
+  /** The stored items as text, as a table dump would show them. */
+  dump(): string {
+    return JSON.stringify([...this.records.values()]);
   }
 
   async touchLastUsed(identity: KeyIdentity, now: number): Promise<void> {
@@ -195,7 +217,7 @@ export class FakeRenderer implements Renderer {
       });
     }
     return {
-      image: Buffer.from(`image of ${spec.url}`),
+      image: fakePng(spec.width, spec.fullPage ? spec.height * 2 : spec.height, spec.url),
       truncated: spec.fullPage && spec.url.includes('tall'),
     };
   }
@@ -212,4 +234,61 @@ export class FakeRenderer implements Renderer {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * Bytes that read as a PNG of the given size (signature and IHDR chunk, all that size readers look at), followed by
+ * a note naming what was captured, so two captures of different pages differ.
+ */
+export function fakePng(width: number, height: number, note: string): Buffer {
+  const header = Buffer.alloc(33);
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(header, 0);
+  header.writeUInt32BE(13, 8);
+  header.write('IHDR', 12, 'ascii');
+  header.writeUInt32BE(width, 16);
+  header.writeUInt32BE(height, 20);
+  header.writeUInt8(8, 24);
+  header.writeUInt8(2, 25);
+  return Buffer.concat([header, Buffer.from(`image of ${note}`)]);
+}
+
+/** Images in a Map; `signedUrl` gives a `memory:` address that names the key and the lifetime. */
+export class MemoryImageStore implements ImageStore {
+  readonly objects = new Map<string, { image: Buffer; info: StoredImageInfo }>();
+  /** Calls by kind, to prove what a request did (a 304 never reads the bytes). */
+  readonly calls = { put: 0, head: 0, get: 0 };
+
+  async put(key: string, image: Buffer, info: StoredImageInfo): Promise<void> {
+    this.calls.put++;
+    this.objects.set(key, { image, info });
+  }
+
+  async head(key: string): Promise<StoredImageInfo | undefined> {
+    this.calls.head++;
+    return this.objects.get(key)?.info;
+  }
+
+  async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
+    this.calls.get++;
+    return this.objects.get(key);
+  }
+
+  async signedUrl(key: string, seconds: number): Promise<string> {
+    return `memory://${key}?expires=${seconds}`;
+  }
+}
+
+/** Every port of the screenshot use case in memory; a test passes the ones it looks at. */
+export function memoryScreenshotDeps(overrides: Partial<ScreenshotDeps> = {}): ScreenshotDeps {
+  return {
+    keys: new MemoryKeyStore(),
+    credits: new MemoryCreditLedger(),
+    rateLimiter: new MemoryRateLimiter(100),
+    captureSlots: new MemoryCaptureSlots(10),
+    renderer: new FakeRenderer(),
+    urlPolicy: fakeUrlPolicy,
+    images: new MemoryImageStore(),
+    cipher: new AesGcmSecretCipher(randomBytes(32)),
+    ...overrides,
+  };
 }

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import sharp from 'sharp';
-import { type RouteEventOptions, routeEvent } from '../../local/apiGatewayEvent';
+import { apiGatewayEvent, type RouteEventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
@@ -13,7 +13,7 @@ import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { keyLambdas, screenshotLambda } from '../../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
 import { createStores } from '../../shared/wiring/stores';
-import { startTestStore, TEST_TABLE } from './store';
+import { startTestDelivery, startTestStore, TEST_TABLE } from './store';
 
 export interface StreamedResponse extends BufferedResponse {
   json(): Record<string, unknown> & {
@@ -36,9 +36,9 @@ export interface HarnessOptions {
  * events through the streaming stand-in, plus the key-management routes to make accounts and keys.
  */
 export async function startScreenshotHarness(env: Record<string, string> = {}, options: HarnessOptions = {}) {
-  const store = await startTestStore();
+  const [store, delivery] = await Promise.all([startTestStore(), startTestDelivery()]);
   const idp = ephemeralIdentityProvider();
-  const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...env };
+  const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...delivery.env, ...env };
   const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
   const management = keyLambdas(createKeyManagement(serviceClient, fullEnv, idp.jwks));
   const screenshot = createScreenshotService(
@@ -57,6 +57,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
 
   const harness = {
     store,
+    delivery,
     credits,
     renderer: screenshot.renderer,
     manage,
@@ -65,7 +66,13 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
       const accountId = `acct-${++accounts}-${Math.random().toString(36).slice(2)}`;
       const token = idp.token(accountId);
       const created = await manage('createKey', { bearer: token, body: { name: 'test' } });
-      return { accountId, token, apiKey: created.body.key as string, keyId: created.body.id as string };
+      return {
+        accountId,
+        token,
+        apiKey: created.body.key as string,
+        keyId: created.body.id as string,
+        signingSecret: created.body.signingSecret as string,
+      };
     },
     async addKey(token: string) {
       const created = await manage('createKey', { bearer: token, body: { name: 'another' } });
@@ -81,9 +88,22 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
         routeEvent('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
       );
     },
+    /** GET /api/screenshot with `query` (a signed link, as an <img> tag would load it). */
+    open(query: Record<string, string>, headers: Record<string, string> = {}) {
+      return invoke(
+        apiGatewayEvent({
+          method: 'GET',
+          path: '/api/screenshot',
+          resource: '/api/screenshot',
+          query: new URLSearchParams(query),
+          headers,
+        }),
+      );
+    },
     async close() {
       await screenshot.close();
       await store.close();
+      await delivery.close();
     },
   };
 

@@ -1,5 +1,9 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../../local/embeddedDynamo';
+import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from '../../local/embeddedS3';
 
 export const TEST_TABLE = 'screenshot-test';
 
@@ -12,4 +16,25 @@ export function startTestStore(): Promise<EmbeddedDynamo> {
 export async function dumpTable(store: EmbeddedDynamo): Promise<string> {
   const { Items } = await store.client.send(new ScanCommand({ TableName: TEST_TABLE, ConsistentRead: true }));
   return JSON.stringify(Items ?? []);
+}
+
+/**
+ * The local S3 API (s3rver) on a free loopback port with a throwaway data dir, and a throwaway key file for the
+ * signing secrets: `env` points the service's wiring at both.
+ */
+export async function startTestDelivery(): Promise<{
+  s3: EmbeddedS3;
+  env: Record<string, string>;
+  close(): Promise<void>;
+}> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-delivery-'));
+  const s3 = await startEmbeddedS3({ dataDir });
+  return {
+    s3,
+    env: { ...s3.env, SIGNING_KEY_FILE: localSigningKeyFile(dataDir) },
+    async close() {
+      await s3.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }

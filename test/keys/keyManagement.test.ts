@@ -8,19 +8,22 @@ import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { keyLambdas } from '../../shared/wiring/lambdaHandlers';
-import { dumpTable, startTestStore, TEST_TABLE } from '../helpers/store';
+import { dumpTable, startTestDelivery, startTestStore, TEST_TABLE } from '../helpers/store';
 
 const idp = ephemeralIdentityProvider();
 let store: EmbeddedDynamo;
+let delivery: Awaited<ReturnType<typeof startTestDelivery>>;
 let routes: Record<KeyRouteName, BufferedLambdaHandler>;
 
 beforeAll(async () => {
-  store = await startTestStore();
-  routes = keyLambdas(
-    createKeyManagement(store.client, { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env }, idp.jwks),
-  );
+  [store, delivery] = await Promise.all([startTestStore(), startTestDelivery()]);
+  const env = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...delivery.env };
+  routes = keyLambdas(createKeyManagement(store.client, env, idp.jwks));
 });
-afterAll(() => store.close());
+afterAll(async () => {
+  await store.close();
+  await delivery.close();
+});
 
 type Handler = KeyRouteName;
 
@@ -39,7 +42,14 @@ function newAccount() {
 async function createKey(token: string, name = 'test key') {
   const response = await call('createKey', { bearer: token, body: { name } });
   expect(response.status).toBe(201);
-  return response.body as { id: string; name: string; key: string; createdAt: number; isActive: boolean };
+  return response.body as {
+    id: string;
+    name: string;
+    key: string;
+    signingSecret: string;
+    createdAt: number;
+    isActive: boolean;
+  };
 }
 
 describe('POST /api/keys', () => {
@@ -52,6 +62,7 @@ describe('POST /api/keys', () => {
       id: expect.stringMatching(/^key_/),
       name: 'production',
       key: expect.stringMatching(/^sk_live_[0-9a-f]{40}$/),
+      signingSecret: expect.stringMatching(/^ss_live_[0-9a-f]{64}$/),
       createdAt: expect.any(Number),
       isActive: true,
     });
@@ -70,6 +81,16 @@ describe('POST /api/keys', () => {
     const table = await dumpTable(store);
     expect(table).not.toContain(created.key);
     expect(table).not.toContain(created.key.slice(8, 40));
+  });
+
+  it('stores the signing secret only sealed: neither it nor its hex appears in the table', async () => {
+    const { token } = newAccount();
+    const created = await createKey(token);
+    const table = await dumpTable(store);
+    expect(table).toContain(`SIGNKEY#${created.id}`);
+    expect(table).not.toContain(created.signingSecret);
+    expect(table).not.toContain(created.signingSecret.slice(8));
+    expect(table).not.toContain(Buffer.from(created.signingSecret).toString('base64'));
   });
 
   it.each([
@@ -286,6 +307,7 @@ describe('DELETE /api/keys/{id}', () => {
       body: { success: true, message: 'API key permanently deleted' },
     });
     expect((await call('listKeys', { bearer: token })).body.keys).toEqual([]);
+    expect(await dumpTable(store)).not.toContain(key.id);
     expect((await call('deleteKey', { bearer: token, pathParameters: { id: key.id } })).status).toBe(404);
     expect(
       (await call('updateKey', { bearer: token, pathParameters: { id: key.id }, body: { isActive: false } }))

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKeyBody, updateKeyBody } from '../../shared/keys/schemas';
 import { openApiDocument } from '../../shared/openapi/document';
-import { ROUTES } from '../../shared/routes';
+import { operationOf, ROUTES } from '../../shared/routes';
 import { screenshotRequest } from '../../shared/screenshot/schema';
 import { type DescribedApi, describedApi, type Json } from './documentSchemas';
 
@@ -29,7 +29,7 @@ describe('the OpenAPI document', () => {
     'describes %s %s, which the route table serves',
     (method, path, route) => {
       const operation = api.operation(method, path);
-      expect(operation.operationId).toBe(route.handler);
+      expect(operation.operationId).toBe(operationOf(route));
     },
   );
 
@@ -41,23 +41,36 @@ describe('the OpenAPI document', () => {
   });
 
   it('requires an API key, a session token or nothing, as each route authenticates', () => {
-    const expected = { apiKey: [{ apiKey: [] }], session: [{ sessionToken: [] }], none: [] };
+    const expected = {
+      apiKey: [{ apiKey: [] }],
+      signature: [{ signedLink: [] }],
+      session: [{ sessionToken: [] }],
+      none: [],
+    };
     for (const route of ROUTES)
       expect(api.operation(route.method, route.path).security).toEqual(expected[route.auth]);
-    expect(Object.keys(api.resolved.components.securitySchemes).sort()).toEqual(['apiKey', 'sessionToken']);
+    expect(Object.keys(api.resolved.components.securitySchemes).sort()).toEqual([
+      'apiKey',
+      'sessionToken',
+      'signedLink',
+    ]);
   });
 
-  it('describes the successful capture as binary PNG, JPEG or WebP with its caching and cost headers', () => {
+  it('describes the successful capture as binary PNG, JPEG or WebP (or a JSON link) with its caching and cost headers', () => {
     const ok = api.operation('POST', '/api/screenshot').responses['200'];
-    expect(Object.keys(ok.content)).toEqual(['image/png', 'image/jpeg', 'image/webp']);
-    for (const media of Object.values<{ schema: unknown }>(ok.content)) {
-      expect(media.schema).toEqual({ type: 'string', format: 'binary' });
+    expect(Object.keys(ok.content)).toEqual(['image/png', 'image/jpeg', 'image/webp', 'application/json']);
+    for (const type of ['image/png', 'image/jpeg', 'image/webp']) {
+      expect(ok.content[type].schema).toEqual({ type: 'string', format: 'binary' });
     }
+    expect(ok.content['application/json'].schema.required).toEqual(
+      expect.arrayContaining(['url', 'expiresAt', 'etag', 'creditsCharged', 'cache']),
+    );
     expect(Object.keys(ok.headers).sort()).toEqual(
       [
         'Cache-Control',
         'Content-Length',
         'ETag',
+        'X-Cache',
         'X-Credits-Charged',
         'X-RateLimit-Limit',
         'X-RateLimit-Remaining',
@@ -66,6 +79,7 @@ describe('the OpenAPI document', () => {
       ].sort(),
     );
     expect(ok.headers['X-Screenshot-Truncated'].required).toBeUndefined();
+    expect(ok.headers['X-Cache'].required).toBeUndefined();
   });
 
   it('carries the rate-limit headers on every screenshot answer after authentication, and Retry-After on 429', () => {
@@ -81,7 +95,7 @@ describe('the OpenAPI document', () => {
 
   it('describes screenshot errors as { error } and key-management errors as { message }', () => {
     for (const route of ROUTES.filter((r) => r.auth !== 'none')) {
-      const field = route.auth === 'apiKey' ? 'error' : 'message';
+      const field = route.auth === 'apiKey' || route.auth === 'signature' ? 'error' : 'message';
       const responses = api.operation(route.method, route.path).responses;
       for (const [status, response] of Object.entries<Json>(responses)) {
         if (Number(status) < 400) continue;

@@ -6,11 +6,10 @@ import { type CaptureScreenshot, captureScreenshot } from '../../shared/screensh
 import { CAPTURE_BUDGET_MS } from '../../shared/timing';
 import {
   FakeRenderer,
-  fakeUrlPolicy,
   MemoryCaptureSlots,
   MemoryCreditLedger,
   MemoryKeyStore,
-  MemoryRateLimiter,
+  memoryScreenshotDeps,
 } from '../helpers/memoryPorts';
 
 /** The use case's capture limits against in-memory ports: budget from admission, slots, hang-ups, delivery. */
@@ -31,16 +30,16 @@ beforeEach(async () => {
   slots = new MemoryCaptureSlots(2);
   renderer = new FakeRenderer();
   queue = new AdmissionQueue(1, 5);
-  capture = captureScreenshot({
-    keys,
-    credits,
-    renderer,
-    rateLimiter: new MemoryRateLimiter(100),
-    captureSlots: slots,
-    urlPolicy: fakeUrlPolicy,
-    admission: queue,
-    now: () => clock,
-  });
+  capture = captureScreenshot(
+    memoryScreenshotDeps({
+      keys,
+      credits,
+      renderer,
+      captureSlots: slots,
+      admission: queue,
+      now: () => clock,
+    }),
+  );
   apiKey = generateApiKey();
   await keys.create(
     {
@@ -50,6 +49,7 @@ beforeEach(async () => {
       keyHash: hashApiKey(apiKey),
       last4: lastFour(apiKey),
       createdAt: clock,
+      sealedSigningSecret: '',
     },
     100,
   );
@@ -95,16 +95,16 @@ describe('unauthenticated requests', () => {
 describe('captures at once per account', () => {
   beforeEach(() => {
     queue = new AdmissionQueue(10, 10);
-    capture = captureScreenshot({
-      keys,
-      credits,
-      renderer,
-      rateLimiter: new MemoryRateLimiter(100),
-      captureSlots: slots,
-      urlPolicy: fakeUrlPolicy,
-      admission: queue,
-      now: () => clock,
-    });
+    capture = captureScreenshot(
+      memoryScreenshotDeps({
+        keys,
+        credits,
+        renderer,
+        captureSlots: slots,
+        admission: queue,
+        now: () => clock,
+      }),
+    );
   });
 
   it('refuses one more than the bound with 429: limit, reset a second later, after the rate limit', async () => {

@@ -1,13 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../shared/errors';
 import { type KeyManagement, keyManagement } from '../../shared/keys/keyManagement';
 import { MAX_KEYS_PER_ACCOUNT } from '../../shared/keys/schemas';
+import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
 import { fakeSessions, MemoryCreditLedger, MemoryKeyStore } from '../helpers/memoryPorts';
 
 /** The key-management rules against in-memory ports; test/keys/ proves the same through dynalite and real JWTs. */
 
 let keys: MemoryKeyStore;
 let credits: MemoryCreditLedger;
+let cipher: AesGcmSecretCipher;
 let manage: KeyManagement;
 const alice = 'session:alice';
 const bob = 'session:bob';
@@ -16,7 +19,8 @@ const body = (value: unknown) => () => value;
 beforeEach(() => {
   keys = new MemoryKeyStore();
   credits = new MemoryCreditLedger();
-  manage = keyManagement({ sessions: fakeSessions, keys, credits, freeCredits: 100 });
+  cipher = new AesGcmSecretCipher(randomBytes(32));
+  manage = keyManagement({ sessions: fakeSessions, keys, credits, cipher, freeCredits: 100 });
 });
 
 /** The status and message a call fails with. */
@@ -62,6 +66,17 @@ describe('keys', () => {
     expect(listed.map((key) => key.id)).toEqual([second.id, first.id]);
     expect(listed[1]?.key).toBe(`sk_live_...${first.key.slice(-4)}`);
     expect(JSON.stringify(listed)).not.toContain(first.key);
+  });
+
+  it('shows a signing secret once, beside the key, and stores it sealed under the key id', async () => {
+    const created = await manage.createKey(alice, body({ name: 'img' }));
+    expect(created.signingSecret).toMatch(/^ss_live_[0-9a-f]{64}$/);
+    expect(keys.dump()).not.toContain(created.signingSecret);
+    expect(JSON.stringify(await manage.listKeys(alice))).not.toContain(created.signingSecret);
+    const stored = await keys.findSigningKey(created.id);
+    expect(await cipher.open(stored?.sealedSigningSecret ?? '', created.id)).toBe(created.signingSecret);
+    // Bound to its key: the same sealed value does not open for another key id.
+    expect(await cipher.open(stored?.sealedSigningSecret ?? '', 'key_other')).toBeUndefined();
   });
 
   it(`refuses the key after ${MAX_KEYS_PER_ACCOUNT} with 409, revoked keys counting`, async () => {

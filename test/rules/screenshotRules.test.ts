@@ -1,12 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../shared/errors';
 import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
 import {
   FakeRenderer,
   fakeUrlPolicy,
   MemoryCaptureSlots,
   MemoryCreditLedger,
+  MemoryImageStore,
   MemoryKeyStore,
   MemoryRateLimiter,
 } from '../helpers/memoryPorts';
@@ -35,6 +38,7 @@ async function newKey(accountId: string, balance: number): Promise<string> {
       keyHash: hashApiKey(key),
       last4: lastFour(key),
       createdAt: NOW,
+      sealedSigningSecret: '',
     },
     100,
   );
@@ -53,6 +57,8 @@ function setUp(rateLimit = 100) {
     rateLimiter: new MemoryRateLimiter(rateLimit),
     captureSlots: new MemoryCaptureSlots(10),
     urlPolicy: fakeUrlPolicy,
+    images: new MemoryImageStore(),
+    cipher: new AesGcmSecretCipher(randomBytes(32)),
     now: () => NOW,
   });
 }

@@ -9,6 +9,7 @@ import {
   signInLocally,
   startHostedSignIn,
 } from './session.js';
+import { signedLink } from './signed-link.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
@@ -19,6 +20,8 @@ let session = null;
 /** Which key the try-it form holds, so deleting that key also drops it from the form. */
 let tryKeyId = null;
 let imageUrl = null;
+/** The key just created and its signing secret, held only while the one-time callout is shown. */
+let newKey = null;
 
 /** Creates an element with properties and children (strings become text nodes). */
 function h(tag, props = {}, ...children) {
@@ -245,7 +248,7 @@ async function createKey(event) {
     );
     input.value = '';
     say('keys-error', '');
-    showNewKey(created.key);
+    showNewKey(created);
     /** @type {HTMLInputElement} */ ($('try-key')).value = created.key;
     tryKeyId = created.id;
     await refreshKeys();
@@ -254,16 +257,43 @@ async function createKey(event) {
   }
 }
 
-function showNewKey(value) {
-  say('new-key-value', value);
+function showNewKey(created) {
+  newKey = { id: created.id, signingSecret: created.signingSecret };
+  say('new-key-value', created.key);
+  say('new-key-secret', created.signingSecret);
   $('new-key').hidden = false;
   $('new-key').focus();
 }
 
-/** The full value leaves the page (the try-it form keeps its own copy while it needs one). */
+/** The full value and the signing secret leave the page (the try-it form keeps its own copy of the key). */
 function hideNewKey() {
+  newKey = null;
   say('new-key-value', '');
+  say('new-key-secret', '');
+  say('signed-link', '');
+  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
+  preview.removeAttribute('src');
+  preview.hidden = true;
   $('new-key').hidden = true;
+}
+
+/** Signs a link for the new key and shows it, with the image it loads (from this origin, as an <img> would). */
+async function buildLink(event) {
+  event.preventDefault();
+  if (!newKey) return;
+  const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value;
+  const options = {
+    url: value('link-url').trim(),
+    width: Number(value('link-width')),
+    height: Number(value('link-height')),
+  };
+  const link = await signedLink(newKey.id, newKey.signingSecret, options);
+  say('signed-link', link);
+  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
+  preview.alt = `Screenshot of ${options.url}`;
+  preview.src = link;
+  preview.hidden = false;
+  refreshBalance();
 }
 
 async function copyNewKey() {
@@ -352,6 +382,7 @@ async function start() {
   });
   $('create-key').addEventListener('submit', createKey);
   $('copy-key').addEventListener('click', copyNewKey);
+  $('link-builder').addEventListener('submit', buildLink);
   $('dismiss-key').addEventListener('click', () => {
     hideNewKey();
     $('key-name').focus();

@@ -70,7 +70,11 @@ export function streamingHandler(route: HttpRoute, options: AdapterOptions): Str
       }
       const out = streamingRuntime().HttpResponseStream.from(responseStream, {
         statusCode: answer.status,
-        headers: { ...answer.headers, 'Content-Length': String(body.length) },
+        // A 304 has no body, and a Content-Length there would have to be the image's own (RFC 9110, 8.6).
+        headers:
+          answer.status === 304
+            ? answer.headers
+            : { ...answer.headers, 'Content-Length': String(body.length) },
       });
       out.end(body);
       // A client that hung up is not a server error, and there is no one left to send an error answer to.

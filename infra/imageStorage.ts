@@ -1,0 +1,129 @@
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
+import { Construct, type IConstruct } from 'constructs';
+import { IMAGE_KINDS, IMAGE_PREFIX } from '../shared/delivery/imageStore';
+import { CACHE_TTL } from '../shared/screenshot/schema';
+import { IMAGE_LINK_LIFETIME_SECONDS } from '../shared/timing';
+
+export interface ImageStorageProps {
+  /** Reads and writes images, opens signing secrets. */
+  screenshot: lambda.Function;
+  /** Seals the signing secret of each new key. */
+  createKey: lambda.Function;
+}
+
+const DAY_SECONDS = 86_400;
+/** Whole days an object of each kind must outlive (lifecycle rules count in days), plus one day of margin. */
+export const CACHE_EXPIRY_DAYS = Math.ceil(CACHE_TTL.max / DAY_SECONDS) + 1;
+export const LINKED_EXPIRY_DAYS = Math.ceil(IMAGE_LINK_LIFETIME_SECONDS / DAY_SECONDS) + 1;
+
+/**
+ * Delivery's storage (docs/api.md, "Delivery"): a private bucket for cached and linked images whose objects expire by
+ * lifecycle rule, its access log bucket, and the KMS key that seals signing secrets. Least privilege: the screenshot
+ * function may read and write objects under the image prefix and decrypt with the key; key creation may only
+ * encrypt with it.
+ */
+export class ImageStorage extends Construct {
+  readonly bucket: s3.Bucket;
+  readonly accessLogs: s3.Bucket;
+  readonly signingKey: kms.Key;
+
+  constructor(scope: Construct, id: string, props: ImageStorageProps) {
+    super(scope, id);
+    // Log delivery by bucket policy, not by the ACL the older default grants: ACLs stay disabled on both buckets.
+    this.node.setContext(S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, true);
+
+    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      lifecycleRules: [{ expiration: Duration.days(90) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.bucket = new s3.Bucket(this, 'Images', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      // SSE-S3: pre-signed GETs need no KMS permission of their own, and the ETag stays the MD5 of the bytes.
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: this.accessLogs,
+      serverAccessLogsPrefix: 'images/',
+      lifecycleRules: [
+        { id: 'CacheEntries', prefix: IMAGE_KINDS.cache, expiration: Duration.days(CACHE_EXPIRY_DAYS) },
+        { id: 'LinkedImages', prefix: IMAGE_KINDS.linked, expiration: Duration.days(LINKED_EXPIRY_DAYS) },
+        { id: 'IncompleteUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+      // Images are re-creatable, but a stack deletion should not take customers' stored links with it unasked.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.signingKey = new kms.Key(this, 'SigningSecretsKey', {
+      description: 'Seals the signing secrets of API keys (signed links)',
+      enableKeyRotation: true,
+      // Without it no stored signing secret can be opened again: every signed link would stop working.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    const images = `${this.bucket.bucketArn}/${IMAGE_PREFIX}*`;
+    props.screenshot.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ImageObjects',
+        actions: ['s3:GetObject', 's3:PutObject'],
+        resources: [images],
+      }),
+    );
+    // Without ListBucket, S3 answers a missing object with 403 instead of 404, and a cache miss would look like a fault.
+    props.screenshot.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ImageLookups',
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+      }),
+    );
+    props.screenshot.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'OpenSigningSecrets',
+        actions: ['kms:Decrypt'],
+        resources: [this.signingKey.keyArn],
+      }),
+    );
+    props.createKey.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'SealSigningSecrets',
+        actions: ['kms:Encrypt'],
+        resources: [this.signingKey.keyArn],
+      }),
+    );
+    props.screenshot.addEnvironment('IMAGE_BUCKET', this.bucket.bucketName);
+    props.screenshot.addEnvironment('SIGNING_KMS_KEY_ID', this.signingKey.keyArn);
+    props.createKey.addEnvironment('SIGNING_KMS_KEY_ID', this.signingKey.keyArn);
+
+    acknowledge(
+      this.accessLogs,
+      'S1',
+      'This is the access log bucket of the image bucket; logging it into itself would loop.',
+    );
+    for (const fn of [props.screenshot, props.createKey]) {
+      if (fn.role)
+        acknowledge(
+          fn.role,
+          `IAM5[Resource::<${idOf(this.bucket)}.Arn>/${IMAGE_PREFIX}*]`,
+          'Objects are named by account and request hash at run time; the grant is limited to the image prefix.',
+        );
+    }
+  }
+}
+
+function idOf(bucket: s3.Bucket): string {
+  return bucket.stack.getLogicalId(bucket.node.defaultChild as s3.CfnBucket);
+}
+
+function acknowledge(scope: IConstruct, rule: string, reason: string): void {
+  Validations.of(scope).acknowledge({ id: `AwsSolutions-${rule}`, reason });
+}

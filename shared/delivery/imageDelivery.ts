@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { imageSize } from 'image-size';
+import { logger } from '../logger';
+import type { ScreenshotRequest } from '../screenshot/schema';
+import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
+import { cacheKeyOf } from './cacheKey';
+import { type ImageStore, imageKey, type StoredImageInfo } from './imageStore';
+
+export type CacheStatus = 'HIT' | 'MISS';
+
+/** A stored image and its pre-signed address (`response: "json"`). */
+export interface ImageLink {
+  url: string;
+  /** When the address stops working, ms since epoch. */
+  expiresAt: number;
+  width: number;
+  height: number;
+  bytes: number;
+}
+
+/** What a screenshot request answers with, whichever way it is delivered. */
+export interface Screenshot {
+  /** The bytes, for `response: "image"`; absent for a link or a 304. */
+  image?: Buffer;
+  contentType: string;
+  /** Quoted hex MD5 of the image bytes. */
+  etag: string;
+  creditsCharged: number;
+  /** A full page cut at the height cap. */
+  truncated: boolean;
+  /** Whether the cache answered; present when the request asked for the cache. */
+  cache?: CacheStatus;
+  /** Present for `response: "json"`. */
+  link?: ImageLink;
+  /** The caller's If-None-Match names the cached image: 304, no body. */
+  notModified?: true;
+}
+
+/** A fresh capture, before delivery. */
+export type CapturedImage = Required<Pick<Screenshot, 'image'>> &
+  Omit<Screenshot, 'cache' | 'link' | 'notModified'>;
+
+export interface ImageDeliveryDeps {
+  images: ImageStore;
+  now: () => number;
+}
+
+/**
+ * The delivery part of a screenshot request (docs/api.md, "Delivery"): answering from the cache before anything is
+ * charged, and storing a fresh capture for the cache or for a link afterwards.
+ */
+export function imageDelivery(deps: ImageDeliveryDeps) {
+  async function linkTo(key: string, info: StoredImageInfo): Promise<ImageLink> {
+    return {
+      url: await deps.images.signedUrl(key, IMAGE_LINK_LIFETIME_SECONDS),
+      expiresAt: deps.now() + IMAGE_LINK_LIFETIME_SECONDS * 1000,
+      width: info.width,
+      height: info.height,
+      bytes: info.bytes,
+    };
+  }
+
+  return {
+    /**
+     * The cached answer, when the request asks for the cache and an entry is fresh: younger than the entry's own TTL
+     * and than the `cacheTtl` of this request. Free; the caller has already counted it against the rate limit. A 304
+     * (If-None-Match naming the entry's ETag) and a link need only the entry's metadata, never its bytes.
+     */
+    async fromCache(
+      accountId: string,
+      request: ScreenshotRequest,
+      ifNoneMatch: string | undefined,
+    ): Promise<Screenshot | undefined> {
+      if (!request.cache) return undefined;
+      const key = imageKey.cached(accountId, cacheKeyOf(accountId, request));
+      const now = deps.now();
+      const fresh = (info: StoredImageInfo) =>
+        now < info.expiresAt && now < info.storedAt + request.cacheTtl * 1000;
+      const answer = (info: StoredImageInfo): Screenshot => ({
+        contentType: info.contentType,
+        etag: info.etag,
+        creditsCharged: 0,
+        truncated: info.truncated,
+        cache: 'HIT',
+      });
+
+      if (ifNoneMatch !== undefined || request.response === 'json') {
+        const info = await deps.images.head(key);
+        if (!info || !fresh(info)) return undefined;
+        if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, info.etag)) {
+          return { ...answer(info), notModified: true };
+        }
+        if (request.response === 'json') return { ...answer(info), link: await linkTo(key, info) };
+      }
+      const stored = await deps.images.get(key);
+      if (!stored || !fresh(stored.info)) return undefined;
+      return { ...answer(stored.info), image: stored.image };
+    },
+
+    /**
+     * Delivers a fresh capture: as it is when neither the cache nor a link was asked for; otherwise stored first. For
+     * a link the store must succeed (the caller refunds when it throws); for the cache alone a failed store costs
+     * only the next request's hit, so the paid-for image is still answered.
+     */
+    async deliver(
+      accountId: string,
+      request: ScreenshotRequest,
+      captured: CapturedImage,
+    ): Promise<Screenshot> {
+      const cache = request.cache ? ({ cache: 'MISS' } as const) : {};
+      if (!request.cache && request.response === 'image') return captured;
+      const now = deps.now();
+      const key = request.cache
+        ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
+        : imageKey.linked(accountId, randomUUID());
+      const { width = 0, height = 0 } = imageSize(captured.image);
+      const info: StoredImageInfo = {
+        contentType: captured.contentType,
+        etag: captured.etag,
+        bytes: captured.image.length,
+        width,
+        height,
+        truncated: captured.truncated,
+        storedAt: now,
+        expiresAt: now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+      };
+      const stored = deps.images.put(key, captured.image, info);
+      if (request.response === 'json') {
+        await stored;
+        const { image: _, ...rest } = captured;
+        return { ...rest, ...cache, link: await linkTo(key, info) };
+      }
+      await stored.catch((error) => logger.warn('Cache entry not stored', { error }));
+      return { ...captured, ...cache };
+    },
+  };
+}
+
+export type ImageDelivery = ReturnType<typeof imageDelivery>;
+
+/** RFC 9110 If-None-Match: `*`, or a list of entity tags compared weakly (a `W/` prefix is ignored). */
+export function etagMatches(ifNoneMatch: string, etag: string): boolean {
+  if (ifNoneMatch.trim() === '*') return true;
+  return ifNoneMatch
+    .split(',')
+    .map((tag) => tag.trim().replace(/^W\//, ''))
+    .includes(etag);
+}

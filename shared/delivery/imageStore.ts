@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+
+/** What is kept beside a stored image: enough to answer from it without reading or decoding the bytes. */
+export interface StoredImageInfo {
+  contentType: string;
+  /** Quoted hex MD5 of the bytes, as the capture's answer carried it. */
+  etag: string;
+  bytes: number;
+  width: number;
+  height: number;
+  /** A full page cut at the height cap. */
+  truncated: boolean;
+  /** When it was stored, ms since epoch. */
+  storedAt: number;
+  /** When it stops being served from the cache, ms since epoch (the lifecycle rule removes it later). */
+  expiresAt: number;
+}
+
+/**
+ * Port for image storage: the S3 bucket deployed, a real S3 API on a local port locally
+ * (`shared/store/s3ImageStore.ts`). Keys come from `imageKey`.
+ */
+export interface ImageStore {
+  put(key: string, image: Buffer, info: StoredImageInfo): Promise<void>;
+  /** What is stored under the key, without the bytes; undefined when nothing is. */
+  head(key: string): Promise<StoredImageInfo | undefined>;
+  /** The bytes and what is stored beside them; undefined when nothing is. */
+  get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined>;
+  /** A pre-signed GET address of the object, valid for `seconds`. */
+  signedUrl(key: string, seconds: number): Promise<string>;
+}
+
+/** Every object lives under this prefix: the only part of the bucket the screenshot function may touch. */
+export const IMAGE_PREFIX = 'images/';
+
+/**
+ * Two kinds of object, each under its own prefix so that a lifecycle rule of its own removes it: cache entries live
+ * as long as the longest cache TTL allows, images stored only to be linked to (`response: "json"` without the cache)
+ * as long as their link.
+ */
+export const IMAGE_KINDS = { cache: `${IMAGE_PREFIX}cache/`, linked: `${IMAGE_PREFIX}linked/` } as const;
+
+/**
+ * The per-account folder: a hash of the account id, so any id (whatever characters an identity provider allows)
+ * makes one safe path segment.
+ */
+function accountFolder(accountId: string): string {
+  return createHash('sha256').update(accountId, 'utf8').digest('hex').slice(0, 32);
+}
+
+export const imageKey = {
+  /** The cache entry of one request (its key from `cacheKeyOf`). */
+  cached: (accountId: string, cacheKey: string) =>
+    `${IMAGE_KINDS.cache}${accountFolder(accountId)}/${cacheKey}`,
+  /** An image stored only to be linked to. */
+  linked: (accountId: string, id: string) => `${IMAGE_KINDS.linked}${accountFolder(accountId)}/${id}`,
+};

@@ -1,0 +1,126 @@
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { ImageStore, StoredImageInfo } from '../delivery/imageStore';
+import { StoreUnavailableError } from '../errors';
+import { logger } from '../logger';
+
+/** S3's answers for "no such object" (HEAD has no body, so only a name; GET says NoSuchKey). */
+const MISSING = new Set(['NotFound', 'NoSuchKey']);
+
+/**
+ * Images in an S3 bucket, what is known about each in the object's own metadata (`x-amz-meta-*`), so one HEAD or
+ * GET answers a cache lookup and no table item can disagree with the object it describes. The same code talks to
+ * S3 deployed and to the local S3 API (s3rver) of `npm start` and the tests.
+ */
+export class S3ImageStore implements ImageStore {
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  async put(key: string, image: Buffer, info: StoredImageInfo): Promise<void> {
+    await this.call(() =>
+      this.s3.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: image,
+          ContentType: info.contentType,
+          Metadata: {
+            etag: info.etag,
+            width: String(info.width),
+            height: String(info.height),
+            truncated: String(info.truncated),
+            'stored-at': String(info.storedAt),
+            'expires-at': String(info.expiresAt),
+          },
+        }),
+      ),
+    );
+  }
+
+  async head(key: string): Promise<StoredImageInfo | undefined> {
+    const object = await this.call(() =>
+      this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key })),
+    );
+    return object && infoOf(object);
+  }
+
+  async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
+    const object = await this.call(async () => {
+      const answer = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { answer, image: Buffer.from((await answer.Body?.transformToByteArray()) ?? []) };
+    });
+    if (!object) return undefined;
+    const info = infoOf(object.answer);
+    return info && { image: object.image, info };
+  }
+
+  signedUrl(key: string, seconds: number): Promise<string> {
+    return getSignedUrl(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), {
+      expiresIn: seconds,
+    });
+  }
+
+  /** Runs one S3 call: a missing object is undefined, any other failure a 503 (nothing was done; try again). */
+  private async call<T>(send: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await send();
+    } catch (error) {
+      if (error instanceof Error && MISSING.has(error.name)) return undefined;
+      logger.error('Image store call failed', { error: error instanceof Error ? error : String(error) });
+      throw new StoreUnavailableError();
+    }
+  }
+}
+
+/** The stored facts, or undefined for an object that lacks them (not written by this service). */
+function infoOf(object: {
+  ContentType?: string;
+  ContentLength?: number;
+  Metadata?: Record<string, string>;
+}): StoredImageInfo | undefined {
+  const meta = object.Metadata ?? {};
+  const numbers = [meta.width, meta.height, meta['stored-at'], meta['expires-at']].map(Number);
+  if (!object.ContentType || !meta.etag || numbers.some((n) => !Number.isFinite(n))) return undefined;
+  const [width = 0, height = 0, storedAt = 0, expiresAt = 0] = numbers;
+  return {
+    contentType: object.ContentType,
+    etag: meta.etag,
+    bytes: object.ContentLength ?? 0,
+    width,
+    height,
+    truncated: meta.truncated === 'true',
+    storedAt,
+    expiresAt,
+  };
+}
+
+/**
+ * The S3 client: bounded waits like the DynamoDB client's. With an endpoint (the local S3 API) it uses path-style
+ * addresses and the local server's fixed credentials.
+ */
+export function createS3Client(endpoint?: string, config: S3ClientConfig = {}): S3Client {
+  return new S3Client({
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: 15_000, throwOnRequestTimeout: true },
+    ...(endpoint
+      ? {
+          endpoint,
+          region: 'us-east-1',
+          forcePathStyle: true,
+          credentials: { accessKeyId: LOCAL_S3_CREDENTIAL, secretAccessKey: LOCAL_S3_CREDENTIAL },
+        }
+      : {}),
+    ...config,
+  });
+}
+
+/** s3rver's built-in access key and secret. */
+export const LOCAL_S3_CREDENTIAL = 'S3RVER';

@@ -1,0 +1,42 @@
+import { KMSClient } from '@aws-sdk/client-kms';
+import { z } from 'zod';
+import type { ImageStore } from '../delivery/imageStore';
+import type { SecretCipher } from '../signing/secretCipher';
+import { fileSecretCipher } from '../store/fileSecretCipher';
+import { KmsSecretCipher } from '../store/kmsSecretCipher';
+import { createS3Client, S3ImageStore } from '../store/s3ImageStore';
+
+/**
+ * Delivery settings (docs/api.md, "Local service"; the stack sets the deployed ones): the image bucket, the local S3
+ * API's address, and what seals signing secrets: a KMS key deployed, a key file locally.
+ */
+const deliveryEnv = z.object({
+  IMAGE_BUCKET: z.string().min(3).default('screenshot-images'),
+  S3_ENDPOINT: z.url().optional(),
+  SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
+  SIGNING_KEY_FILE: z.string().min(1).optional(),
+});
+
+/** The delivery ports of the screenshot use case. */
+export function createDeliveryPorts(env: NodeJS.ProcessEnv): { images: ImageStore; cipher: SecretCipher } {
+  return { images: createImageStore(env), cipher: createSecretCipher(env) };
+}
+
+function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
+  const config = deliveryEnv.parse(env);
+  return new S3ImageStore(createS3Client(config.S3_ENDPOINT), config.IMAGE_BUCKET);
+}
+
+/**
+ * The signing-secret cipher. Functions that neither create keys nor verify links get neither setting; should one
+ * of them ever seal or open, it fails loudly instead of storing a secret in clear.
+ */
+export function createSecretCipher(env: NodeJS.ProcessEnv): SecretCipher {
+  const config = deliveryEnv.parse(env);
+  if (config.SIGNING_KMS_KEY_ID) return new KmsSecretCipher(new KMSClient({}), config.SIGNING_KMS_KEY_ID);
+  if (config.SIGNING_KEY_FILE) return fileSecretCipher(config.SIGNING_KEY_FILE);
+  const refuse = async (): Promise<never> => {
+    throw new Error('No signing-secret cipher configured: set SIGNING_KMS_KEY_ID or SIGNING_KEY_FILE');
+  };
+  return { seal: refuse, open: refuse };
+}

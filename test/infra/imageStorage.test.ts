@@ -1,0 +1,141 @@
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CACHE_EXPIRY_DAYS, ImageStorage, LINKED_EXPIRY_DAYS } from '../../infra/imageStorage';
+import { IMAGE_KINDS } from '../../shared/delivery/imageStore';
+import { CACHE_TTL } from '../../shared/screenshot/schema';
+import { type Json, ofType } from './synth';
+
+/**
+ * The delivery storage on its own, beside two stand-in functions: no bundling, so it synthesizes in milliseconds.
+ * test/infra/stack.test.ts checks the whole stack (cdk-nag included) with it in place.
+ */
+
+let stack: Stack;
+let template: Template;
+let storage: ImageStorage;
+let screenshot: lambda.Function;
+let createKey: lambda.Function;
+
+beforeAll(() => {
+  stack = new Stack(new App(), 'ImageStorageTest');
+  const stub = (id: string) =>
+    new lambda.Function(stack, id, {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('export const handler = async () => undefined;'),
+    });
+  screenshot = stub('Screenshot');
+  createKey = stub('CreateKey');
+  storage = new ImageStorage(stack, 'ImageStorage', { screenshot, createKey });
+  template = Template.fromStack(stack);
+});
+
+const idOf = (construct: { node: { defaultChild?: unknown } }) =>
+  stack.getLogicalId(construct.node.defaultChild as never);
+
+/** Every policy statement attached to the function's role. */
+function statementsOf(fn: lambda.Function): Json[] {
+  const roleId = idOf(fn.role as never);
+  return ofType(template.toJSON().Resources, 'AWS::IAM::Policy')
+    .filter(([, policy]) => JSON.stringify(policy.Properties.Roles).includes(roleId))
+    .flatMap(([, policy]) => (policy.Properties.PolicyDocument as { Statement: Json[] }).Statement);
+}
+
+describe('the image bucket', () => {
+  it('is private, encrypted, TLS-only and logged', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      LoggingConfiguration: { DestinationBucketName: { Ref: idOf(storage.accessLogs) } },
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: idOf(storage.bucket) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  it('expires cache entries after the longest TTL and linked images after their link', () => {
+    expect(CACHE_EXPIRY_DAYS * 86_400).toBeGreaterThan(CACHE_TTL.max);
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      LifecycleConfiguration: {
+        Rules: Match.arrayWith([
+          Match.objectLike({
+            Prefix: IMAGE_KINDS.cache,
+            ExpirationInDays: CACHE_EXPIRY_DAYS,
+            Status: 'Enabled',
+          }),
+          Match.objectLike({
+            Prefix: IMAGE_KINDS.linked,
+            ExpirationInDays: LINKED_EXPIRY_DAYS,
+            Status: 'Enabled',
+          }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('least privilege', () => {
+  it('lets the screenshot function read and write objects under the image prefix only, and decrypt with the key', () => {
+    const statements = statementsOf(screenshot);
+    const actions = statements.flatMap((statement) => [statement.Action].flat());
+    expect(actions.sort()).toEqual(['kms:Decrypt', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    const objects = statements.find((statement) => [statement.Action].flat().includes('s3:GetObject'));
+    expect(JSON.stringify(objects?.Resource)).toContain('/images/*');
+    const kms = statements.find((statement) => statement.Action === 'kms:Decrypt');
+    expect(kms?.Resource).toEqual({ 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] });
+  });
+
+  it('lets key creation only encrypt with the key', () => {
+    const statements = statementsOf(createKey);
+    expect(statements).toEqual([
+      expect.objectContaining({
+        Action: 'kms:Encrypt',
+        Resource: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
+      }),
+    ]);
+  });
+
+  it('rotates the key and keeps it when the stack goes', () => {
+    template.hasResource('AWS::KMS::Key', {
+      Properties: Match.objectLike({ EnableKeyRotation: true }),
+      DeletionPolicy: 'Retain',
+    });
+  });
+
+  it('tells each function where its storage is', () => {
+    const variables = (fn: lambda.Function) =>
+      ((template.toJSON().Resources[idOf(fn)].Properties.Environment ?? {}) as Json).Variables as Json;
+    expect(variables(screenshot)).toEqual({
+      IMAGE_BUCKET: { Ref: idOf(storage.bucket) },
+      SIGNING_KMS_KEY_ID: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
+    });
+    expect(variables(createKey)).toEqual({
+      SIGNING_KMS_KEY_ID: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
+    });
+  });
+});
+
+describe('cdk-nag', () => {
+  it('finds nothing unacknowledged in the storage', () => {
+    const report = new AwsSolutionsChecks().validateScope(storage);
+    const findings = report.violations.flatMap((violation) =>
+      violation.violatingResources.map((resource) => `${violation.ruleName} at ${resource.constructPath}`),
+    );
+    expect(findings).toEqual([]);
+  });
+});
