@@ -7,7 +7,15 @@ export interface RouteDefinition {
   /** API Gateway resource path; `{id}` is a path parameter. */
   path: string;
   /** File name in `functions/` and the function's logical name in the stack. */
-  handler: 'screenshot' | 'listKeys' | 'createKey' | 'updateKey' | 'deleteKey' | 'getCredits' | 'getOpenApi';
+  handler:
+    | 'screenshot'
+    | 'listKeys'
+    | 'createKey'
+    | 'updateKey'
+    | 'deleteKey'
+    | 'getCredits'
+    | 'getUsage'
+    | 'getOpenApi';
   /** Session token (key management), API key (screenshot), or none (the public API description). */
   auth: 'session' | 'apiKey' | 'none';
   /** A response-streaming Lambda (API Gateway STREAM transfer mode). */
@@ -21,5 +29,6 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'PATCH', path: '/api/keys/{id}', handler: 'updateKey', auth: 'session', streaming: false },
   { method: 'DELETE', path: '/api/keys/{id}', handler: 'deleteKey', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/credits', handler: 'getCredits', auth: 'session', streaming: false },
+  { method: 'GET', path: '/api/usage', handler: 'getUsage', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/openapi.json', handler: 'getOpenApi', auth: 'none', streaming: false },
 ];

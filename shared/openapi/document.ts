@@ -16,6 +16,8 @@ import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody
 import { ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS } from '../usage/schemas';
+import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import {
   apiKeyList,
   captureFailedError,
@@ -27,6 +29,7 @@ import {
   rateLimitedError,
   screenshotError,
   screenshotValidationError,
+  usageReport,
 } from './schemas';
 
 /**
@@ -152,6 +155,18 @@ const keyIdParameter = {
   path: z.object({ id: z.string().meta({ description: 'Key id from the list or creation' }) }),
 };
 
+const moment = (description: string) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/)
+    .optional()
+    .meta({ description, example: '1767225600000' });
+// The query as it travels (text); the handler's usageQuery turns it into numbers.
+const usageParameters = z.strictObject({
+  from: moment('Start of the window, milliseconds since the epoch: its UTC day is the first one'),
+  to: moment('End of the window, milliseconds since the epoch (default: now): its UTC day is the last one'),
+});
+
 const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> = {
   screenshot: {
     tags: ['Screenshots'],
@@ -244,6 +259,24 @@ const OPERATIONS: Record<RouteDefinition['handler'], ZodOpenApiOperationObject> 
     summary: "The account's credit balance",
     responses: { '200': { description: 'The balance', content: json(creditBalance) }, ...sessionFailures },
   },
+  getUsage: {
+    tags: ['Usage'],
+    summary: "The account's usage per UTC day and per API key",
+    description:
+      `The window covers whole UTC days, from the day of \`from\` to the day of \`to\` (both included), at most ` +
+      `${MAX_USAGE_DAYS} days. Without \`to\`, now; without \`from\`, the ${DEFAULT_USAGE_DAYS} days ending with the day ` +
+      `of \`to\`. Usage records are kept ${USAGE_RETENTION_DAYS} days; older days answer zeros. Each request counts ` +
+      'once its answer has been sent.',
+    requestParams: { query: usageParameters },
+    responses: {
+      '200': { description: 'The usage history', content: json(usageReport) },
+      '400': managementFailure(
+        'A parameter that is not a whole number of milliseconds, from later than to, a window of more than ' +
+          `${MAX_USAGE_DAYS} days, or an unknown parameter; see details`,
+      ),
+      ...sessionFailures,
+    },
+  },
   getOpenApi: {
     tags: ['Meta'],
     summary: 'This API description (OpenAPI 3.1)',
@@ -295,8 +328,8 @@ export function openApiDocument(): oas31.OpenAPIObject {
         title: 'Screenshot API',
         version: '1.0.0',
         description:
-          'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management and the ' +
-          'credit balance with a session token from the identity provider. All timestamps are milliseconds since ' +
+          'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management, the ' +
+          'credit balance and the usage history with a session token from the identity provider. All timestamps are milliseconds since ' +
           'the epoch.',
       },
       // Relative to where this document is served (<base>/api/openapi.json), so it is right locally, on the API
@@ -306,6 +339,7 @@ export function openApiDocument(): oas31.OpenAPIObject {
         { name: 'Screenshots' },
         { name: 'API keys' },
         { name: 'Credits' },
+        { name: 'Usage' },
         { name: 'Meta', description: 'Public, no authentication' },
       ],
       components: {

@@ -5,12 +5,14 @@ import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
 import type { UrlPolicy } from '../egress/urlPolicy';
 import { RateLimitedError } from '../errors';
 import { validate } from '../http/request';
-import type { KeyStore } from '../keys/keyStore';
+import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
+import type { UsageRecorder } from '../usage/usageRecorder';
 import { authenticateApiKey } from './apiKeyAuth';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
 import { screenshotRequest } from './schema';
+import { usageOf } from './usageOf';
 
 export interface ScreenshotDeps {
   keys: KeyStore;
@@ -18,6 +20,8 @@ export interface ScreenshotDeps {
   credits: CreditLedger;
   renderer: Renderer;
   urlPolicy: UrlPolicy;
+  /** Takes the usage record of every request that passed authentication. */
+  usage: UsageRecorder;
   now?: () => number;
 }
 
@@ -60,15 +64,29 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
 
 /**
  * One screenshot, in the order of checks docs/api.md fixes: authenticate (401), count against the rate limit
- * (429), validate (400), reserve credits (402), capture (200, or 500 with the credits given back).
+ * (429), validate (400), reserve credits (402), capture (200, or 500 with the credits given back). Every request
+ * that passed authentication leaves a usage record, whatever its answer.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   const now = deps.now ?? Date.now;
 
   return async (input) => {
+    const at = now();
+    let identity: KeyIdentity;
+    try {
+      identity = await authenticateApiKey(input.apiKey, deps.keys);
+    } catch (error) {
+      return { ok: false, error };
+    }
+    const request = readOnce(input.request);
+    const outcome = await admitted(identity, { ...input, request });
+    deps.usage.record(usageOf(identity, outcome, { at, durationMs: now() - at }, request));
+    return outcome;
+  };
+
+  async function admitted(identity: KeyIdentity, input: ScreenshotInput): Promise<ScreenshotOutcome> {
     let rateLimit: RateLimitDecision | undefined;
     try {
-      const identity = await authenticateApiKey(input.apiKey, deps.keys);
       // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
       // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
       // order of answers (401, 429, 400, 402) is unchanged.
@@ -119,6 +137,22 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };
     }
+  }
+}
+
+/** The body thunk, read at most once (validation and the usage record both look at it); its errors are kept too. */
+function readOnce(request: () => unknown): () => unknown {
+  let read: { value: unknown } | { error: unknown } | undefined;
+  return () => {
+    if (!read) {
+      try {
+        read = { value: request() };
+      } catch (error) {
+        read = { error };
+      }
+    }
+    if ('error' in read) throw read.error;
+    return read.value;
   };
 }
 

@@ -1,10 +1,12 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ChromiumRenderer } from '../capture/chromiumRenderer';
+import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
 import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
-import { createUrlPolicy } from '../egress/urlPolicy';
+import { createUrlPolicy, type UrlPolicy } from '../egress/urlPolicy';
 import { logger } from '../logger';
 import { captureScreenshot } from '../screenshot/captureScreenshot';
+import { DeferredUsageRecorder } from '../usage/usageRecorder';
 import { createStores } from './stores';
 
 /**
@@ -27,17 +29,32 @@ export function createScreenshotService(client: DynamoDBClient, env: NodeJS.Proc
     env,
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
-  const capture = captureScreenshot({
-    ...createStores(client, config),
+  const { capture, usage } = screenshotUseCase(
+    createStores(client, config),
     renderer,
-    urlPolicy: createUrlPolicy(policy),
-  });
+    createUrlPolicy(policy),
+  );
   return {
     capture,
     renderer,
+    usage,
     async close() {
+      await usage.flush();
       await renderer.close();
       await (await egress)?.close();
     },
   };
+}
+
+/**
+ * The screenshot use case over the stores with the given renderer and URL policy, and its usage recorder, which
+ * the Lambda handler flushes after each answer (shared/wiring/lambdaHandlers.ts).
+ */
+export function screenshotUseCase(
+  stores: ReturnType<typeof createStores>,
+  renderer: Renderer,
+  urlPolicy: UrlPolicy,
+) {
+  const usage = new DeferredUsageRecorder(stores.usageStore);
+  return { capture: captureScreenshot({ ...stores, usage, renderer, urlPolicy }), renderer, usage };
 }

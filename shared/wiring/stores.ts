@@ -4,6 +4,7 @@ import type { ServiceConfig } from '../config';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
+import { DynamoUsageStore } from '../store/dynamoUsageStore';
 import { translateStoreOutages } from '../store/storeUnavailable';
 
 /**
@@ -18,5 +19,6 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     keys: new DynamoKeyStore(db, config.tableName),
     credits: new DynamoCreditLedger(db, config.tableName),
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
+    usageStore: new DynamoUsageStore(db, config.tableName),
   };
 }

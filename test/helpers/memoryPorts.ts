@@ -15,6 +15,13 @@ import {
   ValidationError,
 } from '../../shared/errors';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey } from '../../shared/keys/keyStore';
+import {
+  type DayTotals,
+  isCapture,
+  type UsageRecord,
+  type UsageStore,
+  utcDate,
+} from '../../shared/usage/usageStore';
 
 /**
  * In-memory implementations of the domain's ports, for rule tests that run in milliseconds. They keep the ports'
@@ -164,4 +171,33 @@ export class FakeRenderer implements Renderer {
   }
 
   async close(): Promise<void> {}
+}
+
+/** Keeps every usage record; day totals are summed from them when asked. */
+export class MemoryUsageStore implements UsageStore {
+  readonly records: UsageRecord[] = [];
+
+  async add(record: UsageRecord): Promise<void> {
+    this.records.push(record);
+  }
+
+  async days(accountId: string, fromDate: string, toDate: string): Promise<DayTotals[]> {
+    const days = new Map<string, DayTotals>();
+    for (const record of this.records) {
+      const date = utcDate(record.at);
+      if (record.accountId !== accountId || date < fromDate || date > toDate) continue;
+      const day = days.get(date) ?? { date, captures: 0, failed: 0, cacheHits: 0, credits: 0, byKey: {} };
+      const captured = isCapture(record.status) ? 1 : 0;
+      day.captures += captured;
+      day.failed += 1 - captured;
+      day.cacheHits += record.cacheHit ? 1 : 0;
+      day.credits += record.credits;
+      const key = day.byKey[record.keyId] ?? { captures: 0, credits: 0 };
+      key.captures += captured;
+      key.credits += record.credits;
+      day.byKey[record.keyId] = key;
+      days.set(date, day);
+    }
+    return [...days.values()].sort((a, b) => a.date.localeCompare(b.date));
+  }
 }

@@ -2,12 +2,14 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../shared/errors';
 import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import {
   FakeRenderer,
   fakeUrlPolicy,
   MemoryCreditLedger,
   MemoryKeyStore,
   MemoryRateLimiter,
+  MemoryUsageStore,
 } from '../helpers/memoryPorts';
 
 /**
@@ -51,6 +53,7 @@ function setUp(rateLimit = 100) {
     renderer,
     rateLimiter: new MemoryRateLimiter(rateLimit),
     urlPolicy: fakeUrlPolicy,
+    usage: new DeferredUsageRecorder(new MemoryUsageStore()),
     now: () => NOW,
   });
 }
