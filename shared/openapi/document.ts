@@ -16,7 +16,7 @@ import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody
 import { ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
-import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS } from '../usage/schemas';
+import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import {
   apiKeyList,
@@ -156,14 +156,13 @@ const keyIdParameter = {
 };
 
 const moment = (description: string) =>
-  z
-    .string()
-    .regex(/^\d{1,16}$/)
-    .optional()
-    .meta({ description, example: '1767225600000' });
+  z.string().regex(MOMENT_PATTERN).optional().meta({ description, example: '1767225600000' });
 // The query as it travels (text); the handler's usageQuery turns it into numbers.
 const usageParameters = z.strictObject({
-  from: moment('Start of the window, milliseconds since the epoch: its UTC day is the first one'),
+  from: moment(
+    'Start of the window, milliseconds since the epoch: its UTC day is the first one ' +
+      `(default: the ${DEFAULT_USAGE_DAYS} days ending with the day of to)`,
+  ),
   to: moment('End of the window, milliseconds since the epoch (default: now): its UTC day is the last one'),
 });
 

@@ -7,10 +7,13 @@ export const DEFAULT_USAGE_DAYS = 30;
 /** The latest moment a Date can hold; larger numbers name no day. */
 const MAX_TIME_MS = 8_640_000_000_000_000;
 
+/** How `from` and `to` travel in the query string: digits only (no sign, fraction or exponent). */
+export const MOMENT_PATTERN = /^\d{1,16}$/;
+
 const moment = (name: string) =>
   z
     .string()
-    .regex(/^\d{1,16}$/, `${name} must be a whole number of milliseconds since the epoch`)
+    .regex(MOMENT_PATTERN, `${name} must be a whole number of milliseconds since the epoch`)
     .transform(Number)
     .pipe(z.number().max(MAX_TIME_MS, `${name} must be at most ${MAX_TIME_MS}`));
 
