@@ -1,4 +1,5 @@
-// The dashboard: sign-in, credit balance, API keys and a try-it form. Plain DOM, text only (never HTML strings).
+// The dashboard: sign-in, credit balance, usage, API keys and a try-it form. Plain DOM, text only (never HTML
+// strings).
 import { ApiError, callApi, capture } from './api.js';
 import {
   currentSession,
@@ -9,6 +10,7 @@ import {
   signInLocally,
   startHostedSignIn,
 } from './session.js';
+import { clearUsage, showUsage, usagePath } from './usage.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
@@ -70,6 +72,7 @@ function showDashboard() {
   say('signin-error', '');
   $('title').focus();
   refreshBalance();
+  refreshUsage();
   refreshKeys();
 }
 
@@ -90,6 +93,7 @@ function clearSecrets() {
   /** @type {HTMLInputElement} */ ($('try-key')).value = '';
   tryKeyId = null;
   showImage(null);
+  clearUsage();
 }
 
 /** Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. */
@@ -116,6 +120,20 @@ async function refreshBalance() {
     if (!session) return; // Signed out on the way; the sign-in form says why.
     say('balance', '–');
     say('notice', `Balance unavailable: ${error.message}`);
+  }
+}
+
+// ---- Usage ----
+
+async function refreshUsage() {
+  const range = /** @type {HTMLSelectElement} */ ($('usage-range'));
+  try {
+    const report = await withSession((token) => callApi(usagePath(Number(range.value)), { token }));
+    say('usage-error', '');
+    await showUsage(report, range.selectedOptions[0]?.textContent ?? '');
+  } catch (error) {
+    if (!session) return;
+    say('usage-error', `Usage could not be loaded: ${error.message}`);
   }
 }
 
@@ -306,6 +324,7 @@ async function tryCapture(event) {
       result.remaining === null ? '' : ` ${result.remaining} of ${result.limit} requests left this hour.`;
     say('try-status', `Captured.${rate}`);
     refreshBalance();
+    refreshUsage();
   } catch (error) {
     showImage(null);
     say('try-status', '');
@@ -348,8 +367,10 @@ async function start() {
   $('sign-out').addEventListener('click', () => signOut());
   $('refresh').addEventListener('click', () => {
     refreshBalance();
+    refreshUsage();
     refreshKeys();
   });
+  $('usage-range').addEventListener('change', refreshUsage);
   $('create-key').addEventListener('submit', createKey);
   $('copy-key').addEventListener('click', copyNewKey);
   $('dismiss-key').addEventListener('click', () => {
