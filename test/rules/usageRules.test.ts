@@ -1,20 +1,19 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError, type ValidationDetail } from '../../shared/errors';
-import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
-import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { generateApiKey } from '../../shared/keys/apiKey';
+import type { CaptureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { MAX_USAGE_DAYS } from '../../shared/usage/schemas';
 import { type GetUsage, usageHistory } from '../../shared/usage/usageHistory';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import type { UsageRecord } from '../../shared/usage/usageStore';
 import {
-  FakeRenderer,
+  type FakeRenderer,
   fakeSessions,
-  fakeUrlPolicy,
-  MemoryCreditLedger,
-  MemoryKeyStore,
-  MemoryRateLimiter,
-  MemoryUsageStore,
+  type MemoryCreditLedger,
+  type MemoryKeyStore,
+  type MemoryUsageStore,
 } from '../helpers/memoryPorts';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /**
  * The usage rules against in-memory ports: which screenshot requests leave a record and with what, that nothing is
@@ -31,37 +30,30 @@ let keys: MemoryKeyStore;
 let credits: MemoryCreditLedger;
 let store: MemoryUsageStore;
 let recorder: DeferredUsageRecorder;
+let renderer: FakeRenderer;
 let capture: CaptureScreenshot;
 let getUsage: GetUsage;
+let addKey: ReturnType<typeof memoryScreenshotService>['addKey'];
 
 function setUp(rateLimit = 100) {
   clock = NOW;
-  keys = new MemoryKeyStore();
-  credits = new MemoryCreditLedger();
-  store = new MemoryUsageStore();
-  recorder = new DeferredUsageRecorder(store);
-  capture = captureScreenshot({
+  ({
     keys,
     credits,
-    renderer: new FakeRenderer(),
-    rateLimiter: new MemoryRateLimiter(rateLimit),
-    urlPolicy: fakeUrlPolicy,
+    usageStore: store,
     usage: recorder,
+    renderer,
+    capture,
+    addKey,
+  } = memoryScreenshotService({
+    rateLimit,
     // Each reading of the clock moves it on by 5 ms, so a request's duration is never 0.
     now: () => (clock += 5),
-  });
+  }));
   getUsage = usageHistory({ sessions: fakeSessions, usage: store, keys, now: () => clock });
 }
 
-async function newKey(accountId: string, name = 'k'): Promise<{ key: string; id: string }> {
-  const key = generateApiKey();
-  const id = newKeyId(clock++);
-  await keys.create(
-    { id, accountId, name, keyHash: hashApiKey(key), last4: lastFour(key), createdAt: clock },
-    100,
-  );
-  return { key, id };
-}
+const newKey = (accountId: string, name = 'k') => addKey(accountId, clock++, name);
 
 async function shoot(apiKey: string | undefined, body: unknown) {
   const outcome = await capture({ apiKey, request: () => body, deadline: DEADLINE });
@@ -294,20 +286,11 @@ describe('the record of a failed capture', () => {
   it('is still written when the renderer throws something that is not an AppError', async () => {
     const alice = await newKey('alice');
     await credits.set('alice', 5);
-    const broken = captureScreenshot({
-      keys,
-      credits,
-      renderer: Object.assign(new FakeRenderer(), {
-        capture: async () => {
-          throw new Error('renderer crashed');
-        },
-      }),
-      rateLimiter: new MemoryRateLimiter(100),
-      urlPolicy: fakeUrlPolicy,
-      usage: recorder,
-    });
-    await broken({ apiKey: alice.key, request: () => ({ url: 'https://a.test' }), deadline: DEADLINE });
-    await recorder.flush();
+    renderer.capture = async () => {
+      throw new Error('renderer crashed');
+    };
+    await shoot(alice.key, { url: 'https://a.test' });
     expect(store.records[0]).toMatchObject({ status: 500, credits: 0 });
+    expect(await credits.balance('alice')).toBe(5);
   });
 });

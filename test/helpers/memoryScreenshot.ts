@@ -1,0 +1,47 @@
+import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
+import { captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
+import {
+  FakeRenderer,
+  fakeUrlPolicy,
+  MemoryCreditLedger,
+  MemoryKeyStore,
+  MemoryRateLimiter,
+  MemoryUsageStore,
+} from './memoryPorts';
+
+/** The screenshot use case over fresh in-memory ports (test/helpers/memoryPorts.ts), for the rule tests. */
+export function memoryScreenshotService(options: { now: () => number; rateLimit?: number }) {
+  const keys = new MemoryKeyStore();
+  const credits = new MemoryCreditLedger();
+  const renderer = new FakeRenderer();
+  const usageStore = new MemoryUsageStore();
+  const usage = new DeferredUsageRecorder(usageStore);
+  const capture = captureScreenshot({
+    keys,
+    credits,
+    renderer,
+    rateLimiter: new MemoryRateLimiter(options.rateLimit ?? 100),
+    urlPolicy: fakeUrlPolicy,
+    usage,
+    now: options.now,
+  });
+  return {
+    keys,
+    credits,
+    renderer,
+    usageStore,
+    usage,
+    capture,
+    /** A new API key of the account, created at `createdAt`: its value and its id. */
+    async addKey(accountId: string, createdAt: number, name = 'k'): Promise<{ key: string; id: string }> {
+      const key = generateApiKey();
+      const id = newKeyId(createdAt);
+      await keys.create(
+        { id, accountId, name, keyHash: hashApiKey(key), last4: lastFour(key), createdAt },
+        100,
+      );
+      return { key, id };
+    },
+  };
+}
