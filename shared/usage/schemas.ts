@@ -4,8 +4,8 @@ import { z } from 'zod';
 export const MAX_USAGE_DAYS = 92;
 /** The window when `from` is not given: this many UTC days, ending with the day of `to`. */
 export const DEFAULT_USAGE_DAYS = 30;
-/** The latest moment a Date can hold; larger numbers name no day. */
-const MAX_TIME_MS = 8_640_000_000_000_000;
+/** The last millisecond of the year 9999: every day up to it is a YYYY-MM-DD date. */
+const MAX_TIME_MS = 253_402_300_799_999;
 
 /** How `from` and `to` travel in the query string: digits only (no sign, fraction or exponent). */
 export const MOMENT_PATTERN = /^\d{1,16}$/;

@@ -59,14 +59,14 @@ export function usageHistory(deps: UsageHistoryDeps): GetUsage {
 /** The UTC dates the query covers, oldest first, or a ValidationError naming the parameter at fault. */
 function windowDates(query: unknown, now: number): string[] {
   const { from, to = now } = validate(usageQuery, query, 'Invalid query parameters');
-  const first = dayStart(from ?? dayStart(to) - (DEFAULT_USAGE_DAYS - 1) * DAY_MS);
-  const last = dayStart(to);
   if (from !== undefined && from > to) {
     throw new ValidationError(
       [{ code: 'invalid_range', path: ['from'], message: 'from must not be later than to (default: now)' }],
       'Invalid query parameters',
     );
   }
+  const last = dayStart(to);
+  const first = from === undefined ? last - (DEFAULT_USAGE_DAYS - 1) * DAY_MS : dayStart(from);
   const days = (last - first) / DAY_MS + 1;
   if (days > MAX_USAGE_DAYS) {
     throw new ValidationError(

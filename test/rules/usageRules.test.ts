@@ -256,6 +256,12 @@ describe('the usage history', () => {
     ]);
   });
 
+  it('accepts the last day of the year 9999', async () => {
+    const last = String(Date.UTC(10000, 0, 1) - 1);
+    const { days } = await getUsage('session:alice', { from: last, to: last });
+    expect(days.map((day) => day.date)).toEqual(['9999-12-31']);
+  });
+
   it(`accepts a window of exactly ${MAX_USAGE_DAYS} days, and 30 days ending with to when from is missing`, async () => {
     const first = Date.UTC(2026, 0, 1);
     const last = first + (MAX_USAGE_DAYS - 1) * DAY + DAY - 1;
@@ -270,7 +276,7 @@ describe('the usage history', () => {
     ['an exponent', { from: '1e12' }, ['from']],
     ['an empty value', { to: '' }, ['to']],
     ['a date string', { from: '2026-01-01' }, ['from']],
-    ['a moment beyond what a date can hold', { to: '9999999999999999' }, ['to']],
+    ['a moment after the year 9999', { to: String(Date.UTC(10000, 0, 1)) }, ['to']],
     ['an unknown parameter', { since: '1' }, []],
     ['from later than to', query(NOW, NOW - 1), ['from']],
     ['from in the future with no to', query(NOW + DAY), ['from']],
