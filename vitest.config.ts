@@ -8,6 +8,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
-    env: { POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'SILENT' },
+    env: {
+      POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'SILENT',
+      // Business metrics are CloudWatch EMF lines on stdout; tests read them through InMemoryServiceMetrics.
+      POWERTOOLS_METRICS_DISABLED: 'true',
+    },
   },
 });

@@ -18,9 +18,8 @@ import type { Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
-import { captureScreenshot } from '../shared/screenshot/captureScreenshot';
-import { createDeliveryPorts } from '../shared/wiring/delivery';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
+import { screenshotUseCase } from '../shared/wiring/screenshot';
 import { createStores } from '../shared/wiring/stores';
 import { startFloor } from './alternatives';
 import { answeredMs, invokeStreaming, screenshotEvent } from './invoke';
@@ -89,15 +88,14 @@ for (const [key, Renderer] of variants) {
   const egress = await startEgressProxy(policy);
   const renderer = new Renderer({ env, launchArgs: async () => egressChromiumArgs(egress.url) });
   await renderer.warmUp();
-  const handler = screenshotLambda({
-    capture: captureScreenshot({
-      ...createStores(store.dynamo.client, config),
+  const handler = screenshotLambda(
+    screenshotUseCase(
+      createStores(store.dynamo.client, config),
       renderer,
-      urlPolicy: createUrlPolicy(policy),
-      ...createDeliveryPorts(store.env),
-    }),
-    renderer,
-  });
+      createUrlPolicy(policy),
+      store.env,
+    ),
+  );
   closers.push(
     () => renderer.close(),
     () => egress.close(),

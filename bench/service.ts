@@ -7,11 +7,9 @@ import { ephemeralIdentityProvider } from '../local/ephemeralIdp';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
-import { captureScreenshot } from '../shared/screenshot/captureScreenshot';
-import { createDeliveryPorts } from '../shared/wiring/delivery';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
-import { createScreenshotService } from '../shared/wiring/screenshot';
+import { createScreenshotService, screenshotUseCase } from '../shared/wiring/screenshot';
 import { createStores } from '../shared/wiring/stores';
 import { type BenchResponse, invokeStreaming, screenshotEvent } from './invoke';
 
@@ -90,20 +88,20 @@ const instantRenderer: Renderer = {
 
 /**
  * The real handler with the renderer swapped for one that answers at once: authentication, rate limit, lastUsed,
- * validation, URL policy and the credit reservation against the embedded store, then the streamed answer.
+ * validation, URL policy and the credit reservation against the embedded store, then the streamed answer (the usage
+ * record is written after it, as deployed).
  */
 export function admissionOnly(store: BenchStore): {
   shoot(body: Record<string, unknown>): Promise<BenchResponse>;
 } {
   const config = readServiceConfig(store.env);
-  const handler = screenshotLambda({
-    capture: captureScreenshot({
-      ...createStores(store.dynamo.client, config),
-      renderer: instantRenderer,
-      urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
-      ...createDeliveryPorts(store.env),
-    }),
-    renderer: instantRenderer,
-  });
+  const handler = screenshotLambda(
+    screenshotUseCase(
+      createStores(store.dynamo.client, config),
+      instantRenderer,
+      createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
+      store.env,
+    ),
+  );
   return { shoot: (body) => invokeStreaming(handler, screenshotEvent(store.apiKey, body)) };
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   CfnOutput,
@@ -17,6 +18,7 @@ import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct, type IConstruct } from 'constructs';
 import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
+import { vendorFiles } from '../web/vendorFiles';
 
 /** The dashboard's files, deployed as they are (no build step). */
 const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
@@ -193,6 +195,8 @@ export class DashboardSite extends Construct {
       destinationBucket: this.bucket,
       sources: [
         s3deploy.Source.asset(DASHBOARD_SOURCE),
+        // The npm packages' files the page loads, from node_modules (web/vendorFiles.ts).
+        ...vendorFiles().map(({ name, path }) => s3deploy.Source.data(name, readFileSync(path, 'utf8'))),
         s3deploy.Source.jsonData('config.json', {
           mode: 'cognito',
           cognito: {

@@ -97,7 +97,7 @@ export class ScreenshotServiceStack extends Stack {
       : new dynamodb.Table(this, 'Table', {
           partitionKey: { name: TABLE_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
           sortKey: { name: TABLE_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
-          // Rate-limit windows expire by themselves (docs/data-model.md); no other item carries the attribute.
+          // Rate-limit windows and usage items expire by themselves (docs/data-model.md); no other item carries it.
           timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
           billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
           pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },

@@ -3,12 +3,13 @@ import type { RouteDefinition } from '../shared/routes';
 /**
  * The DynamoDB actions each route's function may call on the table, and nothing else (docs/data-model.md, "Access
  * patterns"). Keyed by handler so a new route in shared/routes.ts does not compile until someone decides its grant.
- * Every session route verifies the token and then grants the free credits once: an UpdateItem on the account.
+ * Every key and credit route verifies the token and then grants the free credits once: an UpdateItem on the account.
  * An empty list means no table statement at all.
  */
 export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly string[]>> = {
-  // Key lookup and a signed link's signing item (GetItem); rate-limit window, credit reserve/refund, free grant and
-  // lastUsed (UpdateItem); a refund that failed, kept for an operator (PutItem, shared/store/dynamoPendingRefunds.ts).
+  // Key lookup and a signed link's signing item (GetItem); rate-limit window, credit reserve/refund, free grant,
+  // lastUsed, capture slots and the usage day's totals (UpdateItem); the request's usage record and a refund that
+  // failed, kept for an operator (PutItem).
   screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   // Query on the account's partition; free grant.
   listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
@@ -20,6 +21,8 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   deleteKey: ['dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
   // Balance (GetItem); free grant (UpdateItem).
   getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  // The usage days and the key names: two Queries on the account's partition. A read-only route: no free grant.
+  getUsage: ['dynamodb:Query'],
   // The public API description is built from the schemas in code: no table access at all.
   getOpenApi: [],
 };

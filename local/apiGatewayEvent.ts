@@ -77,6 +77,8 @@ export interface RouteEventOptions {
   /** Serialised as JSON unless already a string. */
   body?: unknown;
   pathParameters?: Record<string, string>;
+  /** Query parameters, as the client's query string would carry them. */
+  query?: Record<string, string>;
   headers?: Record<string, string>;
 }
 
@@ -101,6 +103,7 @@ export function routeEvent(
     path,
     resource: route.path,
     pathParameters: options.pathParameters ?? null,
+    query: new URLSearchParams(options.query),
     headers,
     body,
   });

@@ -5,11 +5,15 @@ import { z } from 'zod';
 import { detailsFromZod } from '../shared/http/request';
 import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
+import { vendorFilePath } from '../web/vendorFiles';
 import type { ExtraRoute } from './httpAdapter';
 import type { LocalIdp } from './idp';
 
-/** The deployable dashboard: every file there goes to the S3 bucket as is (infra/dashboardSite.ts). */
-const DASHBOARD_DIR = new URL('../web/public/', import.meta.url);
+/**
+ * The deployable dashboard: every file there goes to the S3 bucket as is (infra/dashboardSite.ts), beside the
+ * vendor files of web/vendorFiles.ts.
+ */
+export const DASHBOARD_DIR = new URL('../web/public/', import.meta.url);
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -71,7 +75,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     if (!FILE_NAME.test(name)) return false;
     let body: Buffer;
     try {
-      body = await readFile(new URL(name, DASHBOARD_DIR));
+      body = await readFile(vendorFilePath(name) ?? new URL(name, DASHBOARD_DIR));
     } catch {
       return false;
     }

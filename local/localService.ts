@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { readServiceConfig } from '../shared/config';
 import { logger } from '../shared/logger';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
-import { keyLambdas, openApiLambda, screenshotLambda } from '../shared/wiring/lambdaHandlers';
+import { keyLambdas, openApiLambda, screenshotLambda, usageLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
+import { createUsageHistory } from '../shared/wiring/usage';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
@@ -90,6 +91,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     {
       screenshot: screenshotLambda(screenshot),
       ...keyLambdas(keys),
+      getUsage: usageLambda(createUsageHistory(dynamo.client, env, idp.jwks)),
       getOpenApi: openApiLambda,
     },
     { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })] },

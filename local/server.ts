@@ -3,6 +3,8 @@ import { startLocalService } from './localService';
 
 /** `npm start`: serves the whole API locally. Settings come from the environment (see README). */
 const dataDir = resolve(process.env.DATA_DIR || '.data');
+// Business metrics are CloudWatch EMF lines, for Lambda's log shipping; on a terminal they would only be noise.
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const port = Number(process.env.PORT || 3000);
 
 const service = await startLocalService({ dataDir, port });

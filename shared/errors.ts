@@ -31,6 +31,11 @@ export class AppError extends Error {
   }
 }
 
+/** The status an error is answered with: its own for an AppError, 500 for anything else. */
+export function statusOf(error: unknown): number {
+  return error instanceof AppError ? error.status : 500;
+}
+
 export class ValidationError extends AppError {
   constructor(
     readonly details: ValidationDetail[],

@@ -10,10 +10,18 @@ export interface RouteDefinition {
    * File name in `functions/` and the function's logical name in the stack. Routes may share one: the signed GET of
    * /api/screenshot runs in the screenshot function, beside the POST.
    */
-  handler: 'screenshot' | 'listKeys' | 'createKey' | 'updateKey' | 'deleteKey' | 'getCredits' | 'getOpenApi';
+  handler:
+    | 'screenshot'
+    | 'listKeys'
+    | 'createKey'
+    | 'updateKey'
+    | 'deleteKey'
+    | 'getCredits'
+    | 'getUsage'
+    | 'getOpenApi';
   /**
-   * Session token (key management), API key (screenshot), a signed link's keyId and signature (the screenshot GET),
-   * or none (the public API description).
+   * Session token (key management, usage), API key (screenshot), a signed link's keyId and signature (the screenshot
+   * GET), or none (the public API description).
    */
   auth: 'session' | 'apiKey' | 'signature' | 'none';
   /** A response-streaming Lambda (API Gateway STREAM transfer mode). */
@@ -44,5 +52,6 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'PATCH', path: '/api/keys/{id}', handler: 'updateKey', auth: 'session', streaming: false },
   { method: 'DELETE', path: '/api/keys/{id}', handler: 'deleteKey', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/credits', handler: 'getCredits', auth: 'session', streaming: false },
+  { method: 'GET', path: '/api/usage', handler: 'getUsage', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/openapi.json', handler: 'getOpenApi', auth: 'none', streaming: false },
 ];

@@ -26,9 +26,13 @@ export function detailsFromZod(error: z.ZodError): ValidationDetail[] {
 }
 
 /** Validates a parsed value with `schema`, or throws ValidationError with the zod issues as details. */
-export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+export function validate<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  message = 'Invalid request body',
+): z.infer<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(detailsFromZod(result.error), 'Invalid request body');
+  if (!result.success) throw new ValidationError(detailsFromZod(result.error), message);
   return result.data;
 }
 

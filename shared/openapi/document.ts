@@ -18,6 +18,8 @@ import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
+import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
+import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import {
   apiKeyList,
   captureFailedError,
@@ -30,6 +32,7 @@ import {
   rateLimitedError,
   screenshotError,
   screenshotValidationError,
+  usageReport,
 } from './schemas';
 
 /**
@@ -229,6 +232,17 @@ const screenshotResponses = {
   },
 };
 
+const moment = (description: string) =>
+  z.string().regex(MOMENT_PATTERN).optional().meta({ description, example: '1767225600000' });
+// The query as it travels (text); the handler's usageQuery turns it into numbers.
+const usageParameters = z.strictObject({
+  from: moment(
+    'Start of the window, milliseconds since the epoch: its UTC day is the first one ' +
+      `(default: the ${DEFAULT_USAGE_DAYS} days ending with the day of to)`,
+  ),
+  to: moment('End of the window, milliseconds since the epoch (default: now): its UTC day is the last one'),
+});
+
 const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObject> = {
   screenshot: {
     tags: ['Screenshots'],
@@ -304,6 +318,24 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
     tags: ['Credits'],
     summary: "The account's credit balance",
     responses: { '200': { description: 'The balance', content: json(creditBalance) }, ...sessionFailures },
+  },
+  getUsage: {
+    tags: ['Usage'],
+    summary: "The account's usage per UTC day and per API key",
+    description:
+      `The window covers whole UTC days, from the day of \`from\` to the day of \`to\` (both included), at most ` +
+      `${MAX_USAGE_DAYS} days. Without \`to\`, now; without \`from\`, the ${DEFAULT_USAGE_DAYS} days ending with the day ` +
+      `of \`to\`. Usage records are kept ${USAGE_RETENTION_DAYS} days; older days answer zeros. Each request counts ` +
+      'once its answer has been sent.',
+    requestParams: { query: usageParameters },
+    responses: {
+      '200': { description: 'The usage history', content: json(usageReport) },
+      '400': managementFailure(
+        'A parameter that is not a whole number of milliseconds, from later than to, a window of more than ' +
+          `${MAX_USAGE_DAYS} days, or an unknown parameter; see details`,
+      ),
+      ...sessionFailures,
+    },
   },
   getOpenApi: {
     tags: ['Meta'],
@@ -386,8 +418,8 @@ export function openApiDocument(): oas31.OpenAPIObject {
         title: 'Screenshot API',
         version: '1.0.0',
         description:
-          'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management and the ' +
-          'credit balance with a session token from the identity provider. All timestamps are milliseconds since ' +
+          'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management, the ' +
+          'credit balance and the usage history with a session token from the identity provider. All timestamps are milliseconds since ' +
           'the epoch.',
       },
       // Relative to where this document is served (<base>/api/openapi.json), so it is right locally, on the API
@@ -397,6 +429,7 @@ export function openApiDocument(): oas31.OpenAPIObject {
         { name: 'Screenshots' },
         { name: 'API keys' },
         { name: 'Credits' },
+        { name: 'Usage' },
         { name: 'Meta', description: 'Public, no authentication' },
       ],
       components: {

@@ -146,3 +146,38 @@ export const imageLink = z
     }),
   })
   .meta({ id: 'ImageLink', description: 'response: json, the stored image' });
+
+const count = (description: string) => z.number().int().min(0).meta({ description });
+
+export const usageReport = z
+  .object({
+    days: z
+      .array(
+        z.object({
+          date: z
+            .string()
+            .regex(/^\d{4}-\d{2}-\d{2}$/)
+            .meta({ description: 'The UTC day, YYYY-MM-DD', example: '2026-01-31' }),
+          captures: count('Requests answered with an image, cache hits included'),
+          failed: count('Requests answered with an error (400 and above): invalid, over the limits, failed'),
+          cacheHits: count('Captures answered from the image cache'),
+          credits: count('Credits charged'),
+        }),
+      )
+      .meta({ description: 'Every UTC day of the window, oldest first; days without requests as zeros' }),
+    byKey: z
+      .array(
+        z.object({
+          keyId,
+          name: keyName
+            .nullable()
+            .meta({ description: 'Label chosen at creation; null once the key was deleted' }),
+          captures: count('Requests of this key answered with an image'),
+          credits: count('Credits charged to requests of this key'),
+        }),
+      )
+      .meta({
+        description: 'Each key that made requests in the window, the most credits first; deleted keys too',
+      }),
+  })
+  .meta({ id: 'UsageReport' });

@@ -1,23 +1,28 @@
 import { createHash } from 'node:crypto';
 import type { CaptureSlots } from '../accounts/captureSlots';
 import type { CreditLedger } from '../accounts/creditLedger';
+import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
+import { giveCreditsBack } from '../accounts/refund';
 import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
 import { ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { validate } from '../http/request';
-import type { KeyStore } from '../keys/keyStore';
+import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
+import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS } from '../timing';
+import type { UsageRecorder } from '../usage/usageRecorder';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
+import { outcomeStatus, usageOf } from './usageOf';
 
 export type { Screenshot } from '../delivery/imageDelivery';
 
@@ -36,6 +41,12 @@ export interface ScreenshotDeps {
   images: ImageStore;
   /** Opens the signing secrets of signed links. */
   cipher: SecretCipher;
+  /** Takes the usage record of every request that passed authentication. */
+  usage: UsageRecorder;
+  /** Business metrics of every answered request; refunds that failed are counted there too. */
+  metrics: ServiceMetrics;
+  /** Where a refund that could not be written is kept for an operator. */
+  pendingRefunds: PendingRefunds;
   now?: () => number;
 }
 
@@ -79,7 +90,8 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
  * (429), answer from the cache (200 or 304, free), take one of the account's capture slots (429), validate (400),
  * reserve credits (402), capture (200, or 500 with the credits given back), store it for the cache or a link. Only
  * authenticated requests wait for admission, and the capture's time budget runs from there. A client that hangs up
- * stops the capture and is not charged.
+ * stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
+ * authentication leaves a usage record.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   // Read at each call, not once: a clock moved under a running service (tests of cache expiry) is the one it uses.
@@ -87,102 +99,149 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   const admission = deps.admission ?? IMMEDIATE_ADMISSION;
   const budgetMs = deps.captureBudgetMs ?? CAPTURE_BUDGET_MS;
   const delivery = imageDelivery({ images: deps.images, now });
+  const refundDeps = {
+    credits: deps.credits,
+    pendingRefunds: deps.pendingRefunds,
+    metrics: deps.metrics,
+    now,
+  };
 
   return async (input) => {
-    let rateLimit: RateLimitDecision | undefined;
+    const at = now();
+    let identity: KeyIdentity;
     try {
-      const identity =
+      identity =
         'signed' in input
           ? await authenticateSignedLink(input.signed, deps.keys, deps.cipher)
           : await authenticateApiKey(input.apiKey, deps.keys);
-      const queuedAt = now();
-      return await admission.run(async () => {
-        const admittedAt = now();
-        // Time spent waiting for admission is not the runtime's: deployed there is no such wait, and locally the
-        // queue stands in for Lambda starting another function.
-        const deadline = Math.min(admittedAt + budgetMs, input.deadline + (admittedAt - queuedAt));
-        if (input.signal?.aborted) throw new ClientGoneError();
-        // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
-        // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
-        // order of answers (401, 429, 400, 402) is unchanged.
-        const validated = specOf(
-          // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
-          'signed' in input ? () => withDefaults(input.request(), { cache: true }) : input.request,
-          deps.urlPolicy,
-        );
-        validated.catch(() => undefined);
-        // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
-        // request has been counted and allowed.
-        const cachedAnswer = validated.then(({ fields }) =>
-          delivery.fromCache(identity.accountId, fields, input.ifNoneMatch),
-        );
-        cachedAnswer.catch(() => undefined);
-        const [decision] = await Promise.all([
-          deps.rateLimiter.hit(identity.accountId, now()),
-          deps.keys
-            .touchLastUsed(identity, now())
-            .catch((error) => logger.warn('lastUsed not recorded', { error })),
-        ]);
-        rateLimit = decision;
-        if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
-        // A cache hit is no capture: it needs no slot. An invalid request has no cache entry and is refused below.
-        const cached = await cachedAnswer.catch(() => undefined);
-        if (cached) {
-          return { ok: true, rateLimit: decision, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
-        }
+    } catch (error) {
+      const refused: ScreenshotOutcome = { ok: false, error };
+      deps.metrics.captureFinished(metricOf(refused, now() - at));
+      return refused;
+    }
+    const request = readOnce(input.request);
+    const queuedAt = now();
+    const outcome = await admission
+      .run(() => admitted(identity, { ...input, request }, queuedAt))
+      .catch((error): ScreenshotOutcome => ({ ok: false, error }));
+    const durationMs = now() - at;
+    deps.metrics.captureFinished(metricOf(outcome, durationMs));
+    const record = usageOf(identity, outcome, { at, durationMs }, request);
+    deps.usage.record(record);
+    if (!outcome.ok) return outcome;
+    return {
+      ...outcome,
+      // The client never had the image: nothing is charged, and the record (written after the answer) says so.
+      undelivered: async () => {
+        record.credits = 0;
+        await outcome.undelivered();
+      },
+    };
+  };
 
-        const lease = await deps.captureSlots.acquire(identity.accountId, now(), deadline);
-        if (lease === undefined) throw new TooManyCapturesError(deps.captureSlots.limit, now());
+  async function admitted(
+    identity: KeyIdentity,
+    input: ScreenshotInput,
+    queuedAt: number,
+  ): Promise<ScreenshotOutcome> {
+    let rateLimit: RateLimitDecision | undefined;
+    try {
+      const admittedAt = now();
+      // Time spent waiting for admission is not the runtime's: deployed there is no such wait, and locally the
+      // queue stands in for Lambda starting another function.
+      const deadline = Math.min(admittedAt + budgetMs, input.deadline + (admittedAt - queuedAt));
+      if (input.signal?.aborted) throw new ClientGoneError();
+      // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
+      // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
+      // order of answers (401, 429, 400, 402) is unchanged.
+      const validated = specOf(
+        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
+        'signed' in input ? () => withDefaults(input.request(), { cache: true }) : input.request,
+        deps.urlPolicy,
+      );
+      validated.catch(() => undefined);
+      // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
+      // request has been counted and allowed.
+      const cachedAnswer = validated.then(({ fields }) =>
+        delivery.fromCache(identity.accountId, fields, input.ifNoneMatch),
+      );
+      cachedAnswer.catch(() => undefined);
+      const [decision] = await Promise.all([
+        deps.rateLimiter.hit(identity.accountId, now()),
+        deps.keys
+          .touchLastUsed(identity, now())
+          .catch((error) => logger.warn('lastUsed not recorded', { error })),
+      ]);
+      rateLimit = decision;
+      if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
+      // A cache hit is no capture: it needs no slot. An invalid request has no cache entry and is refused below.
+      const cached = await cachedAnswer.catch(() => undefined);
+      if (cached)
+        return { ok: true, rateLimit: decision, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+
+      const lease = await deps.captureSlots.acquire(identity.accountId, now(), deadline);
+      if (lease === undefined) throw new TooManyCapturesError(deps.captureSlots.limit, now());
+      try {
+        const { fields, spec } = await validated;
+        const cost = creditCost(spec);
+        await deps.credits.reserve(identity.accountId, cost);
+        const giveBack = () => giveCreditsBack(refundDeps, identity.accountId, cost);
+        let screenshot: Screenshot;
         try {
-          const { fields, spec } = await validated;
-          const cost = creditCost(spec);
-          await deps.credits.reserve(identity.accountId, cost);
-          const giveBack = () => refund(deps.credits, identity.accountId, cost);
-          let screenshot: Screenshot;
-          try {
-            const result = await deps.renderer.capture(spec, {
-              deadline,
-              ...(input.signal ? { signal: input.signal } : {}),
-            });
-            if (input.signal?.aborted) throw new ClientGoneError();
-            screenshot = await delivery.deliver(identity.accountId, fields, {
-              image: result.image,
-              contentType: CONTENT_TYPES[spec.format],
-              etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
-              creditsCharged: cost,
-              truncated: result.truncated,
-            });
-          } catch (error) {
-            await giveBack();
-            throw error;
-          }
-          logger.info('screenshot', { accountId: identity.accountId, cost, cache: screenshot.cache });
-          return { ok: true, rateLimit: decision, screenshot, undelivered: giveBack };
-        } finally {
-          // A release that fails leaves the lease to lapse at the deadline.
-          await deps.captureSlots
-            .release(identity.accountId, lease)
-            .catch((error) => logger.warn('Capture slot not released', { error }));
+          const result = await deps.renderer.capture(spec, {
+            deadline,
+            ...(input.signal ? { signal: input.signal } : {}),
+          });
+          if (input.signal?.aborted) throw new ClientGoneError();
+          screenshot = await delivery.deliver(identity.accountId, fields, {
+            image: result.image,
+            contentType: CONTENT_TYPES[spec.format],
+            etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
+            creditsCharged: cost,
+            truncated: result.truncated,
+          });
+        } catch (error) {
+          await giveBack();
+          throw error;
         }
-      });
+        logger.info('screenshot', { accountId: identity.accountId, cost, cache: screenshot.cache });
+        return { ok: true, rateLimit: decision, screenshot, undelivered: giveBack };
+      } finally {
+        // A release that fails leaves the lease to lapse at the deadline.
+        await deps.captureSlots
+          .release(identity.accountId, lease)
+          .catch((error) => logger.warn('Capture slot not released', { error }));
+      }
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };
     }
+  }
+}
+
+/** What the metrics count of one answer. */
+function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
+  return {
+    status: outcomeStatus(outcome),
+    durationMs,
+    creditsCharged: outcome.ok ? outcome.screenshot.creditsCharged : 0,
+    cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
   };
 }
 
-/**
- * Gives back what a capture that was not delivered took. The customer is owed the capture's own answer even when
- * the refund cannot be written; the log line is what an operator needs to give the credits back by hand.
- */
-async function refund(credits: CreditLedger, accountId: string, cost: number): Promise<void> {
-  await credits.refund(accountId, cost).catch((error) =>
-    logger.error('Refund failed; credits must be returned by hand', {
-      accountId,
-      cost,
-      error: error as Error,
-    }),
-  );
+/** The body thunk, read at most once (validation and the usage record both look at it); its errors are kept too. */
+function readOnce(request: () => unknown): () => unknown {
+  let read: { value: unknown } | { error: unknown } | undefined;
+  return () => {
+    if (!read) {
+      try {
+        read = { value: request() };
+      } catch (error) {
+        read = { error };
+      }
+    }
+    if ('error' in read) throw read.error;
+    return read.value;
+  };
 }
 
 /** The request's fields and its capture spec, or a ValidationError (400). */

@@ -2,7 +2,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 /**
  * The single table (see docs/data-model.md). Generic key names so every entity fits; `expiresAt` (epoch seconds)
- * is the TTL attribute, set on rate-limit windows only.
+ * is the TTL attribute, set on rate-limit windows and usage items only.
  */
 export const TABLE_SCHEMA = {
   partitionKey: 'pk',
@@ -29,9 +29,20 @@ export const itemKey = {
   }),
   /** A refund that failed, kept for an operator. One partition for all: they are rare, and listed together. */
   pendingRefund: (refundId: string) => ({ pk: PENDING_REFUNDS_PARTITION, sk: `REFUND#${refundId}` }),
+  /** An account's usage totals of one UTC day (YYYY-MM-DD): the days of a window sort together. */
+  usageDay: (accountId: string, date: string) => ({
+    pk: `ACCOUNT#${accountId}`,
+    sk: `${USAGE_DAY_PREFIX}${date}`,
+  }),
+  /** One screenshot request's usage record: by time, then a random id so that records never collide. */
+  usageRecord: (accountId: string, at: number, id: string) => ({
+    pk: `ACCOUNT#${accountId}`,
+    sk: `USAGE#REQUEST#${String(at).padStart(13, '0')}#${id}`,
+  }),
 };
 
 export const PENDING_REFUNDS_PARTITION = 'REFUNDS#PENDING';
+export const USAGE_DAY_PREFIX = 'USAGE#DAY#';
 
 export const ACCOUNT_KEY_PREFIX = 'KEY#';
 

@@ -3,10 +3,14 @@ import { type BufferedLambdaHandler, bufferedHandler, streamingHandler } from '.
 import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
 import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
+import { usageRoute } from '../http/usageRoute';
 import type { KeyManagement } from '../keys/keyManagement';
+import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import { getOpenApi } from '../openapi/handler';
 import type { RouteDefinition } from '../routes';
 import type { CaptureScreenshot } from '../screenshot/captureScreenshot';
+import type { GetUsage } from '../usage/usageHistory';
+import type { DeferredUsageRecorder } from '../usage/usageRecorder';
 
 /**
  * The Lambda handler of every route, as the functions export them: each route through the one HTTP adapter. The
@@ -16,14 +20,22 @@ export type LambdaHandlers = {
   [K in RouteDefinition['handler']]: K extends 'screenshot' ? StreamingLambdaHandler : BufferedLambdaHandler;
 };
 
-/** The screenshot route; the renderer prepares its next tab once the client has the image. */
+/**
+ * The screenshot route. Once the client has its answer, the renderer prepares its next tab, the request's usage
+ * record is written and its metrics are published, all before the handler returns.
+ */
 export function screenshotLambda(service: {
   capture: CaptureScreenshot;
   renderer: Pick<Renderer, 'settle'>;
+  usage: Pick<DeferredUsageRecorder, 'flush'>;
+  metrics: Pick<ServiceMetrics, 'flush'>;
 }): StreamingLambdaHandler {
   return streamingHandler(screenshotRoute(service.capture), {
     errors: 'screenshot',
-    afterResponse: () => service.renderer.settle(),
+    afterResponse: async () => {
+      service.metrics.flush();
+      await Promise.all([service.renderer.settle(), service.usage.flush()]);
+    },
   });
 }
 
@@ -33,6 +45,10 @@ export function keyLambdas(keys: KeyManagement): Record<KeyRouteName, BufferedLa
     bufferedHandler(route, { errors: 'management' }),
   ]);
   return Object.fromEntries(routes) as Record<KeyRouteName, BufferedLambdaHandler>;
+}
+
+export function usageLambda(getUsage: GetUsage): BufferedLambdaHandler {
+  return bufferedHandler(usageRoute(getUsage), { errors: 'management' });
 }
 
 export const openApiLambda: BufferedLambdaHandler = bufferedHandler(getOpenApi, { errors: 'management' });

@@ -1,12 +1,15 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ChromiumRenderer } from '../capture/chromiumRenderer';
+import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
 import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
-import { createUrlPolicy } from '../egress/urlPolicy';
+import { createUrlPolicy, type UrlPolicy } from '../egress/urlPolicy';
 import { logger } from '../logger';
+import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import type { Admission } from '../screenshot/admission';
-import { captureScreenshot } from '../screenshot/captureScreenshot';
+import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
 import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
+import { DeferredUsageRecorder } from '../usage/usageRecorder';
 import { createDeliveryPorts } from './delivery';
 import { createStores } from './stores';
 
@@ -43,20 +46,43 @@ export function createScreenshotService(
     budgets,
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
-  const capture = captureScreenshot({
-    ...createStores(client, config),
-    renderer,
-    urlPolicy: createUrlPolicy(policy),
+  const service = screenshotUseCase(createStores(client, config), renderer, createUrlPolicy(policy), env, {
     captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs,
     ...(options.admission ? { admission: options.admission } : {}),
-    ...createDeliveryPorts(env),
   });
+  const { usage } = service;
   return {
-    capture,
-    renderer,
+    ...service,
     async close() {
+      await usage.flush();
       await renderer.close();
       await (await egress)?.close();
     },
   };
+}
+
+/**
+ * The screenshot use case over the stores with the given renderer and URL policy, with the delivery ports, metrics
+ * and usage recorder the environment calls for. The Lambda handler flushes the usage records and metrics after each
+ * answer (shared/wiring/lambdaHandlers.ts).
+ */
+export function screenshotUseCase(
+  stores: ReturnType<typeof createStores>,
+  renderer: Renderer,
+  urlPolicy: UrlPolicy,
+  env: NodeJS.ProcessEnv,
+  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs'> = {},
+) {
+  const usage = new DeferredUsageRecorder(stores.usageStore);
+  const metrics = new PowertoolsServiceMetrics(env);
+  const capture = captureScreenshot({
+    ...stores,
+    ...createDeliveryPorts(env),
+    ...options,
+    usage,
+    metrics,
+    renderer,
+    urlPolicy,
+  });
+  return { capture, renderer, usage, metrics };
 }

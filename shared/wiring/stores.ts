@@ -6,6 +6,7 @@ import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
+import { DynamoUsageStore } from '../store/dynamoUsageStore';
 import { translateStoreOutages } from '../store/storeUnavailable';
 
 /**
@@ -22,5 +23,6 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
     captureSlots: new DynamoCaptureSlots(db, config.tableName, config.maxConcurrentCaptures),
+    usageStore: new DynamoUsageStore(db, config.tableName),
   };
 }

@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardConfig, dashboardRoutes } from '../../local/dashboardRoutes';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
+import { vendorFiles } from '../../web/vendorFiles';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
@@ -75,6 +77,26 @@ const keyRows = () =>
     rows.map((row) => Array.from(row.cells, (cell) => cell.textContent?.trim() ?? '')),
   );
 
+/**
+ * What uPlot drew on the usage chart's canvas: whether anything is there (axes, grid), and how many pixels have the
+ * colour of the captures' bars.
+ */
+function chartPixels(): Promise<{ drawn: boolean; bars: number }> {
+  return page.$eval('#usage-chart canvas', (element) => {
+    const canvas = element as HTMLCanvasElement;
+    const { data } = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height) ?? { data: [] };
+    const bar = getComputedStyle(document.documentElement).getPropertyValue('--chart-captures').trim();
+    const [r, g, b] = [1, 3, 5].map((i) => Number.parseInt(bar.slice(i, i + 2), 16));
+    let drawn = false;
+    let bars = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if ((data[i + 3] ?? 0) > 0) drawn = true;
+      if (data[i] === r && data[i + 1] === g && data[i + 2] === b && data[i + 3] === 255) bars++;
+    }
+    return { drawn, bars };
+  });
+}
+
 async function fillIn(selector: string, value: string): Promise<void> {
   await page.$eval(selector, (element) => {
     (element as HTMLInputElement).value = '';
@@ -104,6 +126,16 @@ describe('the dashboard files on the local server', () => {
     expect(response.headers.get('content-type')).toBe(type);
     expect(response.headers.get('x-content-type-options')).toBe('nosniff');
   });
+
+  it.each(vendorFiles().map(({ name, path }) => [name, path]))(
+    'serves /%s from the pinned npm package (%s)',
+    async (name, path) => {
+      const response = await service.request(`/${name}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(Buffer.from(await response.arrayBuffer()).equals(await readFile(path))).toBe(true);
+    },
+  );
 
   it('tells the page to use the local sign-in', async () => {
     expect(await (await service.request('/config.json')).json()).toEqual({ mode: 'local' });
@@ -186,6 +218,17 @@ describe('an account owner in the dashboard', () => {
     await waitShown('#dashboard');
     expect(await text('#who-name')).toContain(ACCOUNT);
     await waitText('#balance', /^100$/);
+  });
+
+  it('shows an empty usage history for the new account: 30 idle days charted, no keys', async () => {
+    await waitText('#usage-summary', /^Last 30 days: 0 captures, 0 failed requests, 0 credits\.$/);
+    expect(await page.$$eval('#usage-days tr', (rows) => rows.length)).toBe(30);
+    expect(await isShown('#usage-no-keys')).toBe(true);
+    expect(await isShown('#usage-keys-table')).toBe(false);
+    expect(await text('#usage-readout')).toBe(
+      `${new Date().toISOString().slice(0, 10)}: 0 captures, 0 credits`,
+    );
+    expect(await chartPixels()).toEqual({ drawn: true, bars: 0 });
   });
 
   it('keeps the session token in session storage, out of the URL, cookies and local storage', async () => {
@@ -291,6 +334,44 @@ describe('an account owner in the dashboard', () => {
     await waitText('#balance', /^98$/);
   });
 
+  it('charts the capture with the numbers the API reports, and totals it under its key', async () => {
+    // The usage record is written just after the image was sent; Refresh picks it up if the first look missed it.
+    await page.waitForFunction(
+      () => {
+        const shown = document.getElementById('usage-summary')?.dataset.captures === '1';
+        if (!shown) document.getElementById('refresh')?.click();
+        return shown;
+      },
+      { timeout: 15_000, polling: 500 },
+    );
+    const token = await page.evaluate(
+      () => JSON.parse(sessionStorage.getItem('dashboard.session') ?? '{}').token,
+    );
+    const report = await (await service.request('/api/usage', { bearer: token })).json();
+    const today = report.days.at(-1);
+    expect(today).toMatchObject({ captures: 1, failed: 0, credits: 1 });
+    expect(await text('#usage-summary')).toBe('Last 30 days: 1 capture, 0 failed requests, 1 credit.');
+    expect(await text('#usage-readout')).toBe(`${today.date}: 1 capture, 1 credit`);
+    const [todayRow] = await page.$$eval('#usage-days tr', (rows) =>
+      rows.map((row) => Array.from(row.cells, (cell) => cell.textContent)),
+    );
+    expect(todayRow).toEqual([today.date, '1', '0', '0', '1']);
+    expect(await page.$$eval('#usage-keys tr', (rows) => rows.map((row) => row.textContent))).toEqual([
+      'phone test11',
+    ]);
+    expect((await chartPixels()).bars).toBeGreaterThan(0);
+  });
+
+  it('reads out the day under the pointer on the chart', async () => {
+    await page.$eval('#usage-chart', (chart) => chart.scrollIntoView({ block: 'center' }));
+    const box = await (await page.$('#usage-chart .u-over'))?.boundingBox();
+    if (!box) throw new Error('no chart plot area');
+    await page.mouse.move(box.x + 2, box.y + box.height / 2);
+    await waitText('#usage-readout', /: 0 captures, 0 credits$/);
+    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+    await waitText('#usage-readout', /: 1 capture, 1 credit$/);
+  });
+
   it('asks before revoking, and keeps the key when the user cancels', async () => {
     await page.click('#keys-body tr button.secondary');
     await page.waitForSelector('#confirm[open]');
@@ -322,6 +403,18 @@ describe('an account owner in the dashboard', () => {
     await waitShown('#no-keys');
     expect(await keyRows()).toEqual([]);
     expect(await page.$eval('#try-key', (input) => (input as HTMLInputElement).value)).toBe('');
+  });
+
+  it('keeps the deleted key in the usage totals, named as deleted', async () => {
+    await page.click('#refresh');
+    await waitText('#usage-keys', /^Deleted key \(key_\w+\)11$/);
+    expect(await text('#usage-summary')).toBe('Last 30 days: 1 capture, 0 failed requests, 1 credit.');
+  });
+
+  it('shows the last 7 days when that period is chosen', async () => {
+    await page.select('#usage-range', '7');
+    await waitText('#usage-summary', /^Last 7 days: 1 capture/);
+    expect(await page.$$eval('#usage-days tr', (rows) => rows.length)).toBe(7);
   });
 
   it('fits a phone-sized screen without sideways scrolling', async () => {

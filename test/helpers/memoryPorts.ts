@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CaptureSlots } from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
+import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
   RATE_WINDOW_MS,
   type RateLimitDecision,
@@ -22,6 +23,14 @@ import {
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../../shared/keys/keyStore';
 import type { ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
+import {
+  type DayTotals,
+  isCapture,
+  type UsageRecord,
+  type UsageStore,
+  utcDate,
+} from '../../shared/usage/usageStore';
+import { InMemoryServiceMetrics } from './inMemoryMetrics';
 
 /**
  * In-memory implementations of the domain's ports, for rule tests that run in milliseconds. They keep the ports'
@@ -289,6 +298,57 @@ export function memoryScreenshotDeps(overrides: Partial<ScreenshotDeps> = {}): S
     urlPolicy: fakeUrlPolicy,
     images: new MemoryImageStore(),
     cipher: new AesGcmSecretCipher(randomBytes(32)),
+    usage: { record: () => undefined },
+    metrics: new InMemoryServiceMetrics(),
+    pendingRefunds: new MemoryPendingRefunds(),
     ...overrides,
   };
+}
+
+/** Keeps every usage record; day totals are summed from them when asked. */
+export class MemoryUsageStore implements UsageStore {
+  readonly records: UsageRecord[] = [];
+
+  async add(record: UsageRecord): Promise<void> {
+    this.records.push(record);
+  }
+
+  async days(accountId: string, fromDate: string, toDate: string): Promise<DayTotals[]> {
+    const days = new Map<string, DayTotals>();
+    for (const record of this.records) {
+      const date = utcDate(record.at);
+      if (record.accountId !== accountId || date < fromDate || date > toDate) continue;
+      const day = days.get(date) ?? { date, captures: 0, failed: 0, cacheHits: 0, credits: 0, byKey: {} };
+      const captured = isCapture(record.status) ? 1 : 0;
+      day.captures += captured;
+      day.failed += 1 - captured;
+      day.cacheHits += record.cacheHit ? 1 : 0;
+      day.credits += record.credits;
+      const key = day.byKey[record.keyId] ?? { captures: 0, credits: 0 };
+      key.captures += captured;
+      key.credits += record.credits;
+      day.byKey[record.keyId] = key;
+      days.set(date, day);
+    }
+    return [...days.values()].sort((a, b) => a.date.localeCompare(b.date));
+  }
+}
+
+/** Failed refunds kept in a list, as an operator would find them. */
+export class MemoryPendingRefunds implements PendingRefunds {
+  readonly pending: PendingRefund[] = [];
+
+  async record(refund: Omit<PendingRefund, 'id'>): Promise<PendingRefund> {
+    const kept = { ...refund, id: `rf_${this.pending.length}` };
+    this.pending.push(kept);
+    return kept;
+  }
+
+  async list(): Promise<PendingRefund[]> {
+    return [...this.pending];
+  }
+
+  async giveBack(): Promise<RefundReturn> {
+    throw new Error('not used by the rule tests');
+  }
 }

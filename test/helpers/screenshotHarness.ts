@@ -10,9 +10,10 @@ import { readServiceConfig } from '../../shared/config';
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import type { CaptureBudgets } from '../../shared/timing';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
-import { keyLambdas, screenshotLambda } from '../../shared/wiring/lambdaHandlers';
+import { keyLambdas, screenshotLambda, usageLambda } from '../../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../../shared/wiring/screenshot';
 import { createStores } from '../../shared/wiring/stores';
+import { createUsageHistory } from '../../shared/wiring/usage';
 import { startTestDelivery, startTestStore, TEST_TABLE } from './store';
 
 export interface StreamedResponse extends BufferedResponse {
@@ -41,6 +42,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
   const fullEnv = { TABLE_NAME: TEST_TABLE, FREE_CREDITS: '100', ...idp.env, ...delivery.env, ...env };
   const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
   const management = keyLambdas(createKeyManagement(serviceClient, fullEnv, idp.jwks));
+  const usage = usageLambda(createUsageHistory(serviceClient, fullEnv, idp.jwks));
   const screenshot = createScreenshotService(
     serviceClient,
     fullEnv,
@@ -61,6 +63,14 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
     credits,
     renderer: screenshot.renderer,
     manage,
+    /** GET /api/usage with the session token and the query parameters. */
+    async usage(token: string | undefined, query: Record<string, string> = {}) {
+      const result = await usage(
+        routeEvent('getUsage', { query, ...(token === undefined ? {} : { bearer: token }) }),
+        invocationContext(),
+      );
+      return { status: result.statusCode, body: JSON.parse(result.body) };
+    },
     /** A new account with one API key (and the free credits). */
     async newAccount() {
       const accountId = `acct-${++accounts}-${Math.random().toString(36).slice(2)}`;

@@ -10,6 +10,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardSite } from '../../infra/dashboardSite';
 import { dashboardContentSecurityPolicy } from '../../web/securityHeaders';
+import { vendorFiles } from '../../web/vendorFiles';
 import { dependencyCycle } from './synth';
 
 /**
@@ -213,9 +214,9 @@ describe('the dashboard distribution', () => {
 });
 
 describe('the deployment of the files', () => {
-  it('copies web/public and a generated config.json, prunes old files and invalidates the cache', () => {
+  it('copies web/public, the vendor files and a generated config.json, prunes old files and invalidates the cache', () => {
     template.hasResourceProperties('Custom::CDKBucketDeployment', {
-      SourceObjectKeys: [Match.anyValue(), Match.anyValue()],
+      SourceObjectKeys: Array(2 + vendorFiles().length).fill(Match.anyValue()),
       Prune: true,
       RetainOnDelete: false,
       DistributionPaths: ['/*'],

@@ -196,3 +196,29 @@ describe('the screenshot answers', () => {
     await expectDescribed('POST', '/api/screenshot', response);
   });
 });
+
+describe('the usage answers', () => {
+  it('reports the visit above (200) as described: one capture, every refusal after authentication failed', async () => {
+    // Records are written just after each answer is sent, so the last one may land a moment after its answer.
+    await expect
+      .poll(async () => {
+        const response = await service.request('/api/usage', { bearer: token });
+        expect(response.status).toBe(200);
+        const { days } = (await expectDescribed('GET', '/api/usage', response)) as {
+          days: { captures: number; failed: number; credits: number }[];
+        };
+        const total = (field: 'captures' | 'failed' | 'credits') =>
+          days.reduce((sum, day) => sum + day[field], 0);
+        return [total('captures'), total('failed'), total('credits')];
+      })
+      .toEqual([1, 5, 1]);
+  });
+
+  it('refuses a window longer than allowed (400) with details as described', async () => {
+    const response = await service.request(`/api/usage?from=0&to=${Date.now()}`, { bearer: token });
+    expect(response.status).toBe(400);
+    expect(await expectDescribed('GET', '/api/usage', response)).toMatchObject({
+      details: [{ path: ['to'] }],
+    });
+  });
+});

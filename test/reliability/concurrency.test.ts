@@ -3,6 +3,7 @@ import { RATE_WINDOW_MS, windowStart } from '../../shared/accounts/rateLimiter';
 import { logger } from '../../shared/logger';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { awayFromWindowEdge } from '../helpers/rateWindow';
 
 const BALANCE = 10;
 const RATE_LIMIT = 100;
@@ -62,12 +63,6 @@ async function screenshot(apiKey: string, body: unknown, via: TestLocalService =
 const capture = { width: 320, height: 320 };
 const countOf = (outcomes: Outcome[], status: number) =>
   outcomes.filter((outcome) => outcome.status === status).length;
-
-/** Waits out the last seconds of an hour, so a burst never straddles two rate-limit windows. */
-async function awayFromWindowEdge(marginMs = 10_000): Promise<void> {
-  const left = RATE_WINDOW_MS - (Date.now() % RATE_WINDOW_MS);
-  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
-}
 
 describe('sixty captures at once on a balance of ten', () => {
   let outcomes: Outcome[];

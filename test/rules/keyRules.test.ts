@@ -20,7 +20,17 @@ beforeEach(() => {
   keys = new MemoryKeyStore();
   credits = new MemoryCreditLedger();
   cipher = new AesGcmSecretCipher(randomBytes(32));
-  manage = keyManagement({ sessions: fakeSessions, keys, credits, cipher, freeCredits: 100 });
+  // A clock that moves on at each reading: key ids sort by creation time, and two keys made in the same
+  // millisecond would otherwise be ordered by their random part.
+  let clock = Date.UTC(2026, 0, 1);
+  manage = keyManagement({
+    sessions: fakeSessions,
+    keys,
+    credits,
+    cipher,
+    freeCredits: 100,
+    now: () => clock++,
+  });
 });
 
 /** The status and message a call fails with. */

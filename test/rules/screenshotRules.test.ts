@@ -1,18 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../shared/errors';
-import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
-import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
-import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
-import {
-  FakeRenderer,
-  fakeUrlPolicy,
-  MemoryCaptureSlots,
-  MemoryCreditLedger,
-  MemoryImageStore,
-  MemoryKeyStore,
-  MemoryRateLimiter,
-} from '../helpers/memoryPorts';
+import { generateApiKey } from '../../shared/keys/apiKey';
+import type { CaptureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import type { FakeRenderer, MemoryCreditLedger, MemoryKeyStore } from '../helpers/memoryPorts';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /**
  * The screenshot use case's rules, against in-memory ports: order of checks, cost tiers, refunds, rate limit.
@@ -27,40 +18,16 @@ let credits: MemoryCreditLedger;
 let renderer: FakeRenderer;
 let capture: CaptureScreenshot;
 let apiKey: string;
+let addKey: ReturnType<typeof memoryScreenshotService>['addKey'];
 
 async function newKey(accountId: string, balance: number): Promise<string> {
-  const key = generateApiKey();
-  await keys.create(
-    {
-      id: newKeyId(NOW),
-      accountId,
-      name: 'k',
-      keyHash: hashApiKey(key),
-      last4: lastFour(key),
-      createdAt: NOW,
-      sealedSigningSecret: '',
-    },
-    100,
-  );
+  const { key } = await addKey(accountId, NOW);
   await credits.set(accountId, balance);
   return key;
 }
 
 function setUp(rateLimit = 100) {
-  keys = new MemoryKeyStore();
-  credits = new MemoryCreditLedger();
-  renderer = new FakeRenderer();
-  capture = captureScreenshot({
-    keys,
-    credits,
-    renderer,
-    rateLimiter: new MemoryRateLimiter(rateLimit),
-    captureSlots: new MemoryCaptureSlots(10),
-    urlPolicy: fakeUrlPolicy,
-    images: new MemoryImageStore(),
-    cipher: new AesGcmSecretCipher(randomBytes(32)),
-    now: () => NOW,
-  });
+  ({ keys, credits, renderer, capture, addKey } = memoryScreenshotService({ rateLimit, now: () => NOW }));
 }
 
 const shoot = (body: unknown, key: string | undefined = apiKey) =>

@@ -1,4 +1,5 @@
-// The dashboard: sign-in, credit balance, API keys and a try-it form. Plain DOM, text only (never HTML strings).
+// The dashboard: sign-in, credit balance, usage, API keys and a try-it form. Plain DOM, text only (never HTML
+// strings).
 import { ApiError, callApi, capture } from './api.js';
 import {
   currentSession,
@@ -10,6 +11,7 @@ import {
   startHostedSignIn,
 } from './session.js';
 import { signedLink } from './signed-link.js';
+import { clearUsage, showUsage, usagePath } from './usage.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
@@ -73,6 +75,7 @@ function showDashboard() {
   say('signin-error', '');
   $('title').focus();
   refreshBalance();
+  refreshUsage();
   refreshKeys();
 }
 
@@ -93,6 +96,7 @@ function clearSecrets() {
   /** @type {HTMLInputElement} */ ($('try-key')).value = '';
   tryKeyId = null;
   showImage(null);
+  clearUsage();
 }
 
 /** Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. */
@@ -119,6 +123,20 @@ async function refreshBalance() {
     if (!session) return; // Signed out on the way; the sign-in form says why.
     say('balance', '–');
     say('notice', `Balance unavailable: ${error.message}`);
+  }
+}
+
+// ---- Usage ----
+
+async function refreshUsage() {
+  const range = /** @type {HTMLSelectElement} */ ($('usage-range'));
+  try {
+    const report = await withSession((token) => callApi(usagePath(Number(range.value)), { token }));
+    say('usage-error', '');
+    await showUsage(report, range.selectedOptions[0]?.textContent ?? '');
+  } catch (error) {
+    if (!session) return;
+    say('usage-error', `Usage could not be loaded: ${error.message}`);
   }
 }
 
@@ -336,6 +354,7 @@ async function tryCapture(event) {
       result.remaining === null ? '' : ` ${result.remaining} of ${result.limit} requests left this hour.`;
     say('try-status', `Captured.${rate}`);
     refreshBalance();
+    refreshUsage();
   } catch (error) {
     showImage(null);
     say('try-status', '');
@@ -378,8 +397,10 @@ async function start() {
   $('sign-out').addEventListener('click', () => signOut());
   $('refresh').addEventListener('click', () => {
     refreshBalance();
+    refreshUsage();
     refreshKeys();
   });
+  $('usage-range').addEventListener('change', refreshUsage);
   $('create-key').addEventListener('submit', createKey);
   $('copy-key').addEventListener('click', copyNewKey);
   $('link-builder').addEventListener('submit', buildLink);

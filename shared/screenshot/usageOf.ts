@@ -1,0 +1,47 @@
+import { statusOf } from '../errors';
+import type { KeyIdentity } from '../keys/keyStore';
+import type { UsageRecord } from '../usage/usageStore';
+import type { ScreenshotOutcome } from './captureScreenshot';
+import { MAX_URL_LENGTH } from './schema';
+
+/** What one authenticated screenshot request leaves in the usage records. */
+export function usageOf(
+  identity: KeyIdentity,
+  outcome: ScreenshotOutcome,
+  timing: { at: number; durationMs: number },
+  request: () => unknown,
+): UsageRecord {
+  const host = requestHost(request);
+  return {
+    accountId: identity.accountId,
+    keyId: identity.keyId,
+    at: timing.at,
+    status: outcomeStatus(outcome),
+    credits: outcome.ok ? outcome.screenshot.creditsCharged : 0,
+    cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
+    durationMs: timing.durationMs,
+    ...(host ? { host } : {}),
+  };
+}
+
+/** The HTTP status an outcome is answered with. */
+export function outcomeStatus(outcome: ScreenshotOutcome): number {
+  if (!outcome.ok) return statusOf(outcome.error);
+  return outcome.screenshot.notModified ? 304 : 200;
+}
+
+/**
+ * The host of the body's `url` when it is an http(s) URL, whatever else is wrong with the body: the records say
+ * which site a refused request was for too. Only the host: the path and query may carry the customer's secrets.
+ */
+function requestHost(request: () => unknown): string | undefined {
+  let url: unknown;
+  try {
+    url = (request() as { url?: unknown } | null)?.url;
+  } catch {
+    return undefined; // The body itself was refused (413, 415, malformed JSON).
+  }
+  if (typeof url !== 'string' || url.length > MAX_URL_LENGTH || !URL.canParse(url)) return undefined;
+  const parsed = new URL(url);
+  return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.host || undefined : undefined;
+}

@@ -1,0 +1,54 @@
+import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
+import { captureScreenshot, type ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
+import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
+import {
+  FakeRenderer,
+  MemoryCreditLedger,
+  MemoryKeyStore,
+  MemoryRateLimiter,
+  MemoryUsageStore,
+  memoryScreenshotDeps,
+} from './memoryPorts';
+
+/** The screenshot use case over fresh in-memory ports (test/helpers/memoryPorts.ts), for the rule tests. */
+export function memoryScreenshotService(options: { now: () => number; rateLimit?: number }) {
+  const keys = new MemoryKeyStore();
+  const credits = new MemoryCreditLedger();
+  const renderer = new FakeRenderer();
+  const usageStore = new MemoryUsageStore();
+  const usage = new DeferredUsageRecorder(usageStore);
+  const deps: ScreenshotDeps = memoryScreenshotDeps({
+    keys,
+    credits,
+    renderer,
+    usage,
+    rateLimiter: new MemoryRateLimiter(options.rateLimit ?? 100),
+    now: options.now,
+  });
+  return {
+    keys,
+    credits,
+    renderer,
+    usageStore,
+    usage,
+    capture: captureScreenshot(deps),
+    /** A new API key of the account, created at `createdAt`: its value and its id. */
+    async addKey(accountId: string, createdAt: number, name = 'k'): Promise<{ key: string; id: string }> {
+      const key = generateApiKey();
+      const id = newKeyId(createdAt);
+      await keys.create(
+        {
+          id,
+          accountId,
+          name,
+          keyHash: hashApiKey(key),
+          last4: lastFour(key),
+          createdAt,
+          sealedSigningSecret: '',
+        },
+        100,
+      );
+      return { key, id };
+    },
+  };
+}
