@@ -102,7 +102,7 @@ describe('the command-line tools', () => {
       ),
     );
     for (const failed of refused) {
-      expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/usage: [^]*whole number/) });
+      expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/usage: [\s\S]*whole number/) });
       expect((failed as { stderr: string }).stderr).not.toMatch(/\n\s+at /);
     }
   });
