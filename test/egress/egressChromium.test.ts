@@ -262,7 +262,6 @@ describe('Chromium behind the egress proxy', () => {
     ['a dedicated worker fetch', '/worker'],
     ['a dedicated worker importScripts', '/worker-import'],
     ['a WebSocket from a worker', '/worker-websocket'],
-    ['a service worker', '/service-worker'],
     ['prefetch and preload hints', '/hints'],
     ['sendBeacon and EventSource', '/beacon'],
     ['CSS @import and background images', '/css'],
@@ -271,6 +270,13 @@ describe('Chromium behind the egress proxy', () => {
     await attemptOnCanary();
     // Give any second path (retries, preconnects) a moment to show up too.
     await new Promise((resolve) => setTimeout(resolve, 200));
+    expectCanaryUntouched();
+  });
+
+  it('refuses a service worker outright: its registration fails and its script is never fetched', async () => {
+    const page = await open('/service-worker');
+    expect(await waitForTitle(page, (t) => t !== 'start')).toMatch(/^failed TypeError: Failed to register/);
+    expect(site.hits).not.toContain('/sw.js');
     expectCanaryUntouched();
   });
 

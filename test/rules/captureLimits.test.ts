@@ -19,7 +19,6 @@ let keys: MemoryKeyStore;
 let credits: MemoryCreditLedger;
 let slots: MemoryCaptureSlots;
 let renderer: FakeRenderer;
-let queue: AdmissionQueue;
 let capture: CaptureScreenshot;
 let apiKey: string;
 
@@ -29,17 +28,7 @@ beforeEach(async () => {
   credits = new MemoryCreditLedger();
   slots = new MemoryCaptureSlots(2);
   renderer = new FakeRenderer();
-  queue = new AdmissionQueue(1, 5);
-  capture = captureScreenshot(
-    memoryScreenshotDeps({
-      keys,
-      credits,
-      renderer,
-      captureSlots: slots,
-      admission: queue,
-      now: () => clock,
-    }),
-  );
+  admitting(new AdmissionQueue(1, 5));
   apiKey = generateApiKey();
   await keys.create(
     {
@@ -55,6 +44,20 @@ beforeEach(async () => {
   );
   await credits.set('acct', 10);
 });
+
+/** The use case over the in-memory ports, waiting for admission in `queue`. */
+function admitting(queue: AdmissionQueue): void {
+  capture = captureScreenshot(
+    memoryScreenshotDeps({
+      keys,
+      credits,
+      renderer,
+      captureSlots: slots,
+      admission: queue,
+      now: () => clock,
+    }),
+  );
+}
 
 const shoot = (url: string, options: { key?: string; signal?: AbortSignal; deadline?: number } = {}) =>
   capture({
@@ -93,19 +96,7 @@ describe('unauthenticated requests', () => {
 });
 
 describe('captures at once per account', () => {
-  beforeEach(() => {
-    queue = new AdmissionQueue(10, 10);
-    capture = captureScreenshot(
-      memoryScreenshotDeps({
-        keys,
-        credits,
-        renderer,
-        captureSlots: slots,
-        admission: queue,
-        now: () => clock,
-      }),
-    );
-  });
+  beforeEach(() => admitting(new AdmissionQueue(10, 10)));
 
   it('refuses one more than the bound with 429: limit, reset a second later, after the rate limit', async () => {
     const running = [shoot('https://slow.test'), shoot('https://slow.test')];

@@ -84,9 +84,8 @@ beforeAll(async () => {
         `fetch('${C}/worker', { mode: 'no-cors' }).then(() => postMessage('leaked'), () => postMessage('blocked'))`,
       );
     },
-    '/service-worker': probe(
-      `navigator.serviceWorker.register('/sw.js').then(() => navigator.serviceWorker.ready).then(blocked, leaked)`,
-    ),
+    // Service workers are refused outright: the registration itself fails, so the worker never runs.
+    '/service-worker': probe(`navigator.serviceWorker.register('/sw.js').then(leaked, blocked)`),
     '/sw.js': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/javascript' });
       // Requests a service worker makes never pass through page-level request interception.

@@ -65,6 +65,8 @@ export function streamingHandler(route: HttpRoute, options: AdapterOptions): Str
       responseStream.off('close', onClose);
       if (hungUp.signal.aborted) {
         logger.info('Client hung up; answer not sent', { status: answer.status });
+        // Nothing to send, but the runtime still expects the stream to end.
+        responseStream.end();
         await answer.undelivered?.();
         return;
       }
