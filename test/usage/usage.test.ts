@@ -22,6 +22,8 @@ beforeAll(async () => {
   harness = await startScreenshotHarness({
     ALLOW_PRIVATE_HOSTS: `${pages.hostPort},127.0.0.1:${closedPort}`,
     RATE_LIMIT_PER_HOUR: String(RATE_LIMIT),
+    // Twenty captures of one account run at once below: room for all of them.
+    MAX_CONCURRENT_CAPTURES: '20',
   });
 });
 
