@@ -66,12 +66,20 @@ const waitShown = (selector: string) =>
     selector,
   );
 const waitText = (selector: string, pattern: RegExp) =>
-  page.waitForFunction(
-    (s, source) => new RegExp(source).test(document.querySelector(s)?.textContent ?? ''),
-    { timeout: 30_000 },
-    selector,
-    pattern.source,
-  );
+  page
+    .waitForFunction(
+      (s, source) => new RegExp(source).test(document.querySelector(s)?.textContent ?? ''),
+      { timeout: 30_000 },
+      selector,
+      pattern.source,
+    )
+    .catch(async (error) => {
+      // Say what was there instead: a bare timeout tells nothing.
+      const shown = await page.$eval(selector, (element) => element.textContent).catch(() => 'nothing');
+      throw new Error(`${selector} never matched ${pattern}; it shows ${JSON.stringify(shown)}`, {
+        cause: error,
+      });
+    });
 const keyRows = () =>
   page.$$eval('#keys-body tr', (rows) =>
     rows.map((row) => Array.from(row.cells, (cell) => cell.textContent?.trim() ?? '')),
@@ -334,30 +342,37 @@ describe('an account owner in the dashboard', () => {
     await waitText('#balance', /^98$/);
   });
 
-  it('charts the capture with the numbers the API reports, and totals it under its key', async () => {
-    // The usage record is written just after the image was sent; Refresh picks it up if the first look missed it.
-    await page.waitForFunction(
-      () => {
-        const shown = document.getElementById('usage-summary')?.dataset.captures === '1';
-        if (!shown) document.getElementById('refresh')?.click();
-        return shown;
-      },
-      { timeout: 15_000, polling: 500 },
-    );
+  it('charts the captures with the numbers the API reports, and totals them under their key', async () => {
+    // Three answers so far: the signed link's image (captured, then served again from the cache) and the try-it
+    // capture. Their usage records are written just after the image was sent; Refresh picks them up if the first
+    // look missed them.
+    await page
+      .waitForFunction(
+        () => {
+          const shown = document.getElementById('usage-summary')?.dataset.captures === '3';
+          if (!shown) document.getElementById('refresh')?.click();
+          return shown;
+        },
+        { timeout: 15_000, polling: 500 },
+      )
+      .catch(async (error) => {
+        const shown = await text('#usage-summary');
+        throw new Error(`the usage summary shows ${JSON.stringify(shown)}`, { cause: error });
+      });
     const token = await page.evaluate(
       () => JSON.parse(sessionStorage.getItem('dashboard.session') ?? '{}').token,
     );
     const report = await (await service.request('/api/usage', { bearer: token })).json();
     const today = report.days.at(-1);
-    expect(today).toMatchObject({ captures: 1, failed: 0, credits: 1 });
-    expect(await text('#usage-summary')).toBe('Last 30 days: 1 capture, 0 failed requests, 1 credit.');
-    expect(await text('#usage-readout')).toBe(`${today.date}: 1 capture, 1 credit`);
+    expect(today).toMatchObject({ captures: 3, failed: 0, cacheHits: 1, credits: 2 });
+    expect(await text('#usage-summary')).toBe('Last 30 days: 3 captures, 0 failed requests, 2 credits.');
+    expect(await text('#usage-readout')).toBe(`${today.date}: 3 captures, 2 credits`);
     const [todayRow] = await page.$$eval('#usage-days tr', (rows) =>
       rows.map((row) => Array.from(row.cells, (cell) => cell.textContent)),
     );
-    expect(todayRow).toEqual([today.date, '1', '0', '0', '1']);
+    expect(todayRow).toEqual([today.date, '3', '0', '1', '2']);
     expect(await page.$$eval('#usage-keys tr', (rows) => rows.map((row) => row.textContent))).toEqual([
-      'phone test11',
+      'phone test32',
     ]);
     expect((await chartPixels()).bars).toBeGreaterThan(0);
   });
@@ -369,7 +384,7 @@ describe('an account owner in the dashboard', () => {
     await page.mouse.move(box.x + 2, box.y + box.height / 2);
     await waitText('#usage-readout', /: 0 captures, 0 credits$/);
     await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
-    await waitText('#usage-readout', /: 1 capture, 1 credit$/);
+    await waitText('#usage-readout', /: 3 captures, 2 credits$/);
   });
 
   it('asks before revoking, and keeps the key when the user cancels', async () => {
@@ -407,13 +422,13 @@ describe('an account owner in the dashboard', () => {
 
   it('keeps the deleted key in the usage totals, named as deleted', async () => {
     await page.click('#refresh');
-    await waitText('#usage-keys', /^Deleted key \(key_\w+\)11$/);
-    expect(await text('#usage-summary')).toBe('Last 30 days: 1 capture, 0 failed requests, 1 credit.');
+    await waitText('#usage-keys', /^Deleted key \(key_\w+\)32$/);
+    expect(await text('#usage-summary')).toBe('Last 30 days: 3 captures, 0 failed requests, 2 credits.');
   });
 
   it('shows the last 7 days when that period is chosen', async () => {
     await page.select('#usage-range', '7');
-    await waitText('#usage-summary', /^Last 7 days: 1 capture/);
+    await waitText('#usage-summary', /^Last 7 days: 3 captures/);
     expect(await page.$$eval('#usage-days tr', (rows) => rows.length)).toBe(7);
   });
 
