@@ -5,6 +5,7 @@ import { DEVICE_PRESETS } from '../screenshot/devices';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { type CaptureResult, type CaptureSpec, heightCap, type Renderer } from './renderer';
+import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
   /** Extra launch flags, asked for at each launch (the egress proxy's flags). */
@@ -122,6 +123,7 @@ export class ChromiumRenderer implements Renderer {
     if (page.url().startsWith('chrome-error:')) {
       throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
     }
+    await waitForWebFonts(page);
     const quality = spec.format === 'png' ? undefined : spec.quality;
     // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
     // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
