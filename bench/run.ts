@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { browserBundle } from '../shared/capture/browserBundle';
 import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { captureWebsiteCapturer, launchPerRequest, ourLaunch, startFloor, usualLaunch } from './alternatives';
@@ -111,7 +112,7 @@ try {
   }
 
   if (phase('variants')) {
-    log('variants: full page, 4K, jpeg, webp, mobile (interleaved)');
+    log('variants: text in every script, full page, 4K, jpeg, webp, mobile (interleaved)');
     const variant = (key: ScenarioKey, body: Record<string, unknown>, n: number): Contender => ({
       key,
       runs: runs(n),
@@ -119,6 +120,7 @@ try {
       shoot: async () => answeredMs(await ours.shoot(body), key),
     });
     const contenders = [
+      variant('oursText', { url: pages.text }, 20),
       variant('oursFullPage', { url: pages.tall, fullPage: true }, 12),
       variant('ours4k', { ...simple, width: 3840, height: 2160 }, 15),
       variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 20),
@@ -138,6 +140,8 @@ try {
       BENCH_DYNAMO_ENDPOINT: store.dynamo.endpoint,
       BENCH_API_KEY: store.apiKey,
       BENCH_URL: pages.simple,
+      // The layer's stand-in: the same tree as /opt/browser, built from the same packages.
+      BROWSER_BUNDLE_DIR: browserBundle().dir,
     };
     // A new Lambda sandbox starts with an empty /tmp: each such sample gets a temp folder of its own. The other row
     // keeps one temp folder for every sample, as a process restarted in the same sandbox would find it.
