@@ -1,7 +1,8 @@
 /**
  * The fonts every capture has, locally and deployed: copied from npm packages pinned in package.json (never from
  * the host) into the browser bundle's `fonts/` folder, next to `fonts.conf` (this folder), which is the whole of
- * Chromium's font configuration. README.md, "Fonts", says how to add one.
+ * Chromium's font configuration. One weight each: Chromium synthesises bold and italic, and the layer must stay
+ * within Lambda's 250 MiB with Chromium beside it. README.md, "Fonts", says how to add one.
  */
 export interface FontFile {
   /** The npm package that ships the file (an exact version in package.json's dependencies). */
@@ -27,22 +28,10 @@ export const FONT_SET: readonly FontFile[] = [
     covers: 'sans-serif: Latin, Greek, Cyrillic',
   },
   {
-    package: '@expo-google-fonts/noto-sans',
-    path: '700Bold/NotoSans_700Bold.ttf',
-    family: 'Noto Sans',
-    covers: 'sans-serif bold (other scripts and weights are synthesised from their regular face)',
-  },
-  {
     package: '@expo-google-fonts/noto-serif',
     path: '400Regular/NotoSerif_400Regular.ttf',
     family: 'Noto Serif',
     covers: "serif, and the page's default font: Latin, Greek, Cyrillic",
-  },
-  {
-    package: '@expo-google-fonts/noto-serif',
-    path: '700Bold/NotoSerif_700Bold.ttf',
-    family: 'Noto Serif',
-    covers: 'serif bold',
   },
   {
     package: '@expo-google-fonts/noto-sans-mono',

@@ -77,6 +77,12 @@ export interface ChromiumLayerProps {
   architecture: lambda.Architecture;
 }
 
+/**
+ * Packages of the Bare JavaScript runtime (7 MB with their prebuilt binaries). tar-fs and tar-stream, below
+ * @sparticuz/chromium, pick them through `imports` conditions that apply under Bare only; Node never loads them.
+ */
+const BARE_RUNTIME_ONLY = /^bare-/;
+
 /** Layers are extracted under /opt, so this is where the bundle goes inside the layer's zip. */
 export const LAYER_BUNDLE_PATH = path.relative('/opt', LAYER_BUNDLE_DIR);
 
@@ -96,7 +102,9 @@ export class ChromiumLayer extends Construct {
 
   constructor(scope: Construct, id: string, props: ChromiumLayerProps) {
     super(scope, id);
-    const packages = runtimeClosure(CHROMIUM_PACKAGE, props.projectRoot);
+    const packages = runtimeClosure(CHROMIUM_PACKAGE, props.projectRoot).filter(
+      (pkg) => !BARE_RUNTIME_ONLY.test(pkg.name),
+    );
     const chromium = packages.find((p) => p.name === CHROMIUM_PACKAGE);
     if (!chromium) throw new Error(`${CHROMIUM_PACKAGE} is not installed`);
     this.packages = packages;
