@@ -12,6 +12,7 @@ export const SCENARIOS = {
   launchPerRequest: 'launch per request',
   coldStartEmptyTemp: 'cold start, empty temp folder (new sandbox: new process to first image)',
   coldStart: 'cold start, temp folder of an earlier start (same sandbox)',
+  coldStartUnpacking: 'cold start, empty temp folder, Chromium brotli-packed as before (diagnostic)',
   oursText: 'ours, text in 13 scripts and emoji (1920x1080 PNG)',
   oursFullPage: 'ours, full page 15,000 px',
   ours4k: 'ours, 3840x2160',

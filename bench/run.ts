@@ -146,10 +146,10 @@ try {
     // A new Lambda sandbox starts with an empty /tmp: each such sample gets a temp folder of its own. The other row
     // keeps one temp folder for every sample, as a process restarted in the same sandbox would find it.
     const sandboxTemp = await mkdtemp(join(tmpdir(), 'screenshot-cold-'));
-    const inEmptyTemp = async (): Promise<ColdStartSample> => {
+    const inEmptyTemp = async (extra: Record<string, string> = {}): Promise<ColdStartSample> => {
       const temp = await mkdtemp(join(tmpdir(), 'screenshot-cold-'));
       try {
-        return await coldStartOnce({ ...env, TMPDIR: temp });
+        return await coldStartOnce({ ...env, ...extra, TMPDIR: temp });
       } finally {
         await rm(temp, { recursive: true, force: true });
       }
@@ -158,9 +158,11 @@ try {
       await coldStartOnce({ ...env, TMPDIR: sandboxTemp }); // warms the OS file cache for the bundle and the binary
       const empty: ColdStartSample[] = [];
       const kept: ColdStartSample[] = [];
+      const unpacking: ColdStartSample[] = [];
       for (let i = 0; i < runs(8); i++) {
         empty.push(await inEmptyTemp());
         kept.push(await coldStartOnce({ ...env, TMPDIR: sandboxTemp }));
+        unpacking.push(await inEmptyTemp({ BENCH_UNPACK_INTO_TEMP: '1' }));
       }
       record(
         'coldStartEmptyTemp',
@@ -169,6 +171,10 @@ try {
       record(
         'coldStart',
         kept.map((s) => s.totalMs),
+      );
+      record(
+        'coldStartUnpacking',
+        unpacking.map((s) => s.totalMs),
       );
       results.coldStartBreakdown = {
         loadedMs: summarize(empty.map((s) => s.loadedMs)).median,
