@@ -1,7 +1,10 @@
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import chromium from '@sparticuz/chromium';
 import captureWebsite from 'capture-website';
 import puppeteer, { type Browser, type LaunchOptions, type Page } from 'puppeteer-core';
-import { chromiumArgs } from '../shared/capture/chromiumLaunch';
+import { chromiumArgs, chromiumEnvironment } from '../shared/capture/chromiumLaunch';
 
 /**
  * What a user would run instead of our service, on the same Chromium binary. The floor runs with our renderer's
@@ -16,14 +19,25 @@ export interface Capturer {
 
 const VIEWPORT = { width: 1920, height: 1080, deviceScaleFactor: 1 };
 
-/** Our renderer's flags, plus `extraArgs`. */
-export function ourLaunch(executablePath: string, extraArgs: string[] = []): LaunchOptions {
-  return { executablePath, args: chromiumArgs(extraArgs), headless: 'shell' };
+/**
+ * Every browser of the bench gets our font set (fonts/fonts.conf), as ours does: the rows then draw the same page
+ * with the same fonts, so the floor's image can be compared with ours pixel for pixel, and no row pays for more or
+ * fewer fonts than another. Their font cache and temp files go to a folder of the bench's own.
+ */
+function fontEnvironment(): Record<string, string> {
+  const dir = join(tmpdir(), 'screenshot-bench-browsers');
+  mkdirSync(dir, { recursive: true });
+  return chromiumEnvironment(process.env, dir);
 }
 
-/** How @sparticuz/chromium's README launches it, as Lambda code built on it does. */
+/** Our renderer's flags, plus `extraArgs`. */
+export function ourLaunch(executablePath: string, extraArgs: string[] = []): LaunchOptions {
+  return { executablePath, args: chromiumArgs(extraArgs), headless: 'shell', env: fontEnvironment() };
+}
+
+/** How @sparticuz/chromium's README launches it, as Lambda code built on it does (with our fonts, as above). */
 export function usualLaunch(executablePath: string): LaunchOptions {
-  return { executablePath, args: chromium.args, headless: 'shell' };
+  return { executablePath, args: chromium.args, headless: 'shell', env: fontEnvironment() };
 }
 
 /**

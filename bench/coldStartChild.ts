@@ -4,6 +4,7 @@
  * run in a new node process. Prints one JSON line when the image is in hand.
  */
 import './env';
+import chromium from '@sparticuz/chromium';
 import { logger } from '../shared/logger';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
@@ -12,6 +13,9 @@ import { invokeStreaming, screenshotEvent } from './invoke';
 
 /** Milliseconds since this process started (performance's time origin). */
 const loadedMs = performance.now();
+// The layout before the layer carried Chromium unpacked, for comparison: @sparticuz/chromium unpacks its
+// brotli-packed browser into the (empty) temp folder before the first launch.
+if (process.env.BENCH_UNPACK_INTO_TEMP) process.env.CHROMIUM_PATH = await chromium.executablePath();
 const endpoint = process.env.BENCH_DYNAMO_ENDPOINT ?? '';
 const service = createScreenshotService(
   // The entry's client (bounded timeouts, no replayed writes), pointed at the bench's embedded store.

@@ -13,6 +13,8 @@ export interface BenchPages {
   simple: string;
   /** A 15,000 px tall page for the full-page scenario. */
   tall: string;
+  /** A page of text in every script of the font set, and emoji, filling 1920x1080. */
+  text: string;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,35 @@ div{height:1000px;font:48px sans-serif;padding:24px;box-sizing:border-box}</styl
   (_, i) => `<div style="background:hsl(${i * 24} 60% 70%)">Section ${i + 1}</div>`,
 ).join('')}</body></html>`;
 
+/** A sentence or two per script, each repeated into a paragraph. */
+const SCRIPT_SAMPLES: { lang: string; text: string; dir?: 'rtl' }[] = [
+  { lang: 'en', text: 'The quick brown fox jumps over the lazy dog, and the dog does not mind at all.' },
+  { lang: 'el', text: 'Η γρήγορη καφετιά αλεπού πηδά πάνω από τον τεμπέλη σκύλο.' },
+  { lang: 'ru', text: 'Съешь же ещё этих мягких французских булок да выпей чаю.' },
+  { lang: 'zh-CN', text: '敏捷的棕色狐狸跳过了那只懒狗，这是一个用于测试字体的句子。' },
+  { lang: 'zh-TW', text: '敏捷的棕色狐狸跳過了那隻懶狗，這是一個用於測試字體的句子。' },
+  {
+    lang: 'ja',
+    text: 'いろはにほへと ちりぬるを わかよたれそ つねならむ。素早い茶色の狐が怠け者の犬を飛び越える。',
+  },
+  { lang: 'ko', text: '다람쥐 헌 쳇바퀴에 타고파. 날쌘 갈색 여우가 게으른 개를 뛰어넘는다.' },
+  { lang: 'ar', text: 'نص حكيم له سر قاطع وذو شأن عظيم مكتوب على ثوب أخضر ومغلف بجلد أزرق.', dir: 'rtl' },
+  { lang: 'he', text: 'דג סקרן שט בים מאוכזב ולפתע מצא לו חברה נאה.', dir: 'rtl' },
+  { lang: 'hi', text: 'ऋषियों को सताने वाले दुष्ट राक्षसों के राजा रावण का सर्वनाश करने वाले विष्णुवतार भगवान श्रीराम।' },
+  { lang: 'bn', text: 'আমার সোনার বাংলা, আমি তোমায় ভালোবাসি। চিরদিন তোমার আকাশ, তোমার বাতাস।' },
+  { lang: 'ta', text: 'யாமறிந்த மொழிகளிலே தமிழ்மொழி போல் இனிதாவது எங்கும் காணோம்.' },
+  { lang: 'th', text: 'เป็นมนุษย์สุดประเสริฐเลิศคุณค่า กว่าบรรดาฝูงสัตว์เดรัจฉาน' },
+  { lang: 'en', text: 'Emoji 😀 🎉 👍 ❤️ 🇯🇵 👩‍💻 🐱 🚀 🌍 ☕ and more 😎 🙌 🔥 ✨ 🍕' },
+];
+
+const TEXT_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Every script</title><style>
+body{margin:0;padding:24px 48px;font:15px/1.45 sans-serif;color:#1d2330;background:#fff}
+h1{font:bold 28px serif;margin:0 0 12px}main{columns:3;column-gap:40px}p{margin:0 0 10px}
+code{font:14px monospace}</style></head><body><h1>Every script the service draws</h1><main>${SCRIPT_SAMPLES.map(
+  ({ lang, text, dir }) =>
+    `<p lang="${lang}"${dir ? ` dir="${dir}"` : ''}>${Array.from({ length: 3 }, () => text).join(' ')}</p>`,
+).join('')}<p><code>const answer = 42; // monospace</code></p></main></body></html>`;
+
 function serve(type: string, body: string | Buffer) {
   return (_req: unknown, res: ServerResponse) => {
     res
@@ -69,11 +100,13 @@ export async function startBenchPages(): Promise<BenchPages> {
     '/style.css': serve('text/css', SIMPLE_CSS),
     '/hero.png': serve('image/png', hero),
     '/tall': serve('text/html; charset=utf-8', TALL_HTML),
+    '/text': serve('text/html; charset=utf-8', TEXT_HTML),
   });
   return {
     server,
     simple: `${server.origin}/simple`,
     tall: `${server.origin}/tall`,
+    text: `${server.origin}/text`,
     close: () => server.close(),
   };
 }

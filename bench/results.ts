@@ -10,7 +10,10 @@ export const SCENARIOS = {
   captureWebsite: 'capture-website, same binary',
   captureWebsiteOurFlags: 'capture-website with our launch flags (diagnostic)',
   launchPerRequest: 'launch per request',
-  coldStart: 'cold start (new process to first image)',
+  coldStartEmptyTemp: 'cold start, empty temp folder (new sandbox: new process to first image)',
+  coldStart: 'cold start, temp folder of an earlier start (same sandbox)',
+  coldStartUnpacking: 'cold start, empty temp folder, Chromium brotli-packed as before (diagnostic)',
+  oursText: 'ours, text in 13 scripts and emoji (1920x1080 PNG)',
   oursFullPage: 'ours, full page 15,000 px',
   ours4k: 'ours, 3840x2160',
   oursJpeg: 'ours, jpeg q80',
@@ -48,7 +51,7 @@ export interface BenchResults {
   machine: MachineDescription;
   /** Milliseconds. */
   scenarios: Partial<Record<ScenarioKey, ScenarioResult>>;
-  /** Medians inside the cold-start child: process start to bundle loaded, and to the image. */
+  /** Medians inside the cold-start child (empty temp folder): process start to bundle loaded, and to the image. */
   coldStartBreakdown?: { loadedMs: number; imageMs: number };
   memory?: MemoryResult;
   /** Pixel comparison of our image with the floor's (same page, same size). */

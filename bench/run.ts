@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { browserBundle } from '../shared/capture/browserBundle';
 import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { captureWebsiteCapturer, launchPerRequest, ourLaunch, startFloor, usualLaunch } from './alternatives';
@@ -111,7 +112,7 @@ try {
   }
 
   if (phase('variants')) {
-    log('variants: full page, 4K, jpeg, webp, mobile (interleaved)');
+    log('variants: text in every script, full page, 4K, jpeg, webp, mobile (interleaved)');
     const variant = (key: ScenarioKey, body: Record<string, unknown>, n: number): Contender => ({
       key,
       runs: runs(n),
@@ -119,6 +120,7 @@ try {
       shoot: async () => answeredMs(await ours.shoot(body), key),
     });
     const contenders = [
+      variant('oursText', { url: pages.text }, 20),
       variant('oursFullPage', { url: pages.tall, fullPage: true }, 12),
       variant('ours4k', { ...simple, width: 3840, height: 2160 }, 15),
       variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 20),
@@ -138,18 +140,49 @@ try {
       BENCH_DYNAMO_ENDPOINT: store.dynamo.endpoint,
       BENCH_API_KEY: store.apiKey,
       BENCH_URL: pages.simple,
+      // The layer's stand-in: the same tree as /opt/browser, built from the same packages.
+      BROWSER_BUNDLE_DIR: browserBundle().dir,
     };
-    await coldStartOnce(env); // warms the OS file cache for the bundle and the binary
-    const samples: ColdStartSample[] = [];
-    for (let i = 0; i < runs(8); i++) samples.push(await coldStartOnce(env));
-    record(
-      'coldStart',
-      samples.map((s) => s.totalMs),
-    );
-    results.coldStartBreakdown = {
-      loadedMs: summarize(samples.map((s) => s.loadedMs)).median,
-      imageMs: summarize(samples.map((s) => s.imageMs)).median,
+    // A new Lambda sandbox starts with an empty /tmp: each such sample gets a temp folder of its own. The other row
+    // keeps one temp folder for every sample, as a process restarted in the same sandbox would find it.
+    const sandboxTemp = await mkdtemp(join(tmpdir(), 'screenshot-cold-'));
+    const inEmptyTemp = async (extra: Record<string, string> = {}): Promise<ColdStartSample> => {
+      const temp = await mkdtemp(join(tmpdir(), 'screenshot-cold-'));
+      try {
+        return await coldStartOnce({ ...env, ...extra, TMPDIR: temp });
+      } finally {
+        await rm(temp, { recursive: true, force: true });
+      }
     };
+    try {
+      await coldStartOnce({ ...env, TMPDIR: sandboxTemp }); // warms the OS file cache for the bundle and the binary
+      const empty: ColdStartSample[] = [];
+      const kept: ColdStartSample[] = [];
+      const unpacking: ColdStartSample[] = [];
+      for (let i = 0; i < runs(8); i++) {
+        empty.push(await inEmptyTemp());
+        kept.push(await coldStartOnce({ ...env, TMPDIR: sandboxTemp }));
+        unpacking.push(await inEmptyTemp({ BENCH_UNPACK_INTO_TEMP: '1' }));
+      }
+      record(
+        'coldStartEmptyTemp',
+        empty.map((s) => s.totalMs),
+      );
+      record(
+        'coldStart',
+        kept.map((s) => s.totalMs),
+      );
+      record(
+        'coldStartUnpacking',
+        unpacking.map((s) => s.totalMs),
+      );
+      results.coldStartBreakdown = {
+        loadedMs: summarize(empty.map((s) => s.loadedMs)).median,
+        imageMs: summarize(empty.map((s) => s.imageMs)).median,
+      };
+    } finally {
+      await rm(sandboxTemp, { recursive: true, force: true });
+    }
   }
 
   if (phase('admission')) {

@@ -2,7 +2,7 @@ import type { BenchResults, TargetResult } from './results';
 
 const MB = 1024 * 1024;
 
-/** Issue 8's targets, checked against medians of one run. */
+/** Issue 8's targets and issue 14's cold start, checked against medians of one run. */
 export function checkTargets(results: BenchResults): TargetResult[] {
   const s = results.scenarios;
   const ours = s.oursWarm?.median;
@@ -68,6 +68,12 @@ export function checkTargets(results: BenchResults): TargetResult[] {
     results.memory?.tempGrowthBytes,
     (v) => v <= MB,
     (v) => `${(v / 1024).toFixed(0)} KiB`,
+  );
+  add(
+    'cold start from an empty temp folder <= 1.0 s (issue 14)',
+    s.coldStartEmptyTemp?.median,
+    (v) => v <= 1000,
+    (v) => `${v.toFixed(0)} ms`,
   );
   return out;
 }

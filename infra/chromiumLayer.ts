@@ -4,6 +4,12 @@ import path from 'node:path';
 import { AssetHashType, DockerImage } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
+import {
+  BUNDLE_MANIFEST,
+  type BundleManifest,
+  LAYER_BUNDLE_DIR,
+  localBundleDir,
+} from '../shared/capture/browserBundle';
 
 export const CHROMIUM_PACKAGE = '@sparticuz/chromium';
 
@@ -78,33 +84,53 @@ export interface ChromiumLayerProps {
 }
 
 /**
- * `@sparticuz/chromium` (its brotli-packed browser and its JS) as a Lambda layer, built by copying the installed npm
- * package and its runtime dependencies into `nodejs/node_modules/` on this machine: no Docker, no download. The
- * function marks the package external, so Node resolves it from /opt/nodejs/node_modules at run time and the
- * ~65 MB binary stays out of the function bundle (and out of every code deploy).
+ * Packages of the Bare JavaScript runtime (7 MB with their prebuilt binaries). tar-fs and tar-stream, below
+ * @sparticuz/chromium, pick them through `imports` conditions that apply under Bare only; Node never loads them.
+ */
+const BARE_RUNTIME_ONLY = /^bare-/;
+
+/** Layers are extracted under /opt, so this is where the bundle goes inside the layer's zip. */
+export const LAYER_BUNDLE_PATH = path.relative('/opt', LAYER_BUNDLE_DIR);
+
+/**
+ * The browser bundle (shared/capture/browserBundle.ts: Chromium unpacked, its libraries, the font set and
+ * fonts/fonts.conf) at /opt/browser, plus `@sparticuz/chromium`'s JS (our launch flags start from its `args`) and
+ * its runtime dependencies under nodejs/node_modules. Built on this machine from the local bundle, which is built from
+ * the installed npm packages: no Docker, no download. Nothing is packed, so a new sandbox starts Chromium at once
+ * instead of unpacking it into /tmp first; the brotli files are left out. The function marks the package external,
+ * so Node resolves it from /opt/nodejs/node_modules at run time.
  */
 export class ChromiumLayer extends Construct {
   readonly layer: lambda.LayerVersion;
   readonly packages: readonly InstalledPackage[];
+  /** What the bundle in the layer holds. */
+  readonly bundle: BundleManifest;
 
   constructor(scope: Construct, id: string, props: ChromiumLayerProps) {
     super(scope, id);
-    const packages = runtimeClosure(CHROMIUM_PACKAGE, props.projectRoot);
+    const packages = runtimeClosure(CHROMIUM_PACKAGE, props.projectRoot).filter(
+      (pkg) => !BARE_RUNTIME_ONLY.test(pkg.name),
+    );
     const chromium = packages.find((p) => p.name === CHROMIUM_PACKAGE);
     if (!chromium) throw new Error(`${CHROMIUM_PACKAGE} is not installed`);
     this.packages = packages;
+    const bundleDir = localBundleDir();
+    this.bundle = JSON.parse(readFileSync(path.join(bundleDir, BUNDLE_MANIFEST), 'utf8')) as BundleManifest;
 
-    // The installed versions decide the content, so they are the hash: an unchanged layer is not re-uploaded, and a
-    // repeated synth reuses the staged copy instead of copying 65 MB again.
+    // The installed versions and the bundle's key (Chromium, fonts, fonts.conf) decide the content, so they are the
+    // hash: an unchanged layer is not re-uploaded, and a repeated synth reuses the staged copy.
     const assetHash = createHash('sha256')
-      .update(['layer-v2', ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'))
+      .update(
+        ['layer-v2', this.bundle.key, ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'),
+      )
       .digest('hex');
+    const packedBrowser = path.join(chromium.dir, 'bin');
 
     this.layer = new lambda.LayerVersion(this, 'Layer', {
-      description: `${CHROMIUM_PACKAGE} ${chromium.version} with its runtime dependencies`,
+      description: `${CHROMIUM_PACKAGE} ${chromium.version} unpacked, with ${this.bundle.fonts.length} font files`,
       compatibleRuntimes: [props.runtime],
       compatibleArchitectures: [props.architecture],
-      code: lambda.Code.fromAsset(chromium.dir, {
+      code: lambda.Code.fromAsset(bundleDir, {
         assetHashType: AssetHashType.CUSTOM,
         assetHash,
         bundling: {
@@ -112,6 +138,7 @@ export class ChromiumLayer extends Construct {
           image: DockerImage.fromRegistry('public.ecr.aws/lambda/nodejs:22'),
           local: {
             tryBundle(outputDir: string): boolean {
+              cpSync(bundleDir, path.join(outputDir, LAYER_BUNDLE_PATH), { recursive: true });
               for (const pkg of packages) {
                 // Each package is copied without its own node_modules; nested dependencies are in `packages` too.
                 const skipNested = path.join(pkg.dir, 'node_modules');
@@ -119,7 +146,9 @@ export class ChromiumLayer extends Construct {
                   recursive: true,
                   dereference: true,
                   filter: (source) =>
-                    source !== skipNested && !LAYER_EXCLUDED_DIRS.includes(path.basename(source)),
+                    source !== skipNested &&
+                    source !== packedBrowser &&
+                    !LAYER_EXCLUDED_DIRS.includes(path.basename(source)),
                 });
               }
               return true;

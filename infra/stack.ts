@@ -42,7 +42,7 @@ export const ARCHITECTURE = lambda.Architecture.X86_64;
 export const SCREENSHOT_MEMORY_MB = 3008;
 /**
  * 90 s: the spec's longest delay (30 s) comes after the page's load event, which itself may take up to the
- * navigation timeout, plus the browser's first-start unpack (~1.5 s), a large full-page encode and the DynamoDB
+ * navigation timeout, plus the browser's start, a large full-page encode and the DynamoDB
  * writes before and after. The local server gives captures the same (shared/timing.ts).
  */
 export const SCREENSHOT_TIMEOUT = Duration.millis(SCREENSHOT_FUNCTION_TIMEOUT_MS);
@@ -352,7 +352,8 @@ export class ScreenshotServiceStack extends Stack {
       architecture: ARCHITECTURE,
       memorySize: isScreenshot ? SCREENSHOT_MEMORY_MB : MANAGEMENT_MEMORY_MB,
       timeout: isScreenshot ? SCREENSHOT_TIMEOUT : MANAGEMENT_TIMEOUT,
-      // Chromium unpacks itself (~250 MB with fonts and libraries) into /tmp and keeps a disk cache there.
+      // Chromium runs from the layer, unpacked; /tmp holds its profile, font cache and the files backing shared
+      // memory (no /dev/shm on Lambda), which a 3840 x 16384 full-page bitmap makes large.
       ...(isScreenshot
         ? {
             ephemeralStorageSize: Size.mebibytes(1024),

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
+import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { blockServiceWorkers } from './serviceWorkerBlock';
 
@@ -46,30 +47,48 @@ export function chromiumArgs(extra: string[] = []): string[] {
   return [...chromium.args.filter((flag) => !REFUSED_FLAGS.has(flag)), ...EXTRA_FLAGS, ...extra];
 }
 
-/** CHROMIUM_PATH points at another binary (e.g. for debugging); by default the @sparticuz/chromium build. */
+/**
+ * CHROMIUM_PATH points at another binary (e.g. for debugging); by default the browser bundle's (the layer's when
+ * deployed, an unpacked copy of the @sparticuz/chromium build locally).
+ */
 export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return env.CHROMIUM_PATH || (await chromium.executablePath());
+  return env.CHROMIUM_PATH || browserBundle(env).executablePath;
 }
 
 /**
- * Variables Chromium may see. Everything else (AWS credentials above all) stays in our process only. TMPDIR is not
- * passed on: launchChromium() gives Chromium a temp folder of its own.
+ * Variables Chromium may see from ours. Everything else (AWS credentials above all) stays in our process only.
+ * TMPDIR, the locale and the font and library settings are not passed on: chromiumEnvironment() sets them.
  */
-const BROWSER_ENV_NAMES = [
-  'PATH',
-  'HOME',
-  'TZ',
-  'LANG',
-  'LC_ALL',
-  'LD_LIBRARY_PATH',
-  'FONTCONFIG_PATH',
-  'FONTCONFIG_FILE',
-];
+const BROWSER_ENV_NAMES = ['PATH', 'HOME', 'TZ'];
 
-function browserEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(
-    BROWSER_ENV_NAMES.flatMap((name) => (env[name] !== undefined ? [[name, env[name] as string]] : [])),
-  );
+/**
+ * Lambda's locale. Fontconfig ranks fonts by the locale's language when it picks a fallback (Han characters are
+ * drawn per region), so a host's own locale (LC_ALL included) would make a local capture differ from a deployed one.
+ */
+const BROWSER_LOCALE = 'en_US.UTF-8';
+
+/**
+ * The environment Chromium runs in: a short list of ours, the bundle's fonts (fonts/fonts.conf, which names no
+ * folder of the host) with their cache in `tempDir`, and the bundle's libraries.
+ */
+export function chromiumEnvironment(
+  env: NodeJS.ProcessEnv,
+  tempDir: string,
+  bundle: BrowserBundle = browserBundle(env),
+): Record<string, string> {
+  const passed = BROWSER_ENV_NAMES.flatMap((name) => {
+    const value = env[name];
+    return value !== undefined ? [[name, value]] : [];
+  });
+  return {
+    ...Object.fromEntries(passed),
+    LANG: BROWSER_LOCALE,
+    FONTCONFIG_FILE: bundle.fontConfigFile,
+    // fonts.conf keeps fontconfig's cache under $XDG_CACHE_HOME: the browser's temp folder, which goes with it.
+    XDG_CACHE_HOME: tempDir,
+    LD_LIBRARY_PATH: [bundle.libraryDir, env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
+    TMPDIR: tempDir,
+  };
 }
 
 export interface LaunchedChromium {
@@ -79,8 +98,9 @@ export interface LaunchedChromium {
 }
 
 /**
- * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), a short environment, a temp folder of its
- * own under the caller's TMPDIR, so that what Chromium leaves there goes with the browser, and no service workers.
+ * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), a short environment with our fonts, a
+ * temp folder of its own under the caller's TMPDIR, so that what Chromium leaves there goes with the browser, and no
+ * service workers.
  */
 export async function launchChromium(
   extraArgs: string[] = [],
@@ -92,7 +112,7 @@ export async function launchChromium(
       executablePath: await chromiumExecutable(env),
       args: chromiumArgs(extraArgs),
       headless: 'shell',
-      env: { ...browserEnvironment(env), TMPDIR: tempDir.path },
+      env: chromiumEnvironment(env, tempDir.path),
       acceptInsecureCerts: false,
       // Puppeteer turns Chromium's flood protection off; kept on, a page that calls history.pushState in a loop is
       // throttled by Chromium instead of swamping the browser and the DevTools connection.

@@ -15,6 +15,7 @@ import {
   heightCap,
   type Renderer,
 } from './renderer';
+import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
   /** Extra launch flags, asked for at each launch (the egress proxy's flags). */
@@ -143,6 +144,7 @@ export class ChromiumRenderer implements Renderer {
     if (page.url().startsWith('chrome-error:')) {
       throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
     }
+    await waitForWebFonts(page);
     const quality = spec.format === 'png' ? undefined : spec.quality;
     // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
     // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.

@@ -1,0 +1,107 @@
+import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FONT_SET } from '../../fonts/fontSet';
+import { LAYER_BUNDLE_PATH } from '../../infra/chromiumLayer';
+import { PROJECT_ROOT } from '../../infra/stack';
+import {
+  BUNDLE_MANIFEST,
+  bundleLayout,
+  LAYER_BUNDLE_DIR,
+  localBundleDir,
+} from '../../shared/capture/browserBundle';
+import { tableTags } from '../../shared/capture/openTypeTables';
+import { ROUTES } from '../../shared/routes';
+import { type Resource, type SynthesizedStack, synthesizeStack } from './synth';
+
+/** Lambda's limit for a function and all its layers, unzipped: 250 MiB. */
+const LAMBDA_UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024;
+
+let synth: SynthesizedStack;
+/** The layer's content as staged for upload; at run time it is under /opt. */
+let layerDir: string;
+/** The browser bundle inside it: /opt/browser at run time. */
+let bundleDir: string;
+
+function assetDir(resource: Resource): string {
+  const assetPath = resource.Metadata?.['aws:asset:path'];
+  if (typeof assetPath !== 'string') throw new Error('resource has no asset metadata');
+  return path.join(synth.outdir, assetPath);
+}
+
+function sizeOf(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .reduce((total, entry) => total + statSync(path.join(entry.parentPath, entry.name)).size, 0);
+}
+
+beforeAll(() => {
+  synth = synthesizeStack();
+  const layer = synth.stack.node.findChild('Chromium').node.findChild('Layer');
+  layerDir = assetDir(synth.resources[synth.logicalId(layer)] as Resource);
+  bundleDir = path.join(layerDir, LAYER_BUNDLE_PATH);
+});
+
+afterAll(() => synth?.cleanup());
+
+describe('the Chromium layer', () => {
+  it('puts the browser bundle where the functions look for it', () => {
+    expect(path.join('/opt', LAYER_BUNDLE_PATH)).toBe(LAYER_BUNDLE_DIR);
+    // browserBundle() takes the layer's bundle when its manifest is there.
+    expect(statSync(path.join(bundleDir, BUNDLE_MANIFEST)).isFile()).toBe(true);
+  });
+
+  it('carries Chromium unpacked, runnable, with its SwiftShader and Amazon Linux libraries', () => {
+    const layout = bundleLayout(bundleDir);
+    accessSync(layout.executablePath, constants.X_OK);
+    for (const library of ['libEGL.so', 'libGLESv2.so', 'libvk_swiftshader.so', 'libvulkan.so.1']) {
+      expect(statSync(path.join(path.dirname(layout.executablePath), library)).isFile()).toBe(true);
+    }
+    expect(statSync(path.join(layout.libraryDir, 'libnss3.so')).isFile()).toBe(true);
+  });
+
+  it('carries the font set and fonts/fonts.conf, the very files a local run uses', () => {
+    const fontsDir = path.dirname(bundleLayout(bundleDir).fontConfigFile);
+    const localFonts = path.dirname(bundleLayout(localBundleDir()).fontConfigFile);
+    const expected = [...FONT_SET.map((font) => path.basename(font.path)), 'fonts.conf'].sort();
+    expect(readdirSync(fontsDir).sort()).toEqual(expected);
+    for (const name of expected) {
+      expect(
+        readFileSync(path.join(fontsDir, name)).equals(readFileSync(path.join(localFonts, name))),
+        name,
+      ).toBe(true);
+    }
+    expect(readFileSync(path.join(fontsDir, 'fonts.conf'), 'utf8')).toBe(
+      readFileSync(path.join(PROJECT_ROOT, 'fonts', 'fonts.conf'), 'utf8'),
+    );
+  });
+
+  it("names no font folder but the font set's own in its fontconfig file", () => {
+    const conf = readFileSync(bundleLayout(bundleDir).fontConfigFile, 'utf8');
+    expect([...conf.matchAll(/<dir\b[^>]*>[^<]*<\/dir>/g)].map((match) => match[0])).toEqual([
+      '<dir prefix="relative">.</dir>',
+    ]);
+    expect(conf).not.toMatch(/<include\b/);
+  });
+
+  it('carries Noto Color Emoji without its SVG pictures (Chromium draws the COLRv1 ones)', () => {
+    const emoji = FONT_SET.find((font) => font.family === 'Noto Color Emoji');
+    const file = readFileSync(
+      path.join(path.dirname(bundleLayout(bundleDir).fontConfigFile), path.basename(emoji?.path ?? '')),
+    );
+    expect(tableTags(file)).toContain('COLR');
+    expect(tableTags(file)).not.toContain('SVG ');
+  });
+
+  it('leaves out the brotli-packed browser', () => {
+    const packed = readdirSync(layerDir, { recursive: true }).filter((name) => String(name).endsWith('.br'));
+    expect(packed).toEqual([]);
+  });
+
+  it("fits with the screenshot function within Lambda's 250 MiB unzipped", () => {
+    const screenshot = ROUTES.find((route) => route.streaming);
+    const fn = synth.resources[synth.functionId(screenshot?.handler ?? 'screenshot')] as Resource;
+    const total = sizeOf(layerDir) + sizeOf(assetDir(fn));
+    expect(total).toBeLessThanOrEqual(LAMBDA_UNZIPPED_LIMIT_BYTES);
+  });
+});
