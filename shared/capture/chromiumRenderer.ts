@@ -4,6 +4,8 @@ import { logger } from '../logger';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { DEVICE_PRESETS } from './devices';
+import { captureElement } from './elementCapture';
+import { decorateLoadedPage, navigationCondition, prepareNavigation, waitForVisible } from './pageOptions';
 import {
   type CaptureLimits,
   type CaptureResult,
@@ -18,8 +20,8 @@ export interface ChromiumRendererOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Viewport and user agent a page emulates. */
-type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent'>;
+/** Viewport (with its scale) and user agent a page emulates. */
+type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent' | 'scale'>;
 
 /** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
 interface Tab {
@@ -30,7 +32,7 @@ interface Tab {
 }
 
 /** A request without options: until the first capture says otherwise, spare tabs are prepared for it. */
-const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop };
+const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop, scale: 1 };
 
 /**
  * Headless Chromium, launched once per warm process and reused. Each capture gets its own incognito context, and the
@@ -120,10 +122,14 @@ export class ChromiumRenderer implements Renderer {
 
   private async shoot(tab: Tab, spec: CaptureSpec, budgetMs: number): Promise<CaptureResult> {
     const { page } = tab;
+    const deadline = Date.now() + budgetMs;
     await emulate(page, tab.emulation, emulationOf(spec));
-    // The load event, not network idle: idle windows add half a second to every capture for nothing.
-    await page.goto(spec.url, { waitUntil: 'load', timeout: budgetMs });
+    await prepareNavigation(page, spec);
+    // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
+    await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: budgetMs });
+    await decorateLoadedPage(page, spec);
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
+    if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, deadline);
     // A page that navigated itself (meta refresh, script) somewhere unreachable or refused by the egress gate
     // ends on Chromium's error page: that is a failed capture, not an image of the error.
     if (page.url().startsWith('chrome-error:')) {
@@ -133,6 +139,9 @@ export class ChromiumRenderer implements Renderer {
     // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
     // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
     const optimizeForSpeed = spec.format === 'png';
+    if (spec.selector) {
+      return captureElement(page, spec, spec.selector, { type: spec.format, quality, optimizeForSpeed });
+    }
     if (!spec.fullPage) {
       const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
       return { image: Buffer.from(image), truncated: false };
@@ -141,7 +150,8 @@ export class ChromiumRenderer implements Renderer {
     const fullHeight = await page.evaluate(() =>
       Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0, window.innerHeight),
     );
-    const cap = heightCap(spec.format);
+    // The cap is in image pixels; at a scale above 1 fewer CSS pixels of the page fit under it.
+    const cap = Math.floor(heightCap(spec.format) / spec.scale);
     const height = Math.min(fullHeight, cap);
     const image = await page.screenshot({
       type: spec.format,
@@ -213,8 +223,36 @@ export class ChromiumRenderer implements Renderer {
 }
 
 function emulationOf(spec: CaptureSpec): Emulation {
-  const { width, height, isMobile, hasTouch, userAgent } = spec;
-  return { width, height, isMobile, hasTouch, userAgent };
+  const { width, height, isMobile, hasTouch, userAgent, scale } = spec;
+  return { width, height, isMobile, hasTouch, userAgent, scale };
+}
+
+/** Kept back from the budget when waiting for a selector, so that the wait's own reason is the one reported. */
+const SELECTOR_WAIT_MARGIN_MS = 250;
+
+/** `waitForSelector` within what is left of the budget; not visible in time is the capture's failure, with why. */
+async function waitForSelector(
+  page: Page,
+  spec: CaptureSpec,
+  selector: string,
+  deadline: number,
+): Promise<void> {
+  const timeoutMs = deadline - Date.now() - SELECTOR_WAIT_MARGIN_MS;
+  try {
+    await waitForVisible(page, selector, timeoutMs);
+  } catch (error) {
+    const shown = JSON.stringify(selector);
+    if (error instanceof TimeoutError) {
+      throw new CaptureFailedError(
+        spec.url,
+        `No element matching ${shown} became visible within ${Math.round(timeoutMs / 1000)} s`,
+      );
+    }
+    if (/not a valid selector|SyntaxError/i.test(error instanceof Error ? error.message : '')) {
+      throw new CaptureFailedError(spec.url, `The selector ${shown} is not a valid CSS selector`);
+    }
+    throw error;
+  }
 }
 
 /** Brings a page from the emulation it has (none yet: undefined) to the one wanted, sending only what differs. */
@@ -224,12 +262,13 @@ async function emulate(page: Page, current: Emulation | undefined, wanted: Emula
     current.width === wanted.width &&
     current.height === wanted.height &&
     current.isMobile === wanted.isMobile &&
-    current.hasTouch === wanted.hasTouch;
+    current.hasTouch === wanted.hasTouch &&
+    current.scale === wanted.scale;
   if (!sameViewport) {
     await page.setViewport({
       width: wanted.width,
       height: wanted.height,
-      deviceScaleFactor: 1,
+      deviceScaleFactor: wanted.scale,
       isMobile: wanted.isMobile,
       hasTouch: wanted.hasTouch,
     });

@@ -7,7 +7,7 @@ import type { HttpRoute } from './types';
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
-export const MAX_SCREENSHOT_BODY_BYTES = 16 * 1024;
+export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
 
 /** POST /api/screenshot: the API key and the JSON body in, the image (or the error) out. */
 export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {

@@ -15,7 +15,9 @@ import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
+import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
 import { MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
 import {
   apiKeyList,
   captureFailedError,
@@ -48,6 +50,7 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
+  ...CAPTURE_OPTION_DESCRIPTIONS,
 };
 
 const screenshotBody = screenshotRequest.meta({
@@ -104,7 +107,9 @@ const imageHeaders = z.object({
   'X-Credits-Charged': z
     .number()
     .int()
-    .meta({ description: 'Credits this capture cost: 1 basic, 2 full page, 3 above 2560 px' }),
+    .meta({
+      description: `Credits this capture cost: 1 basic, 2 full page, 3 when width or height × scale is above ${HIGH_RESOLUTION_THRESHOLD} px`,
+    }),
   'X-Screenshot-Truncated': z
     .literal('true')
     .optional()

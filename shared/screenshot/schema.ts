@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { IMAGE_FORMATS } from '../capture/renderer';
+import { captureOptionFields, combinationIssues } from './optionFields';
 
 /** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
@@ -16,7 +17,7 @@ const dimension = (fallback: number) =>
  * applied; the URL must be absolute http(s) and at most MAX_URL_LENGTH characters. Whether its host may be reached is decided
  * later, by the URL policy, because that needs DNS.
  */
-export const screenshotRequest = z.strictObject({
+const screenshotFields = z.strictObject({
   url: z
     .string()
     .max(MAX_URL_LENGTH, `url must be at most ${MAX_URL_LENGTH} characters`)
@@ -28,6 +29,12 @@ export const screenshotRequest = z.strictObject({
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
   delay: z.number().int().min(0).max(MAX_DELAY_MS).default(0),
+  ...captureOptionFields,
+});
+
+export const screenshotRequest = screenshotFields.check((ctx) => {
+  for (const issue of combinationIssues(ctx.value))
+    ctx.issues.push({ code: 'custom', input: ctx.value, ...issue });
 });
 
 export type ScreenshotRequest = z.infer<typeof screenshotRequest>;
