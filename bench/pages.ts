@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import sharp from 'sharp';
 import { type PageServer, startPageServer } from '../test/helpers/pageServer';
 
@@ -13,10 +15,14 @@ export interface BenchPages {
   simple: string;
   /** A 15,000 px tall page for the full-page scenario. */
   tall: string;
+  /** A 15,000 px tall page of lazy images (native loading="lazy" and lazysizes) for the full-page lazy scenario. */
+  lazy: string;
   close(): Promise<void>;
 }
 
 export const TALL_PAGE_HEIGHT = 15_000;
+
+const require = createRequire(import.meta.url);
 
 const SIMPLE_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bench page</title>
 <link rel="stylesheet" href="/style.css"></head><body>
@@ -44,6 +50,18 @@ div{height:1000px;font:48px sans-serif;padding:24px;box-sizing:border-box}</styl
   (_, i) => `<div style="background:hsl(${i * 24} 60% 70%)">Section ${i + 1}</div>`,
 ).join('')}</body></html>`;
 
+/** Fifteen 1000 px sections, each with a 400 px image loaded lazily: natively in even sections, by lazysizes in odd. */
+const LAZY_HTML = `<!doctype html><html><head><meta charset="utf-8"><script src="/lazysizes.js" async></script>
+<style>html,body{margin:0}section{height:1000px;padding:24px;box-sizing:border-box}</style></head><body>${Array.from(
+  { length: TALL_PAGE_HEIGHT / 1000 },
+  (_, i) =>
+    `<section>${
+      i % 2 === 0
+        ? `<img src="/hero.png?${i}" loading="lazy" width="480" height="240" alt="">`
+        : `<img data-src="/hero.png?${i}" class="lazyload" width="480" height="240" alt="">`
+    }</section>`,
+).join('')}</body></html>`;
+
 function serve(type: string, body: string | Buffer) {
   return (_req: unknown, res: ServerResponse) => {
     res
@@ -69,11 +87,14 @@ export async function startBenchPages(): Promise<BenchPages> {
     '/style.css': serve('text/css', SIMPLE_CSS),
     '/hero.png': serve('image/png', hero),
     '/tall': serve('text/html; charset=utf-8', TALL_HTML),
+    '/lazy': serve('text/html; charset=utf-8', LAZY_HTML),
+    '/lazysizes.js': serve('text/javascript', await readFile(require.resolve('lazysizes/lazysizes.js'))),
   });
   return {
     server,
     simple: `${server.origin}/simple`,
     tall: `${server.origin}/tall`,
+    lazy: `${server.origin}/lazy`,
     close: () => server.close(),
   };
 }

@@ -15,6 +15,7 @@ import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
+import { captureAssetHooks } from './captureAssets';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
 import type { DeploymentSettings } from './settings';
@@ -263,6 +264,7 @@ export class ScreenshotServiceStack extends Stack {
         // Everything is bundled, including the AWS SDK (the exact version the tests ran, not the runtime's copy),
         // except the Chromium package, which the layer provides.
         externalModules: isScreenshot ? [CHROMIUM_PACKAGE] : [],
+        ...(isScreenshot ? { commandHooks: captureAssetHooks } : {}),
       },
     });
     acknowledge(

@@ -5,14 +5,9 @@ import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { DEVICE_PRESETS } from './devices';
 import { captureElement } from './elementCapture';
+import { captureFullPage } from './fullPage';
 import { decorateLoadedPage, navigationCondition, prepareNavigation, waitForVisible } from './pageOptions';
-import {
-  type CaptureLimits,
-  type CaptureResult,
-  type CaptureSpec,
-  heightCap,
-  type Renderer,
-} from './renderer';
+import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
 
 export interface ChromiumRendererOptions {
   /** Extra launch flags, asked for at each launch (the egress proxy's flags). */
@@ -127,7 +122,7 @@ export class ChromiumRenderer implements Renderer {
     await prepareNavigation(page, spec);
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: budgetMs });
-    await decorateLoadedPage(page, spec);
+    await decorateLoadedPage(page, spec, deadline);
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
     if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, deadline);
     // A page that navigated itself (meta refresh, script) somewhere unreachable or refused by the egress gate
@@ -146,21 +141,7 @@ export class ChromiumRenderer implements Renderer {
       const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
       return { image: Buffer.from(image), truncated: false };
     }
-    await loadLazyContent(page);
-    const fullHeight = await page.evaluate(() =>
-      Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0, window.innerHeight),
-    );
-    // The cap is in image pixels; at a scale above 1 fewer CSS pixels of the page fit under it.
-    const cap = Math.floor(heightCap(spec.format) / spec.scale);
-    const height = Math.min(fullHeight, cap);
-    const image = await page.screenshot({
-      type: spec.format,
-      quality,
-      optimizeForSpeed,
-      clip: { x: 0, y: 0, width: spec.width, height },
-      captureBeyondViewport: true,
-    });
-    return { image: Buffer.from(image), truncated: fullHeight > cap };
+    return captureFullPage(page, spec, { type: spec.format, quality, optimizeForSpeed });
   }
 
   private prepareSpare(): void {
@@ -274,39 +255,6 @@ async function emulate(page: Page, current: Emulation | undefined, wanted: Emula
     });
   }
   if (current?.userAgent !== wanted.userAgent) await page.setUserAgent(wanted.userAgent);
-}
-
-/**
- * Makes lazy content load before a full-page capture: lazy images become eager, the page is scrolled through
- * once (for IntersectionObserver-based loaders), then images get a short, bounded wait. Kept as source text, not
- * a function: a transpiler that keeps names (tsx, which `npm start` runs) would otherwise wrap the inner functions
- * in a `__name` helper that does not exist in the page, and every full-page capture would fail.
- */
-const LOAD_LAZY_CONTENT = `(async () => {
-  for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
-  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
-  const step = Math.max(window.innerHeight, 200);
-  for (let y = 0; y < document.documentElement.scrollHeight && y < 50000; y += step) {
-    window.scrollTo(0, y);
-    await frame();
-  }
-  window.scrollTo(0, 0);
-  const pending = Array.from(document.images).filter((img) => !img.complete);
-  const loaded = Promise.all(
-    pending.map(
-      (img) =>
-        new Promise((resolve) => {
-          img.addEventListener('load', resolve, { once: true });
-          img.addEventListener('error', resolve, { once: true });
-        }),
-    ),
-  );
-  await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, 3000))]);
-  await frame();
-})()`;
-
-async function loadLazyContent(page: Page): Promise<void> {
-  await page.evaluate(LOAD_LAZY_CONTENT);
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */

@@ -1,5 +1,7 @@
 import type { Page } from 'puppeteer-core';
 import { logger } from '../logger';
+import { blockAdRequests, hideAds } from './adBlocking';
+import { blockCookieBanners, settleCookieBanners } from './consentBlocking';
 import type { CaptureSpec } from './renderer';
 import { sendHeadersToOrigin } from './requestHeaders';
 
@@ -9,7 +11,7 @@ import { sendHeadersToOrigin } from './requestHeaders';
  * Options a request does not use send no command at all.
  */
 
-/** Before navigation: media features, time zone, locale, cookies and extra headers. */
+/** Before navigation: media features, time zone, locale, cookies, extra headers, ad and consent blocking. */
 export async function prepareNavigation(page: Page, spec: CaptureSpec): Promise<void> {
   const mediaFeatures = [
     ...(spec.darkMode ? [{ name: 'prefers-color-scheme', value: 'dark' }] : []),
@@ -21,6 +23,8 @@ export async function prepareNavigation(page: Page, spec: CaptureSpec): Promise<
     spec.locale ? emulateLocale(page, spec.userAgent, spec.locale) : undefined,
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
+    spec.blockAds ? blockAdRequests(page) : undefined,
+    spec.blockCookieBanners ? blockCookieBanners(page) : undefined,
   ]);
 }
 
@@ -59,12 +63,16 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
 }
 
 /**
- * After load, before the delay: the customer's style sheet and hidden elements, then their script. The style sheet
+ * After load, before the delay: consent banners dealt with and ads hidden (when asked), then the customer's style sheet and hidden elements, then their script. The style sheet
  * is adopted (not a <style> element), so a page's Content-Security-Policy does not refuse it; one rule per hidden
  * selector, so an invalid selector drops its own rule only. The script runs like one of the page's own (with the
  * page's rights and through the same egress rules); an error it throws is logged and the capture goes on.
  */
-export async function decorateLoadedPage(page: Page, spec: CaptureSpec): Promise<void> {
+export async function decorateLoadedPage(page: Page, spec: CaptureSpec, deadline: number): Promise<void> {
+  await Promise.all([
+    spec.blockCookieBanners ? settleCookieBanners(page, deadline) : undefined,
+    spec.blockAds ? hideAds(page) : undefined,
+  ]);
   const rules = [
     ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),
     ...(spec.css ? [spec.css] : []),

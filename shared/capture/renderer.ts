@@ -42,6 +42,10 @@ export interface CaptureSpec {
   js?: string;
   /** Elements matching any of these are hidden (visibility: hidden). */
   hideSelectors: string[];
+  /** Ads and trackers blocked by the shipped filter lists (network and cosmetic). */
+  blockAds: boolean;
+  /** Cookie-consent banners refused or hidden by autoconsent's rules. */
+  blockCookieBanners: boolean;
 }
 
 export interface CaptureCookie {

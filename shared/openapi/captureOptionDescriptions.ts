@@ -36,4 +36,10 @@ export const CAPTURE_OPTION_DESCRIPTIONS: Record<keyof typeof captureOptionField
     `A script run in the page after load, before delay (at most ${KIB} KiB of UTF-8). Its errors do not fail the ` +
     'capture; it is held to the same egress rules as the page',
   hideSelectors: 'Elements matching any of these CSS selectors are hidden (visibility: hidden)',
+  blockAds:
+    'Block ads and trackers: requests the shipped filter lists match never leave the browser, and elements they ' +
+    'name are hidden',
+  blockCookieBanners:
+    'Dismiss cookie-consent banners and dialogs (refusing where the page allows) or hide them, with the consent ' +
+    'rules shipped with the project, in every frame',
 };

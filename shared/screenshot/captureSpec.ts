@@ -29,6 +29,8 @@ export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
     headers: request.headers ?? {},
     cookies: request.cookies ?? [],
     hideSelectors: request.hideSelectors ?? [],
+    blockAds: request.blockAds,
+    blockCookieBanners: request.blockCookieBanners,
     selector: request.selector,
     waitForSelector: request.waitForSelector,
     timezone: request.timezone && canonicalTimeZone(request.timezone),

@@ -196,6 +196,8 @@ export const captureOptionFields = {
   css: injected('css').optional(),
   js: injected('js').optional(),
   hideSelectors: z.array(selectorText(MAX_HIDE_SELECTOR_LENGTH)).max(MAX_HIDE_SELECTORS).optional(),
+  blockAds: z.boolean().default(false),
+  blockCookieBanners: z.boolean().default(false),
 };
 
 /**

@@ -265,11 +265,13 @@ describe('an account owner in the dashboard', () => {
     await waitText('#balance', /^99$/);
   });
 
-  it('captures one element at scale 2 in dark mode from the form', async () => {
+  it('captures one element at scale 2 in dark mode, ads and banners blocked, from the form', async () => {
     await fillIn('#try-url', `${pages.origin}/card`);
     await fillIn('#try-selector', '#card');
     await page.select('#try-scale', '2');
     await page.click('#try-dark');
+    await page.click('#try-ads');
+    await page.click('#try-banners');
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.url().endsWith('/api/screenshot')),
       page.click('#try-submit'),
@@ -278,6 +280,8 @@ describe('an account owner in the dashboard', () => {
       selector: '#card',
       scale: 2,
       darkMode: true,
+      blockAds: true,
+      blockCookieBanners: true,
     });
     await waitText('#result-caption', /credit/);
     const shown = await page.$eval('#result-image', async (element) => {
@@ -298,7 +302,7 @@ describe('an account owner in the dashboard', () => {
     // Back to the plain form for the tests after this one.
     await fillIn('#try-selector', '');
     await page.select('#try-scale', '1');
-    await page.click('#try-dark');
+    for (const box of ['#try-dark', '#try-ads', '#try-banners']) await page.click(box);
   });
 
   it('asks before revoking, and keeps the key when the user cancels', async () => {

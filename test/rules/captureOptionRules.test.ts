@@ -110,6 +110,8 @@ describe('validation', () => {
     ],
     ['js over 32 KiB', { js: ';'.repeat(MAX_INJECTED_BYTES + 1) }, ['js']],
     ['js as a function body array', { js: ['alert(1)'] }, ['js']],
+    ['blockAds as a string', { blockAds: 'yes' }, ['blockAds']],
+    ['blockCookieBanners as a number', { blockCookieBanners: 1 }, ['blockCookieBanners']],
     ['51 hideSelectors', { hideSelectors: many(51, (i) => `#a${i}`) }, ['hideSelectors']],
     ['an empty hideSelector', { hideSelectors: ['#a', ''] }, ['hideSelectors', 1]],
     ['a hideSelector over 256 characters', { hideSelectors: ['a'.repeat(257)] }, ['hideSelectors', 0]],
@@ -171,6 +173,8 @@ describe('the capture spec', () => {
       headers: {},
       cookies: [],
       hideSelectors: [],
+      blockAds: false,
+      blockCookieBanners: false,
     });
     const { selector, waitForSelector, timezone, locale, css, js } = spec();
     expect([selector, waitForSelector, timezone, locale, css, js]).toEqual(Array(6).fill(undefined));

@@ -311,6 +311,33 @@ describe("a customer's script (js) aimed at a private address", () => {
   });
 });
 
+describe('every capture switch on', () => {
+  it.each([
+    ['fetch', '/fetch'],
+    ['an iframe', '/iframe'],
+    ['a WebSocket', '/websocket'],
+  ])('still blocks %s aimed at a private address, and the canary is untouched', async (_, path) => {
+    const response = await harness.shoot(apiKey, {
+      url: `${site.origin}${path}`,
+      width: 320,
+      height: 320,
+      delay: 700,
+      blockAds: true,
+      blockCookieBanners: true,
+      headers: { 'X-Switch': 'on' },
+      cookies: [{ name: 'switch', value: 'on' }],
+      darkMode: true,
+      locale: 'fr-FR',
+      timezone: 'Europe/Paris',
+      css: 'body { outline: 1px solid transparent }',
+      js: `fetch('${canary.origin}/with-switches', { mode: 'no-cors' }).catch(() => undefined)`,
+    });
+    expect(response.status).toBe(200);
+    expect(near((await decodeImage(response.body)).pixel(10, 10), GREEN)).toBe(true);
+    expect(canary.connections).toBe(0);
+  });
+});
+
 describe('the canary', () => {
   it('recorded no connection and no datagram over the whole suite', () => {
     expect(canary.connections).toBe(0);

@@ -295,6 +295,8 @@ async function tryCapture(event) {
     ...(value('try-selector').trim() ? { selector: value('try-selector').trim() } : {}),
     ...(value('try-wait').trim() ? { waitForSelector: value('try-wait').trim() } : {}),
     ...(checked('try-dark') ? { darkMode: true } : {}),
+    ...(checked('try-ads') ? { blockAds: true } : {}),
+    ...(checked('try-banners') ? { blockCookieBanners: true } : {}),
   };
   say('try-error', '');
   say('try-status', 'Capturing…');
