@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { filterCompactRules, type IndexedCMPRuleset } from '@duckduckgo/autoconsent';
 import type { Frame, Page } from 'puppeteer-core';
 
 /**
@@ -16,9 +17,12 @@ import type { Frame, Page } from 'puppeteer-core';
 
 /** How long a capture waits, at most, for a banner that was found to be dealt with. */
 export const CONSENT_MAX_WAIT_MS = 4_000;
-/** Consent managers that show late are given this long after load to be found. */
-const CONSENT_MIN_WAIT_MS = 400;
-const POLL_MS = 100;
+/**
+ * autoconsent reports when it starts looking for consent managers, but not when a look found nothing (it then
+ * waits for the page to change): it is taken to have found nothing once it has been quiet this long.
+ */
+const QUIET_MS = 60;
+const POLL_MS = 20;
 
 const CONFIG = {
   enabled: true,
@@ -42,16 +46,19 @@ const CONFIG = {
 
 /**
  * Answers autoconsent's `init` with the configuration and rules, and keeps what it reports in
- * `window.__screenshotConsent.phase`: detected (a consent manager is there), busy (its banner is open and being
- * answered), done (answered, hidden, or nothing found).
+ * `window.__screenshotConsent`: `phase` is detected (a consent manager is there), busy (its banner is open and being
+ * answered) or done (answered, hidden, or nothing found); `started` that it has begun looking, `last` when it last
+ * said anything.
  */
-const prelude = (rules: string) => `(() => {
+const prelude = (mainRules: string, frameRules: string) => `(() => {
   if (window.autoconsentSendMessage) return;
-  const state = { phase: 'idle' };
+  const state = { phase: 'idle', started: false, last: 0 };
   Object.defineProperty(window, '__screenshotConsent', { value: state });
   const config = ${JSON.stringify(CONFIG)};
-  const rules = { compact: ${rules} };
+  // Strings parsed on use: V8 reads a JSON string much faster than the same object as a literal.
+  const rules = { compact: JSON.parse(window === window.top ? ${JSON.stringify(mainRules)} : ${JSON.stringify(frameRules)}) };
   window.autoconsentSendMessage = (message) => {
+    state.last = performance.now();
     switch (message.type) {
       case 'init':
         setTimeout(() => window.autoconsentReceiveMessage({ type: 'initResp', config, rules }));
@@ -67,6 +74,7 @@ const prelude = (rules: string) => `(() => {
         state.phase = 'done';
         break;
       case 'report':
+        if (message.state.lifecycle !== 'loading' && message.state.lifecycle !== 'initialized') state.started = true;
         if (message.state.lifecycle === 'nothingDetected' || message.state.lifecycle === 'done') state.phase = 'done';
         break;
     }
@@ -74,52 +82,82 @@ const prelude = (rules: string) => `(() => {
   };
 })();`;
 
-let source: Promise<string> | undefined;
+interface ConsentAssets {
+  script: string;
+  rules: IndexedCMPRuleset;
+  /** The rules that run in frames, whatever their address (autoconsent checks each rule's own pattern). */
+  frameRules: string;
+}
 
-/** The injected source (autoconsent's content script and rules, about 400 KB), read once per warm process. */
-function consentSource(): Promise<string> {
-  source ??= (async () => {
+let assets: Promise<ConsentAssets> | undefined;
+
+/** autoconsent's content script and rules, read once per warm process. */
+function consentAssets(): Promise<ConsentAssets> {
+  assets ??= (async () => {
     // The package exports its entry and rules only, so the content script is found beside the entry.
     const require = createRequire(import.meta.url);
     const dist = dirname(require.resolve('@duckduckgo/autoconsent'));
-    const [script, rules] = await Promise.all([
+    const [script, text] = await Promise.all([
       readFile(join(dist, 'autoconsent.playwright.js'), 'utf8'),
       readFile(require.resolve('@duckduckgo/autoconsent/rules/compact-rules.json'), 'utf8'),
     ]);
-    return `${prelude(rules)}\n${script}`;
+    const rules = JSON.parse(text) as IndexedCMPRuleset;
+    const { v, s, r, index } = rules;
+    const frameRules = JSON.stringify({
+      v,
+      s: s.slice(0, index.frameStringEnd),
+      r: r.slice(index.frameRuleRange[0], index.frameRuleRange[1]),
+    });
+    return { script, rules, frameRules };
   })();
-  source.catch(() => {
-    source = undefined;
+  assets.catch(() => {
+    assets = undefined;
   });
-  return source;
-}
-
-/** Installs autoconsent in every frame the page will have; call before navigation. */
-export async function blockCookieBanners(page: Page): Promise<void> {
-  await page.evaluateOnNewDocument(await consentSource());
+  return assets;
 }
 
 /**
- * Waits, before the capture, until no frame has a consent manager still busy with its banner: at least
- * CONSENT_MIN_WAIT_MS after load, at most CONSENT_MAX_WAIT_MS, never past the deadline. A banner still there then
- * is hidden by autoconsent's prehiding and cosmetic rules anyway.
+ * Installs autoconsent in every frame the page will have; call before navigation. The top frame gets the generic
+ * rules and those for the site of `url` (a quarter of all), other frames the rules that run in frames.
+ */
+export async function blockCookieBanners(page: Page, url: string): Promise<void> {
+  const { script, rules, frameRules } = await consentAssets();
+  const mainRules = JSON.stringify(filterCompactRules(rules, { url, mainFrame: true }));
+  await page.evaluateOnNewDocument(`${prelude(mainRules, frameRules)}\n${script}`);
+}
+
+/**
+ * Waits, before the capture, until autoconsent has looked at the page and no consent manager it found is still busy
+ * with its banner: at most CONSENT_MAX_WAIT_MS, never past the deadline. A page without one costs a look (tens of
+ * milliseconds). Banners are hidden from autoconsent's start anyway (it prehides the elements of every consent
+ * manager it has rules for, and hides open banners with cosmetic rules); the wait is for the refusal to be made.
  */
 export async function settleCookieBanners(page: Page, deadline: number): Promise<void> {
-  const start = Date.now();
-  const end = Math.min(start + CONSENT_MAX_WAIT_MS, deadline);
-  for (;;) {
-    const elapsed = Date.now() - start;
-    if (Date.now() >= end) return;
-    if (elapsed >= CONSENT_MIN_WAIT_MS) {
-      const phases = await Promise.all(page.frames().map(phaseOf));
-      if (!phases.some((phase) => phase === 'detected' || phase === 'busy')) return;
-    }
+  const end = Math.min(Date.now() + CONSENT_MAX_WAIT_MS, deadline);
+  while (Date.now() < end) {
+    const frames = await Promise.all(page.frames().map(consentStateOf));
+    const busy = frames.some((state) => state?.phase === 'detected' || state?.phase === 'busy');
+    const top = frames[0];
+    if (!busy && top && (top.phase === 'done' || (top.started && top.quietFor >= QUIET_MS))) return;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
-function phaseOf(frame: Frame): Promise<string | undefined> {
+interface ConsentState {
+  phase: string;
+  started: boolean;
+  /** Milliseconds since autoconsent last said anything. */
+  quietFor: number;
+}
+
+function consentStateOf(frame: Frame): Promise<ConsentState | undefined> {
   return frame
-    .evaluate(() => (window as { __screenshotConsent?: { phase: string } }).__screenshotConsent?.phase)
+    .evaluate(() => {
+      const state = (window as { __screenshotConsent?: { phase: string; started: boolean; last: number } })
+        .__screenshotConsent;
+      return (
+        state && { phase: state.phase, started: state.started, quietFor: performance.now() - state.last }
+      );
+    })
     .catch(() => undefined);
 }

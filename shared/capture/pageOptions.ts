@@ -24,7 +24,7 @@ export async function prepareNavigation(page: Page, spec: CaptureSpec): Promise<
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
     spec.blockAds ? blockAdRequests(page) : undefined,
-    spec.blockCookieBanners ? blockCookieBanners(page) : undefined,
+    spec.blockCookieBanners ? blockCookieBanners(page, spec.url) : undefined,
   ]);
 }
 

@@ -155,8 +155,24 @@ describe('blockCookieBanners', () => {
   });
 
   it.each(Object.keys(CONSENT_PAGES))('captures %s without its banner with the flag', async (path) => {
-    const image = await shot({ url: `${site.origin}${path}`, delay: 500, blockCookieBanners: true });
+    const image = await shot({ url: `${site.origin}${path}`, blockCookieBanners: true });
     expect(notGreen(image)).toBeLessThan(20);
+  });
+});
+
+describe('blockCookieBanners, refusing', () => {
+  it('refuses what the banner lets a visitor refuse (vanilla-cookieconsent keeps only the necessary category)', async () => {
+    // Runs after the banner was dealt with: blue when the consent cookie holds exactly the necessary category.
+    const js = `const c = decodeURIComponent(document.cookie);
+      const ok = /cc_cookie=/.test(c) && /"categories":\\["necessary"\\]/.test(c);
+      document.documentElement.style.background = document.body.style.background = ok ? '#00f' : '#f00';`;
+    const image = await shot({
+      url: `${site.origin}/consent/vanilla-cookieconsent`,
+      blockCookieBanners: true,
+      js,
+      delay: 300,
+    });
+    expect(near(image.pixel(5, 300), BLUE)).toBe(true);
   });
 });
 
