@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import sharp from 'sharp';
 import { type PageServer, startPageServer } from '../test/helpers/pageServer';
 
@@ -15,10 +17,14 @@ export interface BenchPages {
   tall: string;
   /** A page of text in every script of the font set, and emoji, filling 1920x1080. */
   text: string;
+  /** A 15,000 px tall page of lazy images (native loading="lazy" and lazysizes) for the full-page lazy scenario. */
+  lazy: string;
   close(): Promise<void>;
 }
 
 const TALL_PAGE_HEIGHT = 15_000;
+
+const require = createRequire(import.meta.url);
 
 const SIMPLE_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bench page</title>
 <link rel="stylesheet" href="/style.css"></head><body>
@@ -74,6 +80,17 @@ code{font:14px monospace}</style></head><body><h1>Every script the service draws
   ({ lang, text, dir }) =>
     `<p lang="${lang}"${dir ? ` dir="${dir}"` : ''}>${Array.from({ length: 3 }, () => text).join(' ')}</p>`,
 ).join('')}<p><code>const answer = 42; // monospace</code></p></main></body></html>`;
+/** Fifteen 1000 px sections, each with a 400 px image loaded lazily: natively in even sections, by lazysizes in odd. */
+const LAZY_HTML = `<!doctype html><html><head><meta charset="utf-8"><script src="/lazysizes.js" async></script>
+<style>html,body{margin:0}section{height:1000px;padding:24px;box-sizing:border-box}</style></head><body>${Array.from(
+  { length: TALL_PAGE_HEIGHT / 1000 },
+  (_, i) =>
+    `<section>${
+      i % 2 === 0
+        ? `<img src="/hero.png?${i}" loading="lazy" width="480" height="240" alt="">`
+        : `<img data-src="/hero.png?${i}" class="lazyload" width="480" height="240" alt="">`
+    }</section>`,
+).join('')}</body></html>`;
 
 function serve(type: string, body: string | Buffer) {
   return (_req: unknown, res: ServerResponse) => {
@@ -101,12 +118,15 @@ export async function startBenchPages(): Promise<BenchPages> {
     '/hero.png': serve('image/png', hero),
     '/tall': serve('text/html; charset=utf-8', TALL_HTML),
     '/text': serve('text/html; charset=utf-8', TEXT_HTML),
+    '/lazy': serve('text/html; charset=utf-8', LAZY_HTML),
+    '/lazysizes.js': serve('text/javascript', await readFile(require.resolve('lazysizes/lazysizes.js'))),
   });
   return {
     server,
     simple: `${server.origin}/simple`,
     tall: `${server.origin}/tall`,
     text: `${server.origin}/text`,
+    lazy: `${server.origin}/lazy`,
     close: () => server.close(),
   };
 }

@@ -19,6 +19,8 @@ export const SCENARIOS = {
   oursJpeg: 'ours, jpeg q80',
   oursWebp: 'ours, webp q80',
   oursMobile: 'ours, mobile preset',
+  oursClean: 'ours, blockAds + blockCookieBanners',
+  oursLazy: 'ours, full page 15,000 px of lazy images',
   admission: 'admission alone (no capture)',
   cacheHit: 'cache hit (same page as ours, warm)',
 } as const;

@@ -112,7 +112,7 @@ try {
   }
 
   if (phase('variants')) {
-    log('variants: text in every script, full page, 4K, jpeg, webp, mobile (interleaved)');
+    log('variants: text in every script, full page, 4K, jpeg, webp, mobile, ad and banner blocking, lazy full page (interleaved)');
     const variant = (key: ScenarioKey, body: Record<string, unknown>, n: number): Contender => ({
       key,
       runs: runs(n),
@@ -126,6 +126,8 @@ try {
       variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 20),
       variant('oursWebp', { ...simple, format: 'webp', quality: 80 }, 20),
       variant('oursMobile', { ...simple, device: 'mobile' }, 20),
+      variant('oursClean', { ...simple, blockAds: true, blockCookieBanners: true }, 20),
+      variant('oursLazy', { url: pages.lazy, fullPage: true }, 12),
     ];
     const samples = await interleave(contenders, random);
     for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));

@@ -40,6 +40,18 @@ export function checkTargets(results: BenchResults): TargetResult[] {
     (v) => `${v.toFixed(1)} x`,
   );
   add(
+    'blockAds + blockCookieBanners <= 1.2 x ours, warm',
+    ratio(s.oursClean?.median, ours),
+    (v) => v <= 1.2,
+    (v) => `${v.toFixed(2)} x`,
+  );
+  add(
+    'full page 15,000 px of lazy images <= 1.5 s',
+    s.oursLazy?.median,
+    (v) => v <= 1500,
+    (v) => `${Math.round(v)} ms`,
+  );
+  add(
     'admission alone <= 15 ms',
     s.admission?.median,
     (v) => v <= 15,

@@ -24,8 +24,14 @@ export const NAVIGATION_BUDGET_MS = 30_000;
 /** ...then this long for what follows it: `delay`, waiting for the page to settle, and taking the image. */
 export const AFTER_LOAD_BUDGET_MS = 30_000;
 
-/** The whole budget; the screenshot function's timeout leaves room for it and the response reserve. */
-export const CAPTURE_BUDGET_MS = NAVIGATION_BUDGET_MS + AFTER_LOAD_BUDGET_MS;
+/** The longest `delay` a request may ask for: the caller's own wait, added to the time after load. */
+export const MAX_DELAY_MS = 30_000;
+
+/**
+ * The whole budget, the longest delay included; the screenshot function's timeout (less the response reserve) caps
+ * it in the rare capture that uses every part to the full.
+ */
+export const CAPTURE_BUDGET_MS = NAVIGATION_BUDGET_MS + AFTER_LOAD_BUDGET_MS + MAX_DELAY_MS;
 
 /** The two parts of a capture's budget; tests shorten them, deployments never do. */
 export interface CaptureBudgets {

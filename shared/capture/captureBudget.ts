@@ -11,19 +11,28 @@ export type CapturePhase = 'navigation' | 'afterLoad';
  */
 export class CaptureBudget {
   private timer: NodeJS.Timeout | undefined;
+  private phaseEndsAt: number;
 
   constructor(
     private readonly deadline: number,
     private readonly budgets: CaptureBudgets,
     private readonly onExpired: (phase: CapturePhase, allowedMs: number) => void,
-  ) {}
+  ) {
+    this.phaseEndsAt = deadline;
+  }
 
   startNavigation(): void {
     this.arm('navigation', this.budgets.navigationMs);
   }
 
-  loaded(): void {
-    this.arm('afterLoad', this.budgets.afterLoadMs);
+  /** The page has loaded; what follows gets its own time, plus `extraMs` the caller asked to wait (`delay`). */
+  loaded(extraMs = 0): void {
+    this.arm('afterLoad', this.budgets.afterLoadMs + extraMs);
+  }
+
+  /** When the running phase's time is up, ms since epoch: the bound of any wait inside it. */
+  phaseEnd(): number {
+    return this.phaseEndsAt;
   }
 
   dispose(): void {
@@ -33,7 +42,8 @@ export class CaptureBudget {
   private arm(phase: CapturePhase, budgetMs: number): void {
     clearTimeout(this.timer);
     const now = Date.now();
-    const allowedMs = Math.max(0, Math.min(now + budgetMs, this.deadline) - now);
+    this.phaseEndsAt = Math.min(now + budgetMs, this.deadline);
+    const allowedMs = Math.max(0, this.phaseEndsAt - now);
     this.timer = setTimeout(() => this.onExpired(phase, allowedMs), allowedMs);
   }
 }

@@ -6,15 +6,11 @@ import { budgetExceeded, CaptureBudget } from './captureBudget';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { DEVICE_PRESETS } from './devices';
+import { captureElement } from './elementCapture';
+import { captureFullPage } from './fullPage';
 import { PageControl } from './pageControl';
-import { loadLazyContent, pageHeight } from './pageScripts';
-import {
-  type CaptureLimits,
-  type CaptureResult,
-  type CaptureSpec,
-  heightCap,
-  type Renderer,
-} from './renderer';
+import { decorateLoadedPage, navigationCondition, prepareNavigation, waitForVisible } from './pageOptions';
+import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
 import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
@@ -28,8 +24,8 @@ export interface ChromiumRendererOptions {
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
 
-/** Viewport and user agent a page emulates. */
-type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent'>;
+/** Viewport (with its scale) and user agent a page emulates. */
+type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent' | 'scale'>;
 
 /** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
 interface Tab {
@@ -42,7 +38,7 @@ interface Tab {
 }
 
 /** A request without options: until the first capture says otherwise, spare tabs are prepared for it. */
-const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop };
+const DEFAULT_EMULATION: Emulation = { ...DEVICE_PRESETS.desktop, scale: 1 };
 
 /**
  * Headless Chromium, launched once per warm process and reused. Each capture gets its own incognito context, and the
@@ -130,12 +126,16 @@ export class ChromiumRenderer implements Renderer {
   private async shoot(tab: Tab, spec: CaptureSpec, budget: CaptureBudget): Promise<CaptureResult> {
     const { page } = tab;
     await emulate(page, tab.emulation, emulationOf(spec));
+    await prepareNavigation(page, spec);
     budget.startNavigation();
-    // The load event, not network idle: idle windows add half a second to every capture for nothing. The budget,
-    // not puppeteer, times it out.
-    await page.goto(spec.url, { waitUntil: 'load', timeout: 0 });
-    budget.loaded();
+    // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
+    // The budget, not puppeteer, times it out.
+    await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
+    // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
+    budget.loaded(spec.delay);
+    await decorateLoadedPage(page, spec, budget.phaseEnd());
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
+    if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, budget.phaseEnd());
     // The page as it stands now: it may not navigate any more, and a navigation it started is waited for.
     await tab.control.hold();
     await tab.control.settled();
@@ -149,22 +149,14 @@ export class ChromiumRenderer implements Renderer {
     // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
     // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
     const optimizeForSpeed = spec.format === 'png';
+    if (spec.selector) {
+      return captureElement(page, spec, spec.selector, { type: spec.format, quality, optimizeForSpeed });
+    }
     if (!spec.fullPage) {
       const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
       return { image: Buffer.from(image), truncated: false };
     }
-    await loadLazyContent(tab.control);
-    const fullHeight = await pageHeight(tab.control);
-    const cap = heightCap(spec.format);
-    const height = Math.min(fullHeight, cap);
-    const image = await page.screenshot({
-      type: spec.format,
-      quality,
-      optimizeForSpeed,
-      clip: { x: 0, y: 0, width: spec.width, height },
-      captureBeyondViewport: true,
-    });
-    return { image: Buffer.from(image), truncated: fullHeight > cap };
+    return captureFullPage(page, tab.control, spec, { type: spec.format, quality, optimizeForSpeed });
   }
 
   /**
@@ -255,8 +247,36 @@ export class ChromiumRenderer implements Renderer {
 }
 
 function emulationOf(spec: CaptureSpec): Emulation {
-  const { width, height, isMobile, hasTouch, userAgent } = spec;
-  return { width, height, isMobile, hasTouch, userAgent };
+  const { width, height, isMobile, hasTouch, userAgent, scale } = spec;
+  return { width, height, isMobile, hasTouch, userAgent, scale };
+}
+
+/** Kept back from the budget when waiting for a selector, so that the wait's own reason is the one reported. */
+const SELECTOR_WAIT_MARGIN_MS = 250;
+
+/** `waitForSelector` within what is left of the budget; not visible in time is the capture's failure, with why. */
+async function waitForSelector(
+  page: Page,
+  spec: CaptureSpec,
+  selector: string,
+  deadline: number,
+): Promise<void> {
+  const timeoutMs = deadline - Date.now() - SELECTOR_WAIT_MARGIN_MS;
+  try {
+    await waitForVisible(page, selector, timeoutMs);
+  } catch (error) {
+    const shown = JSON.stringify(selector);
+    if (error instanceof TimeoutError) {
+      throw new CaptureFailedError(
+        spec.url,
+        `No element matching ${shown} became visible within ${Math.round(timeoutMs / 1000)} s`,
+      );
+    }
+    if (/not a valid selector|SyntaxError/i.test(error instanceof Error ? error.message : '')) {
+      throw new CaptureFailedError(spec.url, `The selector ${shown} is not a valid CSS selector`);
+    }
+    throw error;
+  }
 }
 
 /** Brings a page from the emulation it has (none yet: undefined) to the one wanted, sending only what differs. */
@@ -266,12 +286,13 @@ async function emulate(page: Page, current: Emulation | undefined, wanted: Emula
     current.width === wanted.width &&
     current.height === wanted.height &&
     current.isMobile === wanted.isMobile &&
-    current.hasTouch === wanted.hasTouch;
+    current.hasTouch === wanted.hasTouch &&
+    current.scale === wanted.scale;
   if (!sameViewport) {
     await page.setViewport({
       width: wanted.width,
       height: wanted.height,
-      deviceScaleFactor: 1,
+      deviceScaleFactor: wanted.scale,
       isMobile: wanted.isMobile,
       hasTouch: wanted.hasTouch,
     });

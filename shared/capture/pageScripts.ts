@@ -10,11 +10,19 @@
 export const LAZY_SCROLL_LIMIT_PX = 50_000;
 export const LAZY_IMAGE_WAIT_MS = 3_000;
 
+/** The page's full scroll height, never less than the viewport's. */
+const PAGE_HEIGHT = `Math.max(
+  document.documentElement.scrollHeight,
+  document.body ? document.body.scrollHeight : 0,
+  window.innerHeight,
+)`;
+
 /**
- * Makes lazy content load before a full-page capture: lazy images become eager, the page is scrolled through once
- * (for IntersectionObserver-based loaders), then images get a short, bounded wait.
+ * Scrolls the page through once, a viewport at a time, letting a frame pass at each step so that
+ * IntersectionObserver callbacks and scroll-driven loaders run; native lazy images become eager first. Answers the
+ * page's height once back at the top.
  */
-const LOAD_LAZY_CONTENT = `(async () => {
+const SCROLL_THROUGH = `(async () => {
   for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
   const step = Math.max(window.innerHeight, 200);
@@ -23,7 +31,15 @@ const LOAD_LAZY_CONTENT = `(async () => {
     await frame();
   }
   window.scrollTo(0, 0);
-  const pending = Array.from(document.images).filter((img) => !img.complete);
+  await frame();
+  return ${PAGE_HEIGHT};
+})()`;
+
+/** Waits, bounded, for the images that have started loading, then for a frame. */
+const AWAIT_IMAGES = `(async () => {
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
+  await frame();
+  const pending = Array.from(document.images).filter((img) => !img.complete && (img.currentSrc || img.src));
   const loaded = Promise.all(
     pending.map(
       (img) =>
@@ -37,20 +53,18 @@ const LOAD_LAZY_CONTENT = `(async () => {
   await frame();
 })()`;
 
-/** The page's full scroll height, never less than the viewport's. */
-const PAGE_HEIGHT = `Math.max(
-  document.documentElement.scrollHeight,
-  document.body ? document.body.scrollHeight : 0,
-  window.innerHeight,
-)`;
-
 /** A JavaScript realm of its own over the page's document, where source text is evaluated. */
 export interface IsolatedWorld {
   evaluate<T>(source: string): Promise<T>;
 }
 
-export async function loadLazyContent(world: IsolatedWorld): Promise<void> {
-  await world.evaluate(LOAD_LAZY_CONTENT);
+/** Scrolls the page through and back to the top; answers its height. */
+export function scrollThrough(world: IsolatedWorld): Promise<number> {
+  return world.evaluate<number>(SCROLL_THROUGH);
+}
+
+export async function awaitStartedImages(world: IsolatedWorld): Promise<void> {
+  await world.evaluate(AWAIT_IMAGES);
 }
 
 export function pageHeight(world: IsolatedWorld): Promise<number> {

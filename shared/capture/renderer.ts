@@ -1,3 +1,5 @@
+import type { WaitUntil } from '../screenshot/optionFields';
+
 export const IMAGE_FORMATS = ['png', 'jpeg', 'webp'] as const;
 export type ImageFormat = (typeof IMAGE_FORMATS)[number];
 
@@ -15,6 +17,44 @@ export interface CaptureSpec {
   userAgent: string;
   isMobile: boolean;
   hasTouch: boolean;
+  /** Device pixel ratio: the image is width × scale by height × scale. */
+  scale: number;
+  /** Capture only the first element matching this CSS selector (never with fullPage). */
+  selector?: string;
+  /** Media features emulated: prefers-color-scheme dark, prefers-reduced-motion reduce. */
+  darkMode: boolean;
+  reducedMotion: boolean;
+  /** What navigation waits for. */
+  waitUntil: WaitUntil;
+  /** After the delay, wait until an element matching this is visible. */
+  waitForSelector?: string;
+  /** Extra request headers, sent to the origin of `url` only. */
+  headers: Record<string, string>;
+  /** Host-only cookies for the host of `url`, set before navigation. */
+  cookies: CaptureCookie[];
+  /** IANA zone id, canonical. */
+  timezone?: string;
+  /** BCP 47 tag, canonical: navigator.language and Accept-Language. */
+  locale?: string;
+  /** A style sheet added after load. */
+  css?: string;
+  /** A script run in the page after load, before the delay. */
+  js?: string;
+  /** Elements matching any of these are hidden (visibility: hidden). */
+  hideSelectors: string[];
+  /** Ads and trackers blocked by the shipped filter lists (network and cosmetic). */
+  blockAds: boolean;
+  /** Cookie-consent banners refused or hidden by autoconsent's rules. */
+  blockCookieBanners: boolean;
+}
+
+export interface CaptureCookie {
+  name: string;
+  value: string;
+  path?: string;
+  secure?: boolean;
+  httpOnly?: boolean;
+  sameSite?: 'Strict' | 'Lax' | 'None';
 }
 
 export interface CaptureResult {

@@ -11,7 +11,7 @@ import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } fro
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
-export const MAX_SCREENSHOT_BODY_BYTES = 16 * 1024;
+export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with

@@ -15,11 +15,13 @@ import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
+import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
+import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
 import {
   apiKeyList,
   captureFailedError,
@@ -57,6 +59,7 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
+  ...CAPTURE_OPTION_DESCRIPTIONS,
 };
 
 const screenshotBody = screenshotRequest.meta({
@@ -119,7 +122,9 @@ const imageHeaders = z.object({
   'X-Credits-Charged': z
     .number()
     .int()
-    .meta({ description: 'Credits this capture cost: 1 basic, 2 full page, 3 above 2560 px' }),
+    .meta({
+      description: `Credits this capture cost: 1 basic, 2 full page, 3 when width or height × scale is above ${HIGH_RESOLUTION_THRESHOLD} px`,
+    }),
   'X-Screenshot-Truncated': z
     .literal('true')
     .optional()

@@ -1,8 +1,12 @@
 import { DEVICE_PRESETS } from '../capture/devices';
 import type { CaptureSpec } from '../capture/renderer';
+import { canonicalLocale, canonicalTimeZone } from './optionFields';
 import type { ScreenshotRequest } from './schema';
 
-/** Applies the device preset (it overrides width and height) and the desktop user agent when none is named. */
+/**
+ * Applies the device preset (it overrides width and height), the desktop user agent when none is named (the
+ * request's own `userAgent` overrides either), and writes time zone and locale in their canonical forms.
+ */
 export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
   const preset = DEVICE_PRESETS[request.device ?? 'desktop'];
   const size = request.device
@@ -15,8 +19,23 @@ export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
     quality: request.quality,
     fullPage: request.fullPage,
     delay: request.delay,
-    userAgent: preset.userAgent,
+    userAgent: request.userAgent ?? preset.userAgent,
     isMobile: preset.isMobile,
     hasTouch: preset.hasTouch,
+    scale: request.scale,
+    darkMode: request.darkMode,
+    reducedMotion: request.reducedMotion,
+    waitUntil: request.waitUntil,
+    headers: request.headers ?? {},
+    cookies: request.cookies ?? [],
+    hideSelectors: request.hideSelectors ?? [],
+    blockAds: request.blockAds,
+    blockCookieBanners: request.blockCookieBanners,
+    selector: request.selector,
+    waitForSelector: request.waitForSelector,
+    timezone: request.timezone && canonicalTimeZone(request.timezone),
+    locale: request.locale && canonicalLocale(request.locale),
+    css: request.css,
+    js: request.js,
   };
 }

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { IMAGE_FORMATS } from '../capture/renderer';
+import { MAX_DELAY_MS } from '../timing';
+import { captureOptionFields, combinationIssues } from './optionFields';
 
 /** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
 export const DIMENSION = { min: 320, max: 3840 } as const;
 export const QUALITY = { min: 1, max: 100, default: 90 } as const;
-export const MAX_DELAY_MS = 30_000;
 /** Seconds a cached capture may be reused (docs/api.md, "Delivery"). */
 export const CACHE_TTL = { min: 60, max: 2_592_000, default: 86_400 } as const;
 /** What a successful request answers with: the image itself, or JSON with a link to the stored image. */
@@ -20,7 +21,7 @@ const dimension = (fallback: number) =>
  * applied; the URL must be absolute http(s) and at most MAX_URL_LENGTH characters. Whether its host may be reached is decided
  * later, by the URL policy, because that needs DNS.
  */
-export const screenshotRequest = z.strictObject({
+const screenshotFields = z.strictObject({
   url: z
     .string()
     .max(MAX_URL_LENGTH, `url must be at most ${MAX_URL_LENGTH} characters`)
@@ -35,6 +36,12 @@ export const screenshotRequest = z.strictObject({
   cache: z.boolean().default(false),
   cacheTtl: z.number().int().min(CACHE_TTL.min).max(CACHE_TTL.max).default(CACHE_TTL.default),
   response: z.enum(RESPONSE_KINDS).default('image'),
+  ...captureOptionFields,
+});
+
+export const screenshotRequest = screenshotFields.check((ctx) => {
+  for (const issue of combinationIssues(ctx.value))
+    ctx.issues.push({ code: 'custom', input: ctx.value, ...issue });
 });
 
 export type ScreenshotRequest = z.infer<typeof screenshotRequest>;

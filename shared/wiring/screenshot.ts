@@ -8,7 +8,7 @@ import { logger } from '../logger';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import type { Admission } from '../screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
-import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
+import { CAPTURE_BUDGETS, type CaptureBudgets, MAX_DELAY_MS } from '../timing';
 import { DeferredUsageRecorder } from '../usage/usageRecorder';
 import { createDeliveryPorts } from './delivery';
 import { createStores } from './stores';
@@ -47,7 +47,7 @@ export function createScreenshotService(
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
   const service = screenshotUseCase(createStores(client, config), renderer, createUrlPolicy(policy), env, {
-    captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs,
+    captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS,
     ...(options.admission ? { admission: options.admission } : {}),
   });
   const { usage } = service;

@@ -30,7 +30,14 @@ let fullKey = '';
 let signingSecret = '';
 
 beforeAll(async () => {
-  pages = await startPageServer({ '/hello': solidPage('#3366ff', '<title>Hello</title>', '<h1>Hello</h1>') });
+  pages = await startPageServer({
+    '/hello': solidPage('#3366ff', '<title>Hello</title>', '<h1>Hello</h1>'),
+    '/card': solidPage(
+      '#fff',
+      '<style>@media (prefers-color-scheme: dark) { #card { background: #0f0 !important } }</style>',
+      '<div id="card" style="width:150px;height:60px;background:#f00"></div>',
+    ),
+  });
   [service, browser] = await Promise.all([
     startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort }),
     launchChromium().then((launched) => launched.browser),
@@ -385,6 +392,46 @@ describe('an account owner in the dashboard', () => {
     await waitText('#usage-readout', /: 0 captures, 0 credits$/);
     await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
     await waitText('#usage-readout', /: 3 captures, 2 credits$/);
+  });
+
+  it('captures one element at scale 2 in dark mode, ads and banners blocked, from the form', async () => {
+    await fillIn('#try-url', `${pages.origin}/card`);
+    await fillIn('#try-selector', '#card');
+    await page.select('#try-scale', '2');
+    await page.click('#try-dark');
+    await page.click('#try-ads');
+    await page.click('#try-banners');
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/screenshot')),
+      page.click('#try-submit'),
+    ]);
+    expect(JSON.parse(response.request().postData() ?? '{}')).toMatchObject({
+      selector: '#card',
+      scale: 2,
+      darkMode: true,
+      blockAds: true,
+      blockCookieBanners: true,
+    });
+    await waitText('#result-caption', /credit/);
+    const shown = await page.$eval('#result-image', async (element) => {
+      const image = element as HTMLImageElement;
+      await image.decode();
+      const canvas = document.createElement('canvas');
+      canvas.width = image.naturalWidth;
+      canvas.height = image.naturalHeight;
+      const context = canvas.getContext('2d');
+      context?.drawImage(image, 0, 0);
+      return {
+        width: image.naturalWidth,
+        height: image.naturalHeight,
+        pixel: [...(context?.getImageData(5, 5, 1, 1).data ?? [])],
+      };
+    });
+    expect(shown).toEqual({ width: 300, height: 120, pixel: [0, 255, 0, 255] });
+    // Back to the plain form for the tests after this one.
+    await fillIn('#try-selector', '');
+    await page.select('#try-scale', '1');
+    for (const box of ['#try-dark', '#try-ads', '#try-banners']) await page.click(box);
   });
 
   it('asks before revoking, and keeps the key when the user cancels', async () => {

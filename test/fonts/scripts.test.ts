@@ -2,6 +2,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
 import type { CaptureSpec } from '../../shared/capture/renderer';
+import { captureSpecOf } from '../../shared/screenshot/captureSpec';
+import { screenshotRequest } from '../../shared/screenshot/schema';
 import { type CellPixels, type GlyphCell, glyphGridPage, readGrid, samePixels } from '../helpers/glyphGrid';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
@@ -55,19 +57,7 @@ const cells: Labelled[] = [
 ];
 
 function spec(url: string): CaptureSpec {
-  return {
-    url,
-    width: 1920,
-    height: 1080,
-    format: 'png',
-    quality: 90,
-    fullPage: true,
-    delay: 0,
-    userAgent:
-      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36',
-    isMobile: false,
-    hasTouch: false,
-  };
+  return captureSpecOf(screenshotRequest.parse({ url, width: 1920, height: 1080, fullPage: true }));
 }
 
 /** Widths of the runs of exactly this colour along a row of the image. */

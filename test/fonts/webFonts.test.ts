@@ -5,6 +5,8 @@ import { browserBundle } from '../../shared/capture/browserBundle';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
 import type { CaptureSpec } from '../../shared/capture/renderer';
 import { WEB_FONTS_WAIT_MS } from '../../shared/capture/webFonts';
+import { captureSpecOf } from '../../shared/screenshot/captureSpec';
+import { screenshotRequest } from '../../shared/screenshot/schema';
 import { type CellPixels, glyphGridPage, readGrid, samePixels } from '../helpers/glyphGrid';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
@@ -36,19 +38,7 @@ window.setTimeout = () => 0;
 Promise.race = () => new Promise(() => {});`;
 
 function spec(url: string): CaptureSpec {
-  return {
-    url,
-    width: 1280,
-    height: 400,
-    format: 'png',
-    quality: 90,
-    fullPage: false,
-    delay: 0,
-    userAgent:
-      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36',
-    isMobile: false,
-    hasTouch: false,
-  };
+  return captureSpecOf(screenshotRequest.parse({ url, width: 1280, height: 400, fullPage: false }));
 }
 
 function serveFontAfter(ms: number) {

@@ -6,7 +6,7 @@ import { createServer as createTcpServer } from 'node:net';
 export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface PageServer {
-  /** http://127.0.0.1:<port> */
+  /** http://<host>:<port> */
   origin: string;
   port: number;
   /** host:port, the form ALLOW_PRIVATE_HOSTS takes. */
@@ -17,10 +17,14 @@ export interface PageServer {
 }
 
 /**
- * Serves test pages on 127.0.0.1. `pages` maps a path to HTML (served as text/html) or to a handler for anything
- * else (redirects, status codes, slow responses). Unknown paths get 404.
+ * Serves test pages on 127.0.0.1 (or another loopback address, for a second host). `pages` maps a path to HTML
+ * (served as text/html) or to a handler for anything else (redirects, status codes, slow responses). Unknown paths
+ * get 404.
  */
-export async function startPageServer(pages: Record<string, string | PageHandler>): Promise<PageServer> {
+export async function startPageServer(
+  pages: Record<string, string | PageHandler>,
+  host = '127.0.0.1',
+): Promise<PageServer> {
   const hits: string[] = [];
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -33,13 +37,13 @@ export async function startPageServer(pages: Record<string, string | PageHandler
     }
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(0, host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin: `http://${host}:${port}`,
     port,
-    hostPort: `127.0.0.1:${port}`,
+    hostPort: `${host}:${port}`,
     hits,
     async close() {
       server.closeAllConnections();

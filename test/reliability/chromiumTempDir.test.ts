@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
 import { createChromiumTempDir, LEFTOVER_AFTER_MS } from '../../shared/capture/chromiumTempDir';
-import { DEVICE_PRESETS } from '../../shared/capture/devices';
+import { captureSpecOf } from '../../shared/screenshot/captureSpec';
+import { screenshotRequest } from '../../shared/screenshot/schema';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
 let parent: string;
@@ -66,14 +67,7 @@ describe('the renderer', () => {
   it('gives Chromium a temp folder of its own, and removes it with the browser', async () => {
     const root = await mkdtemp(join(parent, 'renderer-'));
     const renderer = new ChromiumRenderer({ env: { ...process.env, TMPDIR: root } });
-    const spec = {
-      ...DEVICE_PRESETS.desktop,
-      url: `${pages.origin}/red`,
-      format: 'png' as const,
-      quality: 80,
-      fullPage: false,
-      delay: 0,
-    };
+    const spec = captureSpecOf(screenshotRequest.parse({ url: `${pages.origin}/red`, quality: 80 }));
     for (let i = 0; i < 5; i++)
       expect((await renderer.capture(spec, { deadline: Date.now() + 10_000 })).image.length).toBeGreaterThan(
         0,

@@ -29,6 +29,9 @@ let apiKey: string;
 /** Cookie headers the server saw, per path. */
 const cookiesSeen: Record<string, (string | undefined)[]> = {};
 let cachedHits = 0;
+/** What /options and /options-read saw of the customer's header and cookie. */
+const optionsSeen: { header: string | undefined; cookie: string | undefined }[] = [];
+let beacons = 0;
 let swScriptHits = 0;
 
 /** A page that starts blue and turns green if `check` resolves true, red otherwise. */
@@ -124,6 +127,26 @@ beforeAll(async () => {
       res.writeHead(200, { 'Content-Type': 'text/javascript' });
       res.end(`self.addEventListener('fetch', (e) => e.respondWith(fetch(e.request)))`);
     },
+    '/options': (req, res) => {
+      optionsSeen.push({
+        header: req.headers['x-left-behind'] as string | undefined,
+        cookie: req.headers.cookie,
+      });
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><p>options');
+    },
+    '/options-beacon': (_, res) => {
+      beacons += 1;
+      res.writeHead(204).end();
+    },
+    '/options-read': (req, res) => {
+      optionsSeen.push({
+        header: req.headers['x-left-behind'] as string | undefined,
+        cookie: req.headers.cookie,
+      });
+      res
+        .writeHead(200, { 'Content-Type': 'text/html' })
+        .end(verdictPage('return window.leftBehind === undefined && document.cookie === ""'));
+    },
     '/cross-origin': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/html' }).end(verdictPage(CROSS_ORIGIN_READ(other.origin)));
     },
@@ -182,6 +205,32 @@ describe('state between captures', () => {
     expect(cookiesSeen['/write']?.every((cookie) => cookie === undefined)).toBe(true);
     // Refused before its script is fetched.
     expect(swScriptHits).toBe(0);
+  });
+});
+
+describe('capture options between captures', () => {
+  it('leaves no cookie, header or script of one capture in the next', async () => {
+    const response = await harness.shoot(apiKey, {
+      url: `${site.origin}/options`,
+      width: 320,
+      height: 320,
+      headers: { 'X-Left-Behind': 'yes' },
+      cookies: [{ name: 'given', value: 'yes' }],
+      // A script that would keep running and a global it leaves, were the page or context reused.
+      js: 'window.leftBehind = true; setInterval(() => fetch("/options-beacon"), 50);',
+      delay: 300,
+    });
+    expect(response.status).toBe(200);
+    expect(optionsSeen.at(-1)).toEqual({ header: 'yes', cookie: 'given=yes' });
+    const beaconsBefore = beacons;
+    expect(beaconsBefore).toBeGreaterThan(0);
+
+    expect(near(await captureColour('/options-read', 300), GREEN)).toBe(true);
+    expect(optionsSeen.at(-1)).toEqual({ header: undefined, cookie: undefined });
+    // The first capture's page is gone: its interval sends nothing more.
+    const settled = beacons;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(beacons).toBe(settled);
   });
 });
 

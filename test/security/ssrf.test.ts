@@ -103,6 +103,7 @@ beforeAll(async () => {
       pc.createDataChannel('x');
       pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') blocked() };
       pc.createOffer().then((offer) => pc.setLocalDescription(offer));`),
+    '/plain': probe(''),
     '/file-loaded': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'image/gif' }).end();
     },
@@ -260,6 +261,79 @@ describe('file: URLs', () => {
     expect(response.status).toBe(200);
     expect(near((await decodeImage(response.body)).pixel(10, 10), GREEN)).toBe(true);
     expect(site.hits).not.toContain('/file-loaded');
+  });
+});
+
+describe("a customer's script (js) aimed at a private address", () => {
+  // The page's own script already has blocked() and leaked(): these are the customer's, by other names.
+  const verdicts = `const jsBlocked = () => { document.documentElement.style.background = '#0f0' };
+    const jsLeaked = () => { document.documentElement.style.background = '#f00' };`;
+
+  it.each([
+    ['fetch', () => `fetch('${canary.origin}/js-fetch', { mode: 'no-cors' }).then(jsLeaked, jsBlocked)`],
+    [
+      'an image',
+      () =>
+        `const i = new Image(); i.onload = jsLeaked; i.onerror = jsBlocked; i.src = '${canary.origin}/js.png'`,
+    ],
+    [
+      'a WebSocket',
+      () =>
+        `const s = new WebSocket('ws://${canary.hostPort}/js'); s.onopen = jsLeaked; s.onerror = jsBlocked`,
+    ],
+    [
+      'the metadata service',
+      () =>
+        `fetch('http://169.254.169.254/latest/meta-data/', { mode: 'no-cors' }).then(jsLeaked, jsBlocked)`,
+    ],
+  ])('is held to the egress rules: %s is blocked and the canary untouched', async (_, attempt) => {
+    const response = await harness.shoot(apiKey, {
+      url: `${site.origin}/plain`,
+      width: 320,
+      height: 320,
+      js: `${verdicts}\n${attempt()}`,
+      delay: 700,
+    });
+    expect(response.status).toBe(200);
+    expect(near((await decodeImage(response.body)).pixel(10, 10), GREEN)).toBe(true);
+    expect(canary.connections).toBe(0);
+  });
+
+  it('fails with 500 when it navigates the page there', async () => {
+    const response = await harness.shoot(apiKey, {
+      url: `${site.origin}/plain`,
+      js: `location.href = '${canary.origin}/js-navigation'`,
+      delay: 500,
+    });
+    expect(response.status).toBe(500);
+    expect(canary.connections).toBe(0);
+  });
+});
+
+describe('every capture switch on', () => {
+  it.each([
+    ['fetch', '/fetch'],
+    ['an iframe', '/iframe'],
+    ['a WebSocket', '/websocket'],
+  ])('still blocks %s aimed at a private address, and the canary is untouched', async (_, path) => {
+    const response = await harness.shoot(apiKey, {
+      url: `${site.origin}${path}`,
+      width: 320,
+      height: 320,
+      delay: 700,
+      blockAds: true,
+      blockCookieBanners: true,
+      headers: { 'X-Switch': 'on' },
+      cookies: [{ name: 'switch', value: 'on' }],
+      darkMode: true,
+      locale: 'fr-FR',
+      timezone: 'Europe/Paris',
+      css: 'body { outline: 1px solid transparent }',
+      js: `fetch('${canary.origin}/with-switches', { mode: 'no-cors' }).catch(() => undefined)`,
+    });
+    expect(response.status).toBe(200);
+    expect(near((await decodeImage(response.body)).pixel(10, 10), GREEN)).toBe(true);
+    expect(canary.connections).toBe(0);
   });
 });
 

@@ -332,12 +332,19 @@ async function tryCapture(event) {
   event.preventDefault();
   const form = /** @type {HTMLFormElement} */ (event.currentTarget);
   const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value;
+  const checked = (id) => /** @type {HTMLInputElement} */ ($(id)).checked;
   const request = {
     url: value('try-url').trim(),
     format: value('try-format'),
-    fullPage: /** @type {HTMLInputElement} */ ($('try-full')).checked,
+    fullPage: checked('try-full'),
     delay: Number(value('try-delay') || 0),
     ...(value('try-device') ? { device: value('try-device') } : {}),
+    ...(value('try-scale') !== '1' ? { scale: Number(value('try-scale')) } : {}),
+    ...(value('try-selector').trim() ? { selector: value('try-selector').trim() } : {}),
+    ...(value('try-wait').trim() ? { waitForSelector: value('try-wait').trim() } : {}),
+    ...(checked('try-dark') ? { darkMode: true } : {}),
+    ...(checked('try-ads') ? { blockAds: true } : {}),
+    ...(checked('try-banners') ? { blockCookieBanners: true } : {}),
   };
   say('try-error', '');
   say('try-status', 'Capturing…');

@@ -1,0 +1,34 @@
+import type { Page, ScreenshotOptions } from 'puppeteer-core';
+import { CaptureFailedError } from '../errors';
+import { type CaptureResult, type CaptureSpec, heightCap } from './renderer';
+
+/**
+ * The first element matching `selector`, captured alone: its border box, scrolled into view, at the page's scale.
+ * An element larger than the format's cap (in image pixels, either way) is cut at the cap, from its top left, and
+ * reported truncated, as a full page is.
+ */
+export async function captureElement(
+  page: Page,
+  spec: CaptureSpec,
+  selector: string,
+  encoding: Pick<ScreenshotOptions, 'type' | 'quality' | 'optimizeForSpeed'>,
+): Promise<CaptureResult> {
+  const shown = JSON.stringify(selector);
+  const element = await page.$(selector).catch(() => {
+    throw new CaptureFailedError(spec.url, `The selector ${shown} is not a valid CSS selector`);
+  });
+  if (!element) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`);
+  const box = await element.boundingBox();
+  if (!box || box.width === 0 || box.height === 0) {
+    throw new CaptureFailedError(spec.url, `The element matching ${shown} has no visible box`);
+  }
+  const cap = heightCap(spec.format) / spec.scale;
+  const width = Math.min(box.width, cap);
+  const height = Math.min(box.height, cap);
+  const image = await element.screenshot({
+    ...encoding,
+    captureBeyondViewport: true,
+    ...(width < box.width || height < box.height ? { clip: { x: 0, y: 0, width, height } } : {}),
+  });
+  return { image: Buffer.from(image), truncated: width < box.width || height < box.height };
+}

@@ -1,0 +1,48 @@
+import type { HTTPRequest, Page } from 'puppeteer-core';
+
+/**
+ * Priority of our request-interception verdicts. Puppeteer's cooperative interception mode lets several handlers
+ * (these headers, the ad blocker) decide on the same request; each says "continue" at the same priority and the
+ * request goes on once all of them have.
+ */
+export const INTERCEPT_PRIORITY = 0;
+
+/**
+ * Adds the customer's extra headers to the requests for the origin of `url`, and to no other: subresources and
+ * frames of other origins, and redirects that leave the origin, are sent as the browser would send them. Request
+ * interception pauses every request of the page for a round trip to us, so it is switched on only when there are
+ * headers to add; a capture without them keeps the plain path.
+ */
+export async function sendHeadersToOrigin(
+  page: Page,
+  url: string,
+  headers: Record<string, string>,
+): Promise<void> {
+  if (Object.keys(headers).length === 0) return;
+  const origin = new URL(url).origin;
+  // Puppeteer reports request headers with lower-case names: the customer's replace the browser's, not join them.
+  const extra = Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]),
+  );
+  page.on('request', (request: HTTPRequest) => {
+    if (request.isInterceptResolutionHandled()) return;
+    const overrides = request.continueRequestOverrides();
+    if (originOf(request.url()) !== origin) {
+      void request.continue(overrides, INTERCEPT_PRIORITY);
+      return;
+    }
+    void request.continue(
+      { ...overrides, headers: { ...(overrides.headers ?? request.headers()), ...extra } },
+      INTERCEPT_PRIORITY,
+    );
+  });
+  await page.setRequestInterception(true);
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}

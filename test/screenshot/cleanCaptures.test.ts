@@ -1,0 +1,208 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PageHandler, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import {
+  BLUE,
+  decodeImage,
+  GREEN,
+  near,
+  RED,
+  type ScreenshotHarness,
+  startScreenshotHarness,
+} from '../helpers/screenshotHarness';
+
+/**
+ * Clean captures through the real handler and real Chromium: cookie banners of real consent-manager libraries
+ * (installed from npm, served by the test) refused or hidden with blockCookieBanners, ads and trackers blocked by the
+ * shipped filter lists with blockAds, and full pages whose lazy images (native and lazysizes) are all loaded.
+ */
+
+const require = createRequire(import.meta.url);
+const packageDir = (name: string) => dirname(require.resolve(`${name}/package.json`));
+
+const TYPES: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/css' };
+
+/** Files of an installed package, served under /vendor/<name>/. */
+function vendor(name: string, files: string[]): Record<string, PageHandler> {
+  return Object.fromEntries(
+    files.map((file) => {
+      const body = readFileSync(join(packageDir(name), file));
+      const type = TYPES[file.slice(file.lastIndexOf('.'))] ?? 'application/octet-stream';
+      const handler: PageHandler = (_, res) => {
+        res.writeHead(200, { 'Content-Type': type }).end(body);
+      };
+      return [`/vendor/${name}/${file}`, handler];
+    }),
+  );
+}
+
+/** A green page carrying a consent manager's banner. */
+const consentPage = (head: string) => solidPage('#0f0', head, '<p style="margin:0;height:10px"></p>');
+
+const CONSENT_PAGES: Record<string, string> = {
+  // orestbida's vanilla-cookieconsent v3, as a bar along the bottom.
+  '/consent/vanilla-cookieconsent': consentPage(`
+    <link rel="stylesheet" href="/vendor/vanilla-cookieconsent/dist/cookieconsent.css">
+    <script src="/vendor/vanilla-cookieconsent/dist/cookieconsent.umd.js"></script>
+    <script>addEventListener('DOMContentLoaded', () => CookieConsent.run({
+      // Its default hides the banner from automated browsers (navigator.webdriver), ours included.
+      hideFromBots: false,
+      guiOptions: { consentModal: { layout: 'bar', position: 'bottom' } },
+      categories: { necessary: { enabled: true, readOnly: true }, analytics: {} },
+      language: { default: 'en', translations: { en: {
+        consentModal: { title: 'We use cookies', description: 'Choose.', acceptAllBtn: 'Accept all',
+          acceptNecessaryBtn: 'Reject all', showPreferencesBtn: 'Manage' },
+        preferencesModal: { title: 'Preferences', acceptAllBtn: 'Accept all', acceptNecessaryBtn: 'Reject all',
+          savePreferencesBtn: 'Save', sections: [] } } } } }))</script>`),
+  // KIProtect's Klaro.
+  '/consent/klaro': consentPage(`
+    <script>window.klaroConfig = { elementID: 'klaro', storageMethod: 'cookie', acceptAll: true,
+      services: [{ name: 'analytics', title: 'Analytics', purposes: ['analytics'] }] };</script>
+    <script defer src="/vendor/klaro/dist/klaro.js"></script>`),
+  // tarteaucitron.js, with its alert along the bottom.
+  '/consent/tarteaucitron': consentPage(`
+    <script src="/vendor/tarteaucitronjs/tarteaucitron.js"></script>
+    <script>tarteaucitron.init({ privacyUrl: '', orientation: 'bottom', showAlertSmall: false, cookieslist: false,
+      highPrivacy: true, DenyAllCta: true, AcceptAllCta: true, mandatory: true, useExternalCss: false,
+      showIcon: false });
+      (tarteaucitron.job = tarteaucitron.job || []).push('youtube');</script>`),
+};
+
+let site: PageServer;
+/** Served on 127.0.0.2: the filter lists exempt 127.0.0.1 (a developer's machine) from cosmetic filtering. */
+let adSite: PageServer;
+let harness: ScreenshotHarness;
+let apiKey: string;
+
+beforeAll(async () => {
+  const greenPng = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#00ff00' } })
+    .png()
+    .toBuffer();
+  const lazyImages = Array.from({ length: 12 }, (_, i) =>
+    i % 2 === 0
+      ? `<img src="/green.png?n=${i}" loading="lazy" width="300" height="300" style="display:block;margin:0 0 900px">`
+      : `<img data-src="/green.png?n=${i}" class="lazyload" width="300" height="300" style="display:block;margin:0 0 900px">`,
+  ).join('');
+  site = await startPageServer({
+    ...vendor('vanilla-cookieconsent', ['dist/cookieconsent.css', 'dist/cookieconsent.umd.js']),
+    ...vendor('klaro', ['dist/klaro.js']),
+    ...vendor('tarteaucitronjs', [
+      'tarteaucitron.js',
+      'tarteaucitron.services.js',
+      'lang/tarteaucitron.en.js',
+      'css/tarteaucitron.css',
+      'advertising.js',
+    ]),
+    ...vendor('lazysizes', ['lazysizes.js']),
+    ...CONSENT_PAGES,
+    '/green.png': (_, res) => {
+      // Slow enough that an image requested late is still loading when the pass returns to the top.
+      setTimeout(() => res.writeHead(200, { 'Content-Type': 'image/png' }).end(greenPng), 150);
+    },
+    '/lazy': solidPage(
+      '#f00',
+      '<script src="/vendor/lazysizes/lazysizes.js" async></script>',
+      `<header style="position:sticky;top:0;height:60px;background:#00f"></header><div style="height:1200px"></div>${lazyImages}`,
+    ),
+  });
+  adSite = await startPageServer(
+    {
+      '/ads': solidPage(
+        '#f00',
+        '',
+        // An element the shipped lists hide by its id, and a tracking pixel their network rules block.
+        '<div id="ad_top" style="position:fixed;inset:0;background:#00f"></div><img src="/pixel.gif?event=view">',
+      ),
+      '/pixel.gif': (_, res) => {
+        res.writeHead(200, { 'Content-Type': 'image/gif' }).end();
+      },
+    },
+    '127.0.0.2',
+  );
+  harness = await startScreenshotHarness({
+    ALLOW_PRIVATE_HOSTS: `${site.hostPort},${adSite.hostPort}`,
+    RATE_LIMIT_PER_HOUR: '1000',
+    FREE_CREDITS: '1000',
+  });
+  ({ apiKey } = await harness.newAccount());
+});
+
+afterAll(async () => {
+  await harness?.close();
+  await Promise.all([site?.close(), adSite?.close()]);
+});
+
+async function shot(body: Record<string, unknown>) {
+  const response = await harness.shoot(apiKey, { width: 800, height: 600, ...body });
+  expect(response.status, response.body.toString().slice(0, 300)).toBe(200);
+  return decodeImage(response.body);
+}
+
+/** Pixels of the image that are not the page's green background, sampled every 4 pixels. */
+function notGreen(image: Awaited<ReturnType<typeof decodeImage>>): number {
+  let count = 0;
+  for (let y = 0; y < (image.height ?? 0); y += 4)
+    for (let x = 0; x < (image.width ?? 0); x += 4) if (!near(image.pixel(x, y), GREEN)) count += 1;
+  return count;
+}
+
+describe('blockCookieBanners', () => {
+  it.each(Object.keys(CONSENT_PAGES))('shows the banner of %s without the flag', async (path) => {
+    expect(notGreen(await shot({ url: `${site.origin}${path}`, delay: 500 }))).toBeGreaterThan(500);
+  });
+
+  it.each(Object.keys(CONSENT_PAGES))('captures %s without its banner with the flag', async (path) => {
+    const image = await shot({ url: `${site.origin}${path}`, blockCookieBanners: true });
+    expect(notGreen(image)).toBeLessThan(20);
+  });
+});
+
+describe('blockCookieBanners, refusing', () => {
+  it('refuses what the banner lets a visitor refuse (vanilla-cookieconsent keeps only the necessary category)', async () => {
+    // Runs after the banner was dealt with: blue when the consent cookie holds exactly the necessary category.
+    const js = `const c = decodeURIComponent(document.cookie);
+      const ok = /cc_cookie=/.test(c) && /"categories":\\["necessary"\\]/.test(c);
+      document.documentElement.style.background = document.body.style.background = ok ? '#00f' : '#f00';`;
+    const image = await shot({
+      url: `${site.origin}/consent/vanilla-cookieconsent`,
+      blockCookieBanners: true,
+      js,
+      delay: 300,
+    });
+    expect(near(image.pixel(5, 300), BLUE)).toBe(true);
+  });
+});
+
+describe('blockAds', () => {
+  it('shows the ad and loads the tracker without the flag', async () => {
+    const before = adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+    const image = await shot({ url: `${adSite.origin}/ads` });
+    expect(near(image.pixel(400, 300), BLUE)).toBe(true);
+    expect(adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length).toBe(before + 1);
+  });
+
+  it('hides the element the lists name, and the tracker request never reaches the server', async () => {
+    const before = adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+    const image = await shot({ url: `${adSite.origin}/ads`, blockAds: true });
+    expect(near(image.pixel(400, 300), RED)).toBe(true);
+    expect(adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length).toBe(before);
+  });
+});
+
+describe('full pages', () => {
+  it('loads every lazy image, native and lazysizes, and shows the sticky header once', async () => {
+    const image = await shot({ url: `${site.origin}/lazy`, fullPage: true });
+    // 60 px header, 1200 px spacer, then 12 images of 300 px each followed by 900 px.
+    for (let i = 0; i < 12; i++) {
+      const top = 60 + 1200 + i * 1200;
+      expect(near(image.pixel(150, top + 150), GREEN), `image ${i}`).toBe(true);
+    }
+    const headerRows = Array.from({ length: image.height ?? 0 }, (_, y) => y).filter((y) =>
+      near(image.pixel(400, y), BLUE),
+    );
+    expect(headerRows).toEqual(Array.from({ length: 60 }, (_, y) => y));
+  });
+});
