@@ -112,7 +112,9 @@ try {
   }
 
   if (phase('variants')) {
-    log('variants: text in every script, full page, 4K, jpeg, webp, mobile, ad and banner blocking, lazy full page (interleaved)');
+    log(
+      'variants: text in every script, full page, 4K, jpeg, webp, mobile, ad and banner blocking, lazy full page (interleaved)',
+    );
     const variant = (key: ScenarioKey, body: Record<string, unknown>, n: number): Contender => ({
       key,
       runs: runs(n),
