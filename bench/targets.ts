@@ -2,7 +2,7 @@ import type { BenchResults, TargetResult } from './results';
 
 const MB = 1024 * 1024;
 
-/** Issue 8's targets and issue 14's cold start, checked against medians of one run. */
+/** The speed, memory and cold-start targets (docs/performance.md), checked against medians of one run. */
 export function checkTargets(results: BenchResults): TargetResult[] {
   const s = results.scenarios;
   const ours = s.oursWarm?.median;
@@ -82,7 +82,7 @@ export function checkTargets(results: BenchResults): TargetResult[] {
     (v) => `${(v / 1024).toFixed(0)} KiB`,
   );
   add(
-    'cold start from an empty temp folder <= 1.0 s (issue 14)',
+    'cold start from an empty temp folder <= 1.0 s',
     s.coldStartEmptyTemp?.median,
     (v) => v <= 1000,
     (v) => `${v.toFixed(0)} ms`,

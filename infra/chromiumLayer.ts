@@ -13,12 +13,6 @@ import {
 
 export const CHROMIUM_PACKAGE = '@sparticuz/chromium';
 
-/**
- * Folders left out of the layer: `prebuilds/` holds the Bare-runtime addons of tar-fs's optional bare-* packages
- * (about 7 MB for a dozen platforms); Node never loads them.
- */
-export const LAYER_EXCLUDED_DIRS: readonly string[] = ['prebuilds'];
-
 interface PackageJson {
   name: string;
   version: string;
@@ -87,7 +81,7 @@ export interface ChromiumLayerProps {
  * Packages of the Bare JavaScript runtime (7 MB with their prebuilt binaries). tar-fs and tar-stream, below
  * @sparticuz/chromium, pick them through `imports` conditions that apply under Bare only; Node never loads them.
  */
-const BARE_RUNTIME_ONLY = /^bare-/;
+export const BARE_RUNTIME_ONLY = /^bare-/;
 
 /** Layers are extracted under /opt, so this is where the bundle goes inside the layer's zip. */
 export const LAYER_BUNDLE_PATH = path.relative('/opt', LAYER_BUNDLE_DIR);
@@ -145,10 +139,7 @@ export class ChromiumLayer extends Construct {
                 cpSync(pkg.dir, path.join(outputDir, 'nodejs', 'node_modules', pkg.relativeDir), {
                   recursive: true,
                   dereference: true,
-                  filter: (source) =>
-                    source !== skipNested &&
-                    source !== packedBrowser &&
-                    !LAYER_EXCLUDED_DIRS.includes(path.basename(source)),
+                  filter: (source) => source !== skipNested && source !== packedBrowser,
                 });
               }
               return true;

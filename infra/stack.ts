@@ -193,7 +193,7 @@ export class ScreenshotServiceStack extends Stack {
       POWERTOOLS_SERVICE_NAME: this.stackName,
       // Stack traces point at the TypeScript sources, not the minified bundle.
       NODE_OPTIONS: '--enable-source-maps',
-      // ALLOW_PRIVATE_HOSTS is deliberately absent: a deployment refuses every private address (decisions.md).
+      // ALLOW_PRIVATE_HOSTS is deliberately absent: a deployment refuses every private address (docs/api.md).
     };
 
     const chromium = new ChromiumLayer(this, 'Chromium', {
@@ -450,7 +450,7 @@ export class ScreenshotServiceStack extends Stack {
     // RestApi adds its own "Endpoint" output (URL with a trailing slash); ApiUrl below replaces it.
     api.node.tryRemoveChild('Endpoint');
 
-    // Errors API Gateway answers itself keep the API's JSON shape: `{ "message": ... }` (decisions.md).
+    // Errors API Gateway answers itself keep the API's JSON shape: `{ "message": ... }` (docs/api.md).
     const jsonMessage = { 'application/json': '{"message":$context.error.messageString}' };
     api.addGatewayResponse('Default4xx', {
       type: apigateway.ResponseType.DEFAULT_4XX,

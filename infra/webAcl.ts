@@ -2,7 +2,7 @@ import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 
-/** The largest valid request body: the screenshot body's bound (96 KiB, decisions.md "Beyond the spec"). */
+/** The largest valid request body: the screenshot body's bound (96 KiB, docs/api.md "Limits"). */
 export const MAX_BODY_BYTES = 98_304;
 
 /**

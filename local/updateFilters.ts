@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PuppeteerBlocker } from '@ghostery/adblocker-puppeteer';
@@ -56,11 +57,12 @@ async function main(): Promise<void> {
       enableCompression: true,
     });
     const bytes = engine.serialize();
-    await writeFile(join(FILTER_DIR, ENGINE_FILE), bytes);
+    await writeFile(join(FILTER_DIR, ENGINE_FILE), gzipSync(bytes, { level: 9 }));
     const manifest = {
       source: FILTER_PACKAGE,
       engine: {
         file: ENGINE_FILE,
+        // Of the serialized engine, before gzip.
         bytes: bytes.length,
         sha256: createHash('sha256').update(bytes).digest('hex'),
       },
