@@ -10,9 +10,9 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { PuppeteerBlocker } from '@ghostery/adblocker-puppeteer';
 import { ENGINE_FILE, FILTER_DIR, MANIFEST_FILE } from '../shared/capture/adBlocking';
 

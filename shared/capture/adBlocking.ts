@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { gunzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import { extractFeaturesFromDOM } from '@ghostery/adblocker-content';
 import { PuppeteerBlocker } from '@ghostery/adblocker-puppeteer';
 import type { Frame, HTTPRequest, Page } from 'puppeteer-core';

@@ -292,7 +292,9 @@ describe('Lambda functions', () => {
   it('leaves the Bare-runtime packages (and their prebuilt addons) out of the layer', () => {
     const layer = synth.resources[chromiumLayerId()] as Resource;
     const modules = path.join(assetDir(layer), 'nodejs', 'node_modules');
-    const bare = runtimeClosure(CHROMIUM_PACKAGE, PROJECT_ROOT).filter((pkg) => BARE_RUNTIME_ONLY.test(pkg.name));
+    const bare = runtimeClosure(CHROMIUM_PACKAGE, PROJECT_ROOT).filter((pkg) =>
+      BARE_RUNTIME_ONLY.test(pkg.name),
+    );
     expect(bare.length).toBeGreaterThan(0);
     for (const pkg of bare) expect(existsSync(path.join(modules, pkg.relativeDir)), pkg.name).toBe(false);
   });
