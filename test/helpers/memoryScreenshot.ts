@@ -1,8 +1,9 @@
-import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
+import { keyManagement } from '../../shared/keys/keyManagement';
 import { captureScreenshot, type ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import {
   FakeRenderer,
+  fakeSessions,
   MemoryCreditLedger,
   MemoryKeyStore,
   MemoryRateLimiter,
@@ -32,22 +33,17 @@ export function memoryScreenshotService(options: { now: () => number; rateLimit?
     usageStore,
     usage,
     capture: captureScreenshot(deps),
-    /** A new API key of the account, created at `createdAt`: its value and its id. */
+    /** A new API key of the account, created at `createdAt` through the key-management use case: its value and id. */
     async addKey(accountId: string, createdAt: number, name = 'k'): Promise<{ key: string; id: string }> {
-      const key = generateApiKey();
-      const id = newKeyId(createdAt);
-      await keys.create(
-        {
-          id,
-          accountId,
-          name,
-          keyHash: hashApiKey(key),
-          last4: lastFour(key),
-          createdAt,
-          sealedSigningSecret: '',
-        },
-        100,
-      );
+      const manage = keyManagement({
+        sessions: fakeSessions,
+        keys,
+        credits,
+        cipher: deps.cipher,
+        freeCredits: 0,
+        now: () => createdAt,
+      });
+      const { key, id } = await manage.createKey(`session:${accountId}`, () => ({ name }));
       return { key, id };
     },
   };
