@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
 import { AppError, ClientGoneError, TooManyCapturesError } from '../../shared/errors';
-import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
+import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
 import { CAPTURE_BUDGET_MS } from '../../shared/timing';
 import {
   FakeRenderer,
+  fakeSessions,
   MemoryCaptureSlots,
   MemoryCreditLedger,
   MemoryKeyStore,
@@ -29,19 +32,14 @@ beforeEach(async () => {
   slots = new MemoryCaptureSlots(2);
   renderer = new FakeRenderer();
   admitting(new AdmissionQueue(1, 5));
-  apiKey = generateApiKey();
-  await keys.create(
-    {
-      id: newKeyId(clock),
-      accountId: 'acct',
-      name: 'k',
-      keyHash: hashApiKey(apiKey),
-      last4: lastFour(apiKey),
-      createdAt: clock,
-      sealedSigningSecret: '',
-    },
-    100,
-  );
+  const manage = keyManagement({
+    sessions: fakeSessions,
+    keys,
+    credits,
+    cipher: new AesGcmSecretCipher(randomBytes(32)),
+    freeCredits: 0,
+  });
+  apiKey = (await manage.createKey('session:acct', () => ({ name: 'k' }))).key;
   await credits.set('acct', 10);
 });
 
