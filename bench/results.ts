@@ -19,6 +19,7 @@ export const SCENARIOS = {
   oursJpeg: 'ours, jpeg q80',
   oursWebp: 'ours, webp q80',
   oursMobile: 'ours, mobile preset',
+  oursPlain: 'ours, same page as the next row, without its switches (interleaved with it)',
   oursClean: 'ours, blockAds + blockCookieBanners',
   oursLazy: 'ours, full page 15,000 px of lazy images',
   admission: 'admission alone (no capture)',

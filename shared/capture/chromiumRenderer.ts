@@ -5,11 +5,18 @@ import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../tim
 import { budgetExceeded, CaptureBudget } from './captureBudget';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
+import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
 import { PageControl } from './pageControl';
-import { decorateLoadedPage, navigationCondition, prepareNavigation, waitForVisible } from './pageOptions';
+import {
+  decorateLoadedPage,
+  navigationCondition,
+  type PreparedPage,
+  prepareNavigation,
+  waitForVisible,
+} from './pageOptions';
 import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
 import { waitForWebFonts } from './webFonts';
 
@@ -21,6 +28,9 @@ export interface ChromiumRendererOptions {
   budgets?: CaptureBudgets;
 }
 
+/** How long after a capture that asked for blockCookieBanners spare pages are still prepared with autoconsent. */
+const CONSENT_KEPT_READY_MS = 5 * 60_000;
+
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
 
@@ -28,7 +38,7 @@ const BUSY_PROBE_MS = 500;
 type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent' | 'scale'>;
 
 /** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
-interface Tab {
+interface Tab extends PreparedPage {
   context: BrowserContext;
   page: Page;
   /** Our own session on the page: navigation hold, isolated world, responsiveness. */
@@ -53,6 +63,8 @@ export class ChromiumRenderer implements Renderer {
   private readonly closing = new Set<Promise<void>>();
   /** The latest capture's emulation: the next spare is prepared with it, as callers tend to repeat their settings. */
   private expected: Emulation = DEFAULT_EMULATION;
+  /** When a capture last asked for blockCookieBanners (ms since epoch). */
+  private consentLastUsed = Number.NEGATIVE_INFINITY;
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
 
@@ -83,6 +95,7 @@ export class ChromiumRenderer implements Renderer {
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
     this.expected = emulationOf(spec);
+    if (spec.blockCookieBanners) this.consentLastUsed = Date.now();
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
       fail = reject;
@@ -126,7 +139,7 @@ export class ChromiumRenderer implements Renderer {
   private async shoot(tab: Tab, spec: CaptureSpec, budget: CaptureBudget): Promise<CaptureResult> {
     const { page } = tab;
     await emulate(page, tab.emulation, emulationOf(spec));
-    await prepareNavigation(page, spec);
+    await prepareNavigation(page, spec, tab);
     budget.startNavigation();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
@@ -207,10 +220,15 @@ export class ChromiumRenderer implements Renderer {
     const page = await context.newPage();
     const control = await PageControl.attach(page);
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
-    // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer.
+    // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer. So is
+    // autoconsent's script while captures keep asking for it: its 250 KB take 15-40 ms to hand to the browser, and
+    // a capture that does not want it removes it in one round trip.
     const emulation = this.expected;
-    await emulate(page, undefined, emulation);
-    return { context, page, control, emulation };
+    const [consentScript] = await Promise.all([
+      Date.now() - this.consentLastUsed < CONSENT_KEPT_READY_MS ? addConsentScript(page) : undefined,
+      emulate(page, undefined, emulation),
+    ]);
+    return { context, page, control, emulation, consentScript };
   }
 
   private liveBrowser(): Promise<Browser> {

@@ -1,7 +1,7 @@
 import type { Page } from 'puppeteer-core';
 import { logger } from '../logger';
 import { blockAdRequests, hideAds } from './adBlocking';
-import { blockCookieBanners, settleCookieBanners } from './consentBlocking';
+import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking';
 import type { CaptureSpec } from './renderer';
 import { sendHeadersToOrigin } from './requestHeaders';
 
@@ -11,8 +11,21 @@ import { sendHeadersToOrigin } from './requestHeaders';
  * Options a request does not use send no command at all.
  */
 
-/** Before navigation: media features, time zone, locale, cookies, extra headers, ad and consent blocking. */
-export async function prepareNavigation(page: Page, spec: CaptureSpec): Promise<void> {
+/** What a page was given before the capture that takes it was known (a spare page, prepared off the request path). */
+export interface PreparedPage {
+  /** The id of autoconsent's registered script, when the page has it. */
+  consentScript?: string;
+}
+
+/**
+ * Before navigation: media features, time zone, locale, cookies, extra headers, ad and consent blocking (undone when
+ * the page was prepared with it and the capture does not want it).
+ */
+export async function prepareNavigation(
+  page: Page,
+  spec: CaptureSpec,
+  prepared: PreparedPage,
+): Promise<void> {
   const mediaFeatures = [
     ...(spec.darkMode ? [{ name: 'prefers-color-scheme', value: 'dark' }] : []),
     ...(spec.reducedMotion ? [{ name: 'prefers-reduced-motion', value: 'reduce' }] : []),
@@ -24,7 +37,7 @@ export async function prepareNavigation(page: Page, spec: CaptureSpec): Promise<
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
     spec.blockAds ? blockAdRequests(page) : undefined,
-    spec.blockCookieBanners ? blockCookieBanners(page, spec.url) : undefined,
+    setCookieBannerBlocking(page, spec.url, spec.blockCookieBanners, prepared.consentScript),
   ]);
 }
 

@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { decodeRules, type IndexedCMPRuleset } from '@duckduckgo/autoconsent';
+import type { Browser } from 'puppeteer-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../shared/capture/chromiumLaunch';
+import { CONSENT_MAX_WAIT_MS, setCookieBannerBlocking } from '../../shared/capture/consentBlocking';
 import { type PageHandler, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import {
   BLUE,
@@ -98,6 +102,13 @@ beforeAll(async () => {
     ]),
     ...vendor('lazysizes', ['lazysizes.js']),
     ...CONSENT_PAGES,
+    '/drawing.svg': (_, res) => {
+      res
+        .writeHead(200, { 'Content-Type': 'image/svg+xml' })
+        .end(
+          '<svg xmlns="http://www.w3.org/2000/svg" width="2000" height="2000"><rect width="2000" height="2000" fill="#0f0"/></svg>',
+        );
+    },
     '/green.png': (_, res) => {
       // Slow enough that an image requested late is still loading when the pass returns to the top.
       setTimeout(() => res.writeHead(200, { 'Content-Type': 'image/png' }).end(greenPng), 150);
@@ -157,6 +168,69 @@ describe('blockCookieBanners', () => {
   it.each(Object.keys(CONSENT_PAGES))('captures %s without its banner with the flag', async (path) => {
     const image = await shot({ url: `${site.origin}${path}`, blockCookieBanners: true });
     expect(notGreen(image)).toBeLessThan(20);
+  });
+
+  it('shows the banner again without the flag right after captures with it (the page prepared ahead drops autoconsent)', async () => {
+    const url = `${site.origin}/consent/klaro`;
+    expect(notGreen(await shot({ url, blockCookieBanners: true }))).toBeLessThan(20);
+    expect(notGreen(await shot({ url, delay: 500 }))).toBeGreaterThan(500);
+  });
+
+  it('does not wait for a look autoconsent cannot take (an SVG document)', async () => {
+    const started = Date.now();
+    const image = await shot({ url: `${site.origin}/drawing.svg`, blockCookieBanners: true });
+    expect(near(image.pixel(10, 10), GREEN)).toBe(true);
+    // Waiting for a look that never ends would take the whole CONSENT_MAX_WAIT_MS.
+    expect(Date.now() - started).toBeLessThan(CONSENT_MAX_WAIT_MS);
+  });
+});
+
+describe('blockCookieBanners, rules written for one site', () => {
+  const rules = JSON.parse(
+    readFileSync(require.resolve('@duckduckgo/autoconsent/rules/compact-rules.json'), 'utf8'),
+  ) as IndexedCMPRuleset;
+  const [genericStart, genericEnd] = rules.index.genericRuleRange;
+  /** The first site rule whose site is named by the rule itself, with an address on that site. */
+  const [siteRule, siteUrl] = decodeRules(rules)
+    .slice(rules.index.specificRuleRange[0])
+    .flatMap((rule) => {
+      const url = `https://www.${rule.name}/`;
+      const pattern = rule.runContext?.urlPattern;
+      return pattern && rule.runContext?.main !== false && new RegExp(pattern).test(url)
+        ? [[rule.name, url] as const]
+        : [];
+    })[0] ?? ['', ''];
+  let browser: Browser;
+
+  beforeAll(async () => {
+    ({ browser } = await launchChromium([]));
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** The rules the top frame was handed for a capture of `url`, read after loading a page of ours. */
+  async function siteRulesFor(url: string): Promise<{ r: unknown[][] } | undefined> {
+    const page = await browser.newPage();
+    try {
+      await setCookieBannerBlocking(page, url, true, undefined);
+      await page.goto(`${site.origin}/consent/klaro`);
+      const text = await page.evaluate('window.__screenshotConsent.siteRules');
+      return typeof text === 'string' ? JSON.parse(text) : undefined;
+    } finally {
+      await page.close();
+    }
+  }
+
+  it('hands the top frame the generic rules and those of the site captured', async () => {
+    expect(siteUrl).not.toBe('');
+    const handed = await siteRulesFor(siteUrl);
+    expect(handed?.r.map((rule) => rule[1])).toContain(siteRule);
+    expect(handed?.r.length).toBeGreaterThan(genericEnd - genericStart);
+  });
+
+  it('hands nothing more for a site without rules of its own', async () => {
+    expect(await siteRulesFor(`${site.origin}/consent/klaro`)).toBeUndefined();
   });
 });
 
