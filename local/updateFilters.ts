@@ -1,78 +1,79 @@
 /**
  * `npm run filters:update`: rebuilds the ad and tracker blocking engine that ships with the project
- * (shared/capture/filters/), from maintained filter lists carried by a pinned npm package, so that neither the build
- * nor a capture fetches anything. Run it, run the tests, commit both files.
+ * (shared/capture/filters/), so that neither the build nor a capture fetches anything. Run it, run the tests, commit
+ * both files.
  *
- * The lists come from @adguard/dnr-rulesets, which carries the text of AdGuard's filter lists beside its rule sets:
- * AdGuard Base (EasyList plus AdGuard English), AdGuard Tracking Protection (trackers, as EasyPrivacy) and AdGuard
- * Cookie Notices (cookie banners). Bump FILTER_PACKAGE to take newer lists.
+ * The lists are EasyList (ads), EasyPrivacy (trackers) and the EasyList Cookie List (cookie notices), as the
+ * Ghostery adblocker repository keeps them for its own tests, taken at the commit pinned in SOURCE_COMMIT (no npm
+ * package carries them). Bump the commit to take newer lists; the manifest records each list's version and hash.
+ * `-- --from <dir>` reads the three files from a folder instead (a checkout of that repository's
+ * packages/adblocker/assets/easylist/, for a machine without GitHub).
  */
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { PuppeteerBlocker } from '@ghostery/adblocker-puppeteer';
 import { ENGINE_FILE, FILTER_DIR, MANIFEST_FILE } from '../shared/capture/adBlocking';
 
-const FILTER_PACKAGE = '@adguard/dnr-rulesets@3.3.20260320140136';
-/** The package's rule sets whose source lists we take, by AdGuard filter id. */
+const SOURCE_REPOSITORY = 'ghostery/adblocker';
+const SOURCE_COMMIT = 'ff8ed92b3648bdf49ba884b7d90c46d3dda4c366';
+const SOURCE_FOLDER = 'packages/adblocker/assets/easylist';
 const LISTS = [
-  { id: 2, use: 'ads (EasyList + AdGuard English)' },
-  { id: 3, use: 'trackers' },
-  { id: 18, use: 'cookie notices' },
+  { file: 'easylist.txt', use: 'ads' },
+  { file: 'easyprivacy.txt', use: 'trackers' },
+  { file: 'easylist-cookie.txt', use: 'cookie notices' },
 ];
 
+async function listText(file: string, from: string | undefined): Promise<string> {
+  if (from) return readFile(join(from, file), 'utf8');
+  const url = `https://raw.githubusercontent.com/${SOURCE_REPOSITORY}/${SOURCE_COMMIT}/${SOURCE_FOLDER}/${file}`;
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response.text();
+}
+
 async function main(): Promise<void> {
-  const work = await mkdtemp(join(tmpdir(), 'filters-'));
-  try {
-    execFileSync('npm', ['pack', FILTER_PACKAGE, '--pack-destination', work, '--silent'], {
-      stdio: 'ignore',
-    });
-    const tarball = join(work, (await readdir(work)).find((name) => name.endsWith('.tgz')) ?? '');
-    const wanted = LISTS.map(({ id }) => `package/dist/filters/declarative/ruleset_${id}/ruleset_${id}.json`);
-    execFileSync('tar', ['xzf', tarball, '-C', work, ...wanted]);
-    const lists = await Promise.all(
-      LISTS.map(async ({ id, use }, index) => {
-        const ruleset = JSON.parse(await readFile(join(work, wanted[index] as string), 'utf8'));
-        const text: string = ruleset[0].metadata.rawFilterList;
-        const header = (name: string) => new RegExp(`^! ${name}: (.*)$`, 'm').exec(text)?.[1]?.trim();
-        return {
-          text,
-          manifest: {
-            id,
-            use,
-            title: header('Title'),
-            version: header('Version'),
-            updated: header('TimeUpdated'),
-            sha256: createHash('sha256').update(text).digest('hex'),
-          },
-        };
-      }),
-    );
-    const engine = PuppeteerBlocker.parse(lists.map((list) => list.text).join('\n'), {
-      loadCosmeticFilters: true,
-      loadNetworkFilters: true,
-      enableCompression: true,
-    });
-    const bytes = engine.serialize();
-    await writeFile(join(FILTER_DIR, ENGINE_FILE), gzipSync(bytes, { level: 9 }));
-    const manifest = {
-      source: FILTER_PACKAGE,
-      engine: {
-        file: ENGINE_FILE,
-        // Of the serialized engine, before gzip.
-        bytes: bytes.length,
-        sha256: createHash('sha256').update(bytes).digest('hex'),
-      },
-      lists: lists.map((list) => list.manifest),
-    };
-    await writeFile(join(FILTER_DIR, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-    console.log(JSON.stringify(manifest, null, 2));
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
+  const fromIndex = process.argv.indexOf('--from');
+  const from = fromIndex >= 0 ? process.argv[fromIndex + 1] : undefined;
+  const lists = await Promise.all(
+    LISTS.map(async ({ file, use }) => {
+      const text = await listText(file, from);
+      const header = (name: string) => new RegExp(`^! ${name}: (.*)$`, 'm').exec(text)?.[1]?.trim();
+      if (!header('Title')) throw new Error(`${file} is not a filter list (no "! Title:" line)`);
+      return {
+        text,
+        manifest: {
+          file,
+          use,
+          title: header('Title'),
+          version: header('Version'),
+          updated: header('Last modified'),
+          sha256: createHash('sha256').update(text).digest('hex'),
+        },
+      };
+    }),
+  );
+  const engine = PuppeteerBlocker.parse(lists.map((list) => list.text).join('\n'), {
+    loadCosmeticFilters: true,
+    loadNetworkFilters: true,
+    enableCompression: true,
+  });
+  const bytes = engine.serialize();
+  await writeFile(join(FILTER_DIR, ENGINE_FILE), gzipSync(bytes, { level: 9 }));
+  const manifest = {
+    source: `https://github.com/${SOURCE_REPOSITORY}/tree/${SOURCE_COMMIT}/${SOURCE_FOLDER}`,
+    license: 'EasyList: GPL-3.0-or-later or CC-BY-SA-3.0 (https://easylist.to/pages/licence.html)',
+    engine: {
+      file: ENGINE_FILE,
+      // Of the serialized engine, before gzip.
+      bytes: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    },
+    lists: lists.map((list) => list.manifest),
+  };
+  await writeFile(join(FILTER_DIR, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+  console.log(JSON.stringify(manifest, null, 2));
 }
 
 await main();
