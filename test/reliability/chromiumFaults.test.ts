@@ -104,7 +104,9 @@ describe('a page that never finishes loading', () => {
     const response = await shoot('/never-loads', functionTimeoutMs);
     const elapsed = performance.now() - started;
 
-    expectCaptureFailure(response, '/never-loads', /did not load within 3 s/);
+    // Whatever is left before the deadline's reserve, when less than the navigation budget: 3 s, or a little under
+    // it on a loaded machine (admission is part of the function's time).
+    expectCaptureFailure(response, '/never-loads', /did not load within (3|2\.\d) s/);
     // The handler keeps a reserve to refund and answer; past the deadline Lambda would kill it mid-way.
     expect(elapsed).toBeLessThan(functionTimeoutMs);
     expect(await balance()).toBe(before);
