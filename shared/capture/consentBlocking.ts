@@ -56,10 +56,9 @@ const CONFIG = {
  * Answers autoconsent's `init` with the configuration and rules, and keeps what it reports in
  * `window.__screenshotConsent`: `phase` is detected (a consent manager is there), busy (its banner is open and being
  * answered) or done (answered, hidden, or nothing found); `started` that it is running in this frame, `last` when it
- * last said anything. The top frame
- * gets the generic rules, or `siteRules` when a later script of ours has set them (the generic ones and those written
- * for the site); other frames get the rules that run in frames. The rules are read at `init`, which is answered
- * after every script registered for the new document has run.
+ * last said anything. The top frame gets the generic rules, or `siteRules` when a later script of ours has set them
+ * (the generic ones and those written for the site); other frames get the rules that run in frames. The rules are
+ * read at `init`, which is answered after every script registered for the new document has run.
  */
 const prelude = (genericRules: string, frameRules: string) => `(() => {
   if (window.autoconsentSendMessage) return;
