@@ -216,10 +216,10 @@ export async function settleCookieBanners(page: Page, deadline: number): Promise
 
 /**
  * Resolves when autoconsent in this frame is done (answered, hidden, or nothing found), or has looked once without
- * finding a consent manager (or gone silent before that look ended: GIVE_UP_QUIET_MS), or after `timeoutMs`. Not waited for: a frame
- * other than the top whose autoconsent has not started (no document of its own yet, or none of ours), and a document
- * that is not HTML (an SVG or XML file: no banner, and autoconsent does not run there). Source text, not a function:
- * see pageScripts.ts on transpilers that keep names.
+ * finding a consent manager (or gone silent before that look ended: GIVE_UP_QUIET_MS), or after `timeoutMs`. Not
+ * waited for: a frame other than the top whose autoconsent has not started (no document of its own yet, or none of
+ * ours), and a document that is not HTML (an SVG or XML file: no banner, and autoconsent does not run there). Source
+ * text, not a function: see pageScripts.ts on transpilers that keep names.
  */
 function consentSettledIn(frame: Frame, top: boolean, timeoutMs: number): Promise<void> {
   const wait = `new Promise((resolve) => {

@@ -76,10 +76,11 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
 }
 
 /**
- * After load, before the delay: consent banners dealt with and ads hidden (when asked), then the customer's style sheet and hidden elements, then their script. The style sheet
- * is adopted (not a <style> element), so a page's Content-Security-Policy does not refuse it; one rule per hidden
- * selector, so an invalid selector drops its own rule only. The script runs like one of the page's own (with the
- * page's rights and through the same egress rules); an error it throws is logged and the capture goes on.
+ * After load, before the delay: consent banners dealt with and ads hidden (when asked), then the customer's style
+ * sheet and hidden elements, then their script. The style sheet is adopted (not a <style> element), so a page's
+ * Content-Security-Policy does not refuse it; one rule per hidden selector, so an invalid selector drops its own rule
+ * only. The script runs like one of the page's own (with the page's rights and through the same egress rules); an
+ * error it throws is logged and the capture goes on.
  */
 export async function decorateLoadedPage(page: Page, spec: CaptureSpec, deadline: number): Promise<void> {
   await Promise.all([
