@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { PuppeteerBlocker } from '@ghostery/adblocker-puppeteer';
+import { FiltersEngine } from '@ghostery/adblocker';
 import { ENGINE_FILE, FILTER_DIR, MANIFEST_FILE } from '../shared/capture/adBlocking';
 
 const SOURCE_REPOSITORY = 'ghostery/adblocker';
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
       };
     }),
   );
-  const engine = PuppeteerBlocker.parse(lists.map((list) => list.text).join('\n'), {
+  const engine = FiltersEngine.parse(lists.map((list) => list.text).join('\n'), {
     loadCosmeticFilters: true,
     loadNetworkFilters: true,
     enableCompression: true,

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
+import { FiltersEngine, Request, type RequestType } from '@ghostery/adblocker';
 import { extractFeaturesFromDOM } from '@ghostery/adblocker-content';
-import { PuppeteerBlocker } from '@ghostery/adblocker-puppeteer';
-import type { Frame, HTTPRequest, Page } from 'puppeteer-core';
+import type { Frame, Page, Protocol } from 'puppeteer-core';
 import { getDomain } from 'tldts-experimental';
-import { INTERCEPT_PRIORITY } from './requestHeaders';
 
 /**
  * `blockAds`: Ghostery's filter engine, compiled from the filter lists that ship with the project
@@ -20,30 +19,61 @@ export const FILTER_DIR = fileURLToPath(new URL('./filters/', import.meta.url));
 export const ENGINE_FILE = 'engine.bin.gz';
 export const MANIFEST_FILE = 'lists.json';
 
-let engine: Promise<PuppeteerBlocker> | undefined;
+let engine: Promise<FiltersEngine> | undefined;
 
 /**
  * The engine, read, unzipped and deserialized once per warm process (about 150 ms), on the first capture that asks.
  */
-export function filterEngine(): Promise<PuppeteerBlocker> {
-  engine ??= readFile(`${FILTER_DIR}${ENGINE_FILE}`).then((zipped) => {
-    const blocker = PuppeteerBlocker.deserialize(new Uint8Array(gunzipSync(zipped)));
-    // Our header handler decides on the same requests: both continue at one priority, and a block wins over it.
-    blocker.setRequestInterceptionPriority(INTERCEPT_PRIORITY);
-    return blocker;
-  });
+export function filterEngine(): Promise<FiltersEngine> {
+  engine ??= readFile(`${FILTER_DIR}${ENGINE_FILE}`).then((zipped) =>
+    FiltersEngine.deserialize(new Uint8Array(gunzipSync(zipped))),
+  );
   engine.catch(() => {
     engine = undefined;
   });
   return engine;
 }
 
-/** Network blocking for a fresh page, before it navigates. */
+/**
+ * Network blocking for a fresh page, before it navigates: every request of the page and its frames is paused, asked
+ * of the engine, and failed or let go. Through a CDP session of our own rather than puppeteer's request interception,
+ * which pairs each pause with its network event and a frame before anyone may answer: a few ms a capture. The top
+ * frame's own document is never blocked (the customer asked for that page); a frame's document is matched as a
+ * subdocument, which puppeteer could not tell apart. Frames share the page's target (@sparticuz/chromium runs
+ * without site isolation), so this session sees their requests too.
+ */
 export async function blockAdRequests(page: Page): Promise<void> {
-  const blocker = await filterEngine();
-  // The wrapper is typed against puppeteer, which re-exports these very puppeteer-core classes.
-  page.on('request', blocker.onRequest as unknown as (request: HTTPRequest) => void);
-  await page.setRequestInterception(true);
+  const [blocker, session] = await Promise.all([filterEngine(), page.createCDPSession()]);
+  let topFrameId: string | undefined;
+  session.on('Fetch.requestPaused', (event) => {
+    const { requestId } = event;
+    const verdict = isBlocked(blocker, event, topFrameId, page.url())
+      ? session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' })
+      : session.send('Fetch.continueRequest', { requestId });
+    // The page may close while a request waits: nothing is left to answer then.
+    verdict.catch(() => undefined);
+  });
+  const [{ frameTree }] = await Promise.all([
+    session.send('Page.getFrameTree'),
+    session.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] }),
+  ]);
+  topFrameId = frameTree.frame.id;
+}
+
+function isBlocked(
+  blocker: FiltersEngine,
+  event: Protocol.Fetch.RequestPausedEvent,
+  topFrameId: string | undefined,
+  pageUrl: string,
+): boolean {
+  const isDocument = event.resourceType === 'Document';
+  if (isDocument && event.frameId === topFrameId) return false;
+  const request = Request.fromRawDetails({
+    url: event.request.url,
+    sourceUrl: pageUrl,
+    type: isDocument ? 'sub_frame' : (event.resourceType.toLowerCase() as RequestType),
+  });
+  return blocker.match(request).match;
 }
 
 /** Cosmetic filtering of every frame of a loaded page: the lists' rules for its host and for what its DOM holds. */
@@ -52,7 +82,7 @@ export async function hideAds(page: Page): Promise<void> {
   await Promise.all(page.frames().map((frame) => hideAdsInFrame(blocker, frame).catch(() => undefined)));
 }
 
-async function hideAdsInFrame(blocker: PuppeteerBlocker, frame: Frame): Promise<void> {
+async function hideAdsInFrame(blocker: FiltersEngine, frame: Frame): Promise<void> {
   const url = frame.url();
   if (!/^https?:/.test(url) || frame.detached) return;
   const hostname = new URL(url).hostname;

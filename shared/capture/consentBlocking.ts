@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { filterCompactRules, type IndexedCMPRuleset } from '@duckduckgo/autoconsent';
 import type { Frame, Page } from 'puppeteer-core';
+import { adaptContentScript } from './consentScript';
 
 /**
  * `blockCookieBanners`: DuckDuckGo's autoconsent, with the rules it ships, in every frame of the page. It finds
@@ -38,6 +39,9 @@ const CONFIG = {
   enablePrehide: true,
   enableCosmeticRules: true,
   enableGeneratedRules: true,
+  // Off, as by default; the script we hand over has no heuristic patterns (consentScript.ts).
+  enableHeuristicDetection: false,
+  heuristicMode: 'off',
   detectRetries: 20,
   performanceLoggingEnabled: true,
   isMainWorld: true,
@@ -129,26 +133,13 @@ function consentAssets(): Promise<ConsentAssets> {
     const { v, s, r, index } = rules;
     const generic = { v, s: s.slice(0, index.genericStringEnd), r: r.slice(...index.genericRuleRange) };
     const frame = { v, s: s.slice(0, index.frameStringEnd), r: r.slice(...index.frameRuleRange) };
-    const script = `${prelude(JSON.stringify(generic), JSON.stringify(frame))}\n${withoutForcedLayout(contentScript)}`;
+    const script = `${prelude(JSON.stringify(generic), JSON.stringify(frame))}\n${adaptContentScript(contentScript)}`;
     return { script, rules };
   })();
   assets.catch(() => {
     assets = undefined;
   });
   return assets;
-}
-
-/**
- * autoconsent adds each hiding rule with `styleEl.innerText += rule`: reading innerText lays the page out, in the
- * middle of parsing it (about 5 ms a capture here). textContent is the same text without the layout. Checked when
- * the script is read, so that a release that changes the line fails the tests instead of quietly getting slower.
- */
-function withoutForcedLayout(contentScript: string): string {
-  const line = 'styleEl.innerText += rule;';
-  if (contentScript.split(line).length !== 2) {
-    throw new Error(`autoconsent's content script no longer has exactly one "${line}"`);
-  }
-  return contentScript.replace(line, 'styleEl.textContent += rule;');
 }
 
 /**

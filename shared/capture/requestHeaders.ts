@@ -1,13 +1,6 @@
 import type { HTTPRequest, Page } from 'puppeteer-core';
 
 /**
- * Priority of our request-interception verdicts. Puppeteer's cooperative interception mode lets several handlers
- * (these headers, the ad blocker) decide on the same request; each says "continue" at the same priority and the
- * request goes on once all of them have.
- */
-export const INTERCEPT_PRIORITY = 0;
-
-/**
  * Adds the customer's extra headers to the requests for the origin of `url`, and to no other: subresources and
  * frames of other origins, and redirects that leave the origin, are sent as the browser would send them. Request
  * interception pauses every request of the page for a round trip to us, so it is switched on only when there are
@@ -25,16 +18,11 @@ export async function sendHeadersToOrigin(
     Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]),
   );
   page.on('request', (request: HTTPRequest) => {
-    if (request.isInterceptResolutionHandled()) return;
-    const overrides = request.continueRequestOverrides();
     if (originOf(request.url()) !== origin) {
-      void request.continue(overrides, INTERCEPT_PRIORITY);
+      void request.continue();
       return;
     }
-    void request.continue(
-      { ...overrides, headers: { ...(overrides.headers ?? request.headers()), ...extra } },
-      INTERCEPT_PRIORITY,
-    );
+    void request.continue({ headers: { ...request.headers(), ...extra } });
   });
   await page.setRequestInterception(true);
 }

@@ -78,6 +78,8 @@ const CONSENT_PAGES: Record<string, string> = {
 let site: PageServer;
 /** Served on 127.0.0.2: the filter lists exempt 127.0.0.1 (a developer's machine) from cosmetic filtering. */
 let adSite: PageServer;
+/** The X-Campaign header of the latest request for adSite's /ads. */
+let adsCampaignHeader: string | string[] | undefined;
 let harness: ScreenshotHarness;
 let apiKey: string;
 
@@ -113,6 +115,7 @@ beforeAll(async () => {
       // Slow enough that an image requested late is still loading when the pass returns to the top.
       setTimeout(() => res.writeHead(200, { 'Content-Type': 'image/png' }).end(greenPng), 150);
     },
+    '/tracked': solidPage('#0f0', '', '<img src="/pixel.gif?event=in-frame">'),
     '/lazy': solidPage(
       '#f00',
       '<script src="/vendor/lazysizes/lazysizes.js" async></script>',
@@ -121,14 +124,34 @@ beforeAll(async () => {
   });
   adSite = await startPageServer(
     {
-      '/ads': solidPage(
-        '#f00',
-        '',
-        // An element the shipped lists hide by its id, and a tracking pixel their network rules block.
-        '<div id="ad_top" style="position:fixed;inset:0;background:#00f"></div><img src="/pixel.gif?event=view">',
-      ),
-      '/pixel.gif': (_, res) => {
-        res.writeHead(200, { 'Content-Type': 'image/gif' }).end();
+      '/ads': (req, res) => {
+        adsCampaignHeader = req.headers['x-campaign'];
+        res.writeHead(200, { 'Content-Type': 'text/html' }).end(
+          solidPage(
+            '#f00',
+            '',
+            // An element the shipped lists hide by its id, and a tracking pixel their network rules block.
+            '<div id="ad_top" style="position:fixed;inset:0;background:#00f"></div><img src="/pixel.gif?event=view">',
+          ),
+        );
+      },
+      '/pixel.gif': (req, res) => {
+        // The lists block this address whatever loads it; as the captured page itself it answers a page.
+        if (req.url?.includes('as=page'))
+          res.writeHead(200, { 'Content-Type': 'text/html' }).end(solidPage('#0f0'));
+        else res.writeHead(200, { 'Content-Type': 'image/gif' }).end();
+      },
+      // Frames of another site (127.0.0.1): one whose own address the lists block, one that loads a tracker.
+      '/framed': (_, res) => {
+        res
+          .writeHead(200, { 'Content-Type': 'text/html' })
+          .end(
+            solidPage(
+              '#0f0',
+              '',
+              `<iframe src="${site.origin}/pixel.gif?event=frame"></iframe><iframe src="${site.origin}/tracked"></iframe>`,
+            ),
+          );
       },
     },
     '127.0.0.2',
@@ -263,6 +286,31 @@ describe('blockAds', () => {
     const image = await shot({ url: `${adSite.origin}/ads`, blockAds: true });
     expect(near(image.pixel(400, 300), RED)).toBe(true);
     expect(adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length).toBe(before);
+  });
+});
+
+describe('blockAds, beyond the top document', () => {
+  const pixelHits = (server: PageServer) => server.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+
+  it("blocks a frame the lists name and a tracker inside another site's frame", async () => {
+    const before = pixelHits(site);
+    await shot({ url: `${adSite.origin}/framed`, blockAds: true });
+    expect(site.hits).toContain('/tracked');
+    expect(pixelHits(site)).toBe(before);
+    await shot({ url: `${adSite.origin}/framed` });
+    expect(pixelHits(site)).toBe(before + 2);
+  });
+
+  it('captures the page asked for even when the lists would block its address', async () => {
+    const image = await shot({ url: `${adSite.origin}/pixel.gif?as=page`, blockAds: true });
+    expect(near(image.pixel(10, 10), GREEN)).toBe(true);
+  });
+
+  it("keeps the customer's headers when it blocks requests too", async () => {
+    const before = pixelHits(adSite);
+    await shot({ url: `${adSite.origin}/ads`, blockAds: true, headers: { 'X-Campaign': 'spring' } });
+    expect(adsCampaignHeader).toBe('spring');
+    expect(pixelHits(adSite)).toBe(before);
   });
 });
 
