@@ -40,9 +40,10 @@ export function filterEngine(): Promise<FiltersEngine> {
  * which pairs each pause with its network event and a frame before anyone may answer: a few ms a capture. The top
  * frame's own document is never blocked (the customer asked for that page); a frame's document is matched as a
  * subdocument, which puppeteer could not tell apart. Frames share the page's target (@sparticuz/chromium runs
- * without site isolation), so this session sees their requests too.
+ * without site isolation), so this session sees their requests too. A page prepared ahead of a capture gets it then,
+ * off the request path.
  */
-export async function blockAdRequests(page: Page): Promise<void> {
+export async function startAdBlocking(page: Page): Promise<AdBlocking> {
   const [blocker, session] = await Promise.all([filterEngine(), page.createCDPSession()]);
   let topFrameId: string | undefined;
   session.on('Fetch.requestPaused', (event) => {
@@ -58,6 +59,23 @@ export async function blockAdRequests(page: Page): Promise<void> {
     session.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] }),
   ]);
   topFrameId = frameTree.frame.id;
+  // Leaving the session ends its interception.
+  return { stop: () => session.detach() };
+}
+
+/** A page's network blocking, on; `stop` switches it off (a page prepared with it for a capture that does not want it). */
+export interface AdBlocking {
+  stop(): Promise<void>;
+}
+
+/** Before navigation: network blocking on the page or not, as `wanted`, for a page prepared with it (`running`) or not. */
+export async function setAdBlocking(
+  page: Page,
+  wanted: boolean,
+  running: AdBlocking | undefined,
+): Promise<void> {
+  if (wanted && !running) await startAdBlocking(page);
+  if (!wanted && running) await running.stop();
 }
 
 function isBlocked(

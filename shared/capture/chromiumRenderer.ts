@@ -2,6 +2,7 @@ import { type Browser, type BrowserContext, type Page, TimeoutError } from 'pupp
 import { type AppError, CaptureFailedError, ClientGoneError } from '../errors';
 import { logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
+import { startAdBlocking } from './adBlocking';
 import { budgetExceeded, CaptureBudget } from './captureBudget';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
@@ -28,8 +29,11 @@ export interface ChromiumRendererOptions {
   budgets?: CaptureBudgets;
 }
 
-/** How long after a capture that asked for blockCookieBanners spare pages are still prepared with autoconsent. */
-const CONSENT_KEPT_READY_MS = 5 * 60_000;
+/** How long after a capture that asked for blockAds or blockCookieBanners spare pages are still prepared with it. */
+const SWITCH_KEPT_READY_MS = 5 * 60_000;
+
+/** The switches a spare page can be prepared with, ahead of a capture that may ask for them. */
+type PreparedSwitch = 'blockAds' | 'blockCookieBanners';
 
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
@@ -63,8 +67,11 @@ export class ChromiumRenderer implements Renderer {
   private readonly closing = new Set<Promise<void>>();
   /** The latest capture's emulation: the next spare is prepared with it, as callers tend to repeat their settings. */
   private expected: Emulation = DEFAULT_EMULATION;
-  /** When a capture last asked for blockCookieBanners (ms since epoch). */
-  private consentLastUsed = Number.NEGATIVE_INFINITY;
+  /** When a capture last asked for each switch a spare page can be prepared with (ms since epoch). */
+  private readonly lastAskedFor: Record<PreparedSwitch, number> = {
+    blockAds: Number.NEGATIVE_INFINITY,
+    blockCookieBanners: Number.NEGATIVE_INFINITY,
+  };
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
 
@@ -95,7 +102,8 @@ export class ChromiumRenderer implements Renderer {
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
     this.expected = emulationOf(spec);
-    if (spec.blockCookieBanners) this.consentLastUsed = Date.now();
+    if (spec.blockAds) this.lastAskedFor.blockAds = Date.now();
+    if (spec.blockCookieBanners) this.lastAskedFor.blockCookieBanners = Date.now();
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
       fail = reject;
@@ -220,15 +228,21 @@ export class ChromiumRenderer implements Renderer {
     const page = await context.newPage();
     const control = await PageControl.attach(page);
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
-    // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer. So is
-    // autoconsent's script while captures keep asking for it: its 250 KB take 15-40 ms to hand to the browser, and
-    // a capture that does not want it removes it in one round trip.
+    // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer. So are
+    // the blocking switches while captures keep asking for them (autoconsent's 250 KB take 15-40 ms to hand to the
+    // browser, network blocking a few round trips), and a capture that does not want one drops it in one round trip.
+    // A switch that cannot be prepared is left to the capture that asks for it, which then reports why.
     const emulation = this.expected;
-    const [consentScript] = await Promise.all([
-      Date.now() - this.consentLastUsed < CONSENT_KEPT_READY_MS ? addConsentScript(page) : undefined,
+    const [consentScript, adBlocking] = await Promise.all([
+      this.recentlyAskedFor('blockCookieBanners') ? addConsentScript(page).catch(() => undefined) : undefined,
+      this.recentlyAskedFor('blockAds') ? startAdBlocking(page).catch(() => undefined) : undefined,
       emulate(page, undefined, emulation),
     ]);
-    return { context, page, control, emulation, consentScript };
+    return { context, page, control, emulation, consentScript, adBlocking };
+  }
+
+  private recentlyAskedFor(name: PreparedSwitch): boolean {
+    return Date.now() - this.lastAskedFor[name] < SWITCH_KEPT_READY_MS;
   }
 
   private liveBrowser(): Promise<Browser> {

@@ -1,6 +1,6 @@
 import type { Page } from 'puppeteer-core';
 import { logger } from '../logger';
-import { blockAdRequests, hideAds } from './adBlocking';
+import { type AdBlocking, hideAds, setAdBlocking } from './adBlocking';
 import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking';
 import type { CaptureSpec } from './renderer';
 import { sendHeadersToOrigin } from './requestHeaders';
@@ -15,6 +15,8 @@ import { sendHeadersToOrigin } from './requestHeaders';
 export interface PreparedPage {
   /** The id of autoconsent's registered script, when the page has it. */
   consentScript?: string;
+  /** Its network ad blocking, when the page has it. */
+  adBlocking?: AdBlocking;
 }
 
 /**
@@ -36,7 +38,7 @@ export async function prepareNavigation(
     spec.locale ? emulateLocale(page, spec.userAgent, spec.locale) : undefined,
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
-    spec.blockAds ? blockAdRequests(page) : undefined,
+    setAdBlocking(page, spec.blockAds, prepared.adBlocking),
     setCookieBannerBlocking(page, spec.url, spec.blockCookieBanners, prepared.consentScript),
   ]);
 }

@@ -289,6 +289,19 @@ describe('blockAds', () => {
   });
 });
 
+describe('blockAds, page prepared ahead', () => {
+  it('loads the tracker and shows the ad again without the flag right after captures with it', async () => {
+    const url = `${adSite.origin}/ads`;
+    const pixels = () => adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+    const before = pixels();
+    expect(near((await shot({ url, blockAds: true })).pixel(400, 300), RED)).toBe(true);
+    expect(near((await shot({ url, blockAds: true })).pixel(400, 300), RED)).toBe(true);
+    expect(pixels()).toBe(before);
+    expect(near((await shot({ url })).pixel(400, 300), BLUE)).toBe(true);
+    expect(pixels()).toBe(before + 1);
+  });
+});
+
 describe('blockAds, beyond the top document', () => {
   const pixelHits = (server: PageServer) => server.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
 
