@@ -229,7 +229,7 @@ export class ChromiumRenderer implements Renderer {
     const control = await PageControl.attach(page);
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));
     // Emulation set here, off the request path; a mobile viewport even reloads the blank page in puppeteer. So are
-    // the blocking switches while captures keep asking for them (autoconsent's 250 KB take 15-40 ms to hand to the
+    // the blocking switches while captures keep asking for them (autoconsent's 210 KB take 15-40 ms to hand to the
     // browser, network blocking a few round trips), and a capture that does not want one drops it in one round trip.
     // A switch that cannot be prepared is left to the capture that asks for it, which then reports why.
     const emulation = this.expected;

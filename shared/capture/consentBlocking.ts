@@ -144,7 +144,7 @@ function consentAssets(): Promise<ConsentAssets> {
 
 /**
  * Registers autoconsent for every frame of every document the page will load, and answers the registration's id
- * (which removes it again). Its 250 KB cost tens of milliseconds to hand to the browser, so a page prepared ahead of
+ * (which removes it again). Its 210 KB cost tens of milliseconds to hand to the browser, so a page prepared ahead of
  * a capture gets it then; the capture adds the site's own rules (addSiteConsentRules).
  */
 export async function addConsentScript(page: Page): Promise<string> {
