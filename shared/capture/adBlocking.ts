@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { FiltersEngine, Request, type RequestType } from '@ghostery/adblocker';
 import { extractFeaturesFromDOM } from '@ghostery/adblocker-content';
-import type { Frame, Page, Protocol } from 'puppeteer-core';
+import type { CDPSession, Frame, Page, Protocol } from 'puppeteer-core';
 import { getDomain } from 'tldts-experimental';
 
 /**
@@ -46,9 +46,13 @@ export function filterEngine(): Promise<FiltersEngine> {
 export async function startAdBlocking(page: Page): Promise<AdBlocking> {
   const [blocker, session] = await Promise.all([filterEngine(), page.createCDPSession()]);
   let topFrameId: string | undefined;
+  /** Frames whose document was refused: their elements are collapsed after load. */
+  const blockedFrames = new Set<string>();
   session.on('Fetch.requestPaused', (event) => {
     const { requestId } = event;
-    const verdict = isBlocked(blocker, event, topFrameId, page.url())
+    const blocked = isBlocked(blocker, event, topFrameId, page.url());
+    if (blocked && event.resourceType === 'Document') blockedFrames.add(event.frameId);
+    const verdict = blocked
       ? session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' })
       : session.send('Fetch.continueRequest', { requestId });
     // The page may close while a request waits: nothing is left to answer then.
@@ -59,23 +63,53 @@ export async function startAdBlocking(page: Page): Promise<AdBlocking> {
     session.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] }),
   ]);
   topFrameId = frameTree.frame.id;
-  // Leaving the session ends its interception.
-  return { stop: () => session.detach() };
+  return {
+    // Leaving the session ends its interception.
+    stop: () => session.detach(),
+    collapseBlockedFrames: async () => {
+      await Promise.all(
+        [...blockedFrames].map((frameId) => collapseFrame(session, frameId).catch(() => undefined)),
+      );
+    },
+  };
 }
 
-/** A page's network blocking, on; `stop` switches it off (a page prepared with it for a capture that does not want it). */
+/** A page's network blocking, on. */
 export interface AdBlocking {
+  /** Switches it off (a page prepared with it, for a capture that does not want it). */
   stop(): Promise<void>;
+  /**
+   * Hides the element of each frame whose document was refused, as ad blockers in browsers do: an empty box the
+   * size of the ad would be left otherwise.
+   */
+  collapseBlockedFrames(): Promise<void>;
 }
 
-/** Before navigation: network blocking on the page or not, as `wanted`, for a page prepared with it (`running`) or not. */
+/**
+ * Before navigation: network blocking on the page or not, as `wanted`, for a page prepared with it (`running`) or
+ * not. Answers the page's blocking when it is on.
+ */
 export async function setAdBlocking(
   page: Page,
   wanted: boolean,
   running: AdBlocking | undefined,
-): Promise<void> {
-  if (wanted && !running) await startAdBlocking(page);
-  if (!wanted && running) await running.stop();
+): Promise<AdBlocking | undefined> {
+  if (!wanted) {
+    await running?.stop();
+    return undefined;
+  }
+  return running ?? (await startAdBlocking(page));
+}
+
+/** The <iframe> (or <frame>, <object>) element that holds a frame, hidden. Gone already (removed by the page): nothing to do. */
+async function collapseFrame(session: CDPSession, frameId: string): Promise<void> {
+  const { backendNodeId } = await session.send('DOM.getFrameOwner', { frameId });
+  const { object } = await session.send('DOM.resolveNode', { backendNodeId });
+  if (!object.objectId) return;
+  await session.send('Runtime.callFunctionOn', {
+    objectId: object.objectId,
+    functionDeclaration: "function () { this.style.setProperty('display', 'none', 'important'); }",
+  });
 }
 
 function isBlocked(
@@ -94,10 +128,16 @@ function isBlocked(
   return blocker.match(request).match;
 }
 
-/** Cosmetic filtering of every frame of a loaded page: the lists' rules for its host and for what its DOM holds. */
-export async function hideAds(page: Page): Promise<void> {
+/**
+ * After load: cosmetic filtering of every frame (the lists' rules for its host and for what its DOM holds), and the
+ * frames whose document was refused collapsed.
+ */
+export async function hideAds(page: Page, blocking: AdBlocking | undefined): Promise<void> {
   const blocker = await filterEngine();
-  await Promise.all(page.frames().map((frame) => hideAdsInFrame(blocker, frame).catch(() => undefined)));
+  await Promise.all([
+    ...page.frames().map((frame) => hideAdsInFrame(blocker, frame).catch(() => undefined)),
+    blocking?.collapseBlockedFrames(),
+  ]);
 }
 
 async function hideAdsInFrame(blocker: FiltersEngine, frame: Frame): Promise<void> {

@@ -147,14 +147,14 @@ export class ChromiumRenderer implements Renderer {
   private async shoot(tab: Tab, spec: CaptureSpec, budget: CaptureBudget): Promise<CaptureResult> {
     const { page } = tab;
     await emulate(page, tab.emulation, emulationOf(spec));
-    await prepareNavigation(page, spec, tab);
+    const setup = await prepareNavigation(page, spec, tab);
     budget.startNavigation();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
     await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
-    await decorateLoadedPage(page, spec, budget.phaseEnd());
+    await decorateLoadedPage(page, spec, setup, budget.phaseEnd());
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
     if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, budget.phaseEnd());
     // The page as it stands now: it may not navigate any more, and a navigation it started is waited for.

@@ -19,6 +19,11 @@ export interface PreparedPage {
   adBlocking?: AdBlocking;
 }
 
+/** What a capture switched on before navigation that still acts after load. */
+export interface NavigationSetup {
+  adBlocking?: AdBlocking;
+}
+
 /**
  * Before navigation: media features, time zone, locale, cookies, extra headers, ad and consent blocking (undone when
  * the page was prepared with it and the capture does not want it).
@@ -27,20 +32,21 @@ export async function prepareNavigation(
   page: Page,
   spec: CaptureSpec,
   prepared: PreparedPage,
-): Promise<void> {
+): Promise<NavigationSetup> {
   const mediaFeatures = [
     ...(spec.darkMode ? [{ name: 'prefers-color-scheme', value: 'dark' }] : []),
     ...(spec.reducedMotion ? [{ name: 'prefers-reduced-motion', value: 'reduce' }] : []),
   ];
-  await Promise.all([
+  const [adBlocking] = await Promise.all([
+    setAdBlocking(page, spec.blockAds, prepared.adBlocking),
     mediaFeatures.length > 0 ? page.emulateMediaFeatures(mediaFeatures) : undefined,
     spec.timezone ? page.emulateTimezone(spec.timezone) : undefined,
     spec.locale ? emulateLocale(page, spec.userAgent, spec.locale) : undefined,
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
-    setAdBlocking(page, spec.blockAds, prepared.adBlocking),
     setCookieBannerBlocking(page, spec.url, spec.blockCookieBanners, prepared.consentScript),
   ]);
+  return { adBlocking };
 }
 
 /** The puppeteer navigation condition for `waitUntil`: networkidle0 is "no request for 500 ms" (NETWORK_IDLE_MS). */
@@ -84,10 +90,15 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
  * only. The script runs like one of the page's own (with the page's rights and through the same egress rules); an
  * error it throws is logged and the capture goes on.
  */
-export async function decorateLoadedPage(page: Page, spec: CaptureSpec, deadline: number): Promise<void> {
+export async function decorateLoadedPage(
+  page: Page,
+  spec: CaptureSpec,
+  setup: NavigationSetup,
+  deadline: number,
+): Promise<void> {
   await Promise.all([
     spec.blockCookieBanners ? settleCookieBanners(page, deadline) : undefined,
-    spec.blockAds ? hideAds(page) : undefined,
+    spec.blockAds ? hideAds(page, setup.adBlocking) : undefined,
   ]);
   const rules = [
     ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),

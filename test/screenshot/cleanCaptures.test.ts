@@ -149,7 +149,8 @@ beforeAll(async () => {
             solidPage(
               '#0f0',
               '',
-              `<iframe src="${site.origin}/pixel.gif?event=frame"></iframe><iframe src="${site.origin}/tracked"></iframe>`,
+              `<iframe src="${site.origin}/pixel.gif?event=frame" style="position:absolute;left:0;top:0;width:400px;height:300px;border:0;background:#00f"></iframe>` +
+                `<iframe src="${site.origin}/tracked" style="position:absolute;left:500px;top:0;border:0"></iframe>`,
             ),
           );
       },
@@ -305,13 +306,16 @@ describe('blockAds, page prepared ahead', () => {
 describe('blockAds, beyond the top document', () => {
   const pixelHits = (server: PageServer) => server.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
 
-  it("blocks a frame the lists name and a tracker inside another site's frame", async () => {
+  it("blocks a frame the lists name, collapses its element, and blocks a tracker inside another site's frame", async () => {
     const before = pixelHits(site);
-    await shot({ url: `${adSite.origin}/framed`, blockAds: true });
+    const blocked = await shot({ url: `${adSite.origin}/framed`, blockAds: true });
     expect(site.hits).toContain('/tracked');
     expect(pixelHits(site)).toBe(before);
-    await shot({ url: `${adSite.origin}/framed` });
+    // The refused frame's element (a blue box) is gone, as in a browser with an ad blocker.
+    expect(near(blocked.pixel(200, 150), GREEN)).toBe(true);
+    const loaded = await shot({ url: `${adSite.origin}/framed` });
     expect(pixelHits(site)).toBe(before + 2);
+    expect(near(loaded.pixel(200, 150), BLUE)).toBe(true);
   });
 
   it('captures the page asked for even when the lists would block its address', async () => {
