@@ -33,7 +33,8 @@ export interface ChromiumRendererOptions {
 const SWITCH_KEPT_READY_MS = 5 * 60_000;
 
 /** The switches a spare page can be prepared with, ahead of a capture that may ask for them. */
-type PreparedSwitch = 'blockAds' | 'blockCookieBanners';
+const PREPARED_SWITCHES = ['blockAds', 'blockCookieBanners'] as const;
+type PreparedSwitch = (typeof PREPARED_SWITCHES)[number];
 
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
@@ -68,10 +69,7 @@ export class ChromiumRenderer implements Renderer {
   /** The latest capture's emulation: the next spare is prepared with it, as callers tend to repeat their settings. */
   private expected: Emulation = DEFAULT_EMULATION;
   /** When a capture last asked for each switch a spare page can be prepared with (ms since epoch). */
-  private readonly lastAskedFor: Record<PreparedSwitch, number> = {
-    blockAds: Number.NEGATIVE_INFINITY,
-    blockCookieBanners: Number.NEGATIVE_INFINITY,
-  };
+  private readonly lastAskedFor = new Map<PreparedSwitch, number>();
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
 
@@ -102,8 +100,7 @@ export class ChromiumRenderer implements Renderer {
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
     this.expected = emulationOf(spec);
-    if (spec.blockAds) this.lastAskedFor.blockAds = Date.now();
-    if (spec.blockCookieBanners) this.lastAskedFor.blockCookieBanners = Date.now();
+    for (const name of PREPARED_SWITCHES) if (spec[name]) this.lastAskedFor.set(name, Date.now());
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
       fail = reject;
@@ -242,7 +239,7 @@ export class ChromiumRenderer implements Renderer {
   }
 
   private recentlyAskedFor(name: PreparedSwitch): boolean {
-    return Date.now() - this.lastAskedFor[name] < SWITCH_KEPT_READY_MS;
+    return Date.now() - (this.lastAskedFor.get(name) ?? Number.NEGATIVE_INFINITY) < SWITCH_KEPT_READY_MS;
   }
 
   private liveBrowser(): Promise<Browser> {

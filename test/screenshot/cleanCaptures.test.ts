@@ -176,6 +176,11 @@ async function shot(body: Record<string, unknown>) {
   return decodeImage(response.body);
 }
 
+/** How many requests for the tracking pixel a server has had. */
+function pixelHits(server: PageServer): number {
+  return server.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+}
+
 /** Pixels of the image that are not the page's green background, sampled every 4 pixels. */
 function notGreen(image: Awaited<ReturnType<typeof decodeImage>>): number {
   let count = 0;
@@ -276,36 +281,33 @@ describe('blockCookieBanners, refusing', () => {
 
 describe('blockAds', () => {
   it('shows the ad and loads the tracker without the flag', async () => {
-    const before = adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+    const before = pixelHits(adSite);
     const image = await shot({ url: `${adSite.origin}/ads` });
     expect(near(image.pixel(400, 300), BLUE)).toBe(true);
-    expect(adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length).toBe(before + 1);
+    expect(pixelHits(adSite)).toBe(before + 1);
   });
 
   it('hides the element the lists name, and the tracker request never reaches the server', async () => {
-    const before = adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
+    const before = pixelHits(adSite);
     const image = await shot({ url: `${adSite.origin}/ads`, blockAds: true });
     expect(near(image.pixel(400, 300), RED)).toBe(true);
-    expect(adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length).toBe(before);
+    expect(pixelHits(adSite)).toBe(before);
   });
 });
 
 describe('blockAds, page prepared ahead', () => {
   it('loads the tracker and shows the ad again without the flag right after captures with it', async () => {
     const url = `${adSite.origin}/ads`;
-    const pixels = () => adSite.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
-    const before = pixels();
+    const before = pixelHits(adSite);
     expect(near((await shot({ url, blockAds: true })).pixel(400, 300), RED)).toBe(true);
     expect(near((await shot({ url, blockAds: true })).pixel(400, 300), RED)).toBe(true);
-    expect(pixels()).toBe(before);
+    expect(pixelHits(adSite)).toBe(before);
     expect(near((await shot({ url })).pixel(400, 300), BLUE)).toBe(true);
-    expect(pixels()).toBe(before + 1);
+    expect(pixelHits(adSite)).toBe(before + 1);
   });
 });
 
 describe('blockAds, beyond the top document', () => {
-  const pixelHits = (server: PageServer) => server.hits.filter((hit) => hit.startsWith('/pixel.gif')).length;
-
   it("blocks a frame the lists name, collapses its element, and blocks a tracker inside another site's frame", async () => {
     const before = pixelHits(site);
     const blocked = await shot({ url: `${adSite.origin}/framed`, blockAds: true });
