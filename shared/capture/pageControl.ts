@@ -12,6 +12,7 @@ const WORLD_NAME = 'screenshot-service';
  *   refused at the network stage (the page stays as it stands; frames inside it load as usual), and a navigation
  *   already under way is waited for;
  * - it runs our page scripts in an isolated world (pageScripts.ts);
+ * - it sets what the page learns of the browser (user agent, client hints, languages);
  * - it tells whether the page's renderer still answers.
  */
 export class PageControl implements IsolatedWorld {
@@ -80,6 +81,16 @@ export class PageControl implements IsolatedWorld {
       );
     }
     return result.value as T;
+  }
+
+  /** The user agent, its client hints and Accept-Language the page sees from now on (browserIdentity.ts). */
+  async overrideIdentity(identity: Protocol.Emulation.SetUserAgentOverrideRequest): Promise<void> {
+    await this.session.send('Emulation.setUserAgentOverride', identity);
+  }
+
+  /** The default locale of the page's Intl, or the browser's own when undefined. */
+  async overrideLocale(locale: string | undefined): Promise<void> {
+    await this.session.send('Emulation.setLocaleOverride', locale ? { locale } : {});
   }
 
   /** True when the page's renderer answers within `ms`: false means its scripts keep it busy. */
