@@ -161,6 +161,8 @@ export class ChromiumRenderer implements Renderer {
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
     const response = await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
+    // With domcontentloaded, the document may still be loading (images, frames): it is captured as it stands.
+    if (spec.waitUntil === 'domcontentloaded') tab.control.acceptLoading();
     const status = response?.status() ?? 0;
     if (spec.failOnHttpError && status >= 400) {
       throw new CaptureFailedError(spec.url, `The page answered with HTTP status ${status}`);

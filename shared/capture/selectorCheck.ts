@@ -37,6 +37,7 @@ export async function assertSelectorsParse(control: PageControl, spec: CaptureSp
           ]
         : [];
     }),
+    'Invalid request body',
   );
 }
 
