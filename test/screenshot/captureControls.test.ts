@@ -79,8 +79,11 @@ beforeAll(async () => {
           '#00f',
           `<script>addEventListener('DOMContentLoaded', async () => {
             const brands = navigator.userAgentData ? navigator.userAgentData.brands.map((b) => b.brand) : [];
+            const worker = new Worker(URL.createObjectURL(new Blob(['postMessage(navigator.userAgent)'])));
+            const workerAgent = await new Promise((resolve) => { worker.onmessage = (event) => resolve(event.data) });
             const ok = navigator.webdriver === false &&
               !/headless/i.test(navigator.userAgent) &&
+              !/headless/i.test(workerAgent) &&
               !brands.some((brand) => /headless/i.test(brand)) &&
               navigator.languages.join() === 'en-US,en';
             document.documentElement.style.background = ok ? '#0f0' : '#f00';
@@ -248,7 +251,7 @@ describe('blockChats', () => {
 });
 
 describe('what pages see of the browser', () => {
-  it('a regular desktop Chrome: no webdriver, no Headless in the user agent or its client hints, US English', async () => {
+  it('a regular desktop Chrome: no webdriver, no Headless in the user agents (page and worker) or client hints, US English', async () => {
     expect(near((await shot({ url: url('/whoami') })).pixel(10, 10), GREEN)).toBe(true);
     expect(whoamiHeaders['user-agent']).not.toMatch(/headless/i);
     expect(whoamiHeaders['sec-ch-ua']).toMatch(/"Google Chrome"/);
