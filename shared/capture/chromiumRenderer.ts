@@ -330,9 +330,6 @@ async function waitForSelector(
         `No element matching ${shown} became visible within ${Math.round(timeoutMs / 1000)} s`,
       );
     }
-    if (/not a valid selector|SyntaxError/i.test(error instanceof Error ? error.message : '')) {
-      throw new CaptureFailedError(spec.url, `The selector ${shown} is not a valid CSS selector`);
-    }
     throw error;
   }
 }

@@ -73,10 +73,10 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
 
 /**
  * After load, before the delay: consent banners dealt with and ads and chat widgets hidden (when asked), then the
- * customer's style sheet and hidden elements, then their script, then their `click`. The style sheet is adopted (not a <style> element), so a page's
- * Content-Security-Policy does not refuse it; one rule per hidden selector, so an invalid selector drops its own rule
- * only. The script runs like one of the page's own (with the page's rights and through the same egress rules); an
- * error it throws is logged and the capture goes on.
+ * customer's style sheet and hidden elements, then their script, then their `click`. The style sheet is adopted
+ * (not a <style> element), so a page's Content-Security-Policy does not refuse it; one rule per hidden selector
+ * (each one read by the browser's parser before navigation). The script runs like one of the page's own (with the
+ * page's rights and through the same egress rules); an error it throws is logged and the capture goes on.
  */
 export async function decorateLoadedPage(
   page: Page,
