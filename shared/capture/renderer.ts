@@ -48,7 +48,10 @@ export interface CaptureSpec {
   blockCookieBanners: boolean;
   /** Chat and support widgets blocked and hidden by the shipped annoyance list (network and cosmetic). */
   blockChats: boolean;
-  /** After load, the css and js, before the delay: the first element matching this is scrolled into view and clicked. */
+  /**
+   * After load and the injected css and js, before the delay: the first element matching this is scrolled into view
+   * and clicked.
+   */
   click?: string;
   /** A main document answering 4xx or 5xx fails the capture. */
   failOnHttpError: boolean;
