@@ -31,7 +31,7 @@ export function identityOverride(
 const PLATFORMS = [
   { token: 'iPhone', navigator: 'iPhone', hint: 'iOS' },
   { token: 'iPad', navigator: 'iPad', hint: 'iOS' },
-  { token: 'Android', navigator: 'Linux armv81', hint: 'Android' },
+  { token: 'Android', navigator: 'Linux armv8l', hint: 'Android' },
   { token: 'Windows', navigator: 'Win32', hint: 'Windows' },
   { token: 'Macintosh', navigator: 'MacIntel', hint: 'macOS' },
   { token: 'CrOS', navigator: 'Linux x86_64', hint: 'Chrome OS' },
