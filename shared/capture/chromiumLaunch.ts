@@ -25,7 +25,9 @@ const REFUSED_FLAGS = new Set([
 const PAGE_HEAP_LIMIT_MB = 512;
 
 /**
- * Flags we add: a bounded page heap, no scrollbars in the image, no audio, and software compositing. (Chrome's
+ * Flags we add: a bounded page heap, no scrollbars in the image, no audio, software compositing, and no
+ * `navigator.webdriver`: pages see a regular browser (browserIdentity.ts), and some hide what they show people
+ * (consent banners, for one) from automated ones. (Chrome's
  * switches for background networking, sync, extensions and first-run do not exist in the headless shell, so they
  * are not passed.)
  *
@@ -41,6 +43,7 @@ const EXTRA_FLAGS = [
   '--hide-scrollbars',
   '--mute-audio',
   '--disable-gpu-compositing',
+  '--disable-blink-features=AutomationControlled',
 ];
 
 export function chromiumArgs(extra: string[] = []): string[] {

@@ -46,6 +46,15 @@ export interface CaptureSpec {
   blockAds: boolean;
   /** Cookie-consent banners refused or hidden by autoconsent's rules. */
   blockCookieBanners: boolean;
+  /** Chat and support widgets blocked and hidden by the shipped annoyance list (network and cosmetic). */
+  blockChats: boolean;
+  /**
+   * After load and the injected css and js, before the delay: the first element matching this is scrolled into view
+   * and clicked.
+   */
+  click?: string;
+  /** A main document answering 4xx or 5xx fails the capture. */
+  failOnHttpError: boolean;
 }
 
 export interface CaptureCookie {
