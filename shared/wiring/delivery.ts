@@ -13,6 +13,8 @@ import { createS3Client, S3ImageStore } from '../store/s3ImageStore';
 const deliveryEnv = z.object({
   IMAGE_BUCKET: z.string().min(3).default('screenshot-images'),
   S3_ENDPOINT: z.url().optional(),
+  LOCAL_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  LOCAL_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
   SIGNING_KEY_FILE: z.string().min(1).optional(),
 });
@@ -24,7 +26,14 @@ export function createDeliveryPorts(env: NodeJS.ProcessEnv): { images: ImageStor
 
 function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
   const config = deliveryEnv.parse(env);
-  return new S3ImageStore(createS3Client(config.S3_ENDPOINT), config.IMAGE_BUCKET);
+  const endpoint = config.S3_ENDPOINT && {
+    url: config.S3_ENDPOINT,
+    credentials: {
+      accessKeyId: config.LOCAL_S3_ACCESS_KEY_ID ?? '',
+      secretAccessKey: config.LOCAL_S3_SECRET_ACCESS_KEY ?? '',
+    },
+  };
+  return new S3ImageStore(createS3Client(endpoint || undefined), config.IMAGE_BUCKET);
 }
 
 /**
