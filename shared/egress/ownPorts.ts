@@ -26,6 +26,11 @@ class OwnPorts {
   has(port: number): boolean {
     return this.counts.has(port);
   }
+
+  /** Every port refused now (diagnostics and tests). */
+  list(): number[] {
+    return [...this.counts.keys()];
+  }
 }
 
 /** The one registry of the process. */
