@@ -7,9 +7,8 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AwsCredentialIdentity } from '@smithy/types';
 import { ownPorts } from '../shared/egress/ownPorts';
-import { PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
+import { type LocalS3Credentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
 
 /**
  * The front door of the local S3 API: a loopback server that checks each request's SigV4 signature (header-signed or
@@ -27,7 +26,7 @@ const MAX_BODY_BYTES = 64 * 1024 * 1024;
 export async function startS3SignatureGate(options: {
   /** s3rver's own address, on loopback. */
   upstreamPort: number;
-  credentials: AwsCredentialIdentity;
+  credentials: LocalS3Credentials;
   region: string;
   /** The port to listen on; 0 for any. */
   port: number;

@@ -1,7 +1,16 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hash } from '@smithy/core/serde';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { AwsCredentialIdentity, HttpRequest, QueryParameterBag } from '@smithy/types';
+
+/** The local S3 API's credentials. */
+export interface LocalS3Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** A request as the SDK's signer takes it. */
+type HttpRequest = Parameters<SignatureV4['presign']>[0];
+type QueryParameterBag = HttpRequest['query'] & {};
 
 /**
  * Checks AWS Signature Version 4 on a request the local S3 API received, header-signed (the SDK's calls) or
@@ -39,7 +48,7 @@ export const PRESIGN_PARAMS = [
 const CONTENT_SHA256 = 'x-amz-content-sha256';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
-export function sigV4Verifier(credentials: AwsCredentialIdentity, region: string) {
+export function sigV4Verifier(credentials: LocalS3Credentials, region: string) {
   const signer = new SignatureV4({
     credentials,
     region,
@@ -71,7 +80,8 @@ export function sigV4Verifier(credentials: AwsCredentialIdentity, region: string
     const [, credential = '', signedHeaderList = '', signature = ''] = parts;
     const signingDate = parseAmzDate(header(request.headers, 'x-amz-date'));
     if (!signingDate) return refused('x-amz-date is missing or malformed');
-    if (Math.abs(now - signingDate.getTime()) > MAX_CLOCK_SKEW_MS) return refused('the request is too old');
+    if (Math.abs(now - signingDate.getTime()) > MAX_CLOCK_SKEW_MS)
+      return refused('the request time is more than 15 minutes from ours');
     const scope = checkScope(credential, signingDate);
     if (scope) return refused(scope);
     const payloadHash = header(request.headers, CONTENT_SHA256);
