@@ -26,14 +26,16 @@ export function createDeliveryPorts(env: NodeJS.ProcessEnv): { images: ImageStor
 
 function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
   const config = deliveryEnv.parse(env);
-  const endpoint = config.S3_ENDPOINT && {
-    url: config.S3_ENDPOINT,
-    credentials: {
-      accessKeyId: config.LOCAL_S3_ACCESS_KEY_ID ?? '',
-      secretAccessKey: config.LOCAL_S3_SECRET_ACCESS_KEY ?? '',
-    },
+  if (!config.S3_ENDPOINT) return new S3ImageStore(createS3Client(), config.IMAGE_BUCKET);
+  // The local S3 API answers only requests signed with the secret of its data dir (local/embeddedS3.ts).
+  if (!config.LOCAL_S3_ACCESS_KEY_ID || !config.LOCAL_S3_SECRET_ACCESS_KEY) {
+    throw new Error('S3_ENDPOINT needs LOCAL_S3_ACCESS_KEY_ID and LOCAL_S3_SECRET_ACCESS_KEY');
+  }
+  const credentials = {
+    accessKeyId: config.LOCAL_S3_ACCESS_KEY_ID,
+    secretAccessKey: config.LOCAL_S3_SECRET_ACCESS_KEY,
   };
-  return new S3ImageStore(createS3Client(endpoint || undefined), config.IMAGE_BUCKET);
+  return new S3ImageStore(createS3Client({ url: config.S3_ENDPOINT, credentials }), config.IMAGE_BUCKET);
 }
 
 /**
