@@ -80,7 +80,9 @@ const screenshotBody = screenshotRequest.meta({
 
 const createKeyRequest = createKeyBody.meta({
   id: 'CreateKeyRequest',
-  description: `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters`,
+  description:
+    `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters, with no control character ` +
+    'and no bidirectional formatting character (U+061C, U+200E, U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069)',
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({
