@@ -1,11 +1,11 @@
 /**
- * The ports the service itself listens on in this process's machine: the local API, the embedded DynamoDB, the local
- * S3 API and the server behind it, Chromium's DevTools, the egress proxy. A captured page must never reach one of
- * them, whatever ALLOW_PRIVATE_HOSTS says (even '*'): the egress gate refuses any non-public address on these ports.
+ * The ports the service itself listens on, on this machine: the local API, the embedded DynamoDB, the local S3 API
+ * and the server behind it, Chromium's DevTools, the egress proxy. A captured page must never reach one of them,
+ * whatever ALLOW_PRIVATE_HOSTS says (even '*'): the egress gate refuses any non-public address on these ports.
  *
  * Anything new that listens (a local Lambda-invoke endpoint for a renderer process, a local SQS API, ...) joins with
  * one call, `ownPorts.add(port)`, as soon as it listens, and leaves with the function that call returns when it
- * closes.
+ * closes. The registry is per process: a gate running in another process must be told the ports of this one.
  */
 class OwnPorts {
   /** A port may be added twice (two services in one test process): counted, so one leaving keeps the other's. */
