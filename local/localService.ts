@@ -4,6 +4,7 @@ import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { readServiceConfig } from '../shared/config';
+import { ownPorts } from '../shared/egress/ownPorts';
 import { logger } from '../shared/logger';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { keyLambdas, openApiLambda, screenshotLambda, usageLambda } from '../shared/wiring/lambdaHandlers';
@@ -57,9 +58,12 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const server = createServer(startingListener);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { port } = server.address() as AddressInfo;
+  const leaveOwnPorts = ownPorts.add(port);
+  const url = `http://127.0.0.1:${port}`;
   /** A start that failed must not leave the port answering 503 for ever. */
   const stopListening = (error: unknown): never => {
+    leaveOwnPorts();
     server.close();
     throw error;
   };
@@ -113,6 +117,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       await dynamo.close();
       await s3.close();
       await rm(stateFile, { force: true });
+      leaveOwnPorts();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
+import { ownPorts } from '../egress/ownPorts';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { blockServiceWorkers } from './serviceWorkerBlock';
@@ -127,7 +128,12 @@ export async function launchChromium(
       handleSIGTERM: false,
       handleSIGHUP: false,
     });
-    browser.once('disconnected', () => void tempDir.remove());
+    // The DevTools port drives the browser: no page may reach it (the egress gate refuses the service's own ports).
+    const leaveOwnPorts = ownPorts.add(Number(new URL(browser.wsEndpoint()).port));
+    browser.once('disconnected', () => {
+      leaveOwnPorts();
+      void tempDir.remove();
+    });
     await blockServiceWorkers(browser).catch(async (error) => {
       await browser.close();
       throw error;

@@ -1,6 +1,6 @@
 import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
-import { logger } from '../logger';
+import { hostOf, logger } from '../logger';
 import { filterSetsOf, hideFiltered, type RequestBlocking, setRequestBlocking } from './adBlocking';
 import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking';
 import type { CaptureSpec } from './renderer';
@@ -106,8 +106,8 @@ export async function decorateLoadedPage(
     // The trailing `undefined` makes the script's completion value nothing to wait for or send back.
     await page.evaluate(`${spec.js}\n;undefined`).catch((error: unknown) => {
       logger.info('Injected script failed', {
-        url: spec.url,
-        message: error instanceof Error ? error.message.slice(0, 500) : String(error),
+        host: hostOf(spec.url),
+        scriptError: (error instanceof Error ? error.message : String(error)).slice(0, 500),
       });
     });
   }

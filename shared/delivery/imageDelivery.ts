@@ -34,11 +34,13 @@ export interface Screenshot {
   link?: ImageLink;
   /** The caller's If-None-Match names the cached image: 304, no body. */
   notModified?: true;
+  /** Captured with the caller's `headers` or `cookies`: answered `Cache-Control: private`. */
+  credentialed?: true;
 }
 
 /** A fresh capture, before delivery. */
 export type CapturedImage = Required<Pick<Screenshot, 'image'>> &
-  Omit<Screenshot, 'cache' | 'link' | 'notModified'>;
+  Omit<Screenshot, 'cache' | 'link' | 'notModified' | 'credentialed'>;
 
 export interface ImageDeliveryDeps {
   images: ImageStore;

@@ -9,6 +9,8 @@ import { bearerCredential, jsonBody } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
+/** For an image captured with the caller's headers or cookies: the caller's browser may keep it, no shared cache. */
+export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
 export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
@@ -53,8 +55,9 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
     ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
     ...rateHeaders,
   };
+  const cacheControl = screenshot.credentialed ? PRIVATE_CACHE_CONTROL : CACHE_CONTROL;
   if (screenshot.notModified) {
-    return { status: 304, headers: { ...headers, 'Cache-Control': CACHE_CONTROL }, body: '' };
+    return { status: 304, headers: { ...headers, 'Cache-Control': cacheControl }, body: '' };
   }
   if (screenshot.link) {
     const { link } = screenshot;
@@ -76,7 +79,7 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
   }
   return {
     status: 200,
-    headers: { 'Content-Type': screenshot.contentType, 'Cache-Control': CACHE_CONTROL, ...headers },
+    headers: { 'Content-Type': screenshot.contentType, 'Cache-Control': cacheControl, ...headers },
     body: screenshot.image ?? Buffer.alloc(0),
   };
 }

@@ -17,6 +17,7 @@ import { operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
@@ -79,7 +80,9 @@ const screenshotBody = screenshotRequest.meta({
 
 const createKeyRequest = createKeyBody.meta({
   id: 'CreateKeyRequest',
-  description: `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters`,
+  description:
+    `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters, with no control character ` +
+    'and no bidirectional formatting character (U+061C, U+200E, U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069)',
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({
@@ -118,7 +121,10 @@ const imageHeaders = z.object({
     description: 'Quoted hex MD5 of the image bytes',
     example: '"9e107d9d372bb6826bd81d3542a419d6"',
   }),
-  'Cache-Control': z.string().meta({ example: 'public, max-age=3600, stale-while-revalidate=86400' }),
+  'Cache-Control': z.string().meta({
+    description: 'private, max-age=3600 for a capture made with headers or cookies',
+    example: 'public, max-age=3600, stale-while-revalidate=86400',
+  }),
   'X-Credits-Charged': z
     .number()
     .int()
@@ -267,7 +273,8 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       'The fields of the screenshot body as query parameters (numbers and booleans as text, arrays and objects as ' +
       `JSON), plus ${KEY_ID_PARAM} and ${SIGNATURE_PARAM}: the lower-case hex HMAC-SHA256, keyed with the key's ` +
       `signing secret, of every other parameter sorted by name, RFC 3986-encoded, as name=value joined with &. ` +
-      'cache is true unless cache=false. Checks, in order: signature and key (401), rate limit (429), the cache ' +
+      `cache is true unless cache=false. A link is public: ${FIELDS_REFUSED_ON_SIGNED_LINKS.join(' and ')} are ` +
+      'refused (400). Checks, in order: signature and key (401), rate limit (429), the cache ' +
       '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
     requestParams: { query: signedLinkQuery() },
     responses: Object.fromEntries(
@@ -362,7 +369,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
  */
 function signedLinkQuery() {
   const fields = Object.keys(screenshotRequest.shape).filter(
-    (name) => name !== 'url',
+    (name) => name !== 'url' && !FIELDS_REFUSED_ON_SIGNED_LINKS.includes(name),
   ) as (keyof ScreenshotRequest)[];
   return z.object({
     url: z.string().meta({ description: SCREENSHOT_FIELDS.url }),

@@ -12,7 +12,10 @@ const validationDetail = z
   .object({
     code: z
       .string()
-      .meta({ description: 'Machine-readable reason, e.g. too_small, invalid_json, invalid_selector, url_not_allowed' }),
+      .meta({
+        description:
+          'Machine-readable reason, e.g. too_small, invalid_json, invalid_selector, url_not_allowed',
+      }),
     path: z
       .array(z.union([z.string(), z.number()]))
       .meta({ description: 'Where in the body; empty for the whole body' }),

@@ -22,6 +22,7 @@ import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
+import { refuseOnSignedLink } from './signedLinkFields';
 import { outcomeStatus, usageOf } from './usageOf';
 
 export type { Screenshot } from '../delivery/imageDelivery';
@@ -155,16 +156,19 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
       // order of answers (401, 429, 400, 402) is unchanged.
       const validated = specOf(
-        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
-        'signed' in input ? () => withDefaults(input.request(), { cache: true }) : input.request,
+        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
+        'signed' in input
+          ? () => withDefaults(refuseOnSignedLink(input.request()), { cache: true })
+          : input.request,
         deps.urlPolicy,
       );
       validated.catch(() => undefined);
       // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
       // request has been counted and allowed.
-      const cachedAnswer = validated.then(({ fields }) =>
-        delivery.fromCache(identity.accountId, fields, input.ifNoneMatch),
-      );
+      const cachedAnswer = validated.then(async ({ fields }) => {
+        const cached = await delivery.fromCache(identity.accountId, fields, input.ifNoneMatch);
+        return cached && withCredentialsMark(cached, fields);
+      });
       cachedAnswer.catch(() => undefined);
       const [decision] = await Promise.all([
         deps.rateLimiter.hit(identity.accountId, now()),
@@ -193,13 +197,14 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             ...(input.signal ? { signal: input.signal } : {}),
           });
           if (input.signal?.aborted) throw new ClientGoneError();
-          screenshot = await delivery.deliver(identity.accountId, fields, {
+          const delivered = await delivery.deliver(identity.accountId, fields, {
             image: result.image,
             contentType: CONTENT_TYPES[spec.format],
             etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
             creditsCharged: cost,
             truncated: result.truncated,
           });
+          screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
           await giveBack();
           throw error;
@@ -252,6 +257,13 @@ async function specOf(
   const fields = validate(screenshotRequest, request());
   await urlPolicy.assertAllowed(fields.url);
   return { fields, spec: captureSpecOf(fields) };
+}
+
+/** A capture made with the caller's `headers` or `cookies` shows what they see: no shared cache may keep it. */
+function withCredentialsMark(screenshot: Screenshot, fields: ScreenshotRequest): Screenshot {
+  return fields.headers !== undefined || fields.cookies !== undefined
+    ? { ...screenshot, credentialed: true }
+    : screenshot;
 }
 
 /** A request object with `defaults` under what it says itself; anything else is left for validation to refuse. */

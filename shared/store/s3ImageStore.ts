@@ -102,25 +102,28 @@ function infoOf(object: {
   };
 }
 
+/** The local S3 API: its address and the credentials of its data dir (local/embeddedS3.ts). */
+export interface LocalS3Endpoint {
+  url: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+}
+
 /**
  * The S3 client: bounded waits like the DynamoDB client's. With an endpoint (the local S3 API) it uses path-style
- * addresses and the local server's fixed credentials.
+ * addresses and the local server's credentials.
  */
-export function createS3Client(endpoint?: string, config: S3ClientConfig = {}): S3Client {
+export function createS3Client(endpoint?: LocalS3Endpoint, config: S3ClientConfig = {}): S3Client {
   return new S3Client({
     maxAttempts: 3,
     requestHandler: { connectionTimeout: 1_000, requestTimeout: 15_000, throwOnRequestTimeout: true },
     ...(endpoint
       ? {
-          endpoint,
+          endpoint: endpoint.url,
           region: 'us-east-1',
           forcePathStyle: true,
-          credentials: { accessKeyId: LOCAL_S3_CREDENTIAL, secretAccessKey: LOCAL_S3_CREDENTIAL },
+          credentials: endpoint.credentials,
         }
       : {}),
     ...config,
   });
 }
-
-/** s3rver's built-in access key and secret. */
-export const LOCAL_S3_CREDENTIAL = 'S3RVER';

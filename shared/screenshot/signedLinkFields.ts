@@ -1,0 +1,24 @@
+import { ValidationError } from '../errors';
+
+/**
+ * Fields a signed link refuses (400 naming the field). A link is public: it ends up in `<img>` tags, pages, logs and
+ * browser histories, so it must carry no origin credentials (`headers`, `cookies`). Fields a link cannot honour
+ * join this one list as they are added (`html` and `async` are refused on links by the contract).
+ */
+export const FIELDS_REFUSED_ON_SIGNED_LINKS: readonly string[] = ['headers', 'cookies'];
+
+/** The request of a signed link, or a ValidationError naming each refused field it carries. */
+export function refuseOnSignedLink(request: unknown): unknown {
+  if (request === null || typeof request !== 'object') return request;
+  const refused = FIELDS_REFUSED_ON_SIGNED_LINKS.filter((name) => Object.hasOwn(request, name));
+  if (refused.length > 0) {
+    throw new ValidationError(
+      refused.map((name) => ({
+        code: 'not_allowed_on_signed_link',
+        path: [name],
+        message: `${name} is not allowed on a signed link (a link is public); send it in a POST with the API key`,
+      })),
+    );
+  }
+  return request;
+}
