@@ -10,6 +10,7 @@ import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
+import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
 import {
   decorateLoadedPage,
@@ -18,7 +19,14 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
-import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
+import {
+  type CaptureLimits,
+  type CaptureResult,
+  type CaptureSpec,
+  type ImageFormat,
+  isContentFormat,
+  type Renderer,
+} from './renderer';
 import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
@@ -148,7 +156,7 @@ export class ChromiumRenderer implements Renderer {
     budget.startNavigation();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
-    await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
+    const response = await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
     await decorateLoadedPage(page, spec, setup, budget.phaseEnd());
@@ -162,19 +170,37 @@ export class ChromiumRenderer implements Renderer {
     if (page.url().startsWith('chrome-error:')) {
       throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
     }
+    const metadata = spec.metadata
+      ? {
+          metadata: await pageMetadata(tab.control, {
+            finalUrl: page.url(),
+            statusCode: response?.status() ?? null,
+          }),
+        }
+      : {};
+    if (isContentFormat(spec.format)) {
+      const text = await pageContent(tab.control, spec.format);
+      return { image: Buffer.from(text, 'utf8'), truncated: false, ...metadata };
+    }
     await waitForWebFonts(page);
-    const quality = spec.format === 'png' ? undefined : spec.quality;
+    return { ...(await this.image(tab, spec, spec.format)), ...metadata };
+  }
+
+  /** The page's pixels in `format`, the spec's. */
+  private async image(tab: Tab, spec: CaptureSpec, format: ImageFormat): Promise<CaptureResult> {
+    const { page } = tab;
+    const quality = format === 'png' ? undefined : spec.quality;
     // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
     // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
-    const optimizeForSpeed = spec.format === 'png';
+    const optimizeForSpeed = format === 'png';
     if (spec.selector) {
-      return captureElement(page, spec, spec.selector, { type: spec.format, quality, optimizeForSpeed });
+      return captureElement(page, spec, spec.selector, { type: format, quality, optimizeForSpeed });
     }
     if (!spec.fullPage) {
-      const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
+      const image = await page.screenshot({ type: format, quality, optimizeForSpeed });
       return { image: Buffer.from(image), truncated: false };
     }
-    return captureFullPage(page, tab.control, spec, { type: spec.format, quality, optimizeForSpeed });
+    return captureFullPage(page, tab.control, spec, { type: format, quality, optimizeForSpeed });
   }
 
   /**

@@ -51,7 +51,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address`,
   width: 'Viewport width in pixels (ignored when device is given)',
   height: 'Viewport height in pixels (ignored when device is given)',
-  format: 'Output image format',
+  format:
+    'Output format: an image (png, jpeg, webp), or the page as text: markdown (its main content, by Readability and Turndown) or html (the rendered DOM)',
   quality: 'Quality for jpeg and webp; accepted and ignored for png',
   fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
@@ -59,6 +60,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
+  metadata:
+    'With response: json, the answer also holds the page metadata (title, description, lang, canonicalUrl, finalUrl, statusCode, favicon, openGraph, twitter)',
   ...CAPTURE_OPTION_DESCRIPTIONS,
 };
 

@@ -4,7 +4,7 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
-import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
+import type { CaptureSpec, OutputFormat, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
@@ -67,10 +67,12 @@ export type ScreenshotInput = ScreenshotCredential & {
   ifNoneMatch?: string;
 };
 
-export const CONTENT_TYPES: Record<ImageFormat, string> = {
+export const CONTENT_TYPES: Record<OutputFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
+  markdown: 'text/markdown; charset=utf-8',
+  html: 'text/html; charset=utf-8',
 };
 
 /**
@@ -199,6 +201,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
             creditsCharged: cost,
             truncated: result.truncated,
+            ...(result.metadata ? { metadata: result.metadata } : {}),
           });
         } catch (error) {
           await giveBack();
