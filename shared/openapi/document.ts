@@ -345,6 +345,29 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       ...sessionFailures,
     },
   },
+  mcp: {
+    tags: ['Agents'],
+    summary: 'The MCP server (Model Context Protocol, Streamable HTTP, stateless, JSON responses)',
+    description:
+      'JSON-RPC messages of the Model Context Protocol. Tools: take_screenshot, get_page_markdown and get_page_pdf; ' +
+      'each call is one screenshot request of the key (rate limit, credits, captures running, usage). A tool that ' +
+      'fails answers a result with isError: true and the REST error message. Send Accept: application/json, ' +
+      'text/event-stream, as MCP clients do.',
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 message' } } },
+    },
+    responses: {
+      '200': {
+        description: 'The JSON-RPC answer',
+        content: {
+          'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 message' } },
+        },
+      },
+      '202': { description: 'A notification, accepted; no body' },
+      '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
+    },
+  },
   getOpenApi: {
     tags: ['Meta'],
     summary: 'This API description (OpenAPI 3.1)',

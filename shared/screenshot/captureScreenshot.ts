@@ -16,6 +16,7 @@ import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
+import type { UsageRecord } from '../usage/usageStore';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { captureSpecOf } from './captureSpec';
@@ -65,6 +66,8 @@ export type ScreenshotInput = ScreenshotCredential & {
   signal?: AbortSignal;
   /** The caller's If-None-Match header: answered with 304 when it names the cached image. */
   ifNoneMatch?: string;
+  /** The entry other than the REST API the request came through, for the usage record. */
+  via?: UsageRecord['via'];
 };
 
 export const CONTENT_TYPES: Record<OutputFormat, string> = {
@@ -129,6 +132,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
     const record = usageOf(identity, outcome, { at, durationMs }, request);
+    if (input.via) record.via = input.via;
     deps.usage.record(record);
     if (!outcome.ok) return outcome;
     return {
