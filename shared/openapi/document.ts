@@ -189,10 +189,13 @@ const keyIdParameter = {
 const deliveredResponses = {
   '200': {
     description:
-      'The image as raw bytes in the requested format, or with response: json a link to the stored image',
+      'The image (or the text of markdown and html) as raw bytes in the requested format, or with response: json a link to the stored file',
     headers: imageHeaders,
     content: {
-      ...Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: binary }])),
+      // Media types without their parameters (the charset of text formats), as OpenAPI keys them.
+      ...Object.fromEntries(
+        Object.values(CONTENT_TYPES).map((type) => [type.split(';')[0], { schema: binary }]),
+      ),
       ...json(imageLink),
     },
   },
