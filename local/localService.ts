@@ -7,7 +7,13 @@ import { readServiceConfig } from '../shared/config';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { logger } from '../shared/logger';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
-import { keyLambdas, openApiLambda, screenshotLambda, usageLambda } from '../shared/wiring/lambdaHandlers';
+import {
+  keyLambdas,
+  mcpLambda,
+  openApiLambda,
+  screenshotLambda,
+  usageLambda,
+} from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { createUsageHistory } from '../shared/wiring/usage';
 import { AdmissionQueue } from './admissionQueue';
@@ -97,6 +103,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       ...keyLambdas(keys),
       getUsage: usageLambda(createUsageHistory(dynamo.client, env, idp.jwks)),
       getOpenApi: openApiLambda,
+      mcp: mcpLambda(screenshot),
     },
     { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })] },
   );

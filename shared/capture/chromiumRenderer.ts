@@ -11,6 +11,7 @@ import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
+import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
 import {
   decorateLoadedPage,
@@ -20,7 +21,14 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
-import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
+import {
+  type CaptureLimits,
+  type CaptureResult,
+  type CaptureSpec,
+  type ImageFormat,
+  isContentFormat,
+  type Renderer,
+} from './renderer';
 import { assertSelectorsParse } from './selectorCheck';
 import { waitForWebFonts } from './webFonts';
 
@@ -182,19 +190,37 @@ export class ChromiumRenderer implements Renderer {
     }
     // Again, for what the page added since load; the image is taken right after.
     await hideFilteredElements(page, spec, setup);
+    const metadata = spec.metadata
+      ? {
+          metadata: await pageMetadata(tab.control, {
+            finalUrl: page.url(),
+            statusCode: response?.status() ?? null,
+          }),
+        }
+      : {};
+    if (isContentFormat(spec.format)) {
+      const text = await pageContent(tab.control, spec.format);
+      return { image: Buffer.from(text, 'utf8'), truncated: false, ...metadata };
+    }
     await waitForWebFonts(page);
-    const quality = spec.format === 'png' ? undefined : spec.quality;
+    return { ...(await this.image(tab, spec, spec.format)), ...metadata };
+  }
+
+  /** The page's pixels in `format`, the spec's. */
+  private async image(tab: Tab, spec: CaptureSpec, format: ImageFormat): Promise<CaptureResult> {
+    const { page } = tab;
+    const quality = format === 'png' ? undefined : spec.quality;
     // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
     // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
-    const optimizeForSpeed = spec.format === 'png';
+    const optimizeForSpeed = format === 'png';
     if (spec.selector) {
-      return captureElement(page, spec, spec.selector, { type: spec.format, quality, optimizeForSpeed });
+      return captureElement(page, spec, spec.selector, { type: format, quality, optimizeForSpeed });
     }
     if (!spec.fullPage) {
-      const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
+      const image = await page.screenshot({ type: format, quality, optimizeForSpeed });
       return { image: Buffer.from(image), truncated: false };
     }
-    return captureFullPage(page, tab.control, spec, { type: spec.format, quality, optimizeForSpeed });
+    return captureFullPage(page, tab.control, spec, { type: format, quality, optimizeForSpeed });
   }
 
   /**

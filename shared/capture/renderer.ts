@@ -2,13 +2,39 @@ import type { WaitUntil } from '../screenshot/optionFields';
 
 export const IMAGE_FORMATS = ['png', 'jpeg', 'webp'] as const;
 export type ImageFormat = (typeof IMAGE_FORMATS)[number];
+/** The page's content as text instead of pixels: its main content as Markdown, or its rendered DOM. */
+export const CONTENT_FORMATS = ['markdown', 'html'] as const;
+export type ContentFormat = (typeof CONTENT_FORMATS)[number];
+export const OUTPUT_FORMATS = [...IMAGE_FORMATS, ...CONTENT_FORMATS] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+export function isContentFormat(format: OutputFormat): format is ContentFormat {
+  return (CONTENT_FORMATS as readonly string[]).includes(format);
+}
+
+/** What the rendered page says about itself (`metadata: true`); every absent value is null. */
+export interface PageMetadata {
+  title: string | null;
+  description: string | null;
+  lang: string | null;
+  canonicalUrl: string | null;
+  /** Where the page ended up, after redirects. */
+  finalUrl: string | null;
+  /** The HTTP status of the main document. */
+  statusCode: number | null;
+  favicon: string | null;
+  /** Open Graph properties without their `og:` prefix. */
+  openGraph: Record<string, string>;
+  /** Twitter card properties without their `twitter:` prefix. */
+  twitter: Record<string, string>;
+}
 
 /** Everything the browser needs to take one screenshot, after defaults and device presets are applied. */
 export interface CaptureSpec {
   url: string;
   width: number;
   height: number;
-  format: ImageFormat;
+  format: OutputFormat;
   /** 1–100; used for jpeg and webp only. */
   quality: number;
   fullPage: boolean;
@@ -55,6 +81,8 @@ export interface CaptureSpec {
   click?: string;
   /** A main document answering 4xx or 5xx fails the capture. */
   failOnHttpError: boolean;
+  /** Read the page's metadata (title, description, Open Graph, …) as well. */
+  metadata: boolean;
 }
 
 export interface CaptureCookie {
@@ -67,9 +95,12 @@ export interface CaptureCookie {
 }
 
 export interface CaptureResult {
+  /** The image, or for a content format the text as UTF-8. */
   image: Buffer;
   /** True when a full-page capture was cut at the format's height cap. */
   truncated: boolean;
+  /** Present when the spec asked for it. */
+  metadata?: PageMetadata;
 }
 
 /** The time a capture has, owned by the use case that admitted it. */
@@ -95,6 +126,6 @@ export interface Renderer {
 }
 
 /** Full-page height caps: Chromium's texture limit, and WebP's own 16,383-pixel limit. */
-export function heightCap(format: ImageFormat): number {
+export function heightCap(format: OutputFormat): number {
   return format === 'webp' ? 16_383 : 16_384;
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { imageSize } from 'image-size';
+import type { PageMetadata } from '../capture/renderer';
 import { logger } from '../logger';
 import type { ScreenshotRequest } from '../screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
@@ -13,8 +14,9 @@ export interface ImageLink {
   url: string;
   /** When the address stops working, ms since epoch. */
   expiresAt: number;
-  width: number;
-  height: number;
+  /** The image's pixel size; null for text (a content format). */
+  width: number | null;
+  height: number | null;
   bytes: number;
 }
 
@@ -36,6 +38,8 @@ export interface Screenshot {
   notModified?: true;
   /** Captured with the caller's `headers` or `cookies`: answered `Cache-Control: private`. */
   credentialed?: true;
+  /** What the page said about itself, when the request asked for it (`metadata: true`). */
+  metadata?: PageMetadata;
 }
 
 /** A fresh capture, before delivery. */
@@ -56,8 +60,9 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
     return {
       url: await deps.images.signedUrl(key, IMAGE_LINK_LIFETIME_SECONDS),
       expiresAt: deps.now() + IMAGE_LINK_LIFETIME_SECONDS * 1000,
-      width: info.width,
-      height: info.height,
+      ...(info.contentType.startsWith('image/')
+        ? { width: info.width, height: info.height }
+        : { width: null, height: null }),
       bytes: info.bytes,
     };
   }
@@ -84,6 +89,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         creditsCharged: 0,
         truncated: info.truncated,
         cache: 'HIT',
+        ...(info.metadata ? { metadata: info.metadata } : {}),
       });
 
       if (ifNoneMatch !== undefined || request.response === 'json') {
@@ -115,7 +121,10 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       const key = request.cache
         ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
         : imageKey.linked(accountId, randomUUID());
-      const { width = 0, height = 0 } = imageSize(captured.image);
+      // Text has no pixel size; an image's is read from its header.
+      const { width = 0, height = 0 } = captured.contentType.startsWith('image/')
+        ? imageSize(captured.image)
+        : {};
       const info: StoredImageInfo = {
         contentType: captured.contentType,
         etag: captured.etag,
@@ -125,6 +134,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         truncated: captured.truncated,
         storedAt: now,
         expiresAt: now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+        ...(captured.metadata ? { metadata: captured.metadata } : {}),
       };
       const stored = deps.images.put(key, captured.image, info);
       if (request.response === 'json') {

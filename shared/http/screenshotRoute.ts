@@ -73,14 +73,32 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
         etag: screenshot.etag,
         creditsCharged: screenshot.creditsCharged,
         cache: screenshot.cache ?? 'BYPASS',
+        ...(screenshot.metadata ? { metadata: screenshot.metadata } : {}),
       },
       headers,
     );
   }
   return {
     status: 200,
-    headers: { 'Content-Type': screenshot.contentType, 'Cache-Control': cacheControl, ...headers },
+    headers: {
+      'Content-Type': screenshot.contentType,
+      'Cache-Control': cacheControl,
+      ...safeAnswerHeaders(screenshot.contentType),
+      ...headers,
+    },
     body: screenshot.image ?? Buffer.alloc(0),
+  };
+}
+
+/**
+ * A captured page's bytes must never run as a document on our origin (the local dashboard shares it): no type
+ * sniffing, and whatever a browser could render as a document (HTML, Markdown shown as text/html by a careless
+ * viewer) in a sandbox with no script and an opaque origin.
+ */
+function safeAnswerHeaders(contentType: string): Record<string, string> {
+  return {
+    'X-Content-Type-Options': 'nosniff',
+    ...(contentType.startsWith('image/') ? {} : { 'Content-Security-Policy': 'sandbox' }),
   };
 }
 

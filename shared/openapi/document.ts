@@ -52,7 +52,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address`,
   width: 'Viewport width in pixels (ignored when device is given)',
   height: 'Viewport height in pixels (ignored when device is given)',
-  format: 'Output image format',
+  format:
+    'Output format: an image (png, jpeg, webp), or the page as text: markdown (its main content, by Readability and Turndown) or html (the rendered DOM)',
   quality: 'Quality for jpeg and webp; accepted and ignored for png',
   fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
@@ -60,6 +61,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
+  metadata:
+    'With response: json, the answer also holds the page metadata (title, description, lang, canonicalUrl, finalUrl, statusCode, favicon, openGraph, twitter)',
   ...CAPTURE_OPTION_DESCRIPTIONS,
 };
 
@@ -192,10 +195,13 @@ const keyIdParameter = {
 const deliveredResponses = {
   '200': {
     description:
-      'The image as raw bytes in the requested format, or with response: json a link to the stored image',
+      'The image (or the text of markdown and html) as raw bytes in the requested format, or with response: json a link to the stored file',
     headers: imageHeaders,
     content: {
-      ...Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: binary }])),
+      // Media types without their parameters (the charset of text formats), as OpenAPI keys them.
+      ...Object.fromEntries(
+        Object.values(CONTENT_TYPES).map((type) => [type.split(';')[0], { schema: binary }]),
+      ),
       ...json(imageLink),
     },
   },
@@ -347,6 +353,29 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
           `${MAX_USAGE_DAYS} days, or an unknown parameter; see details`,
       ),
       ...sessionFailures,
+    },
+  },
+  mcp: {
+    tags: ['Agents'],
+    summary: 'The MCP server (Model Context Protocol, Streamable HTTP, stateless, JSON responses)',
+    description:
+      'JSON-RPC messages of the Model Context Protocol. Tools: take_screenshot, get_page_markdown and get_page_pdf; ' +
+      'each call is one screenshot request of the key (rate limit, credits, captures running, usage). A tool that ' +
+      'fails answers a result with isError: true and the REST error message. Send Accept: application/json, ' +
+      'text/event-stream, as MCP clients do.',
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 message' } } },
+    },
+    responses: {
+      '200': {
+        description: 'The JSON-RPC answer',
+        content: {
+          'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 message' } },
+        },
+      },
+      '202': { description: 'A notification, accepted; no body' },
+      '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
     },
   },
   getOpenApi: {

@@ -4,7 +4,7 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
-import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
+import type { CaptureSpec, OutputFormat, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
@@ -16,6 +16,7 @@ import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
+import type { UsageRecord } from '../usage/usageStore';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { captureSpecOf } from './captureSpec';
@@ -66,12 +67,16 @@ export type ScreenshotInput = ScreenshotCredential & {
   signal?: AbortSignal;
   /** The caller's If-None-Match header: answered with 304 when it names the cached image. */
   ifNoneMatch?: string;
+  /** The entry other than the REST API the request came through, for the usage record. */
+  via?: UsageRecord['via'];
 };
 
-export const CONTENT_TYPES: Record<ImageFormat, string> = {
+export const CONTENT_TYPES: Record<OutputFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
+  markdown: 'text/markdown; charset=utf-8',
+  html: 'text/html; charset=utf-8',
 };
 
 /**
@@ -128,6 +133,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
     const record = usageOf(identity, outcome, { at, durationMs }, request);
+    if (input.via) record.via = input.via;
     deps.usage.record(record);
     if (!outcome.ok) return outcome;
     return {
@@ -203,6 +209,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
             creditsCharged: cost,
             truncated: result.truncated,
+            ...(result.metadata ? { metadata: result.metadata } : {}),
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {

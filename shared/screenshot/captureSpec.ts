@@ -40,5 +40,6 @@ export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
     locale: request.locale && canonicalLocale(request.locale),
     css: request.css,
     js: request.js,
+    metadata: request.metadata === true,
   };
 }

@@ -1,7 +1,9 @@
+import { isContentFormat, type OutputFormat } from '../capture/renderer';
 /** Credit tiers (docs/api.md): the highest that applies, never a sum. */
 export const HIGH_RESOLUTION_THRESHOLD = 2560;
 
 export interface CostedCapture {
+  format: OutputFormat;
   width: number;
   height: number;
   fullPage: boolean;
@@ -10,11 +12,12 @@ export interface CostedCapture {
 }
 
 /**
- * Tiers on the image's pixel size: the viewport times `scale` above the threshold is high resolution (3), whatever
+ * A content format (Markdown, HTML) is text, 1 credit whatever the viewport. Images are priced in tiers on their pixel size: the viewport times `scale` above the threshold is high resolution (3), whatever
  * else is asked; otherwise a full page is 2, and a viewport or a single element (`selector`, which never goes with
  * `fullPage`) is 1.
  */
 export function creditCost(capture: CostedCapture): number {
+  if (isContentFormat(capture.format)) return 1;
   const pixelWidth = capture.width * capture.scale;
   const pixelHeight = capture.height * capture.scale;
   if (pixelWidth > HIGH_RESOLUTION_THRESHOLD || pixelHeight > HIGH_RESOLUTION_THRESHOLD) return 3;

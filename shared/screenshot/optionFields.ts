@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONTENT_FORMATS } from '../capture/renderer';
 
 /**
  * The capture options of the screenshot body beyond the basic fields (docs/api.md, "Capture options"): their bounds,
@@ -245,6 +246,9 @@ export const captureOptionFields = {
   failOnHttpError: z.boolean().default(false),
 };
 
+/** Fields that shape an image, refused with a content format (`markdown`, `html`) unless they keep the value that changes nothing. */
+const IMAGE_ONLY_FIELDS: Record<string, unknown> = { fullPage: false, selector: undefined, scale: 1 };
+
 /**
  * What the option fields cannot check alone: how they go with the rest of the body. zod runs this even when a field
  * failed its own check, so the values are looked at as the unknown input they may still be.
@@ -254,6 +258,18 @@ export function combinationIssues(body: Record<string, unknown>) {
   // An element is captured as it is; "the whole page" of an element has no meaning.
   if (body.fullPage === true && body.selector !== undefined) {
     issues.push({ path: ['selector'], message: 'selector cannot be combined with fullPage' });
+  }
+  // Text has no pixels: the fields that shape an image say nothing to a content format.
+  if (typeof body.format === 'string' && (CONTENT_FORMATS as readonly string[]).includes(body.format)) {
+    for (const [field, neutral] of Object.entries(IMAGE_ONLY_FIELDS)) {
+      if (body[field] !== undefined && body[field] !== neutral) {
+        issues.push({ path: [field], message: `${field} cannot be combined with format ${body.format}` });
+      }
+    }
+  }
+  // The metadata travels in the JSON answer; an image or text answer has no place for it.
+  if (body.metadata === true && body.response !== 'json') {
+    issues.push({ path: ['metadata'], message: 'metadata needs response: "json"' });
   }
   // A browser keeps no Secure cookie for a plain-http page: it would be dropped without a word.
   const https =

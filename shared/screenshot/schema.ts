@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
-import { IMAGE_FORMATS } from '../capture/renderer';
+import { OUTPUT_FORMATS } from '../capture/renderer';
 import { MAX_DELAY_MS } from '../timing';
 import { captureOptionFields, combinationIssues } from './optionFields';
 
@@ -28,7 +28,7 @@ const screenshotFields = z.strictObject({
     .pipe(z.url({ protocol: /^https?$/, message: 'url must be a valid http:// or https:// URL' })),
   width: dimension(DEVICE_PRESETS.desktop.width),
   height: dimension(DEVICE_PRESETS.desktop.height),
-  format: z.enum(IMAGE_FORMATS).default('png'),
+  format: z.enum(OUTPUT_FORMATS).default('png'),
   quality: z.number().int().min(QUALITY.min).max(QUALITY.max).default(QUALITY.default),
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
@@ -36,6 +36,8 @@ const screenshotFields = z.strictObject({
   cache: z.boolean().default(false),
   cacheTtl: z.number().int().min(CACHE_TTL.min).max(CACHE_TTL.max).default(CACHE_TTL.default),
   response: z.enum(RESPONSE_KINDS).default('image'),
+  // Optional, not defaulted: a request without it keeps the cache key it had before the field existed.
+  metadata: z.boolean().optional(),
   ...captureOptionFields,
 });
 

@@ -56,10 +56,11 @@ describe('the OpenAPI document', () => {
     ]);
   });
 
-  it('describes the successful capture as binary PNG, JPEG or WebP (or a JSON link) with its caching and cost headers', () => {
+  it('describes the successful capture as binary PNG, JPEG, WebP, Markdown or HTML (or a JSON link) with its caching and cost headers', () => {
     const ok = api.operation('POST', '/api/screenshot').responses['200'];
-    expect(Object.keys(ok.content)).toEqual(['image/png', 'image/jpeg', 'image/webp', 'application/json']);
-    for (const type of ['image/png', 'image/jpeg', 'image/webp']) {
+    const binaryTypes = ['image/png', 'image/jpeg', 'image/webp', 'text/markdown', 'text/html'];
+    expect(Object.keys(ok.content)).toEqual([...binaryTypes, 'application/json']);
+    for (const type of binaryTypes) {
       expect(ok.content[type].schema).toEqual({ type: 'string', format: 'binary' });
     }
     expect(ok.content['application/json'].schema.required).toEqual(
