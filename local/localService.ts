@@ -26,9 +26,15 @@ export interface LocalServiceOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Captures run at once locally (LOCAL_MAX_CAPTURES), and how many more may wait (LOCAL_MAX_QUEUED) before 503. */
-function captureQueue(env: NodeJS.ProcessEnv): AdmissionQueue {
-  return new AdmissionQueue(Number(env.LOCAL_MAX_CAPTURES) || 4, Number(env.LOCAL_MAX_QUEUED) || 64);
+/**
+ * Captures run at once locally (LOCAL_MAX_CAPTURES, plus CAPTURE_HEADROOM for accounts with nothing running), and
+ * how many more may wait (LOCAL_MAX_QUEUED) before 503.
+ */
+function captureQueue(env: NodeJS.ProcessEnv, headroom: number): AdmissionQueue {
+  return new AdmissionQueue(
+    { shared: Number(env.LOCAL_MAX_CAPTURES) || 4, headroom },
+    Number(env.LOCAL_MAX_QUEUED) || 64,
+  );
 }
 
 export interface LocalService {
@@ -79,7 +85,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
   }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
-  const screenshot = createScreenshotService(dynamo.client, env, { admission: captureQueue(env) });
+  const screenshot = createScreenshotService(dynamo.client, env, {
+    admission: captureQueue(env, config.captureHeadroom),
+  });
   // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
   screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {

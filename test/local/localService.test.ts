@@ -131,7 +131,7 @@ describe('the command-line tools', () => {
 
 describe('AdmissionQueue', () => {
   it('runs at most maxRunning tasks at once, queues the next ones and refuses beyond the queue', async () => {
-    const queue = new AdmissionQueue(2, 1);
+    const queue = new AdmissionQueue({ shared: 2, headroom: 0 }, 1);
     let running = 0;
     let peak = 0;
     let releaseAll = () => {};
@@ -139,7 +139,7 @@ describe('AdmissionQueue', () => {
       releaseAll = resolve;
     });
     const task = () =>
-      queue.run(async () => {
+      queue.run('acct', async () => {
         peak = Math.max(peak, ++running);
         await released;
         running--;
