@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { readServiceConfig } from '../shared/config';
 import { startLocalService } from './localService';
 
 /** `npm start`: serves the whole API locally. Settings come from the environment (see README). */
@@ -9,13 +10,18 @@ const port = Number(process.env.PORT || 3000);
 
 const service = await startLocalService({ dataDir, port });
 const demoToken = service.idp.mintToken('demo');
+// Tokens are signed with the key under DATA_DIR: the token command must be given the same one.
+const tokenCommand = `${process.env.DATA_DIR ? `DATA_DIR=${dataDir} ` : ''}npm run --silent token -- <accountId>`;
+const { rateLimitPerHour } = readServiceConfig(process.env);
 
 process.stdout.write(`Screenshot service listening on ${service.url}
 Dashboard:        ${service.url}/   (sign in with any account id)
 API description:  ${service.url}/api/openapi.json
 Data:             ${dataDir}
 
-Session token for account "demo" (valid 1 hour; mint more with: npm run --silent token -- <accountId>):
+Rate limit:       ${rateLimitPerHour} screenshot requests per account per hour (for local trials, raise it: RATE_LIMIT_PER_HOUR=10000 npm start)
+
+Session token for account "demo" (valid 1 hour; mint more with: ${tokenCommand}):
 ${demoToken}
 
 Create an API key:

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
@@ -58,9 +61,25 @@ describe('the command-line tools', () => {
   const env = () => ({ ...process.env, DATA_DIR: service.dataDir });
 
   it('`token` prints only a token the server accepts', async () => {
-    const { stdout } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], { env: env() });
+    const { stdout, stderr } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], { env: env() });
     expect(stdout.trim()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(stderr).toBe('');
     expect((await service.request('/api/credits', { bearer: stdout.trim() })).status).toBe(200);
+  });
+
+  it('`token` with another DATA_DIR than the server says why its token will be refused, and so does the 401', async () => {
+    const otherDir = await mkdtemp(join(tmpdir(), 'screenshot-other-'));
+    try {
+      const { stdout, stderr } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], {
+        env: { ...process.env, DATA_DIR: otherDir },
+      });
+      expect(stderr).toContain(`no npm start is running with DATA_DIR=${otherDir}`);
+      const refused = await service.request('/api/credits', { bearer: stdout.trim() });
+      expect(refused.status).toBe(401);
+      expect((await refused.json()).message).toMatch(/signed by another key.*same DATA_DIR/);
+    } finally {
+      await rm(otherDir, { recursive: true, force: true });
+    }
   });
 
   it('`credits` reads, adds and sets a balance while the server runs', async () => {
