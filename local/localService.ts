@@ -87,6 +87,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
   const screenshot = createScreenshotService(dynamo.client, env, {
     admission: captureQueue(env, config.captureHeadroom),
+    mentionAllowPrivateHosts: true,
   });
   // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
   screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));

@@ -51,6 +51,18 @@ describe('the local server', () => {
     expect(response.status).toBe(413);
   });
 
+  it('refuses a private address with a 400 that says how ALLOW_PRIVATE_HOSTS would allow it', async () => {
+    const { apiKey } = await service.newAccount();
+    const response = await service.request('/api/screenshot', {
+      bearer: apiKey,
+      body: { url: 'http://127.0.0.1:5173/' },
+    });
+    expect(response.status).toBe(400);
+    const [detail] = (await response.json()).details;
+    expect(detail).toMatchObject({ code: 'url_not_allowed', path: ['url'] });
+    expect(detail.message).toMatch(/loopback.*ALLOW_PRIVATE_HOSTS=127\.0\.0\.1:5173 /);
+  });
+
   it('publishes the identity provider JWKS', async () => {
     const jwks = await (await service.request('/.well-known/jwks.json')).json();
     expect(jwks).toEqual(service.idp.jwks);
