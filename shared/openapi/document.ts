@@ -62,8 +62,14 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   ...CAPTURE_OPTION_DESCRIPTIONS,
 };
 
+/**
+ * Request bodies are components of their own (`components.requestBodies`), with their schemas inline, not schema
+ * components: generators such as openapi-typescript make a defaulted property required in a schema component (right
+ * for answers), but leave it optional in a request body, where the server fills it in.
+ */
+const requestBody = (id: string, schema: z.ZodType) => ({ id, required: true, content: json(schema) });
+
 const screenshotBody = screenshotRequest.meta({
-  id: 'ScreenshotRequest',
   examples: [{ url: 'https://example.com', format: 'png', fullPage: true }],
   // The zod schema stays as the handler needs it; descriptions and the URL's shape are added to the rendered copy.
   override: ({ jsonSchema }: ZodOpenApiOverrideMetaContext) => {
@@ -78,12 +84,10 @@ const screenshotBody = screenshotRequest.meta({
 });
 
 const createKeyRequest = createKeyBody.meta({
-  id: 'CreateKeyRequest',
   description: `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters`,
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({
-  id: 'UpdateKeyRequest',
   description:
     'false revokes the key (permanent); true on an active key changes nothing, on a revoked key answers 409',
   examples: [{ isActive: false }],
@@ -237,6 +241,15 @@ const screenshotResponses = {
   },
 };
 
+/** A browser or client revalidating an image it holds (docs/api.md, "Conditional requests"). */
+const conditionalRequestHeader = z.object({
+  'If-None-Match': z.string().optional().meta({
+    description:
+      'The ETag of an image the caller holds; when it names the cached image, the answer is 304 with no body, free',
+    example: '"f50694d7ea2bbd82523df198dd67322c"',
+  }),
+});
+
 const moment = (description: string) =>
   z.string().regex(MOMENT_PATTERN).optional().meta({ description, example: '1767225600000' });
 // The query as it travels (text); the handler's usageQuery turns it into numbers.
@@ -257,7 +270,8 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       'account (429), body (400, 413, 415), credits (402), then captures: the page has ' +
       `${NAVIGATION_BUDGET_MS / 1000} s to load, then ${AFTER_LOAD_BUDGET_MS / 1000} s for delay and the image. ` +
       'Only a new capture that was delivered is charged.',
-    requestBody: { required: true, content: json(screenshotBody) },
+    requestParams: { header: conditionalRequestHeader },
+    requestBody: requestBody('ScreenshotRequest', screenshotBody),
     responses: screenshotResponses,
   },
   signedScreenshot: {
@@ -269,7 +283,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       `signing secret, of every other parameter sorted by name, RFC 3986-encoded, as name=value joined with &. ` +
       'cache is true unless cache=false. Checks, in order: signature and key (401), rate limit (429), the cache ' +
       '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
-    requestParams: { query: signedLinkQuery() },
+    requestParams: { query: signedLinkQuery(), header: conditionalRequestHeader },
     responses: Object.fromEntries(
       Object.entries(screenshotResponses).filter(([status]) => status !== '413' && status !== '415'),
     ),
@@ -282,7 +296,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
   createKey: {
     tags: ['API keys'],
     summary: 'Create an API key',
-    requestBody: { required: true, content: json(createKeyRequest) },
+    requestBody: requestBody('CreateKeyRequest', createKeyRequest),
     responses: {
       '201': { description: 'The new key; its full value is shown only here', content: json(createdApiKey) },
       ...bodyFailures,
@@ -294,7 +308,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
     tags: ['API keys'],
     summary: 'Revoke an API key',
     requestParams: keyIdParameter,
-    requestBody: { required: true, content: json(updateKeyRequest) },
+    requestBody: requestBody('UpdateKeyRequest', updateKeyRequest),
     responses: {
       '200': {
         description: 'Revoked (or already active, for isActive true)',
