@@ -222,7 +222,8 @@ const screenshotResponses = {
   '429': {
     description:
       'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
-      '(MAX_CONCURRENT_CAPTURES, default 10: limit is that number, reset one second later)',
+      '(MAX_CONCURRENT_CAPTURES, default 10, or its fair share of the capacity all accounts share; a capture that ' +
+      'ran out of its time budget holds its slot 120 s longer: limit is that number, reset one second later)',
     headers: z.object({
       ...rateLimitHeaders,
       'Retry-After': z.number().int().meta({ description: 'Whole seconds until the caller may try again' }),
