@@ -18,7 +18,12 @@ import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
-import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
+import {
+  AFTER_LOAD_BUDGET_MS,
+  IMAGE_LINK_LIFETIME_SECONDS,
+  NAVIGATION_BUDGET_MS,
+  TIMED_OUT_SLOT_PENALTY_MS,
+} from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
@@ -223,7 +228,8 @@ const screenshotResponses = {
     description:
       'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
       '(MAX_CONCURRENT_CAPTURES, default 10, or its fair share of the capacity all accounts share; a capture that ' +
-      'ran out of its time budget holds its slot 120 s longer: limit is that number, reset one second later)',
+      `ran out of its time budget holds its slot ${TIMED_OUT_SLOT_PENALTY_MS / 1000} s longer: limit is that number, ` +
+      'reset one second later)',
     headers: z.object({
       ...rateLimitHeaders,
       'Retry-After': z.number().int().meta({ description: 'Whole seconds until the caller may try again' }),
