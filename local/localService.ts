@@ -15,6 +15,7 @@ import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { STATE_FILE } from './stateFile';
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -44,9 +45,6 @@ export interface LocalService {
   s3: EmbeddedS3;
   close(): Promise<void>;
 }
-
-/** Written under DATA_DIR while the service runs, so the credits tool can reach the same store. */
-export const STATE_FILE = 'local-service.json';
 
 /**
  * The whole API on one port: the same handlers the Lambdas run, the embedded DynamoDB, the local S3 API (images,

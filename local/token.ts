@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadLocalIdp } from './idp';
-import { STATE_FILE } from './localService';
+import { STATE_FILE } from './stateFile';
 
 /** `npm run --silent token -- <accountId>`: prints a session token for that account, and nothing else. */
 const accountId = process.argv[2];
