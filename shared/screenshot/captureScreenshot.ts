@@ -89,9 +89,8 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
  * One screenshot, in the order of checks docs/api.md fixes: authenticate (401), count against the rate limit
  * (429), answer from the cache (200 or 304, free), take one of the account's capture slots within its fair share of
  * the capacity (429), validate (400), reserve credits (402), capture (200, or 500 with the credits given back), store
- * it for the cache or a link. Only
- * authenticated requests wait for admission, and the capture's time budget runs from there. A client that hangs up
- * stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
+ * it for the cache or a link. Only authenticated requests wait for admission, and the capture's time budget runs
+ * from there. A client that hangs up stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
  * authentication leaves a usage record.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {

@@ -48,19 +48,14 @@ export function createScreenshotService(
     budgets,
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
-  const service = screenshotUseCase(
-    createStores(client, config),
-    renderer,
-    createUrlPolicy({
-      ...policy,
-      mentionAllowPrivateHosts: options.mentionAllowPrivateHosts ?? false,
-    }),
-    env,
-    {
-      captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS,
-      ...(options.admission ? { admission: options.admission } : {}),
-    },
-  );
+  const urlPolicy = createUrlPolicy({
+    ...policy,
+    mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
+  });
+  const service = screenshotUseCase(createStores(client, config), renderer, urlPolicy, env, {
+    captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS,
+    ...(options.admission ? { admission: options.admission } : {}),
+  });
   const { usage } = service;
   return {
     ...service,
