@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { startScreenshotHarness } from '../helpers/screenshotHarness';
 
 /**
- * Fair sharing through the local server and real Chromium: captures that are sure to fail, from other accounts, hold
- * every place the local server shares (LOCAL_MAX_CAPTURES, Lambda's concurrency played locally), and another
- * account's capture still runs at its normal speed. Times are compared as a ratio measured in the same test, so a
- * loaded machine slows both sides alike.
+ * Fair sharing with real Chromium. Through the local server: captures that are sure to fail, from other accounts,
+ * hold every place the local server shares (LOCAL_MAX_CAPTURES, Lambda's concurrency played locally), and another
+ * account's capture still runs at its normal speed; times are compared as a ratio measured in the same test, so a
+ * loaded machine slows both sides alike. Through the deployed handler: the capacity shared in DynamoDB.
  */
 
 /** The victim's page waits on an image the server holds this long, so its time is mostly waiting, not CPU. */
@@ -91,5 +92,41 @@ describe('four captures that are sure to fail, from other accounts, on every loc
     await service?.close();
     service = undefined;
     await Promise.all(attacks);
+  });
+});
+
+describe('the deployed handler with a capacity shared in DynamoDB (2 shared, 1 headroom)', () => {
+  it('refuses an account beyond the shared part at once, and lets a newcomer in on the headroom, only one', async () => {
+    const harness = await startScreenshotHarness(
+      { ALLOW_PRIVATE_HOSTS: pages.hostPort, CAPTURE_CAPACITY: '2', CAPTURE_HEADROOM: '1' },
+      { budgets: { navigationMs: 3_000, afterLoadMs: 3_000 } },
+    );
+    try {
+      const [attacker, victim, late] = await Promise.all([
+        harness.newAccount(),
+        harness.newAccount(),
+        harness.newAccount(),
+      ]);
+      const seen = pages.hits.length;
+      const hitsOf = (path: string) => pages.hits.slice(seen).filter((hit) => hit === path).length;
+      const until = async (done: () => boolean) => {
+        while (!done()) await new Promise((resolve) => setTimeout(resolve, 20));
+      };
+      const never = { url: `${pages.origin}/never`, waitForSelector: '#never-there', ...shot };
+      const attacks = [harness.shoot(attacker.apiKey, never), harness.shoot(attacker.apiKey, never)];
+      await until(() => hitsOf('/never') === 2);
+      // The shared part is full and the attacker holds slots: refused at once, no browser work.
+      expect((await harness.shoot(attacker.apiKey, never)).status).toBe(429);
+      const victimShot = harness.shoot(victim.apiKey, { url: `${pages.origin}/victim`, ...shot });
+      await until(() => hitsOf('/victim') === 1);
+      // The headroom is taken by the victim: a third account is refused until a place frees.
+      const refused = await harness.shoot(late.apiKey, { url: `${pages.origin}/victim`, ...shot });
+      expect(refused.status).toBe(429);
+      expect((await victimShot).status).toBe(200);
+      expect((await Promise.all(attacks)).map((answer) => answer.status)).toEqual([500, 500]);
+      expect(await harness.credits.balance(attacker.accountId)).toBe(100);
+    } finally {
+      await harness.close();
+    }
   });
 });
