@@ -14,6 +14,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
+import { capacityOfReserved } from '../shared/accounts/fairShare';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
@@ -181,11 +182,15 @@ export class ScreenshotServiceStack extends Stack {
 
     // Exactly what aws-jwt-verify compares against the token's `iss` (shared/auth/sessionVerifier.ts).
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${this.userPool.userPoolId}`;
+    const capacity = capacityOfReserved(settings.screenshotReservedConcurrency);
     const environment: Record<string, string> = {
       TABLE_NAME: this.table.tableName,
       RATE_LIMIT_PER_HOUR: String(settings.rateLimitPerHour),
       FREE_CREDITS: String(settings.freeCredits),
       MAX_CONCURRENT_CAPTURES: String(settings.maxConcurrentCaptures),
+      // The reserved concurrency is all that can run at once: shared fairly, with headroom kept for newcomers.
+      CAPTURE_CAPACITY: String(capacity.shared),
+      CAPTURE_HEADROOM: String(capacity.headroom),
       SESSION_ISSUER: issuer,
       SESSION_CLIENT_ID: this.userPoolClient.userPoolClientId,
       SESSION_JWKS_URI: `${issuer}/.well-known/jwks.json`,

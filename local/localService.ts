@@ -22,6 +22,7 @@ import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { STATE_FILE } from './stateFile';
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -33,9 +34,15 @@ export interface LocalServiceOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Captures run at once locally (LOCAL_MAX_CAPTURES), and how many more may wait (LOCAL_MAX_QUEUED) before 503. */
-function captureQueue(env: NodeJS.ProcessEnv): AdmissionQueue {
-  return new AdmissionQueue(Number(env.LOCAL_MAX_CAPTURES) || 4, Number(env.LOCAL_MAX_QUEUED) || 64);
+/**
+ * Captures run at once locally (LOCAL_MAX_CAPTURES, plus CAPTURE_HEADROOM for accounts with nothing running), and
+ * how many more may wait (LOCAL_MAX_QUEUED) before 503.
+ */
+function captureQueue(env: NodeJS.ProcessEnv, headroom: number): AdmissionQueue {
+  return new AdmissionQueue(
+    { shared: Number(env.LOCAL_MAX_CAPTURES) || 4, headroom },
+    Number(env.LOCAL_MAX_QUEUED) || 64,
+  );
 }
 
 export interface LocalService {
@@ -45,9 +52,6 @@ export interface LocalService {
   s3: EmbeddedS3;
   close(): Promise<void>;
 }
-
-/** Written under DATA_DIR while the service runs, so the credits tool can reach the same store. */
-export const STATE_FILE = 'local-service.json';
 
 /**
  * The whole API on one port: the same handlers the Lambdas run, the embedded DynamoDB, the local S3 API (images,
@@ -89,7 +93,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
   }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
-  const screenshot = createScreenshotService(dynamo.client, env, { admission: captureQueue(env) });
+  const screenshot = createScreenshotService(dynamo.client, env, {
+    admission: captureQueue(env, config.captureHeadroom),
+    mentionAllowPrivateHosts: true,
+  });
   // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
   screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {

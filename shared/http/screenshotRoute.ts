@@ -1,5 +1,6 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
+import { ValidationError } from '../errors';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
@@ -41,9 +42,23 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
     return { apiKey: bearerCredential(request), request: jsonBody(request, MAX_SCREENSHOT_BODY_BYTES) };
   }
   const { [KEY_ID_PARAM]: keyId, [SIGNATURE_PARAM]: signature, ...options } = request.query;
+  const repeated = request.repeatedQueryNames ?? [];
   return {
     signed: { keyId, signature, canonicalQuery: canonicalQuery(request.query) },
-    request: () => requestFromQuery(screenshotRequest, options),
+    request: () => {
+      // One value per name: a link whose meaning depends on which copy a reader keeps is refused.
+      if (repeated.length > 0) {
+        throw new ValidationError(
+          repeated.map((name) => ({
+            code: 'duplicate_parameter',
+            path: [name],
+            message: `The parameter ${name} appears more than once; give each parameter once`,
+          })),
+          'Invalid request body',
+        );
+      }
+      return requestFromQuery(screenshotRequest, options);
+    },
   };
 }
 

@@ -8,13 +8,13 @@ import type { CaptureSpec, OutputFormat, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
+import { CaptureTimedOutError, ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { validate } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
-import { CAPTURE_BUDGET_MS } from '../timing';
+import { CAPTURE_BUDGET_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import type { UsageRecord } from '../usage/usageStore';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
@@ -93,10 +93,10 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
 
 /**
  * One screenshot, in the order of checks docs/api.md fixes: authenticate (401), count against the rate limit
- * (429), answer from the cache (200 or 304, free), take one of the account's capture slots (429), validate (400),
- * reserve credits (402), capture (200, or 500 with the credits given back), store it for the cache or a link. Only
- * authenticated requests wait for admission, and the capture's time budget runs from there. A client that hangs up
- * stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
+ * (429), answer from the cache (200 or 304, free), take one of the account's capture slots within its fair share of
+ * the capacity (429), validate (400), reserve credits (402), capture (200, or 500 with the credits given back), store
+ * it for the cache or a link. Only authenticated requests wait for admission, and the capture's time budget runs
+ * from there. A client that hangs up stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
  * authentication leaves a usage record.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
@@ -128,7 +128,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const request = readOnce(input.request);
     const queuedAt = now();
     const outcome = await admission
-      .run(() => admitted(identity, { ...input, request }, queuedAt))
+      .run(identity.accountId, () => admitted(identity, { ...input, request }, queuedAt))
       .catch((error): ScreenshotOutcome => ({ ok: false, error }));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
@@ -191,6 +191,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
 
       const lease = await deps.captureSlots.acquire(identity.accountId, now(), deadline);
       if (lease === undefined) throw new TooManyCapturesError(deps.captureSlots.limit, now());
+      let timedOut = false;
       try {
         const { fields, spec } = await validated;
         const cost = creditCost(spec);
@@ -213,15 +214,17 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
+          timedOut = error instanceof CaptureTimedOutError;
           await giveBack();
           throw error;
         }
         logger.info('screenshot', { accountId: identity.accountId, cost, cache: screenshot.cache });
         return { ok: true, rateLimit: decision, screenshot, undelivered: giveBack };
       } finally {
-        // A release that fails leaves the lease to lapse at the deadline.
+        // A release that fails leaves the lease to lapse at the deadline. A capture that ran out of its time budget
+        // is free, so what it costs its account is the slot, for a while longer.
         await deps.captureSlots
-          .release(identity.accountId, lease)
+          .release(identity.accountId, lease, timedOut ? now() + TIMED_OUT_SLOT_PENALTY_MS : undefined)
           .catch((error) => logger.warn('Capture slot not released', { error }));
       }
     } catch (error) {

@@ -18,6 +18,8 @@ export interface ScreenshotServiceOptions {
   admission?: Admission;
   /** Shorter capture budgets, for tests; the specified ones otherwise. */
   budgets?: CaptureBudgets;
+  /** The local server: a refused private address names ALLOW_PRIVATE_HOSTS. */
+  mentionAllowPrivateHosts?: boolean;
 }
 
 /**
@@ -46,7 +48,11 @@ export function createScreenshotService(
     budgets,
     launchArgs: async () => egressChromiumArgs((await startEgress()).url),
   });
-  const service = screenshotUseCase(createStores(client, config), renderer, createUrlPolicy(policy), env, {
+  const urlPolicy = createUrlPolicy({
+    ...policy,
+    mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
+  });
+  const service = screenshotUseCase(createStores(client, config), renderer, urlPolicy, env, {
     captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS,
     ...(options.admission ? { admission: options.admission } : {}),
   });

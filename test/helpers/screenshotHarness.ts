@@ -98,8 +98,8 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
         routeEvent('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
       );
     },
-    /** GET /api/screenshot with `query` (a signed link, as an <img> tag would load it). */
-    open(query: Record<string, string>, headers: Record<string, string> = {}) {
+    /** GET /api/screenshot with `query` (a signed link, as an <img> tag would load it; pairs may repeat a name). */
+    open(query: Record<string, string> | [string, string][], headers: Record<string, string> = {}) {
       return invoke(
         apiGatewayEvent({
           method: 'GET',

@@ -392,6 +392,9 @@ describe('Lambda functions', () => {
             RATE_LIMIT_PER_HOUR: String(TEST_SETTINGS.rateLimitPerHour),
             FREE_CREDITS: String(TEST_SETTINGS.freeCredits),
             MAX_CONCURRENT_CAPTURES: String(TEST_SETTINGS.maxConcurrentCaptures),
+            // 40 reserved: 36 shared fairly, 4 kept for accounts with nothing running.
+            CAPTURE_CAPACITY: '36',
+            CAPTURE_HEADROOM: '4',
             SESSION_ISSUER: { 'Fn::Join': ['', issuer] },
             SESSION_CLIENT_ID: { Ref: clientId },
             SESSION_JWKS_URI: { 'Fn::Join': ['', [...issuer, '/.well-known/jwks.json']] },
