@@ -15,6 +15,7 @@ import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { LocalRenderer } from './renderer/localRenderer';
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -36,6 +37,8 @@ export interface LocalService {
   idp: LocalIdp;
   dynamo: EmbeddedDynamo;
   s3: EmbeddedS3;
+  /** The renderer process the front invokes. */
+  renderer: LocalRenderer;
   close(): Promise<void>;
 }
 
@@ -79,9 +82,11 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
   }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
-  const screenshot = createScreenshotService(dynamo.client, env, { admission: captureQueue(env) });
-  // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
-  screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+  // Chromium runs in a process of its own, which gets none of this environment but an allow-list of it.
+  const renderer = new LocalRenderer({ env });
+  const screenshot = createScreenshotService(dynamo.client, env, { renderer, admission: captureQueue(env) });
+  // Start the renderer process (which launches Chromium) now, as the renderer function does in its cold start.
+  renderer.warmUp().catch((error) => logger.error('Renderer warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {
     if (req.method !== 'GET' || req.url !== '/.well-known/jwks.json') return false;
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(idp.jwks));
@@ -106,6 +111,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     idp,
     dynamo,
     s3,
+    renderer,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
