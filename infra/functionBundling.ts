@@ -1,4 +1,15 @@
-import { type BundlingOptions, type ICommandHooks, LogLevel, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import {
+  type BundlingOptions,
+  type ICommandHooks,
+  LogLevel,
+  OutputFormat,
+} from 'aws-cdk-lib/aws-lambda-nodejs';
+
+/**
+ * The most a function's package and layers may weigh unzipped: 50 MiB under Lambda's 250 MiB, room for the next
+ * Chromium and more fonts in the renderer. The stack test measures every function against it.
+ */
+export const FUNCTION_SIZE_BUDGET_MIB = 200;
 
 /**
  * How every function is bundled: one minified ES module, the AWS SDK included (the exact version the tests ran, not

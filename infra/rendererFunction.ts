@@ -79,7 +79,10 @@ export class RendererFunction extends Construct {
         commandHooks: captureAssetHooks,
       }),
     });
-    this.alias = new lambda.Alias(this, 'Live', { aliasName: props.liveAlias, version: this.fn.currentVersion });
+    this.alias = new lambda.Alias(this, 'Live', {
+      aliasName: props.liveAlias,
+      version: this.fn.currentVersion,
+    });
     Validations.of(this.fn).acknowledge({
       id: 'AwsSolutions-L1',
       reason: `${props.runtime.name} on purpose, the same runtime as every other function of the stack.`,

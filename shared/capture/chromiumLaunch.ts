@@ -118,6 +118,9 @@ export async function launchChromium(
       // throttled by Chromium instead of swamping the browser and the DevTools connection.
       ignoreDefaultArgs: ['--disable-ipc-flooding-protection'],
       protocolTimeout: 120_000,
+      // DevTools over a pipe, not a port: Chromium exits as soon as the pipe closes, so a renderer process that is
+      // killed (the OOM killer, a crash) takes its browser with it instead of leaving it running.
+      pipe: true,
       // The process decides how it stops (the local server closes the service on SIGINT and SIGTERM): puppeteer's
       // own handlers would kill Chromium and exit at once, leaving its temp folder behind.
       handleSIGINT: false,
