@@ -3,6 +3,7 @@ import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
+import { isPacked, unpackedChromium } from './packedChromium';
 import { blockServiceWorkers } from './serviceWorkerBlock';
 
 /**
@@ -49,10 +50,14 @@ export function chromiumArgs(extra: string[] = []): string[] {
 
 /**
  * CHROMIUM_PATH points at another binary (e.g. for debugging); by default the browser bundle's (the layer's when
- * deployed, an unpacked copy of the @sparticuz/chromium build locally).
+ * deployed, inflated into the temp folder at the first launch; an unpacked copy of the @sparticuz/chromium build
+ * locally).
  */
 export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return env.CHROMIUM_PATH || browserBundle(env).executablePath;
+  if (env.CHROMIUM_PATH) return env.CHROMIUM_PATH;
+  const bundle = browserBundle(env);
+  // The layer carries Chromium packed (shared/capture/packedChromium.ts); the local bundle, ready to run.
+  return isPacked(bundle) ? unpackedChromium(bundle, env.TMPDIR ?? tmpdir()) : bundle.executablePath;
 }
 
 /**
