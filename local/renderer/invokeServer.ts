@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { StreamingLambdaHandler } from '../../shared/http/adapter/lambdaStreaming';
 import { logger } from '../../shared/logger';
 import { invocationContext } from '../invocationContext';
@@ -70,6 +71,9 @@ export async function startInvokeServer(
       logger.error('The function failed', { error: error as Error });
       errorCode = 'Unhandled';
     }
+    // As the runtime does: a stream the handler left open is ended, and what it wrote goes out before the end.
+    if (!stream.writableEnded) stream.end();
+    await finished(stream).catch(() => undefined);
     if (!res.destroyed) res.end(invokeComplete(errorCode));
   }
 
