@@ -22,6 +22,7 @@ import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { LocalRenderer } from './renderer/localRenderer';
 import { STATE_FILE } from './stateFile';
 
 export interface LocalServiceOptions {
@@ -50,6 +51,8 @@ export interface LocalService {
   idp: LocalIdp;
   dynamo: EmbeddedDynamo;
   s3: EmbeddedS3;
+  /** The renderer process the front invokes. */
+  renderer: LocalRenderer;
   close(): Promise<void>;
 }
 
@@ -93,12 +96,15 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
   }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
+  // Chromium runs in a process of its own, which gets none of this environment but an allow-list of it.
+  const renderer = new LocalRenderer({ env });
   const screenshot = createScreenshotService(dynamo.client, env, {
+    renderer,
     admission: captureQueue(env, config.captureHeadroom),
     mentionAllowPrivateHosts: true,
   });
-  // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
-  screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+  // Start the renderer process (which launches Chromium) now, as the renderer function does in its cold start.
+  renderer.warmUp().catch((error) => logger.error('Renderer warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {
     if (req.method !== 'GET' || req.url !== '/.well-known/jwks.json') return false;
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(idp.jwks));
@@ -124,6 +130,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     idp,
     dynamo,
     s3,
+    renderer,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
