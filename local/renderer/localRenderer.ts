@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { allowedVariables } from '../../shared/allowedVariables';
 import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
 import { OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress/ownPorts';
@@ -43,12 +44,8 @@ export function rendererEnvironment(
   env: NodeJS.ProcessEnv,
   budgets?: CaptureBudgets,
 ): Record<string, string> {
-  const passed = RENDERER_ENV_ALLOW_LIST.flatMap((name) => {
-    const value = env[name];
-    return value !== undefined ? [[name, value]] : [];
-  });
   return {
-    ...Object.fromEntries(passed),
+    ...allowedVariables(env, RENDERER_ENV_ALLOW_LIST),
     // The front's own ports (API, DynamoDB, S3): the renderer's egress gate refuses them to pages, whatever
     // ALLOW_PRIVATE_HOSTS says. Read when the process starts, so a restarted process gets the current ones.
     [OWN_PORTS_VARIABLE]: ownPorts.list().join(','),

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
+import { allowedVariables } from '../allowedVariables';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { isPacked, unpackedChromium } from './packedChromium';
@@ -84,12 +85,8 @@ export function chromiumEnvironment(
   tempDir: string,
   bundle: BrowserBundle = browserBundle(env),
 ): Record<string, string> {
-  const passed = BROWSER_ENV_NAMES.flatMap((name) => {
-    const value = env[name];
-    return value !== undefined ? [[name, value]] : [];
-  });
   return {
-    ...Object.fromEntries(passed),
+    ...allowedVariables(env, BROWSER_ENV_NAMES),
     LANG: BROWSER_LOCALE,
     FONTCONFIG_FILE: bundle.fontConfigFile,
     // fonts.conf keeps fontconfig's cache under $XDG_CACHE_HOME: the browser's temp folder, which goes with it.
