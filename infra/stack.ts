@@ -17,7 +17,7 @@ import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
-import { captureAssetHooks } from './captureAssets';
+import { captureAssetHooks, SHARP_PACKAGE } from './captureAssets';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
 import { ImageStorage } from './imageStorage';
@@ -380,8 +380,8 @@ export class ScreenshotServiceStack extends Stack {
         banner:
           "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
         // Everything is bundled, including the AWS SDK (the exact version the tests ran, not the runtime's copy),
-        // except the Chromium package, which the layer provides.
-        externalModules: isScreenshot ? [CHROMIUM_PACKAGE] : [],
+        // except the Chromium package, which the layer provides, and the image encoder, copied beside the bundle.
+        externalModules: isScreenshot ? [CHROMIUM_PACKAGE, SHARP_PACKAGE] : [],
         ...(isScreenshot ? { commandHooks: captureAssetHooks } : {}),
       },
     });

@@ -18,7 +18,14 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
-import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
+import { printPdf } from './pdfPrint';
+import {
+  CAPTURE_CONTENT_TYPES,
+  type CaptureLimits,
+  type CaptureResult,
+  type CaptureSpec,
+  type Renderer,
+} from './renderer';
 import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
@@ -148,7 +155,7 @@ export class ChromiumRenderer implements Renderer {
     budget.startNavigation();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
-    await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
+    await page.goto(documentAddress(spec), { waitUntil: navigationCondition(spec), timeout: 0 });
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
     await decorateLoadedPage(page, spec, setup, budget.phaseEnd());
@@ -163,18 +170,23 @@ export class ChromiumRenderer implements Renderer {
       throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
     }
     await waitForWebFonts(page);
-    const quality = spec.format === 'png' ? undefined : spec.quality;
-    // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
-    // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
-    const optimizeForSpeed = spec.format === 'png';
-    if (spec.selector) {
-      return captureElement(page, spec, spec.selector, { type: spec.format, quality, optimizeForSpeed });
-    }
+    if (spec.format === 'pdf') return printPdf(page, spec.url, spec.pdf ?? missingPdfOptions());
+    const type = spec.format;
+    const encoding = {
+      type,
+      quality: type === 'png' ? undefined : spec.quality,
+      // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a
+      // larger file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP
+      // ignore it.
+      optimizeForSpeed: type === 'png',
+      omitBackground: spec.omitBackground,
+    };
+    if (spec.selector) return captureElement(page, spec, spec.selector, encoding);
     if (!spec.fullPage) {
-      const image = await page.screenshot({ type: spec.format, quality, optimizeForSpeed });
-      return { image: Buffer.from(image), truncated: false };
+      const image = await page.screenshot(encoding);
+      return { image: Buffer.from(image), contentType: CAPTURE_CONTENT_TYPES[type], truncated: false };
     }
-    return captureFullPage(page, tab.control, spec, { type: spec.format, quality, optimizeForSpeed });
+    return captureFullPage(page, tab.control, spec, encoding);
   }
 
   /**
@@ -273,6 +285,20 @@ export class ChromiumRenderer implements Renderer {
     });
     return browser;
   }
+}
+
+/**
+ * What the page navigates to: its URL, or the customer's own document as a data: URL. A document from a data: URL
+ * has an opaque origin of its own (no cookies, no storage, no origin of ours to act for), and what it loads goes
+ * through the egress proxy like a page's requests; Chromium refuses it file: addresses, as it does any web page.
+ */
+function documentAddress(spec: CaptureSpec): string {
+  if (spec.html === undefined) return spec.url;
+  return `data:text/html;charset=utf-8;base64,${Buffer.from(spec.html, 'utf8').toString('base64')}`;
+}
+
+function missingPdfOptions(): never {
+  throw new Error('A PDF capture came without its print options');
 }
 
 function emulationOf(spec: CaptureSpec): Emulation {

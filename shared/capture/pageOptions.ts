@@ -25,8 +25,8 @@ export interface NavigationSetup {
 }
 
 /**
- * Before navigation: media features, time zone, locale, cookies, extra headers, ad and consent blocking (undone when
- * the page was prepared with it and the capture does not want it).
+ * Before navigation: media type and features, time zone, locale, cookies, extra headers, ad and consent blocking
+ * (undone when the page was prepared with it and the capture does not want it).
  */
 export async function prepareNavigation(
   page: Page,
@@ -40,6 +40,10 @@ export async function prepareNavigation(
   const [adBlocking] = await Promise.all([
     setAdBlocking(page, spec.blockAds, prepared.adBlocking),
     mediaFeatures.length > 0 ? page.emulateMediaFeatures(mediaFeatures) : undefined,
+    // Chromium lays a page out for the screen, and prints it for print: only another wish needs a command.
+    spec.mediaType !== (spec.format === 'pdf' ? 'print' : 'screen')
+      ? page.emulateMediaType(spec.mediaType)
+      : undefined,
     spec.timezone ? page.emulateTimezone(spec.timezone) : undefined,
     spec.locale ? emulateLocale(page, spec.userAgent, spec.locale) : undefined,
     setCookies(page, spec),

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { imageSize } from 'image-size';
+import { pdfPageSize } from '../capture/pdfPages';
+import { CAPTURE_CONTENT_TYPES } from '../capture/renderer';
 import { logger } from '../logger';
 import type { ScreenshotRequest } from '../screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
@@ -113,7 +115,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       const key = request.cache
         ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
         : imageKey.linked(accountId, randomUUID());
-      const { width = 0, height = 0 } = imageSize(captured.image);
+      const { width = 0, height = 0 } = sizeOf(captured);
       const info: StoredImageInfo = {
         contentType: captured.contentType,
         etag: captured.etag,
@@ -137,6 +139,13 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 }
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
+
+/** An image's pixel size; a PDF's first page in points (1/72 in). */
+function sizeOf(captured: CapturedImage): { width?: number; height?: number } {
+  return captured.contentType === CAPTURE_CONTENT_TYPES.pdf
+    ? pdfPageSize(captured.image)
+    : imageSize(captured.image);
+}
 
 /** RFC 9110 If-None-Match: `*`, or a list of entity tags compared weakly (a `W/` prefix is ignored). */
 export function etagMatches(ifNoneMatch: string, etag: string): boolean {

@@ -1,6 +1,8 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
+import { PayloadTooLargeError } from '../errors';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
+import { CONTENT_TYPES, MAX_HTML_BYTES } from '../screenshot/outputFields';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -12,6 +14,11 @@ export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
 export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
+/** The largest screenshot body that holds an `html` document: the document's own bound on top. */
+export const MAX_HTML_BODY_BYTES = MAX_HTML_BYTES + MAX_SCREENSHOT_BODY_BYTES;
+
+/** Content types a browser could show as a document: sent sandboxed, so they can never run script on our origin. */
+const DOCUMENT_TYPES: ReadonlySet<string> = new Set([CONTENT_TYPES.pdf]);
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
@@ -26,7 +33,11 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
       signal: request.signal,
       ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
     });
-    const rateHeaders = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
+    // No answer of this route is for a browser to sniff into something else (an image into a document).
+    const rateHeaders = {
+      'X-Content-Type-Options': 'nosniff',
+      ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}),
+    };
     if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', rateHeaders);
     // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
     return { ...answer(outcome.screenshot, rateHeaders), undelivered: outcome.undelivered };
@@ -36,7 +47,7 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
 /** The credential and the request's fields (read lazily), from a POST body or a signed link's query. */
 function callerOf(request: HttpRequest): ScreenshotCredential & { request: () => unknown } {
   if (request.method !== 'GET') {
-    return { apiKey: bearerCredential(request), request: jsonBody(request, MAX_SCREENSHOT_BODY_BYTES) };
+    return { apiKey: bearerCredential(request), request: screenshotBody(request) };
   }
   const { [KEY_ID_PARAM]: keyId, [SIGNATURE_PARAM]: signature, ...options } = request.query;
   return {
@@ -45,9 +56,26 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
   };
 }
 
+/**
+ * The POST body: at most MAX_SCREENSHOT_BODY_BYTES, or MAX_HTML_BODY_BYTES when it holds an `html` document, which
+ * only reading it can tell. A larger body is refused with the bound that applies to it.
+ */
+function screenshotBody(request: HttpRequest): () => unknown {
+  const read = jsonBody(request, MAX_HTML_BODY_BYTES);
+  return () => {
+    const body = read();
+    const holdsHtml = body !== null && typeof body === 'object' && 'html' in body;
+    if (!holdsHtml && Buffer.byteLength(request.body, 'utf8') > MAX_SCREENSHOT_BODY_BYTES) {
+      throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
+    }
+    return body;
+  };
+}
+
 function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): HttpResponse {
   const headers: Record<string, string> = {
     ETag: screenshot.etag,
+    ...(DOCUMENT_TYPES.has(screenshot.contentType) ? { 'Content-Security-Policy': 'sandbox' } : {}),
     'X-Credits-Charged': String(screenshot.creditsCharged),
     ...(screenshot.cache ? { 'X-Cache': screenshot.cache } : {}),
     ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),

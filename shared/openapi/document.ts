@@ -14,14 +14,15 @@ import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { operationOf, ROUTES, type RouteDefinition } from '../routes';
-import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
 import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
+import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
+import { OUTPUT_DESCRIPTIONS } from './outputDescriptions';
 import {
   apiKeyList,
   captureFailedError,
@@ -48,18 +49,19 @@ const count = (n: number) => n.toLocaleString('en-US');
 
 /** Field descriptions for the screenshot body; keyed by the schema's own fields so a rename does not compile. */
 const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
-  url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address`,
+  url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address. Give url or html, not both`,
   width: 'Viewport width in pixels (ignored when device is given)',
   height: 'Viewport height in pixels (ignored when device is given)',
-  format: 'Output image format',
-  quality: 'Quality for jpeg and webp; accepted and ignored for png',
-  fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
+  format: 'Output format: an image, or a PDF printed by Chromium',
+  quality: 'Quality for jpeg, webp and avif; accepted and ignored for png and pdf',
+  fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px, as for avif; ${count(heightCap('webp'))} for webp) instead of the viewport. Not with pdf`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
   ...CAPTURE_OPTION_DESCRIPTIONS,
+  ...OUTPUT_DESCRIPTIONS,
 };
 
 const screenshotBody = screenshotRequest.meta({

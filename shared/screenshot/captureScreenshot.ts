@@ -4,7 +4,7 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
-import type { CaptureSpec, ImageFormat, Renderer } from '../capture/renderer';
+import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
@@ -18,10 +18,13 @@ import { CAPTURE_BUDGET_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
+import { encodeAvif } from './avifEncoding';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
+import { CONTENT_TYPES } from './outputFields';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
+import { refuseSignedLinkFields } from './signedLinkFields';
 import { outcomeStatus, usageOf } from './usageOf';
 
 export type { Screenshot } from '../delivery/imageDelivery';
@@ -65,12 +68,6 @@ export type ScreenshotInput = ScreenshotCredential & {
   signal?: AbortSignal;
   /** The caller's If-None-Match header: answered with 304 when it names the cached image. */
   ifNoneMatch?: string;
-};
-
-export const CONTENT_TYPES: Record<ImageFormat, string> = {
-  png: 'image/png',
-  jpeg: 'image/jpeg',
-  webp: 'image/webp',
 };
 
 /**
@@ -156,7 +153,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       // order of answers (401, 429, 400, 402) is unchanged.
       const validated = specOf(
         // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
-        'signed' in input ? () => withDefaults(input.request(), { cache: true }) : input.request,
+        'signed' in input
+          ? () => withDefaults(refuseSignedLinkFields(input.request()), { cache: true })
+          : input.request,
         deps.urlPolicy,
       );
       validated.catch(() => undefined);
@@ -192,13 +191,14 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
           });
+          const output = await outputOf(fields, result);
           if (input.signal?.aborted) throw new ClientGoneError();
           screenshot = await delivery.deliver(identity.accountId, fields, {
-            image: result.image,
-            contentType: CONTENT_TYPES[spec.format],
-            etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
+            image: output.image,
+            contentType: output.contentType,
+            etag: `"${createHash('md5').update(output.image).digest('hex')}"`,
             creditsCharged: cost,
-            truncated: result.truncated,
+            truncated: output.truncated,
           });
         } catch (error) {
           await giveBack();
@@ -250,8 +250,19 @@ async function specOf(
   urlPolicy: UrlPolicy,
 ): Promise<{ fields: ScreenshotRequest; spec: CaptureSpec }> {
   const fields = validate(screenshotRequest, request());
-  await urlPolicy.assertAllowed(fields.url);
+  // A document given as `html` has no address to check: what it loads is checked as it loads.
+  if (fields.url !== undefined) await urlPolicy.assertAllowed(fields.url);
   return { fields, spec: captureSpecOf(fields) };
+}
+
+/** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
+async function outputOf(fields: ScreenshotRequest, result: CaptureResult): Promise<CaptureResult> {
+  if (fields.format !== 'avif') return result;
+  return {
+    ...result,
+    image: await encodeAvif(result.image, fields.quality),
+    contentType: CONTENT_TYPES.avif,
+  };
 }
 
 /** A request object with `defaults` under what it says itself; anything else is left for validation to refuse. */

@@ -1,7 +1,12 @@
+import type { CaptureFormat } from '../capture/renderer';
+
 /** Credit tiers (docs/api.md): the highest that applies, never a sum. */
 export const HIGH_RESOLUTION_THRESHOLD = 2560;
+/** A printed document, whatever its size. */
+export const PDF_COST = 2;
 
 export interface CostedCapture {
+  format: CaptureFormat;
   width: number;
   height: number;
   fullPage: boolean;
@@ -10,11 +15,12 @@ export interface CostedCapture {
 }
 
 /**
- * Tiers on the image's pixel size: the viewport times `scale` above the threshold is high resolution (3), whatever
+ * A PDF costs PDF_COST. Images are tiered on their pixel size: the viewport times `scale` above the threshold is high resolution (3), whatever
  * else is asked; otherwise a full page is 2, and a viewport or a single element (`selector`, which never goes with
  * `fullPage`) is 1.
  */
 export function creditCost(capture: CostedCapture): number {
+  if (capture.format === 'pdf') return PDF_COST;
   const pixelWidth = capture.width * capture.scale;
   const pixelHeight = capture.height * capture.scale;
   if (pixelWidth > HIGH_RESOLUTION_THRESHOLD || pixelHeight > HIGH_RESOLUTION_THRESHOLD) return 3;

@@ -227,6 +227,7 @@ export class FakeRenderer implements Renderer {
     }
     return {
       image: fakePng(spec.width, spec.fullPage ? spec.height * 2 : spec.height, spec.url),
+      contentType: 'image/png',
       truncated: spec.fullPage && spec.url.includes('tall'),
     };
   }

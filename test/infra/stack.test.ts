@@ -9,6 +9,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SHARP_PACKAGE } from '../../infra/captureAssets';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import {
@@ -21,7 +22,12 @@ import {
   SCREENSHOT_TIMEOUT,
 } from '../../infra/stack';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
-import { COMMON_RULES_COUNTED, CONTENT_LENGTH_ABOVE_MAX, MAX_BODY_BYTES } from '../../infra/webAcl';
+import {
+  COMMON_RULES_COUNTED,
+  CONTENT_LENGTH_ABOVE_MAX,
+  decimalAbove,
+  MAX_BODY_BYTES,
+} from '../../infra/webAcl';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
@@ -317,8 +323,31 @@ describe('Lambda functions', () => {
         input.imports.filter((entry) => entry.external).map((entry) => entry.path),
       );
       const external = [...new Set(imported)].filter((name) => !builtins.has(name));
-      expect(external, route.handler).toEqual(route.streaming ? [CHROMIUM_PACKAGE] : []);
+      expect(external.sort(), route.handler).toEqual(
+        route.streaming ? [CHROMIUM_PACKAGE, SHARP_PACKAGE].sort() : [],
+      );
     }
+  });
+
+  it('carries the image encoder and its native binaries beside the screenshot bundle, where Node finds them', () => {
+    const screenshot = ROUTES.find((route) => route.streaming);
+    const dir = assetDir(functionOf(screenshot?.handler ?? 'screenshot'));
+    const output = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const { default: sharp } = await import('sharp'); const avif = await sharp({ create: { width: 7, height: 5, channels: 3, background: '#f00' } }).avif().toBuffer(); const { width, height, format } = await sharp(avif).metadata(); process.stdout.write([format, width, height].join(' '));",
+      ],
+      {
+        cwd: dir,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 30_000,
+        env: { PATH: process.env.PATH },
+      },
+    );
+    expect(output).toBe('heif 7 5');
   });
 
   it('loads every bundle as an ES module in Node, the screenshot one with the layer packages beside it', () => {
@@ -637,7 +666,7 @@ describe('Web ACL in front of the API', () => {
     });
   });
 
-  it('refuses a declared body just above the largest valid one (96 KiB) with 413', () => {
+  it('refuses a declared body just above the largest valid one (1 MiB + 96 KiB) with 413', () => {
     expect(rule('BodyTooLarge')).toMatchObject({
       Action: { Block: { CustomResponse: { ResponseCode: 413 } } },
       Statement: {
@@ -649,15 +678,29 @@ describe('Web ACL in front of the API', () => {
     });
   });
 
-  it('matches exactly the Content-Length values above 98,304 bytes', () => {
+  it('matches exactly the Content-Length values above 1,146,880 bytes', () => {
     const above = new RegExp(CONTENT_LENGTH_ABOVE_MAX);
-    expect(MAX_BODY_BYTES).toBe(96 * 1024);
-    for (let length = 0; length <= 1_100_000; length += length < 120_000 ? 1 : 997) {
+    expect(MAX_BODY_BYTES).toBe(1024 * 1024 + 96 * 1024);
+    for (
+      let length = 0;
+      length <= 12_000_000;
+      length += Math.abs(length - MAX_BODY_BYTES) < 20_000 ? 1 : 997
+    ) {
       if (above.test(String(length)) !== length > MAX_BODY_BYTES) throw new Error(`wrong for ${length}`);
     }
-    expect(above.test('00098305')).toBe(true);
-    expect(above.test('0098304')).toBe(false);
+    expect(above.test('001146881')).toBe(true);
+    expect(above.test('001146880')).toBe(false);
     expect(above.test('12345678901')).toBe(true);
+  });
+
+  it('writes the pattern for any limit, nines and eights included', () => {
+    for (const limit of [0, 8, 9, 98_304, 99_999, 189_989, 1_146_880]) {
+      const above = new RegExp(decimalAbove(limit));
+      for (let length = 0; length <= limit * 11 + 100; length += 1 + Math.floor(limit / 5000)) {
+        if (above.test(String(length)) !== length > limit)
+          throw new Error(`wrong for ${length} above ${limit}`);
+      }
+    }
   });
 
   it('applies the managed IP reputation and common rule sets, counting only the common body rules', () => {
