@@ -31,7 +31,9 @@ export function firstPages(ranges: string | undefined, count: number): string {
     const from = Math.max(first, next);
     if (from > last || left === 0) continue;
     const to = Math.min(last, from + left - 1);
-    kept.push([from, to]);
+    const previous = kept.at(-1);
+    if (previous && previous[1] + 1 === from) previous[1] = to;
+    else kept.push([from, to]);
     left -= to - from + 1;
     next = to + 1;
   }

@@ -98,15 +98,23 @@ export const outputFields = {
 type PdfField = Extract<keyof typeof outputFields, `pdf${string}`>;
 const PDF_FIELDS = Object.keys(outputFields).filter((name): name is PdfField => name.startsWith('pdf'));
 
-/** Fields that describe an image, which a printed document does not have. */
-const IMAGE_ONLY_FIELDS = ['fullPage', 'selector', 'scale', 'omitBackground'] as const;
+/**
+ * Fields that describe an image, which a printed document does not have, and when a body asks for them. The check
+ * sees the body after defaults (fullPage false, scale 1): only a value other than the default asks for anything.
+ */
+const IMAGE_ONLY_FIELDS: Record<string, (value: unknown) => boolean> = {
+  fullPage: (value) => value === true,
+  selector: (value) => value !== undefined,
+  scale: (value) => value !== undefined && value !== 1,
+  omitBackground: (value) => value === true,
+};
 /** Fields that act on the page at `url` only: a document given as `html` has no origin of its own to send them to. */
 const URL_ONLY_FIELDS = ['headers', 'cookies'] as const;
 
 /**
  * What the output fields cannot check alone: how they go with the rest of the body. A field that does not apply to
- * the chosen format or source is refused when given at all, naming it. zod runs this even when a field failed its
- * own check, so the values are looked at as the unknown input they may still be.
+ * the chosen format or source is refused, naming it. zod runs this even when a field failed its own check, so the
+ * values are looked at as the unknown input they may still be.
  */
 export function outputIssues(body: Record<string, unknown>) {
   const issues: { path: (string | number)[]; message: string }[] = [];
@@ -121,18 +129,18 @@ export function outputIssues(body: Record<string, unknown>) {
     }
   }
   if (body.format === 'pdf') {
-    for (const field of IMAGE_ONLY_FIELDS) {
-      if (body[field] !== undefined)
+    for (const [field, asksFor] of Object.entries(IMAGE_ONLY_FIELDS)) {
+      if (asksFor(body[field]))
         issues.push({ path: [field], message: `${field} cannot be combined with pdf` });
     }
   } else {
     for (const field of PDF_FIELDS) {
       if (body[field] !== undefined) issues.push({ path: [field], message: `${field} needs format pdf` });
     }
-    if (body.format === 'jpeg' && body.omitBackground !== undefined) {
+    if (body.format === 'jpeg' && body.omitBackground === true) {
       issues.push({
         path: ['omitBackground'],
-        message: 'omitBackground needs png, webp or avif (jpeg has no alpha)',
+        message: 'omitBackground needs png, webp or avif (jpeg has no transparency)',
       });
     }
   }
