@@ -9,12 +9,12 @@ import {
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
-import { heightCap } from '../capture/renderer';
+import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { operationOf, ROUTES, type RouteDefinition } from '../routes';
-import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
+import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
 import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -76,6 +76,8 @@ const screenshotBody = screenshotRequest.meta({
     }
     if (properties.url)
       Object.assign(properties.url, { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
+    // The handler's rule that zod checks in code: exactly one of the two.
+    jsonSchema.oneOf = ['url', 'html'].map((field) => ({ properties: { [field]: {} }, required: [field] }));
   },
 });
 
@@ -125,12 +127,21 @@ const imageHeaders = z.object({
     .number()
     .int()
     .meta({
-      description: `Credits this capture cost: 1 basic, 2 full page, 3 when width or height × scale is above ${HIGH_RESOLUTION_THRESHOLD} px`,
+      description: `Credits this capture cost: 1 basic, 2 full page, 3 when width or height × scale is above ${HIGH_RESOLUTION_THRESHOLD} px; ${PDF_COST} for a PDF`,
     }),
   'X-Screenshot-Truncated': z
     .literal('true')
     .optional()
-    .meta({ description: 'Present when a full-page capture was cut at the height limit' }),
+    .meta({
+      description: `Present when a full-page capture was cut at the height limit, or a PDF at ${MAX_PDF_PAGES} pages`,
+    }),
+  'X-Content-Type-Options': z
+    .literal('nosniff')
+    .meta({ description: 'On every answer of this route: the content type is never to be guessed' }),
+  'Content-Security-Policy': z
+    .literal('sandbox')
+    .optional()
+    .meta({ description: 'On a PDF: a browser showing it runs no script with our origin' }),
   ...cacheHeader,
   ...rateLimitHeaders,
 });
