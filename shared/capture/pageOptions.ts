@@ -37,13 +37,11 @@ export async function prepareNavigation(
     ...(spec.darkMode ? [{ name: 'prefers-color-scheme', value: 'dark' }] : []),
     ...(spec.reducedMotion ? [{ name: 'prefers-reduced-motion', value: 'reduce' }] : []),
   ];
+  // Chromium lays a page out for the screen, and prints it for print: only another wish needs a media type.
+  const mediaType = spec.mediaType !== (spec.format === 'pdf' ? 'print' : 'screen') ? spec.mediaType : '';
   const [adBlocking] = await Promise.all([
     setAdBlocking(page, spec.blockAds, prepared.adBlocking),
-    mediaFeatures.length > 0 ? page.emulateMediaFeatures(mediaFeatures) : undefined,
-    // Chromium lays a page out for the screen, and prints it for print: only another wish needs a command.
-    spec.mediaType !== (spec.format === 'pdf' ? 'print' : 'screen')
-      ? page.emulateMediaType(spec.mediaType)
-      : undefined,
+    mediaType !== '' || mediaFeatures.length > 0 ? emulateMedia(page, mediaType, mediaFeatures) : undefined,
     spec.timezone ? page.emulateTimezone(spec.timezone) : undefined,
     spec.locale ? emulateLocale(page, spec.userAgent, spec.locale) : undefined,
     setCookies(page, spec),
@@ -69,6 +67,20 @@ async function emulateLocale(page: Page, userAgent: string, locale: string): Pro
     session.send('Network.setUserAgentOverride', { userAgent, acceptLanguage: locale }),
     session.send('Emulation.setLocaleOverride', { locale }),
   ]);
+}
+
+/**
+ * The media type ('' for the engine's own) and media features, in one command through a session of our own: a media
+ * type set through puppeteer's session did not outlast the navigation from the blank page, while a session's own
+ * override lasts as long as the session.
+ */
+async function emulateMedia(
+  page: Page,
+  media: string,
+  features: { name: string; value: string }[],
+): Promise<void> {
+  const session = await page.createCDPSession();
+  await session.send('Emulation.setEmulatedMedia', { media, features });
 }
 
 /** Host-only cookies (no Domain attribute) for the host of `url`, so no other host ever receives them. */
