@@ -191,7 +191,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
           });
-          const output = await outputOf(fields, result);
+          const output = await outputOf(fields, spec, result);
           if (input.signal?.aborted) throw new ClientGoneError();
           screenshot = await delivery.deliver(identity.accountId, fields, {
             image: output.image,
@@ -256,13 +256,14 @@ async function specOf(
 }
 
 /** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
-async function outputOf(fields: ScreenshotRequest, result: CaptureResult): Promise<CaptureResult> {
+async function outputOf(
+  fields: ScreenshotRequest,
+  spec: CaptureSpec,
+  result: CaptureResult,
+): Promise<CaptureResult> {
   if (fields.format !== 'avif') return result;
-  return {
-    ...result,
-    image: await encodeAvif(result.image, fields.quality),
-    contentType: CONTENT_TYPES.avif,
-  };
+  const image = await encodeAvif(result.image, fields.quality, spec.url);
+  return { ...result, image, contentType: CONTENT_TYPES.avif };
 }
 
 /** A request object with `defaults` under what it says itself; anything else is left for validation to refuse. */
