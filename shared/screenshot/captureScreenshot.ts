@@ -191,7 +191,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
           });
-          const output = await outputOf(fields, spec, result);
+          const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
           screenshot = await delivery.deliver(identity.accountId, fields, {
             image: output.image,
@@ -258,11 +258,11 @@ async function specOf(
 /** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
 async function outputOf(
   fields: ScreenshotRequest,
-  spec: CaptureSpec,
   result: CaptureResult,
+  capture: { url: string; deadline: number },
 ): Promise<CaptureResult> {
   if (fields.format !== 'avif') return result;
-  const image = await encodeAvif(result.image, fields.quality, spec.url);
+  const image = await encodeAvif(result.image, fields.quality, capture);
   return { ...result, image, contentType: CONTENT_TYPES.avif };
 }
 

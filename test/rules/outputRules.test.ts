@@ -1,7 +1,8 @@
+import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { firstPages, pageSpans } from '../../shared/capture/pdfPages';
 import { cacheKeyOf } from '../../shared/delivery/cacheKey';
-import { ValidationError } from '../../shared/errors';
+import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import { validate } from '../../shared/http/request';
 import {
   MAX_HTML_BODY_BYTES,
@@ -9,6 +10,7 @@ import {
   screenshotRoute,
 } from '../../shared/http/screenshotRoute';
 import type { HttpRequest } from '../../shared/http/types';
+import { encodeAvif } from '../../shared/screenshot/avifEncoding';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';
 import { MAX_HTML_BYTES, MAX_PDF_TEMPLATE_BYTES } from '../../shared/screenshot/outputFields';
@@ -300,6 +302,29 @@ describe('signed links', () => {
       expect((error as ValidationError).details.map((detail) => detail.path)).toEqual([['html']]);
     }
     expect(refuseSignedLinkFields({ url: URL })).toEqual({ url: URL });
+  });
+});
+
+describe('AVIF encoding', () => {
+  const png = () =>
+    sharp({ create: { width: 33, height: 21, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0.5 } } })
+      .png()
+      .toBuffer();
+
+  it('keeps the pixel size and the alpha', async () => {
+    const avif = await encodeAvif(await png(), 50, { url: URL, deadline: Date.now() + 10_000 });
+    expect(await sharp(avif).metadata()).toMatchObject({
+      format: 'heif',
+      width: 33,
+      height: 21,
+      hasAlpha: true,
+    });
+  });
+
+  it('fails the capture, with a reason, when the deadline leaves no time', async () => {
+    const late = encodeAvif(await png(), 50, { url: URL, deadline: Date.now() + 500 });
+    await expect(late).rejects.toThrow(CaptureFailedError);
+    await expect(late).rejects.toMatchObject({ reason: 'No time was left to encode the AVIF' });
   });
 });
 
