@@ -330,7 +330,7 @@ describe('omitBackground', () => {
 });
 
 describe('html in', () => {
-  it('renders the document with its subresources from an allowed host, recorded under "html"', async () => {
+  it('renders the document with its subresources from an allowed host', async () => {
     const html = `<!doctype html><link rel="stylesheet" href="${url('/green.css')}"><body style="background:#f00">`;
     const response = await captured({ html, width: 400, height: 320 });
     expect((await decodeImage(response.body)).pixel(200, 150)).toEqual(GREEN);
