@@ -84,6 +84,11 @@ export function launchPerRequest(launch: LaunchOptions): Capturer {
  * (1920x1080 at scale 1, PNG, as the other rows) and its ad blocker: that fetches filter lists from the internet,
  * which this machine does not have, and a failing fetch would time the network rather than the library.
  */
+/** capture-website drives its own copy of puppeteer, so its launch options are that copy's type. */
+type CaptureWebsiteLaunch = NonNullable<
+  NonNullable<Parameters<typeof captureWebsite.buffer>[1]>['launchOptions']
+>;
+
 export function captureWebsiteCapturer(launch: LaunchOptions): Capturer {
   return {
     async shoot(url) {
@@ -93,7 +98,7 @@ export function captureWebsiteCapturer(launch: LaunchOptions): Capturer {
         scaleFactor: 1,
         type: 'png',
         blockAds: false,
-        launchOptions: launch,
+        launchOptions: launch as CaptureWebsiteLaunch,
       });
       return Buffer.from(image);
     },

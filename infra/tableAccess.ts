@@ -25,4 +25,6 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   getUsage: ['dynamodb:Query'],
   // The public API description is built from the schemas in code: no table access at all.
   getOpenApi: [],
+  // Each tool call is a screenshot request: the screenshot route's grant, and no more.
+  mcp: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
 };

@@ -9,6 +9,7 @@ import {
   ResourceInUseException,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
+import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
 
@@ -35,13 +36,16 @@ export async function startEmbeddedDynamo(options: {
   });
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { port } = server.address() as AddressInfo;
+  const leaveOwnPorts = ownPorts.add(port);
+  const endpoint = `http://127.0.0.1:${port}`;
   const client = localDynamoClient(endpoint);
   await ensureTable(client, options.tableName);
   return {
     endpoint,
     client,
     async close() {
+      leaveOwnPorts();
       client.destroy();
       server.closeAllConnections?.();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,37 +1,87 @@
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import S3rver from 's3rver';
+import { ownPorts } from '../shared/egress/ownPorts';
+import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
+import { startS3SignatureGate } from './s3SignatureGate';
 
 /**
- * The local S3 API: s3rver (S3's REST API, objects as files) on a loopback port, its data under
- * `<dataDir>/s3`, with the image bucket created on start. The service talks to it with the same S3 client code as to
- * S3, and pre-signed links point at it.
+ * The local S3 API: s3rver (S3's REST API, objects as files) on a loopback port, its data under `<dataDir>/s3`, with
+ * the image bucket created on start, behind a gate that checks every request's SigV4 signature with credentials of
+ * this data dir (s3rver checks none). The service talks to the gate with the same S3 client code as to S3, and
+ * pre-signed links point at it. The gate keeps its port across restarts (remembered under the data dir, reused when
+ * free), so links handed out before a restart still work after it.
  */
 export interface EmbeddedS3 {
   endpoint: string;
   bucket: string;
   /** The settings that point the service at it (shared/wiring/delivery.ts). */
-  env: { S3_ENDPOINT: string; IMAGE_BUCKET: string };
+  env: {
+    S3_ENDPOINT: string;
+    IMAGE_BUCKET: string;
+    LOCAL_S3_ACCESS_KEY_ID: string;
+    LOCAL_S3_SECRET_ACCESS_KEY: string;
+  };
   close(): Promise<void>;
 }
 
 export const LOCAL_IMAGE_BUCKET = 'screenshot-images';
+/** The region the local S3 client signs for (shared/store/s3ImageStore.ts); the gate accepts only this one. */
+const LOCAL_S3_REGION = 'us-east-1';
+/** Not a secret: it names the credential. The secret access key is random, per data dir. */
+const LOCAL_S3_ACCESS_KEY_ID = 'LOCALS3';
 
-export async function startEmbeddedS3(options: { dataDir: string; port?: number }): Promise<EmbeddedS3> {
+export async function startEmbeddedS3(options: { dataDir: string }): Promise<EmbeddedS3> {
   const server = new S3rver({
     address: '127.0.0.1',
-    port: options.port ?? 0,
+    port: 0,
     directory: join(options.dataDir, 's3'),
     silent: true,
     configureBuckets: [{ name: LOCAL_IMAGE_BUCKET }],
   });
-  const { port } = await server.run();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const { port: upstreamPort } = await server.run();
+  const leaveOwnPorts = ownPorts.add(upstreamPort);
+  const credentials = {
+    accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
+    secretAccessKey: (await loadOrCreateKey(localS3SecretFile(options.dataDir))).toString('hex'),
+  };
+  const portFile = join(options.dataDir, 's3-port');
+  const remembered = Number(await readFile(portFile, 'utf8').catch(() => '0')) || 0;
+  const startGate = (port: number) =>
+    startS3SignatureGate({ upstreamPort, credentials, region: LOCAL_S3_REGION, port });
+  // The remembered port may have been taken by something else meanwhile: then any free one, remembered instead.
+  const gate = await startGate(remembered)
+    .catch((error: NodeJS.ErrnoException) => {
+      if (remembered === 0 || error.code !== 'EADDRINUSE') throw error;
+      return startGate(0);
+    })
+    .catch(async (error) => {
+      leaveOwnPorts();
+      await server.close();
+      throw error;
+    });
+  await writeFile(portFile, String(gate.port));
+  const endpoint = `http://127.0.0.1:${gate.port}`;
   return {
     endpoint,
     bucket: LOCAL_IMAGE_BUCKET,
-    env: { S3_ENDPOINT: endpoint, IMAGE_BUCKET: LOCAL_IMAGE_BUCKET },
-    close: () => server.close(),
+    env: {
+      S3_ENDPOINT: endpoint,
+      IMAGE_BUCKET: LOCAL_IMAGE_BUCKET,
+      LOCAL_S3_ACCESS_KEY_ID: credentials.accessKeyId,
+      LOCAL_S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    },
+    async close() {
+      await gate.close();
+      await server.close();
+      leaveOwnPorts();
+    },
   };
+}
+
+/** Where the local S3 API's secret access key lives: under DATA_DIR, beside the images but not among them. */
+function localS3SecretFile(dataDir: string): string {
+  return join(dataDir, 'secrets', 's3-secret.key');
 }
 
 /** Where the local key that seals signing secrets lives: under DATA_DIR, beside the table but not in it. */

@@ -55,15 +55,13 @@ export function lambdaHttpAdapter(handlers: LambdaHandlers, options: AdapterOpti
       body,
       sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
     });
-    if (match.route.handler === 'screenshot') {
+    const { handler } = match.route;
+    if (handler === 'screenshot' || handler === 'mcp') {
       // No queue here: the use case authenticates first and only then waits for the local capture queue.
-      await runStreaming(handlers.screenshot, event, invocationContext(), res);
+      await runStreaming(handlers[handler], event, invocationContext(), res);
       return;
     }
-    const result = await handlers[match.route.handler](
-      event,
-      invocationContext(MANAGEMENT_FUNCTION_TIMEOUT_MS),
-    );
+    const result = await handlers[handler](event, invocationContext(MANAGEMENT_FUNCTION_TIMEOUT_MS));
     const headers = { ...(result.headers as Record<string, string>) };
     const payload = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body);
     res.writeHead(result.statusCode, { ...headers, 'Content-Length': String(payload.length) });

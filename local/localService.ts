@@ -4,9 +4,16 @@ import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { readServiceConfig } from '../shared/config';
+import { ownPorts } from '../shared/egress/ownPorts';
 import { logger } from '../shared/logger';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
-import { keyLambdas, openApiLambda, screenshotLambda, usageLambda } from '../shared/wiring/lambdaHandlers';
+import {
+  keyLambdas,
+  mcpLambda,
+  openApiLambda,
+  screenshotLambda,
+  usageLambda,
+} from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { createUsageHistory } from '../shared/wiring/usage';
 import { AdmissionQueue } from './admissionQueue';
@@ -57,9 +64,12 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const server = createServer(startingListener);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { port } = server.address() as AddressInfo;
+  const leaveOwnPorts = ownPorts.add(port);
+  const url = `http://127.0.0.1:${port}`;
   /** A start that failed must not leave the port answering 503 for ever. */
   const stopListening = (error: unknown): never => {
+    leaveOwnPorts();
     server.close();
     throw error;
   };
@@ -93,6 +103,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       ...keyLambdas(keys),
       getUsage: usageLambda(createUsageHistory(dynamo.client, env, idp.jwks)),
       getOpenApi: openApiLambda,
+      mcp: mcpLambda(screenshot),
     },
     { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })] },
   );
@@ -113,6 +124,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       await dynamo.close();
       await s3.close();
       await rm(stateFile, { force: true });
+      leaveOwnPorts();
     },
   };
 }

@@ -1,5 +1,9 @@
 import { resolve } from 'node:path';
-import { startLocalService } from './localService';
+import { exitUnlessSupportedNode } from './supportedNode';
+
+// Checked before the service's modules load: on an older Node they may fail to load at all, with a less clear error.
+exitUnlessSupportedNode();
+const { startLocalService } = await import('./localService');
 
 /** `npm start`: serves the whole API locally. Settings come from the environment (see README). */
 const dataDir = resolve(process.env.DATA_DIR || '.data');
@@ -11,6 +15,7 @@ const service = await startLocalService({ dataDir, port });
 const demoToken = service.idp.mintToken('demo');
 
 process.stdout.write(`Screenshot service listening on ${service.url}
+Node.js:          ${process.version}
 Dashboard:        ${service.url}/   (sign in with any account id)
 API description:  ${service.url}/api/openapi.json
 Data:             ${dataDir}

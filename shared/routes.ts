@@ -18,7 +18,8 @@ export interface RouteDefinition {
     | 'deleteKey'
     | 'getCredits'
     | 'getUsage'
-    | 'getOpenApi';
+    | 'getOpenApi'
+    | 'mcp';
   /**
    * Session token (key management, usage), API key (screenshot), a signed link's keyId and signature (the screenshot
    * GET), or none (the public API description).
@@ -54,4 +55,5 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'GET', path: '/api/credits', handler: 'getCredits', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/usage', handler: 'getUsage', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/openapi.json', handler: 'getOpenApi', auth: 'none', streaming: false },
+  { method: 'POST', path: '/mcp', handler: 'mcp', auth: 'apiKey', streaming: true },
 ];

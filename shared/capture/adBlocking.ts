@@ -7,50 +7,71 @@ import type { CDPSession, Frame, Page, Protocol } from 'puppeteer-core';
 import { getDomain } from 'tldts-experimental';
 
 /**
- * `blockAds`: Ghostery's filter engine, compiled from the filter lists that ship with the project
- * (shared/capture/filters/, rebuilt by `npm run filters:update`). Network filters abort matching requests before
- * they leave the browser; cosmetic filters hide matching elements in every frame, applied once the page has loaded
- * and before the capture, so the image never races the hiding.
+ * `blockAds` and `blockChats`: Ghostery's filter engine, compiled from the filter lists that ship with the project
+ * (shared/capture/filters/, rebuilt by `npm run filters:update`), one engine per switch. Network filters abort
+ * matching requests before they leave the browser; cosmetic filters hide matching elements in every frame, applied
+ * once the page has loaded and again just before the image, so the image never races the hiding.
  */
 
-/** Where the serialized engine and its manifest live: beside this module, and beside the Lambda bundle. */
+/** Where the serialized engines and their manifests live: beside this module, and beside the Lambda bundle. */
 export const FILTER_DIR = fileURLToPath(new URL('./filters/', import.meta.url));
-/** Gzipped: half the size in the function bundle, which shares Lambda's 250 MiB with the browser layer. */
-export const ENGINE_FILE = 'engine.bin.gz';
-export const MANIFEST_FILE = 'lists.json';
-
-let engine: Promise<FiltersEngine> | undefined;
 
 /**
- * The engine, read, unzipped and deserialized once per warm process (about 150 ms), on the first capture that asks.
+ * The engines, by the switch that asks for them. Gzipped: half the size in the function bundle, which shares
+ * Lambda's 250 MiB with the browser layer.
  */
-export function filterEngine(): Promise<FiltersEngine> {
-  engine ??= readFile(`${FILTER_DIR}${ENGINE_FILE}`).then((zipped) =>
-    FiltersEngine.deserialize(new Uint8Array(gunzipSync(zipped))),
-  );
-  engine.catch(() => {
-    engine = undefined;
-  });
+export const FILTER_SETS = {
+  /** EasyList, EasyPrivacy and the EasyList Cookie List. */
+  ads: { engine: 'engine.bin.gz', manifest: 'lists.json' },
+  /** Fanboy's Anti-Chat List: chat and support widgets. */
+  chats: { engine: 'chats.bin.gz', manifest: 'chats.json' },
+} as const;
+export type FilterSet = keyof typeof FILTER_SETS;
+
+const engines = new Map<FilterSet, Promise<FiltersEngine>>();
+
+/**
+ * An engine, read, unzipped and deserialized once per warm process (about 150 ms for the ads engine), on the first
+ * capture that asks.
+ */
+export function filterEngine(set: FilterSet = 'ads'): Promise<FiltersEngine> {
+  let engine = engines.get(set);
+  if (!engine) {
+    engine = readFile(`${FILTER_DIR}${FILTER_SETS[set].engine}`).then((zipped) =>
+      FiltersEngine.deserialize(new Uint8Array(gunzipSync(zipped))),
+    );
+    engines.set(set, engine);
+    engine.catch(() => engines.delete(set));
+  }
   return engine;
+}
+
+/** The filter sets a capture asks for. */
+export function filterSetsOf(spec: { blockAds: boolean; blockChats: boolean }): FilterSet[] {
+  return [...(spec.blockAds ? ['ads' as const] : []), ...(spec.blockChats ? ['chats' as const] : [])];
 }
 
 /**
  * Network blocking for a fresh page, before it navigates: every request of the page and its frames is paused, asked
- * of the engine, and failed or let go. Through a CDP session of our own rather than puppeteer's request interception,
- * which pairs each pause with its network event and a frame before anyone may answer: a few ms a capture. The top
- * frame's own document is never blocked (the customer asked for that page); a frame's document is matched as a
- * subdocument, which puppeteer could not tell apart. Frames share the page's target (@sparticuz/chromium runs
- * without site isolation), so this session sees their requests too. A page prepared ahead of a capture gets it then,
- * off the request path.
+ * of the engines of `sets`, and failed or let go. Through a CDP session of our own rather than puppeteer's request
+ * interception, which pairs each pause with its network event and a frame before anyone may answer: a few ms a
+ * capture. The top frame's own document is never blocked (the customer asked for that page); a frame's document is
+ * matched as a subdocument, which puppeteer could not tell apart. Frames share the page's target (@sparticuz/chromium
+ * runs without site isolation), so this session sees their requests too. A page prepared ahead of a capture gets it
+ * then, off the request path.
  */
-export async function startAdBlocking(page: Page): Promise<AdBlocking> {
-  const [blocker, session] = await Promise.all([filterEngine(), page.createCDPSession()]);
+export async function startRequestBlocking(page: Page, sets: FilterSet[]): Promise<RequestBlocking> {
+  const [session, ...loaded] = await Promise.all([
+    page.createCDPSession(),
+    ...sets.map((set) => filterEngine(set)),
+  ]);
+  let blockers = loaded;
   let topFrameId: string | undefined;
   /** Frames whose document was refused: their elements are collapsed after load. */
   const blockedFrames = new Set<string>();
   session.on('Fetch.requestPaused', (event) => {
     const { requestId } = event;
-    const blocked = isBlocked(blocker, event, topFrameId, page.url());
+    const blocked = blockers.some((blocker) => isBlocked(blocker, event, topFrameId, page.url()));
     if (blocked && event.resourceType === 'Document') blockedFrames.add(event.frameId);
     const verdict = blocked
       ? session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' })
@@ -64,6 +85,10 @@ export async function startAdBlocking(page: Page): Promise<AdBlocking> {
   ]);
   topFrameId = frameTree.frame.id;
   return {
+    sets,
+    use: async (wanted) => {
+      blockers = await Promise.all(wanted.map((set) => filterEngine(set)));
+    },
     // Leaving the session ends its interception.
     stop: () => session.detach(),
     collapseBlockedFrames: async () => {
@@ -75,7 +100,11 @@ export async function startAdBlocking(page: Page): Promise<AdBlocking> {
 }
 
 /** A page's network blocking, on. */
-export interface AdBlocking {
+export interface RequestBlocking {
+  /** The filter sets it was started with. */
+  sets: FilterSet[];
+  /** Blocks by these sets from now on (a page prepared with one set, for a capture that wants others too). */
+  use(sets: FilterSet[]): Promise<void>;
   /** Switches it off (a page prepared with it, for a capture that does not want it). */
   stop(): Promise<void>;
   /**
@@ -86,19 +115,21 @@ export interface AdBlocking {
 }
 
 /**
- * Before navigation: network blocking on the page or not, as `wanted`, for a page prepared with it (`running`) or
- * not. Answers the page's blocking when it is on.
+ * Before navigation: network blocking on the page by the `wanted` sets, or none, for a page prepared with it
+ * (`running`) or not. Answers the page's blocking when it is on.
  */
-export async function setAdBlocking(
+export async function setRequestBlocking(
   page: Page,
-  wanted: boolean,
-  running: AdBlocking | undefined,
-): Promise<AdBlocking | undefined> {
-  if (!wanted) {
+  wanted: FilterSet[],
+  running: RequestBlocking | undefined,
+): Promise<RequestBlocking | undefined> {
+  if (wanted.length === 0) {
     await running?.stop();
     return undefined;
   }
-  return running ?? (await startAdBlocking(page));
+  if (!running) return startRequestBlocking(page, wanted);
+  if (wanted.join() !== running.sets.join()) await running.use(wanted);
+  return running;
 }
 
 /** The <iframe> (or <frame>, <object>) element that holds a frame, hidden. Gone already (removed by the page): nothing to do. */
@@ -129,39 +160,57 @@ function isBlocked(
 }
 
 /**
- * After load: cosmetic filtering of every frame (the lists' rules for its host and for what its DOM holds), and the
- * frames whose document was refused collapsed.
+ * Cosmetic filtering of every frame by the engines of `sets` (the lists' rules for its host and for what its DOM
+ * holds now), and the frames whose document was refused collapsed. Run after load and again just before the image:
+ * elements the page adds later (ad slots filled by script, a widget that opens after a delay) are hidden too.
  */
-export async function hideAds(page: Page, blocking: AdBlocking | undefined): Promise<void> {
-  const blocker = await filterEngine();
+export async function hideFiltered(
+  page: Page,
+  sets: FilterSet[],
+  blocking: RequestBlocking | undefined,
+): Promise<void> {
+  const blockers = await Promise.all(sets.map((set) => filterEngine(set)));
   await Promise.all([
-    ...page.frames().map((frame) => hideAdsInFrame(blocker, frame).catch(() => undefined)),
+    ...page.frames().map((frame) => hideInFrame(blockers, frame).catch(() => undefined)),
     blocking?.collapseBlockedFrames(),
   ]);
 }
 
-async function hideAdsInFrame(blocker: FiltersEngine, frame: Frame): Promise<void> {
+/**
+ * EasyList exempts a developer's own machine from its generic hiding rules (`@@://127.0.0.1$generichide`, and the
+ * same for localhost), so that ad integrations can be tried there. A capture that asks for the hiding wants it
+ * wherever the page is served from, so a page on a loopback host is matched as a site with no rules of its own.
+ */
+const LOOPBACK_HOST = /^(?:localhost|.+\.localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+const UNNAMED_SITE = 'loopback.invalid';
+
+async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<void> {
   const url = frame.url();
   if (!/^https?:/.test(url) || frame.detached) return;
-  const hostname = new URL(url).hostname;
+  const pageHost = new URL(url).hostname;
+  const loopback = LOOPBACK_HOST.test(pageHost);
+  const hostname = loopback ? UNNAMED_SITE : pageHost;
   const features = await frame.evaluate(extractFeaturesFromDOM);
-  const { active, styles } = blocker.getCosmeticsFilters({
-    url,
-    hostname,
-    domain: getDomain(hostname) ?? '',
-    ...features,
-    getBaseRules: true,
-    getRulesFromHostname: true,
-    getRulesFromDOM: true,
-    // Scriptlets would run the lists' code in the page; extended selectors need the engine's own script.
-    getInjectionRules: false,
-    getExtendedRules: false,
+  const styles = blockers.flatMap((blocker) => {
+    const { active, styles } = blocker.getCosmeticsFilters({
+      url: loopback ? `http://${UNNAMED_SITE}/` : url,
+      hostname,
+      domain: getDomain(hostname) ?? '',
+      ...features,
+      getBaseRules: true,
+      getRulesFromHostname: true,
+      getRulesFromDOM: true,
+      // Scriptlets would run the lists' code in the page; extended selectors need the engine's own script.
+      getInjectionRules: false,
+      getExtendedRules: false,
+    });
+    return active && styles !== '' ? [styles] : [];
   });
-  if (!active || styles === '') return;
+  if (styles.length === 0) return;
   // Adopted, not a <style> element: a page's Content-Security-Policy does not refuse it.
   await frame.evaluate((css: string) => {
     const sheet = new CSSStyleSheet();
     sheet.replaceSync(css);
     document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-  }, styles);
+  }, styles.join('\n'));
 }

@@ -64,8 +64,7 @@ interface BundleSources {
 }
 
 function bundleSources(): BundleSources {
-  // build/cjs/index.cjs inside the package, whichever node_modules Node finds it in.
-  const chromiumDir = dirname(dirname(dirname(createRequire(import.meta.url).resolve(CHROMIUM_PACKAGE))));
+  const chromiumDir = packageRoot(createRequire(import.meta.url).resolve(CHROMIUM_PACKAGE));
   const nodeModules = dirname(dirname(chromiumDir));
   const versionOf = (packageDir: string) =>
     (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version: string }).version;
@@ -88,6 +87,18 @@ function bundleSources(): BundleSources {
     fontsConf,
     manifest: { key, chromium, fonts },
   };
+}
+
+/**
+ * The folder holding the package's package.json, whichever node_modules Node found it in. The entry file's depth
+ * inside the package changes between releases (build/cjs/index.cjs, then build/index.js), and the package exports
+ * no package.json, so the root is found by walking up to its folder under node_modules.
+ */
+function packageRoot(entryFile: string): string {
+  for (let dir = dirname(entryFile); dir !== dirname(dir); dir = dirname(dir)) {
+    if (dir.endsWith(join('node_modules', CHROMIUM_PACKAGE))) return dir;
+  }
+  throw new Error(`${CHROMIUM_PACKAGE} is not installed under a node_modules folder`);
 }
 
 /** The local bundle's folder, built first if this install has none yet. Returns its path. */

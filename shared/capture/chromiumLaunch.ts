@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
+import { ownPorts } from '../egress/ownPorts';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { blockServiceWorkers } from './serviceWorkerBlock';
@@ -25,7 +26,9 @@ const REFUSED_FLAGS = new Set([
 const PAGE_HEAP_LIMIT_MB = 512;
 
 /**
- * Flags we add: a bounded page heap, no scrollbars in the image, no audio, and software compositing. (Chrome's
+ * Flags we add: a bounded page heap, no scrollbars in the image, no audio, software compositing, and no
+ * `navigator.webdriver`: pages see a regular browser (browserIdentity.ts), and some hide what they show people
+ * (consent banners, for one) from automated ones. (Chrome's
  * switches for background networking, sync, extensions and first-run do not exist in the headless shell, so they
  * are not passed.)
  *
@@ -41,6 +44,7 @@ const EXTRA_FLAGS = [
   '--hide-scrollbars',
   '--mute-audio',
   '--disable-gpu-compositing',
+  '--disable-blink-features=AutomationControlled',
 ];
 
 export function chromiumArgs(extra: string[] = []): string[] {
@@ -124,7 +128,12 @@ export async function launchChromium(
       handleSIGTERM: false,
       handleSIGHUP: false,
     });
-    browser.once('disconnected', () => void tempDir.remove());
+    // The DevTools port drives the browser: no page may reach it (the egress gate refuses the service's own ports).
+    const leaveOwnPorts = ownPorts.add(Number(new URL(browser.wsEndpoint()).port));
+    browser.once('disconnected', () => {
+      leaveOwnPorts();
+      void tempDir.remove();
+    });
     await blockServiceWorkers(browser).catch(async (error) => {
       await browser.close();
       throw error;

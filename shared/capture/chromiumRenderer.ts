@@ -1,8 +1,9 @@
 import { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
-import { type AppError, CaptureFailedError, ClientGoneError } from '../errors';
+import { type AppError, CaptureFailedError, ClientGoneError, ValidationError } from '../errors';
 import { logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
-import { startAdBlocking } from './adBlocking';
+import { startRequestBlocking } from './adBlocking';
+import { identityOverride } from './browserIdentity';
 import { budgetExceeded, CaptureBudget } from './captureBudget';
 import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
@@ -10,9 +11,11 @@ import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
+import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
 import {
   decorateLoadedPage,
+  hideFilteredElements,
   navigationCondition,
   type PreparedPage,
   prepareNavigation,
@@ -24,8 +27,11 @@ import {
   type CaptureLimits,
   type CaptureResult,
   type CaptureSpec,
+  type ImageFormat,
+  isContentFormat,
   type Renderer,
 } from './renderer';
+import { assertSelectorsParse } from './selectorCheck';
 import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
@@ -46,8 +52,11 @@ type PreparedSwitch = (typeof PREPARED_SWITCHES)[number];
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
 
-/** Viewport (with its scale) and user agent a page emulates. */
-type Emulation = Pick<CaptureSpec, 'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent' | 'scale'>;
+/** Viewport (with its scale), user agent (with its client hints) and locale a page emulates. */
+type Emulation = Pick<
+  CaptureSpec,
+  'width' | 'height' | 'isMobile' | 'hasTouch' | 'userAgent' | 'scale' | 'locale'
+>;
 
 /** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
 interface Tab extends PreparedPage {
@@ -123,7 +132,10 @@ export class ChromiumRenderer implements Renderer {
     try {
       return await Promise.race([this.shoot(tab, spec, budget), stopped]);
     } catch (error) {
-      throw error instanceof ClientGoneError ? error : asCaptureFailure(spec.url, error);
+      // A selector the browser cannot parse is the request's fault (400), found before the page was loaded.
+      throw error instanceof ClientGoneError || error instanceof ValidationError
+        ? error
+        : asCaptureFailure(spec.url, error);
     } finally {
       budget.dispose();
       limits.signal?.removeEventListener('abort', onAbort);
@@ -150,12 +162,24 @@ export class ChromiumRenderer implements Renderer {
 
   private async shoot(tab: Tab, spec: CaptureSpec, budget: CaptureBudget): Promise<CaptureResult> {
     const { page } = tab;
-    await emulate(page, tab.emulation, emulationOf(spec));
+    await Promise.all([
+      assertSelectorsParse(tab.control, spec),
+      emulate(page, tab.control, tab.emulation, emulationOf(spec)),
+    ]);
     const setup = await prepareNavigation(page, spec, tab);
     budget.startNavigation();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
-    await page.goto(documentAddress(spec), { waitUntil: navigationCondition(spec), timeout: 0 });
+    const response = await page.goto(documentAddress(spec), {
+      waitUntil: navigationCondition(spec),
+      timeout: 0,
+    });
+    // With domcontentloaded, the document may still be loading (images, frames): it is captured as it stands.
+    if (spec.waitUntil === 'domcontentloaded') tab.control.acceptLoading();
+    const status = response?.status() ?? 0;
+    if (spec.failOnHttpError && status >= 400) {
+      throw new CaptureFailedError(spec.url, `The page answered with HTTP status ${status}`);
+    }
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
     await decorateLoadedPage(page, spec, setup, budget.phaseEnd());
@@ -169,9 +193,35 @@ export class ChromiumRenderer implements Renderer {
     if (page.url().startsWith('chrome-error:')) {
       throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
     }
+    // Again, for what the page added since load; the image is taken right after.
+    await hideFilteredElements(page, spec, setup);
+    const metadata = spec.metadata
+      ? {
+          metadata: await pageMetadata(tab.control, {
+            finalUrl: page.url(),
+            statusCode: response?.status() ?? null,
+          }),
+        }
+      : {};
+    if (isContentFormat(spec.format)) {
+      const text = await pageContent(tab.control, spec.format);
+      return {
+        image: Buffer.from(text, 'utf8'),
+        contentType: CAPTURE_CONTENT_TYPES[spec.format],
+        truncated: false,
+        ...metadata,
+      };
+    }
     await waitForWebFonts(page);
-    if (spec.format === 'pdf') return printPdf(page, spec.url, spec.pdf ?? missingPdfOptions());
-    const type = spec.format;
+    if (spec.format === 'pdf') {
+      return { ...(await printPdf(page, spec.url, spec.pdf ?? missingPdfOptions())), ...metadata };
+    }
+    return { ...(await this.image(tab, spec, spec.format)), ...metadata };
+  }
+
+  /** The page's pixels in `type`, the spec's. */
+  private async image(tab: Tab, spec: CaptureSpec, type: ImageFormat): Promise<CaptureResult> {
+    const { page } = tab;
     const encoding = {
       type,
       quality: type === 'png' ? undefined : spec.quality,
@@ -242,12 +292,21 @@ export class ChromiumRenderer implements Renderer {
     // browser, network blocking a few round trips), and a capture that does not want one drops it in one round trip.
     // A switch that cannot be prepared is left to the capture that asks for it, which then reports why.
     const emulation = this.expected;
-    const [consentScript, adBlocking] = await Promise.all([
+    const [consentScript, requestBlocking] = await Promise.all([
       this.recentlyAskedFor('blockCookieBanners') ? addConsentScript(page).catch(() => undefined) : undefined,
-      this.recentlyAskedFor('blockAds') ? startAdBlocking(page).catch(() => undefined) : undefined,
-      emulate(page, undefined, emulation),
+      this.recentlyAskedFor('blockAds')
+        ? startRequestBlocking(page, ['ads']).catch(() => undefined)
+        : undefined,
+      emulate(page, control, undefined, emulation),
     ]);
-    return { context, page, control, emulation, consentScript, adBlocking };
+    return {
+      context,
+      page,
+      control,
+      emulation,
+      ...(consentScript ? { consentScript } : {}),
+      ...(requestBlocking ? { requestBlocking } : {}),
+    };
   }
 
   private recentlyAskedFor(name: PreparedSwitch): boolean {
@@ -302,8 +361,8 @@ function missingPdfOptions(): never {
 }
 
 function emulationOf(spec: CaptureSpec): Emulation {
-  const { width, height, isMobile, hasTouch, userAgent, scale } = spec;
-  return { width, height, isMobile, hasTouch, userAgent, scale };
+  const { width, height, isMobile, hasTouch, userAgent, scale, locale } = spec;
+  return { width, height, isMobile, hasTouch, userAgent, scale, ...(locale ? { locale } : {}) };
 }
 
 /** Kept back from the budget when waiting for a selector, so that the wait's own reason is the one reported. */
@@ -327,15 +386,21 @@ async function waitForSelector(
         `No element matching ${shown} became visible within ${Math.round(timeoutMs / 1000)} s`,
       );
     }
-    if (/not a valid selector|SyntaxError/i.test(error instanceof Error ? error.message : '')) {
-      throw new CaptureFailedError(spec.url, `The selector ${shown} is not a valid CSS selector`);
-    }
     throw error;
   }
 }
 
-/** Brings a page from the emulation it has (none yet: undefined) to the one wanted, sending only what differs. */
-async function emulate(page: Page, current: Emulation | undefined, wanted: Emulation): Promise<void> {
+/**
+ * Brings a page from the emulation it has (none yet: undefined) to the one wanted, sending only what differs. The
+ * user agent, its client hints and Accept-Language go in one override through our own session (puppeteer's
+ * setUserAgent carries no Accept-Language); the locale override makes Intl's default locale agree.
+ */
+async function emulate(
+  page: Page,
+  control: PageControl,
+  current: Emulation | undefined,
+  wanted: Emulation,
+): Promise<void> {
   const sameViewport =
     current !== undefined &&
     current.width === wanted.width &&
@@ -352,7 +417,11 @@ async function emulate(page: Page, current: Emulation | undefined, wanted: Emula
       hasTouch: wanted.hasTouch,
     });
   }
-  if (current?.userAgent !== wanted.userAgent) await page.setUserAgent(wanted.userAgent);
+  if (current?.userAgent !== wanted.userAgent || current?.locale !== wanted.locale) {
+    await control.overrideIdentity(identityOverride(wanted.userAgent, wanted.locale));
+  }
+  // A page prepared without a locale needs no override to stay without one.
+  if (current?.locale !== wanted.locale) await control.overrideLocale(wanted.locale);
 }
 
 /** Closes a context or browser; false when it had not closed after `ms`. */

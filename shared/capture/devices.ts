@@ -31,7 +31,7 @@ export const DEVICE_PRESETS: Record<DeviceName, DevicePreset> = {
     width: 1920,
     height: 1080,
     userAgent:
-      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36',
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/153.0.0.0 Safari/537.36',
     isMobile: false,
     hasTouch: false,
   },

@@ -22,9 +22,8 @@ export async function captureElement(
   },
 ): Promise<CaptureResult> {
   const shown = JSON.stringify(selector);
-  const element = await page.$(selector).catch(() => {
-    throw new CaptureFailedError(spec.url, `The selector ${shown} is not a valid CSS selector`);
-  });
+  // The selector was read by the browser's parser before navigation (selectorCheck.ts).
+  const element = await page.$(selector);
   if (!element) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`);
   const box = await element.boundingBox();
   if (!box || box.width === 0 || box.height === 0) {

@@ -4,6 +4,9 @@ import type { IsolatedWorld } from './pageScripts';
 /** The name of the isolated world our page scripts run in. */
 const WORLD_NAME = 'screenshot-service';
 
+/** Navigations that keep the document (history.pushState, fragment links): nothing to wait for. */
+const SAME_DOCUMENT = new Set(['historySameDocument', 'sameDocument']);
+
 /**
  * Our own DevTools session on a captured page, beside puppeteer's:
  * - it watches and, once the page is ready to be captured, holds the main frame's navigations. A page may navigate
@@ -12,11 +15,18 @@ const WORLD_NAME = 'screenshot-service';
  *   refused at the network stage (the page stays as it stands; frames inside it load as usual), and a navigation
  *   already under way is waited for;
  * - it runs our page scripts in an isolated world (pageScripts.ts);
+ * - it sets what the page learns of the browser (user agent, client hints, languages);
  * - it tells whether the page's renderer still answers.
  */
 export class PageControl implements IsolatedWorld {
   private loading = false;
   private waiting: (() => void)[] = [];
+  /** The loader of the main frame's current document. */
+  private committed: string | undefined;
+  /** The loader of the main frame's latest cross-document navigation, started or committed. */
+  private latest: string | undefined;
+  /** A document whose own loading is not waited for (`waitUntil: domcontentloaded`). */
+  private accepted: string | undefined;
 
   private constructor(
     private readonly session: CDPSession,
@@ -32,30 +42,58 @@ export class PageControl implements IsolatedWorld {
       if (frameId === navigation.mainFrameId) navigation.loading = true;
     });
     session.on('Page.frameStoppedLoading', ({ frameId }) => {
-      if (frameId === navigation.mainFrameId) navigation.stoppedLoading();
+      if (frameId === navigation.mainFrameId) {
+        navigation.loading = false;
+        navigation.wake();
+      }
+    });
+    session.on('Page.frameStartedNavigating', ({ frameId, loaderId, navigationType }) => {
+      if (frameId === navigation.mainFrameId && !SAME_DOCUMENT.has(navigationType))
+        navigation.latest = loaderId;
+    });
+    session.on('Page.frameNavigated', ({ frame }) => {
+      if (frame.id !== navigation.mainFrameId) return;
+      navigation.committed = frame.loaderId;
+      navigation.latest = frame.loaderId;
     });
     await session.send('Page.enable');
     return navigation;
   }
 
+  /**
+   * The document the main frame shows now is ready as it stands, still loading or not (`waitUntil:
+   * domcontentloaded`): settled() waits for its load event only if the page navigates away from it.
+   */
+  acceptLoading(): void {
+    this.accepted = this.committed;
+  }
+
   /** From now on, the main frame stays on its document: navigation requests are aborted before they are sent. */
   async hold(): Promise<void> {
     this.session.on('Fetch.requestPaused', (event: Protocol.Fetch.RequestPausedEvent) => {
-      const answer =
-        event.frameId === this.mainFrameId
-          ? this.session.send('Fetch.failRequest', { requestId: event.requestId, errorReason: 'Aborted' })
-          : this.session.send('Fetch.continueRequest', { requestId: event.requestId });
+      const refused = event.frameId === this.mainFrameId;
+      const answer = refused
+        ? this.session.send('Fetch.failRequest', { requestId: event.requestId, errorReason: 'Aborted' })
+        : this.session.send('Fetch.continueRequest', { requestId: event.requestId });
       // The page may be closing; a request it no longer has needs no answer.
       answer.catch(() => undefined);
+      if (refused) {
+        // That navigation will not happen: the document shown stays.
+        this.latest = this.committed;
+        this.wake();
+      }
     });
     await this.session.send('Fetch.enable', {
       patterns: [{ resourceType: 'Document', requestStage: 'Request' }],
     });
   }
 
-  /** Resolves once the main frame is not loading (a navigation under way has reached its load event, or failed). */
+  /**
+   * Resolves once the main frame is not loading (a navigation under way has reached its load event, or failed), or
+   * shows the document acceptLoading() accepted and is not navigating away from it.
+   */
   settled(): Promise<void> {
-    if (!this.loading) return Promise.resolve();
+    if (this.isSettled()) return Promise.resolve();
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
@@ -82,6 +120,16 @@ export class PageControl implements IsolatedWorld {
     return result.value as T;
   }
 
+  /** The user agent, its client hints and Accept-Language the page sees from now on (browserIdentity.ts). */
+  async overrideIdentity(identity: Protocol.Emulation.SetUserAgentOverrideRequest): Promise<void> {
+    await this.session.send('Emulation.setUserAgentOverride', identity);
+  }
+
+  /** The default locale of the page's Intl, or the browser's own when undefined. */
+  async overrideLocale(locale: string | undefined): Promise<void> {
+    await this.session.send('Emulation.setLocaleOverride', locale ? { locale } : {});
+  }
+
   /** True when the page's renderer answers within `ms`: false means its scripts keep it busy. */
   async responsive(ms: number): Promise<boolean> {
     const answered = this.session.send('Runtime.evaluate', { expression: '0' }).then(
@@ -92,8 +140,12 @@ export class PageControl implements IsolatedWorld {
     return Promise.race([answered, late]);
   }
 
-  private stoppedLoading(): void {
-    this.loading = false;
+  private isSettled(): boolean {
+    return !this.loading || (this.accepted !== undefined && this.latest === this.accepted);
+  }
+
+  private wake(): void {
+    if (!this.isSettled()) return;
     const waiting = this.waiting;
     this.waiting = [];
     for (const resolve of waiting) resolve();

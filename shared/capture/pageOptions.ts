@@ -1,6 +1,7 @@
 import type { Page } from 'puppeteer-core';
-import { logger } from '../logger';
-import { type AdBlocking, hideAds, setAdBlocking } from './adBlocking';
+import { CaptureFailedError } from '../errors';
+import { hostOf, logger } from '../logger';
+import { filterSetsOf, hideFiltered, type RequestBlocking, setRequestBlocking } from './adBlocking';
 import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking';
 import type { CaptureSpec } from './renderer';
 import { sendHeadersToOrigin } from './requestHeaders';
@@ -15,18 +16,19 @@ import { sendHeadersToOrigin } from './requestHeaders';
 export interface PreparedPage {
   /** The id of autoconsent's registered script, when the page has it. */
   consentScript?: string;
-  /** Its network ad blocking, when the page has it. */
-  adBlocking?: AdBlocking;
+  /** Its network blocking (ads), when the page has it. */
+  requestBlocking?: RequestBlocking;
 }
 
 /** What a capture switched on before navigation that still acts after load. */
 export interface NavigationSetup {
-  adBlocking?: AdBlocking;
+  requestBlocking?: RequestBlocking;
 }
 
 /**
- * Before navigation: media type and features, time zone, locale, cookies, extra headers, ad and consent blocking
- * (undone when the page was prepared with it and the capture does not want it).
+ * Before navigation: media type and features, time zone, cookies, extra headers, ad, chat and consent blocking
+ * (undone when the page was prepared with it and the capture does not want it). The user agent and locale are the
+ * page's emulation (chromiumRenderer.ts).
  */
 export async function prepareNavigation(
   page: Page,
@@ -39,34 +41,20 @@ export async function prepareNavigation(
   ];
   // Chromium lays a page out for the screen, and prints it for print: only another wish needs a media type.
   const mediaType = spec.mediaType !== (spec.format === 'pdf' ? 'print' : 'screen') ? spec.mediaType : '';
-  const [adBlocking] = await Promise.all([
-    setAdBlocking(page, spec.blockAds, prepared.adBlocking),
+  const [requestBlocking] = await Promise.all([
+    setRequestBlocking(page, filterSetsOf(spec), prepared.requestBlocking),
     mediaType !== '' || mediaFeatures.length > 0 ? emulateMedia(page, mediaType, mediaFeatures) : undefined,
     spec.timezone ? page.emulateTimezone(spec.timezone) : undefined,
-    spec.locale ? emulateLocale(page, spec.userAgent, spec.locale) : undefined,
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
     setCookieBannerBlocking(page, spec.url, spec.blockCookieBanners, prepared.consentScript),
   ]);
-  return { adBlocking };
+  return requestBlocking ? { requestBlocking } : {};
 }
 
 /** The puppeteer navigation condition for `waitUntil`: networkidle0 is "no request for 500 ms" (NETWORK_IDLE_MS). */
 export function navigationCondition(spec: CaptureSpec) {
   return spec.waitUntil === 'networkidle' ? ('networkidle0' as const) : spec.waitUntil;
-}
-
-/**
- * navigator.language(s) and Accept-Language come from the user-agent override's acceptLanguage, which puppeteer's
- * setUserAgent does not carry, so it goes through a session of our own (it keeps the user agent already set); the
- * locale override makes Intl's default locale agree.
- */
-async function emulateLocale(page: Page, userAgent: string, locale: string): Promise<void> {
-  const session = await page.createCDPSession();
-  await Promise.all([
-    session.send('Network.setUserAgentOverride', { userAgent, acceptLanguage: locale }),
-    session.send('Emulation.setLocaleOverride', { locale }),
-  ]);
 }
 
 /**
@@ -100,11 +88,11 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
 }
 
 /**
- * After load, before the delay: consent banners dealt with and ads hidden (when asked), then the customer's style
- * sheet and hidden elements, then their script. The style sheet is adopted (not a <style> element), so a page's
- * Content-Security-Policy does not refuse it; one rule per hidden selector, so an invalid selector drops its own rule
- * only. The script runs like one of the page's own (with the page's rights and through the same egress rules); an
- * error it throws is logged and the capture goes on.
+ * After load, before the delay: consent banners dealt with and ads and chat widgets hidden (when asked), then the
+ * customer's style sheet and hidden elements, then their script, then their `click`. The style sheet is adopted
+ * (not a <style> element), so a page's Content-Security-Policy does not refuse it; one rule per hidden selector
+ * (each one read by the browser's parser before navigation). The script runs like one of the page's own (with the
+ * page's rights and through the same egress rules); an error it throws is logged and the capture goes on.
  */
 export async function decorateLoadedPage(
   page: Page,
@@ -114,7 +102,7 @@ export async function decorateLoadedPage(
 ): Promise<void> {
   await Promise.all([
     spec.blockCookieBanners ? settleCookieBanners(page, deadline) : undefined,
-    spec.blockAds ? hideAds(page, setup.adBlocking) : undefined,
+    hideFilteredElements(page, spec, setup),
   ]);
   const rules = [
     ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),
@@ -134,10 +122,43 @@ export async function decorateLoadedPage(
     // The trailing `undefined` makes the script's completion value nothing to wait for or send back.
     await page.evaluate(`${spec.js}\n;undefined`).catch((error: unknown) => {
       logger.info('Injected script failed', {
-        url: spec.url,
-        message: error instanceof Error ? error.message.slice(0, 500) : String(error),
+        host: hostOf(spec.url),
+        scriptError: (error instanceof Error ? error.message : String(error)).slice(0, 500),
       });
     });
+  }
+  if (spec.click) await clickFirst(page, spec.url, spec.click);
+}
+
+/** What blockAds and blockChats hide, in every frame as it stands now; nothing when neither was asked for. */
+export async function hideFilteredElements(
+  page: Page,
+  spec: CaptureSpec,
+  setup: NavigationSetup,
+): Promise<void> {
+  const sets = filterSetsOf(spec);
+  if (sets.length > 0) await hideFiltered(page, sets, setup.requestBlocking);
+}
+
+/**
+ * `click`: the first element matching `selector`, scrolled into view and clicked with the mouse, as a person would
+ * (trusted events, at the element's centre). No such element, or one that cannot be clicked (not rendered), fails the
+ * capture with the selector named.
+ */
+async function clickFirst(page: Page, url: string, selector: string): Promise<void> {
+  const shown = JSON.stringify(selector);
+  const target = await page.$(selector);
+  if (!target) throw new CaptureFailedError(url, `No element matches the click selector ${shown}`);
+  try {
+    await target.scrollIntoView();
+    await target.click();
+  } catch {
+    throw new CaptureFailedError(
+      url,
+      `The element matching the click selector ${shown} could not be clicked`,
+    );
+  } finally {
+    await target.dispose().catch(() => undefined);
   }
 }
 

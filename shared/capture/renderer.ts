@@ -2,14 +2,25 @@ import type { WaitUntil } from '../screenshot/optionFields';
 
 export const IMAGE_FORMATS = ['png', 'jpeg', 'webp'] as const;
 export type ImageFormat = (typeof IMAGE_FORMATS)[number];
-/** What the browser produces: an image, or a document printed by Chromium's own PDF engine. */
-export type CaptureFormat = ImageFormat | 'pdf';
-export const CAPTURE_CONTENT_TYPES: Record<CaptureFormat, string> = {
+/** The page's content as text instead of pixels: its main content as Markdown, or its rendered DOM. */
+export const CONTENT_FORMATS = ['markdown', 'html'] as const;
+export type ContentFormat = (typeof CONTENT_FORMATS)[number];
+/** What the browser produces: an image, a document printed by Chromium's own PDF engine, or the page's text. */
+export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'pdf', ...CONTENT_FORMATS] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+export const CAPTURE_CONTENT_TYPES: Record<OutputFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
   pdf: 'application/pdf',
+  markdown: 'text/markdown; charset=utf-8',
+  html: 'text/html; charset=utf-8',
 };
+
+export function isContentFormat(format: OutputFormat): format is ContentFormat {
+  return (CONTENT_FORMATS as readonly string[]).includes(format);
+}
+
 export const MEDIA_TYPES = ['screen', 'print'] as const;
 export type MediaType = (typeof MEDIA_TYPES)[number];
 export const PAPER_FORMATS = ['A3', 'A4', 'A5', 'Letter', 'Legal', 'Tabloid'] as const;
@@ -30,6 +41,23 @@ export interface PdfOptions {
   footerTemplate?: string;
 }
 
+/** What the rendered page says about itself (`metadata: true`); every absent value is null. */
+export interface PageMetadata {
+  title: string | null;
+  description: string | null;
+  lang: string | null;
+  canonicalUrl: string | null;
+  /** Where the page ended up, after redirects. */
+  finalUrl: string | null;
+  /** The HTTP status of the main document. */
+  statusCode: number | null;
+  favicon: string | null;
+  /** Open Graph properties without their `og:` prefix. */
+  openGraph: Record<string, string>;
+  /** Twitter card properties without their `twitter:` prefix. */
+  twitter: Record<string, string>;
+}
+
 /** Everything the browser needs to take one screenshot, after defaults and device presets are applied. */
 export interface CaptureSpec {
   /** The page's address; for a document given as `html`, only the name it is reported by (HTML_SOURCE). */
@@ -38,7 +66,7 @@ export interface CaptureSpec {
   html?: string;
   width: number;
   height: number;
-  format: CaptureFormat;
+  format: OutputFormat;
   /** Present when format is pdf. */
   pdf?: PdfOptions;
   /** CSS media type the page is laid out for. */
@@ -82,6 +110,17 @@ export interface CaptureSpec {
   blockAds: boolean;
   /** Cookie-consent banners refused or hidden by autoconsent's rules. */
   blockCookieBanners: boolean;
+  /** Chat and support widgets blocked and hidden by the shipped annoyance list (network and cosmetic). */
+  blockChats: boolean;
+  /**
+   * After load and the injected css and js, before the delay: the first element matching this is scrolled into view
+   * and clicked.
+   */
+  click?: string;
+  /** A main document answering 4xx or 5xx fails the capture. */
+  failOnHttpError: boolean;
+  /** Read the page's metadata (title, description, Open Graph, …) as well. */
+  metadata: boolean;
 }
 
 export interface CaptureCookie {
@@ -97,11 +136,13 @@ export interface CaptureCookie {
 export const HTML_SOURCE = 'html';
 
 export interface CaptureResult {
-  /** The image or document, as its content type says. */
+  /** The image or document, or for a content format the text as UTF-8, as its content type says. */
   image: Buffer;
   contentType: string;
   /** True when a full-page capture was cut at the format's height cap, or a PDF at MAX_PDF_PAGES. */
   truncated: boolean;
+  /** Present when the spec asked for it. */
+  metadata?: PageMetadata;
 }
 
 /** The time a capture has, owned by the use case that admitted it. */
@@ -127,6 +168,6 @@ export interface Renderer {
 }
 
 /** Full-page height caps: Chromium's texture limit, and WebP's own 16,383-pixel limit. */
-export function heightCap(format: ImageFormat): number {
+export function heightCap(format: OutputFormat): number {
   return format === 'webp' ? 16_383 : 16_384;
 }

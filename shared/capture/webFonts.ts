@@ -7,13 +7,26 @@ import type { Page } from 'puppeteer-core';
  */
 export const WEB_FONTS_WAIT_MS = 3_000;
 
+/** How often the wait looks at the fonts' status. */
+const FONTS_CHECK_MS = 10;
+
 /**
- * Lays the page out (which requests the fonts its text uses), then waits for `document.fonts.ready` or the cap.
- * Page source text, not a function: see shared/capture/pageScripts.ts for why.
+ * Lays the page out (which requests the fonts its text uses), then waits until no font is loading, or the cap.
+ * `document.fonts.ready` alone is not enough: Chromium resolves it only once the document has loaded, and a page
+ * captured at DOMContentLoaded may still be loading its images. Page source text, not a function: see
+ * shared/capture/pageScripts.ts for why.
  */
 const FONTS_READY = `(async () => {
   document.documentElement.getBoundingClientRect();
-  await Promise.race([document.fonts.ready, new Promise((resolve) => setTimeout(resolve, ${WEB_FONTS_WAIT_MS}))]);
+  await new Promise((resolve) => {
+    const end = performance.now() + ${WEB_FONTS_WAIT_MS};
+    const check = () => {
+      if (document.fonts.status === 'loaded' || performance.now() >= end) resolve(undefined);
+      else setTimeout(check, ${FONTS_CHECK_MS});
+    };
+    document.fonts.ready.then(resolve);
+    check();
+  });
 })()`;
 
 /** The part of puppeteer's Frame this needs. `isolatedRealm()` is marked internal in its types, not in its code. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { imageSize } from 'image-size';
 import { pdfPageSize } from '../capture/pdfPages';
-import { CAPTURE_CONTENT_TYPES } from '../capture/renderer';
+import { CAPTURE_CONTENT_TYPES, type PageMetadata } from '../capture/renderer';
 import { logger } from '../logger';
 import type { ScreenshotRequest } from '../screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
@@ -15,8 +15,9 @@ export interface ImageLink {
   url: string;
   /** When the address stops working, ms since epoch. */
   expiresAt: number;
-  width: number;
-  height: number;
+  /** The image's pixel size, a PDF's first page in points; null for text (a content format). */
+  width: number | null;
+  height: number | null;
   bytes: number;
 }
 
@@ -36,11 +37,15 @@ export interface Screenshot {
   link?: ImageLink;
   /** The caller's If-None-Match names the cached image: 304, no body. */
   notModified?: true;
+  /** Captured with the caller's `headers` or `cookies`: answered `Cache-Control: private`. */
+  credentialed?: true;
+  /** What the page said about itself, when the request asked for it (`metadata: true`). */
+  metadata?: PageMetadata;
 }
 
 /** A fresh capture, before delivery. */
 export type CapturedImage = Required<Pick<Screenshot, 'image'>> &
-  Omit<Screenshot, 'cache' | 'link' | 'notModified'>;
+  Omit<Screenshot, 'cache' | 'link' | 'notModified' | 'credentialed'>;
 
 export interface ImageDeliveryDeps {
   images: ImageStore;
@@ -56,8 +61,10 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
     return {
       url: await deps.images.signedUrl(key, IMAGE_LINK_LIFETIME_SECONDS),
       expiresAt: deps.now() + IMAGE_LINK_LIFETIME_SECONDS * 1000,
-      width: info.width,
-      height: info.height,
+      // Text has no size; an image has its pixels, a PDF its first page in points.
+      ...(info.contentType.startsWith('image/') || info.contentType === CAPTURE_CONTENT_TYPES.pdf
+        ? { width: info.width, height: info.height }
+        : { width: null, height: null }),
       bytes: info.bytes,
     };
   }
@@ -84,6 +91,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         creditsCharged: 0,
         truncated: info.truncated,
         cache: 'HIT',
+        ...(info.metadata ? { metadata: info.metadata } : {}),
       });
 
       if (ifNoneMatch !== undefined || request.response === 'json') {
@@ -125,6 +133,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         truncated: captured.truncated,
         storedAt: now,
         expiresAt: now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+        ...(captured.metadata ? { metadata: captured.metadata } : {}),
       };
       const stored = deps.images.put(key, captured.image, info);
       if (request.response === 'json') {
@@ -140,11 +149,10 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
 
-/** An image's pixel size; a PDF's first page in points (1/72 in). */
+/** An image's pixel size, read from its header; a PDF's first page in points (1/72 in); text has none. */
 function sizeOf(captured: CapturedImage): { width?: number; height?: number } {
-  return captured.contentType === CAPTURE_CONTENT_TYPES.pdf
-    ? pdfPageSize(captured.image)
-    : imageSize(captured.image);
+  if (captured.contentType === CAPTURE_CONTENT_TYPES.pdf) return pdfPageSize(captured.image);
+  return captured.contentType.startsWith('image/') ? imageSize(captured.image) : {};
 }
 
 /** RFC 9110 If-None-Match: `*`, or a list of entity tags compared weakly (a `W/` prefix is ignored). */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { PageMetadata } from '../capture/renderer';
 
 /** What is kept beside a stored image: enough to answer from it without reading or decoding the bytes. */
 export interface StoredImageInfo {
@@ -14,6 +15,8 @@ export interface StoredImageInfo {
   storedAt: number;
   /** When it stops being served from the cache, ms since epoch (the lifecycle rule removes it later). */
   expiresAt: number;
+  /** The page's metadata, kept for a cached capture that asked for it. */
+  metadata?: PageMetadata;
 }
 
 /**

@@ -2,6 +2,7 @@ import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { classifyAddress } from './addressClass';
 import { type AllowList, normalizeHost, parseAllowList } from './allowList';
+import { ownPorts } from './ownPorts';
 
 /** Resolves a host name to every address it has. Injectable so tests can script DNS (rebinding, failures). */
 export type HostLookup = (hostname: string) => Promise<readonly LookupAddress[]>;
@@ -29,7 +30,8 @@ export interface EgressGate {
 
 /**
  * The one decision shared by the URL policy (before capture) and the egress proxy (during capture): resolve the
- * host once, and allow it only if every address is public or explicitly allowed.
+ * host once, and allow it only if every address is public or explicitly allowed, and no private one is on a port of
+ * the service itself (ownPorts).
  */
 export function createEgressGate(options: EgressGateOptions): EgressGate {
   const allowList: AllowList = parseAllowList(options.allowPrivateHosts);
@@ -60,6 +62,10 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
 
       for (const address of addresses) {
         const range = classifyAddress(address);
+        // The service's own ports on this machine are never a page's to reach, whatever the allow list says.
+        if (range !== 'public' && ownPorts.has(port)) {
+          return { kind: 'refused', reason: `url names a port of the service itself (${address}:${port})` };
+        }
         if (range !== 'public' && !allowList.allows(host, address, port)) {
           return {
             kind: 'refused',

@@ -11,6 +11,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { effectivePort } from './allowList';
 import { createEgressGate, type EgressGate, type HostLookup } from './egressGate';
+import { ownPorts } from './ownPorts';
 
 /**
  * The single way out for Chromium: an HTTP proxy on loopback that forwards plain http requests and tunnels CONNECT
@@ -73,10 +74,12 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
+  const leaveOwnPorts = ownPorts.add(port);
 
   return {
     url: `http://127.0.0.1:${port}`,
     async close() {
+      leaveOwnPorts();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
       agent.destroy();

@@ -11,6 +11,8 @@ import { bearerCredential, jsonBody } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
+/** For an image captured with the caller's headers or cookies: the caller's browser may keep it, no shared cache. */
+export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
 export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
@@ -81,8 +83,9 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
     ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
     ...rateHeaders,
   };
+  const cacheControl = screenshot.credentialed ? PRIVATE_CACHE_CONTROL : CACHE_CONTROL;
   if (screenshot.notModified) {
-    return { status: 304, headers: { ...headers, 'Cache-Control': CACHE_CONTROL }, body: '' };
+    return { status: 304, headers: { ...headers, 'Cache-Control': cacheControl }, body: '' };
   }
   if (screenshot.link) {
     const { link } = screenshot;
@@ -98,14 +101,32 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
         etag: screenshot.etag,
         creditsCharged: screenshot.creditsCharged,
         cache: screenshot.cache ?? 'BYPASS',
+        ...(screenshot.metadata ? { metadata: screenshot.metadata } : {}),
       },
       headers,
     );
   }
   return {
     status: 200,
-    headers: { 'Content-Type': screenshot.contentType, 'Cache-Control': CACHE_CONTROL, ...headers },
+    headers: {
+      'Content-Type': screenshot.contentType,
+      'Cache-Control': cacheControl,
+      ...safeAnswerHeaders(screenshot.contentType),
+      ...headers,
+    },
     body: screenshot.image ?? Buffer.alloc(0),
+  };
+}
+
+/**
+ * A captured page's bytes must never run as a document on our origin (the local dashboard shares it): no type
+ * sniffing, and whatever a browser could render as a document (HTML, Markdown shown as text/html by a careless
+ * viewer) in a sandbox with no script and an opaque origin.
+ */
+function safeAnswerHeaders(contentType: string): Record<string, string> {
+  return {
+    'X-Content-Type-Options': 'nosniff',
+    ...(contentType.startsWith('image/') ? {} : { 'Content-Security-Policy': 'sandbox' }),
   };
 }
 

@@ -28,9 +28,12 @@ export const CAPTURE_OPTION_DESCRIPTIONS: Record<keyof typeof captureOptionField
     `characters; not ${FORBIDDEN_HEADERS.join(', ')} or proxy-*`,
   cookies:
     `Host-only cookies for the host of url, set before navigation; path defaults to /. name and value together at ` +
-    `most ${MAX_COOKIE_SIZE} characters; sameSite None needs secure`,
+    `most ${MAX_COOKIE_SIZE} characters; sameSite None needs secure; names starting __Secure-, __Host- or __Http- ` +
+    '(any case) need secure (so an https url), __Host- also the path /, __Http- also httpOnly',
   timezone: "The page's IANA time zone, e.g. Europe/Paris",
-  locale: 'BCP 47 tag for navigator.language and Accept-Language, e.g. de-DE',
+  locale:
+    'BCP 47 tag for navigator.language and Accept-Language, e.g. de-DE; it must name a language (not und). ' +
+    'Without it pages see en-US (Accept-Language: en-US,en;q=0.9)',
   css: `A style sheet added after load (at most ${KIB} KiB of UTF-8)`,
   js:
     `A script run in the page after load, before delay (at most ${KIB} KiB of UTF-8). Its errors do not fail the ` +
@@ -42,4 +45,13 @@ export const CAPTURE_OPTION_DESCRIPTIONS: Record<keyof typeof captureOptionField
   blockCookieBanners:
     'Dismiss cookie-consent banners and dialogs (refusing where the page allows) or hide them, with the consent ' +
     'rules shipped with the project, in every frame',
+  blockChats:
+    'Block and hide chat and support widgets (Intercom, Drift, Zendesk, Crisp, HubSpot, Tawk.to, LiveChat and the ' +
+    "like) with the annoyance list shipped with the project (Fanboy's Anti-Chat List)",
+  click:
+    'After load and the injected css and js, before delay: the first element matching this CSS selector is ' +
+    'scrolled into view and clicked. No match: 500 naming the selector, nothing charged',
+  failOnHttpError:
+    "When true, a main document answering 4xx or 5xx fails the capture: 500 with the page's status in the " +
+    'message, nothing charged',
 };

@@ -17,6 +17,7 @@ import { operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
 import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
@@ -52,7 +53,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address. Give url or html, not both`,
   width: 'Viewport width in pixels (ignored when device is given)',
   height: 'Viewport height in pixels (ignored when device is given)',
-  format: 'Output format: an image, or a PDF printed by Chromium',
+  format:
+    'Output format: an image (png, jpeg, webp, avif), a PDF printed by Chromium, or the page as text: markdown (its main content, by Readability and Turndown) or html (the rendered DOM)',
   quality: 'Quality for jpeg, webp and avif; accepted and ignored for png and pdf',
   fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px, as for avif; ${count(heightCap('webp'))} for webp) instead of the viewport. Not with pdf`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
@@ -60,6 +62,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
+  metadata:
+    'With response: json, the answer also holds the page metadata (title, description, lang, canonicalUrl, finalUrl, statusCode, favicon, openGraph, twitter)',
   ...CAPTURE_OPTION_DESCRIPTIONS,
   ...OUTPUT_DESCRIPTIONS,
 };
@@ -83,7 +87,9 @@ const screenshotBody = screenshotRequest.meta({
 
 const createKeyRequest = createKeyBody.meta({
   id: 'CreateKeyRequest',
-  description: `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters`,
+  description:
+    `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters, with no control character ` +
+    'and no bidirectional formatting character (U+061C, U+200E, U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069)',
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({
@@ -122,7 +128,10 @@ const imageHeaders = z.object({
     description: 'Quoted hex MD5 of the image bytes',
     example: '"9e107d9d372bb6826bd81d3542a419d6"',
   }),
-  'Cache-Control': z.string().meta({ example: 'public, max-age=3600, stale-while-revalidate=86400' }),
+  'Cache-Control': z.string().meta({
+    description: 'private, max-age=3600 for a capture made with headers or cookies',
+    example: 'public, max-age=3600, stale-while-revalidate=86400',
+  }),
   'X-Credits-Charged': z
     .number()
     .int()
@@ -199,10 +208,13 @@ const keyIdParameter = {
 const deliveredResponses = {
   '200': {
     description:
-      'The image as raw bytes in the requested format, or with response: json a link to the stored image',
+      'The image (or the text of markdown and html) as raw bytes in the requested format, or with response: json a link to the stored file',
     headers: imageHeaders,
     content: {
-      ...Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: binary }])),
+      // Media types without their parameters (the charset of text formats), as OpenAPI keys them.
+      ...Object.fromEntries(
+        Object.values(CONTENT_TYPES).map((type) => [type.split(';')[0], { schema: binary }]),
+      ),
       ...json(imageLink),
     },
   },
@@ -280,7 +292,8 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       'The fields of the screenshot body as query parameters (numbers and booleans as text, arrays and objects as ' +
       `JSON), plus ${KEY_ID_PARAM} and ${SIGNATURE_PARAM}: the lower-case hex HMAC-SHA256, keyed with the key's ` +
       `signing secret, of every other parameter sorted by name, RFC 3986-encoded, as name=value joined with &. ` +
-      'cache is true unless cache=false. Checks, in order: signature and key (401), rate limit (429), the cache ' +
+      `cache is true unless cache=false. A link is public: ${FIELDS_REFUSED_ON_SIGNED_LINKS.join(' and ')} are ` +
+      'refused (400). Checks, in order: signature and key (401), rate limit (429), the cache ' +
       '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
     requestParams: { query: signedLinkQuery() },
     responses: Object.fromEntries(
@@ -355,6 +368,29 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       ...sessionFailures,
     },
   },
+  mcp: {
+    tags: ['Agents'],
+    summary: 'The MCP server (Model Context Protocol, Streamable HTTP, stateless, JSON responses)',
+    description:
+      'JSON-RPC messages of the Model Context Protocol. Tools: take_screenshot, get_page_markdown and get_page_pdf; ' +
+      'each call is one screenshot request of the key (rate limit, credits, captures running, usage). A tool that ' +
+      'fails answers a result with isError: true and the REST error message. Send Accept: application/json, ' +
+      'text/event-stream, as MCP clients do.',
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 message' } } },
+    },
+    responses: {
+      '200': {
+        description: 'The JSON-RPC answer',
+        content: {
+          'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 message' } },
+        },
+      },
+      '202': { description: 'A notification, accepted; no body' },
+      '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
+    },
+  },
   getOpenApi: {
     tags: ['Meta'],
     summary: 'This API description (OpenAPI 3.1)',
@@ -375,7 +411,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
  */
 function signedLinkQuery() {
   const fields = Object.keys(screenshotRequest.shape).filter(
-    (name) => name !== 'url',
+    (name) => name !== 'url' && !FIELDS_REFUSED_ON_SIGNED_LINKS.includes(name),
   ) as (keyof ScreenshotRequest)[];
   return z.object({
     url: z.string().meta({ description: SCREENSHOT_FIELDS.url }),

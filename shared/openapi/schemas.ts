@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_KEYS_PER_ACCOUNT } from '../keys/schemas';
+import { CONTENT_TYPES } from '../screenshot/outputFields';
 
 /**
  * Response bodies, for the API description only: the handlers build these objects themselves, and
@@ -10,9 +11,9 @@ const timestamp = z.number().int().meta({ description: 'Milliseconds since the e
 
 const validationDetail = z
   .object({
-    code: z
-      .string()
-      .meta({ description: 'Machine-readable reason, e.g. too_small, invalid_json, url_not_allowed' }),
+    code: z.string().meta({
+      description: 'Machine-readable reason, e.g. too_small, invalid_json, invalid_selector, url_not_allowed',
+    }),
     path: z
       .array(z.union([z.string(), z.number()]))
       .meta({ description: 'Where in the body; empty for the whole body' }),
@@ -131,19 +132,45 @@ export const creditBalance = z
   .object({ balance: z.number().int().min(0).meta({ description: 'Credits available for screenshots' }) })
   .meta({ id: 'CreditBalance' });
 
+const nullableText = (description: string) => z.string().nullable().meta({ description });
+const properties = (description: string) => z.record(z.string(), z.string()).meta({ description });
+
+export const pageMetadata = z
+  .object({
+    title: nullableText('The document title'),
+    description: nullableText('The description meta tag'),
+    lang: nullableText('The lang attribute of the html element'),
+    canonicalUrl: nullableText('The canonical link, absolute'),
+    finalUrl: nullableText('Where the page ended up after redirects'),
+    statusCode: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "The HTTP status of the page's main document" }),
+    favicon: nullableText('The icon link, absolute'),
+    openGraph: properties('og: properties, keyed without the prefix'),
+    twitter: properties('twitter: properties, keyed without the prefix'),
+  })
+  .meta({ id: 'PageMetadata', description: 'What the rendered page says about itself (metadata: true)' });
+
 export const imageLink = z
   .object({
     url: z.string().meta({ description: 'Pre-signed address of the stored image' }),
     expiresAt: timestamp.meta({ description: 'When url stops working, milliseconds since the epoch' }),
-    contentType: z.enum(['image/png', 'image/jpeg', 'image/webp']),
-    width: z.number().int().meta({ description: 'Image width in pixels' }),
-    height: z.number().int().meta({ description: 'Image height in pixels' }),
+    contentType: z.enum(Object.values(CONTENT_TYPES) as [string, ...string[]]),
+    width: z.number().int().nullable().meta({ description: 'Image width in pixels; null for text formats' }),
+    height: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'Image height in pixels; null for text formats' }),
     bytes: z.number().int().meta({ description: 'Image size in bytes' }),
     etag: z.string().meta({ description: 'Quoted hex MD5 of the image bytes, as the ETag header' }),
     creditsCharged: z.number().int().meta({ description: 'What this request cost; 0 for a cache hit' }),
     cache: z.enum(['HIT', 'MISS', 'BYPASS']).meta({
       description: 'HIT: from the cache; MISS: captured and cached; BYPASS: captured without the cache',
     }),
+    metadata: pageMetadata.optional(),
   })
   .meta({ id: 'ImageLink', description: 'response: json, the stored image' });
 

@@ -16,6 +16,7 @@ import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
+import type { UsageRecord } from '../usage/usageStore';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { encodeAvif } from './avifEncoding';
@@ -24,7 +25,7 @@ import { creditCost } from './cost';
 import { CONTENT_TYPES } from './outputFields';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
-import { refuseSignedLinkFields } from './signedLinkFields';
+import { refuseOnSignedLink } from './signedLinkFields';
 import { outcomeStatus, usageOf } from './usageOf';
 
 export type { Screenshot } from '../delivery/imageDelivery';
@@ -68,6 +69,8 @@ export type ScreenshotInput = ScreenshotCredential & {
   signal?: AbortSignal;
   /** The caller's If-None-Match header: answered with 304 when it names the cached image. */
   ifNoneMatch?: string;
+  /** The entry other than the REST API the request came through, for the usage record. */
+  via?: UsageRecord['via'];
 };
 
 /**
@@ -124,6 +127,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
     const record = usageOf(identity, outcome, { at, durationMs }, request);
+    if (input.via) record.via = input.via;
     deps.usage.record(record);
     if (!outcome.ok) return outcome;
     return {
@@ -152,18 +156,19 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
       // order of answers (401, 429, 400, 402) is unchanged.
       const validated = specOf(
-        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`.
+        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
         'signed' in input
-          ? () => withDefaults(refuseSignedLinkFields(input.request()), { cache: true })
+          ? () => withDefaults(refuseOnSignedLink(input.request()), { cache: true })
           : input.request,
         deps.urlPolicy,
       );
       validated.catch(() => undefined);
       // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
       // request has been counted and allowed.
-      const cachedAnswer = validated.then(({ fields }) =>
-        delivery.fromCache(identity.accountId, fields, input.ifNoneMatch),
-      );
+      const cachedAnswer = validated.then(async ({ fields }) => {
+        const cached = await delivery.fromCache(identity.accountId, fields, input.ifNoneMatch);
+        return cached && withCredentialsMark(cached, fields);
+      });
       cachedAnswer.catch(() => undefined);
       const [decision] = await Promise.all([
         deps.rateLimiter.hit(identity.accountId, now()),
@@ -193,13 +198,15 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           });
           const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
-          screenshot = await delivery.deliver(identity.accountId, fields, {
+          const delivered = await delivery.deliver(identity.accountId, fields, {
             image: output.image,
             contentType: output.contentType,
             etag: `"${createHash('md5').update(output.image).digest('hex')}"`,
             creditsCharged: cost,
             truncated: output.truncated,
+            ...(output.metadata ? { metadata: output.metadata } : {}),
           });
+          screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
           await giveBack();
           throw error;
@@ -264,6 +271,13 @@ async function outputOf(
   if (fields.format !== 'avif') return result;
   const image = await encodeAvif(result.image, fields.quality, capture);
   return { ...result, image, contentType: CONTENT_TYPES.avif };
+}
+
+/** A capture made with the caller's `headers` or `cookies` shows what they see: no shared cache may keep it. */
+function withCredentialsMark(screenshot: Screenshot, fields: ScreenshotRequest): Screenshot {
+  return fields.headers !== undefined || fields.cookies !== undefined
+    ? { ...screenshot, credentialed: true }
+    : screenshot;
 }
 
 /** A request object with `defaults` under what it says itself; anything else is left for validation to refuse. */

@@ -37,11 +37,15 @@ export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
     hideSelectors: request.hideSelectors ?? [],
     blockAds: request.blockAds,
     blockCookieBanners: request.blockCookieBanners,
+    blockChats: request.blockChats,
+    failOnHttpError: request.failOnHttpError,
+    click: request.click,
     selector: request.selector,
     waitForSelector: request.waitForSelector,
     timezone: request.timezone && canonicalTimeZone(request.timezone),
     locale: request.locale && canonicalLocale(request.locale),
     css: request.css,
     js: request.js,
+    metadata: request.metadata === true,
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONTENT_FORMATS } from '../capture/renderer';
 import { utf8Text } from './outputFields';
 
 /**
@@ -75,13 +76,49 @@ export function canonicalTimeZone(zone: string): string | undefined {
   }
 }
 
-/** The tag's canonical BCP 47 form (`en-us` → `en-US`), or undefined when it is not a well-formed tag. */
+/**
+ * The tag's canonical BCP 47 form (`en-us` → `en-US`), or undefined when it is not a well-formed tag or names no
+ * language: Chromium refuses `und` (undetermined), with or without a region or script.
+ */
 export function canonicalLocale(tag: string): string | undefined {
+  let canonical: string | undefined;
   try {
-    return Intl.getCanonicalLocales(tag)[0];
+    canonical = Intl.getCanonicalLocales(tag)[0];
   } catch {
     return undefined;
   }
+  return canonical === undefined || /^und(?:-|$)/i.test(canonical) ? undefined : canonical;
+}
+
+/**
+ * Cookie name prefixes (RFC 6265bis, case-insensitive as Chromium reads them) and what a browser requires of such a
+ * cookie before it keeps it; a cookie that misses one would make the browser refuse the whole capture. Every prefix
+ * needs `secure` (so an https url); `__Host-` also the path `/` (the cookie is host-only anyway), `__Http-` also
+ * `httpOnly`. The longest prefix is listed first.
+ */
+const COOKIE_PREFIXES = [
+  { prefix: '__host-http-', rootPath: true, httpOnly: true },
+  { prefix: '__http-', rootPath: false, httpOnly: true },
+  { prefix: '__host-', rootPath: true, httpOnly: false },
+  { prefix: '__secure-', rootPath: false, httpOnly: false },
+] as const;
+
+/** What a cookie's name prefix asks that the cookie does not give, as issues on the cookie's own fields. */
+function cookiePrefixIssues(cookie: { name: string; path?: string; secure?: boolean; httpOnly?: boolean }) {
+  const rule = COOKIE_PREFIXES.find(({ prefix }) => cookie.name.toLowerCase().startsWith(prefix));
+  if (!rule) return [];
+  const named = cookie.name.slice(0, rule.prefix.length);
+  return [
+    ...(cookie.secure !== true
+      ? [{ path: 'secure', message: `cookies named ${named}… need secure: true (and an https url)` }]
+      : []),
+    ...(rule.rootPath && cookie.path !== undefined && cookie.path !== '/'
+      ? [{ path: 'path', message: `cookies named ${named}… need the path /` }]
+      : []),
+    ...(rule.httpOnly && cookie.httpOnly !== true
+      ? [{ path: 'httpOnly', message: `cookies named ${named}… need httpOnly: true` }]
+      : []),
+  ];
 }
 
 const selectorText = (max: number) => z.string().min(1).max(max);
@@ -143,6 +180,9 @@ const cookie = z
         message: `name and value together must be at most ${MAX_COOKIE_SIZE} characters`,
       });
     }
+    for (const issue of cookiePrefixIssues(ctx.value)) {
+      ctx.issues.push({ code: 'custom', path: [issue.path], input: ctx.value, message: issue.message });
+    }
     // Browsers drop a SameSite=None cookie that is not Secure.
     if (sameSite === 'None' && secure !== true) {
       ctx.issues.push({
@@ -181,14 +221,23 @@ export const captureOptionFields = {
   locale: z
     .string()
     .max(MAX_LOCALE_LENGTH)
-    .refine((tag) => canonicalLocale(tag) !== undefined, 'locale must be a BCP 47 language tag, e.g. en-US')
+    .refine(
+      (tag) => canonicalLocale(tag) !== undefined,
+      'locale must be a BCP 47 language tag that names a language (not und), e.g. en-US',
+    )
     .optional(),
   css: injected('css').optional(),
   js: injected('js').optional(),
   hideSelectors: z.array(selectorText(MAX_HIDE_SELECTOR_LENGTH)).max(MAX_HIDE_SELECTORS).optional(),
   blockAds: z.boolean().default(false),
   blockCookieBanners: z.boolean().default(false),
+  blockChats: z.boolean().default(false),
+  click: selectorText(MAX_SELECTOR_LENGTH).optional(),
+  failOnHttpError: z.boolean().default(false),
 };
+
+/** Fields that shape an image, refused with a content format (`markdown`, `html`) unless they keep the value that changes nothing. */
+const IMAGE_ONLY_FIELDS: Record<string, unknown> = { fullPage: false, selector: undefined, scale: 1 };
 
 /**
  * What the option fields cannot check alone: how they go with the rest of the body. zod runs this even when a field
@@ -199,6 +248,18 @@ export function combinationIssues(body: Record<string, unknown>) {
   // An element is captured as it is; "the whole page" of an element has no meaning.
   if (body.fullPage === true && body.selector !== undefined) {
     issues.push({ path: ['selector'], message: 'selector cannot be combined with fullPage' });
+  }
+  // Text has no pixels: the fields that shape an image say nothing to a content format.
+  if (typeof body.format === 'string' && (CONTENT_FORMATS as readonly string[]).includes(body.format)) {
+    for (const [field, neutral] of Object.entries(IMAGE_ONLY_FIELDS)) {
+      if (body[field] !== undefined && body[field] !== neutral) {
+        issues.push({ path: [field], message: `${field} cannot be combined with format ${body.format}` });
+      }
+    }
+  }
+  // The metadata travels in the JSON answer; an image or text answer has no place for it.
+  if (body.metadata === true && body.response !== 'json') {
+    issues.push({ path: ['metadata'], message: 'metadata needs response: "json"' });
   }
   // A browser keeps no Secure cookie for a plain-http page: it would be dropped without a word.
   const https =

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { pageSpans } from '../capture/pdfPages';
 import {
   CAPTURE_CONTENT_TYPES,
-  IMAGE_FORMATS,
   MEDIA_TYPES,
   type MediaType,
+  OUTPUT_FORMATS,
   PAPER_FORMATS,
   type PdfOptions,
 } from '../capture/renderer';
@@ -16,10 +16,10 @@ import {
  * depend on the format. The OpenAPI text and docs/api.md quote these bounds.
  */
 
-/** What a request may ask for: an image Chromium encodes, AVIF (encoded by us from Chromium's pixels), or a PDF. */
-export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'avif', 'pdf'] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
-export const CONTENT_TYPES: Record<OutputFormat, string> = { ...CAPTURE_CONTENT_TYPES, avif: 'image/avif' };
+/** What a request may ask for: what the renderer produces, and AVIF (encoded by us from the renderer's PNG). */
+export const REQUEST_FORMATS = [...OUTPUT_FORMATS, 'avif'] as const;
+export type RequestFormat = (typeof REQUEST_FORMATS)[number];
+export const CONTENT_TYPES: Record<RequestFormat, string> = { ...CAPTURE_CONTENT_TYPES, avif: 'image/avif' };
 
 /** Of `html`, in bytes of UTF-8. */
 export const MAX_HTML_BYTES = 1024 * 1024;
@@ -108,6 +108,8 @@ const IMAGE_ONLY_FIELDS: Record<string, (value: unknown) => boolean> = {
   scale: (value) => value !== undefined && value !== 1,
   omitBackground: (value) => value === true,
 };
+/** The formats with an alpha channel: jpeg has none, and a document or text no background to omit. */
+const TRANSPARENT_FORMATS: ReadonlySet<unknown> = new Set(['png', 'webp', 'avif']);
 /** Fields that act on the page at `url` only: a document given as `html` has no origin of its own to send them to. */
 const URL_ONLY_FIELDS = ['headers', 'cookies'] as const;
 
@@ -137,11 +139,8 @@ export function outputIssues(body: Record<string, unknown>) {
     for (const field of PDF_FIELDS) {
       if (body[field] !== undefined) issues.push({ path: [field], message: `${field} needs format pdf` });
     }
-    if (body.format === 'jpeg' && body.omitBackground === true) {
-      issues.push({
-        path: ['omitBackground'],
-        message: 'omitBackground needs png, webp or avif (jpeg has no transparency)',
-      });
+    if (body.omitBackground === true && !TRANSPARENT_FORMATS.has(body.format)) {
+      issues.push({ path: ['omitBackground'], message: 'omitBackground needs png, webp or avif' });
     }
   }
   return issues;
@@ -149,7 +148,7 @@ export function outputIssues(body: Record<string, unknown>) {
 
 /** The output fields of a validated request; the type keeps this module free of the request schema's. */
 export interface OutputRequest {
-  format: OutputFormat;
+  format: RequestFormat;
   mediaType?: MediaType | undefined;
   pdfPaperFormat?: PdfOptions['paperFormat'] | undefined;
   pdfLandscape?: boolean | undefined;

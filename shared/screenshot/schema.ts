@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { MAX_DELAY_MS } from '../timing';
 import { captureOptionFields, combinationIssues } from './optionFields';
-import { OUTPUT_FORMATS, outputFields, outputIssues } from './outputFields';
+import { outputFields, outputIssues, REQUEST_FORMATS } from './outputFields';
 
 /** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
@@ -29,7 +29,7 @@ const screenshotFields = z.strictObject({
     .optional(),
   width: dimension(DEVICE_PRESETS.desktop.width),
   height: dimension(DEVICE_PRESETS.desktop.height),
-  format: z.enum(OUTPUT_FORMATS).default('png'),
+  format: z.enum(REQUEST_FORMATS).default('png'),
   quality: z.number().int().min(QUALITY.min).max(QUALITY.max).default(QUALITY.default),
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
@@ -37,6 +37,8 @@ const screenshotFields = z.strictObject({
   cache: z.boolean().default(false),
   cacheTtl: z.number().int().min(CACHE_TTL.min).max(CACHE_TTL.max).default(CACHE_TTL.default),
   response: z.enum(RESPONSE_KINDS).default('image'),
+  // Optional, not defaulted: a request without it keeps the cache key it had before the field existed.
+  metadata: z.boolean().optional(),
   ...captureOptionFields,
   ...outputFields,
 });

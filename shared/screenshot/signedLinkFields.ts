@@ -1,23 +1,24 @@
 import { ValidationError } from '../errors';
 
 /**
- * Fields a signed link may not carry: a link is public (an `<img>` tag shows it to anyone), and a document given as
- * `html` is neither something a link could hold nor something to hand out.
+ * Fields a signed link refuses (400 naming the field). A link is public: it ends up in `<img>` tags, pages, logs and
+ * browser histories, so it must carry no origin credentials (`headers`, `cookies`), nor a document of the caller's
+ * (`html`, which a link could not hold anyway). Fields a link cannot honour join this one list as they are added
+ * (`async` is refused on links by the contract).
  */
-export const SIGNED_LINK_REFUSED_FIELDS = ['html'] as const;
+export const FIELDS_REFUSED_ON_SIGNED_LINKS: readonly string[] = ['headers', 'cookies', 'html'];
 
-/** The request of a signed link, or a ValidationError (400) naming each field a link may not carry. */
-export function refuseSignedLinkFields(request: unknown): unknown {
+/** The request of a signed link, or a ValidationError naming each refused field it carries. */
+export function refuseOnSignedLink(request: unknown): unknown {
   if (request === null || typeof request !== 'object') return request;
-  const refused = SIGNED_LINK_REFUSED_FIELDS.filter((field) => field in request);
+  const refused = FIELDS_REFUSED_ON_SIGNED_LINKS.filter((name) => Object.hasOwn(request, name));
   if (refused.length > 0) {
     throw new ValidationError(
-      refused.map((field) => ({
+      refused.map((name) => ({
         code: 'not_allowed_on_signed_link',
-        path: [field],
-        message: `${field} cannot be used in a signed link; send it with POST /api/screenshot`,
+        path: [name],
+        message: `${name} is not allowed on a signed link (a link is public); send it in a POST with the API key`,
       })),
-      'Invalid request body',
     );
   }
   return request;

@@ -44,6 +44,7 @@ export class DynamoUsageStore implements UsageStore {
             cacheHit: record.cacheHit,
             durationMs: record.durationMs,
             host: record.host,
+            via: record.via,
             expiresAt: Math.ceil((record.at + RETENTION_MS) / 1000),
           },
         }),

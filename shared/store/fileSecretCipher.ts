@@ -58,11 +58,12 @@ export function fileSecretCipher(path: string): SecretCipher {
   };
 }
 
-async function loadOrCreateKey(path: string): Promise<Buffer> {
+/** The random key kept in `path`, created (owner-only) on first use. */
+export async function loadOrCreateKey(path: string, bytes = KEY_BYTES): Promise<Buffer> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   try {
     // 'wx': two processes starting at once cannot both write a key; the loser reads the winner's.
-    const key = randomBytes(KEY_BYTES);
+    const key = randomBytes(bytes);
     await writeFile(path, key, { flag: 'wx', mode: 0o600 });
     return key;
   } catch (error) {

@@ -6,9 +6,14 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { PageMetadata } from '../capture/renderer';
 import type { ImageStore, StoredImageInfo } from '../delivery/imageStore';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
+
+/** The page metadata of a capture that asked for it lives in an object of its own: the image's key + this. */
+const PAGE_METADATA_SUFFIX = '.metadata.json';
+const PAGE_METADATA_FLAG = 'page-metadata';
 
 /** S3's answers for "no such object" (HEAD has no body, so only a name; GET says NoSuchKey). */
 const MISSING = new Set(['NotFound', 'NoSuchKey']);
@@ -25,6 +30,20 @@ export class S3ImageStore implements ImageStore {
   ) {}
 
   async put(key: string, image: Buffer, info: StoredImageInfo): Promise<void> {
+    // The page's metadata can outgrow S3's 2 KB of object metadata: it is an object of its own beside the image,
+    // written first so that an image that says it has one always finds it.
+    if (info.metadata) {
+      await this.call(() =>
+        this.s3.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: `${key}${PAGE_METADATA_SUFFIX}`,
+            Body: JSON.stringify(info.metadata),
+            ContentType: 'application/json',
+          }),
+        ),
+      );
+    }
     await this.call(() =>
       this.s3.send(
         new PutObjectCommand({
@@ -39,6 +58,7 @@ export class S3ImageStore implements ImageStore {
             truncated: String(info.truncated),
             'stored-at': String(info.storedAt),
             'expires-at': String(info.expiresAt),
+            ...(info.metadata ? { [PAGE_METADATA_FLAG]: 'beside' } : {}),
           },
         }),
       ),
@@ -49,7 +69,7 @@ export class S3ImageStore implements ImageStore {
     const object = await this.call(() =>
       this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key })),
     );
-    return object && infoOf(object);
+    return object && this.withPageMetadata(key, object, infoOf(object));
   }
 
   async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
@@ -58,8 +78,25 @@ export class S3ImageStore implements ImageStore {
       return { answer, image: Buffer.from((await answer.Body?.transformToByteArray()) ?? []) };
     });
     if (!object) return undefined;
-    const info = infoOf(object.answer);
+    const info = await this.withPageMetadata(key, object.answer, infoOf(object.answer));
     return info && { image: object.image, info };
+  }
+
+  /** The info, with the page metadata stored beside the object when the object says there is one. */
+  private async withPageMetadata(
+    key: string,
+    object: { Metadata?: Record<string, string> },
+    info: StoredImageInfo | undefined,
+  ): Promise<StoredImageInfo | undefined> {
+    if (!info || object.Metadata?.[PAGE_METADATA_FLAG] !== 'beside') return info;
+    const stored = await this.call(async () => {
+      const answer = await this.s3.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: `${key}${PAGE_METADATA_SUFFIX}` }),
+      );
+      return answer.Body?.transformToString();
+    });
+    // Without its metadata the entry cannot answer a request that asked for it: treated as missing.
+    return stored ? { ...info, metadata: JSON.parse(stored) as PageMetadata } : undefined;
   }
 
   signedUrl(key: string, seconds: number): Promise<string> {
@@ -102,25 +139,28 @@ function infoOf(object: {
   };
 }
 
+/** The local S3 API: its address and the credentials of its data dir (local/embeddedS3.ts). */
+export interface LocalS3Endpoint {
+  url: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+}
+
 /**
  * The S3 client: bounded waits like the DynamoDB client's. With an endpoint (the local S3 API) it uses path-style
- * addresses and the local server's fixed credentials.
+ * addresses and the local server's credentials.
  */
-export function createS3Client(endpoint?: string, config: S3ClientConfig = {}): S3Client {
+export function createS3Client(endpoint?: LocalS3Endpoint, config: S3ClientConfig = {}): S3Client {
   return new S3Client({
     maxAttempts: 3,
     requestHandler: { connectionTimeout: 1_000, requestTimeout: 15_000, throwOnRequestTimeout: true },
     ...(endpoint
       ? {
-          endpoint,
+          endpoint: endpoint.url,
           region: 'us-east-1',
           forcePathStyle: true,
-          credentials: { accessKeyId: LOCAL_S3_CREDENTIAL, secretAccessKey: LOCAL_S3_CREDENTIAL },
+          credentials: endpoint.credentials,
         }
       : {}),
     ...config,
   });
 }
-
-/** s3rver's built-in access key and secret. */
-export const LOCAL_S3_CREDENTIAL = 'S3RVER';

@@ -24,6 +24,8 @@ export interface UsageRecord {
   durationMs: number;
   /** The host (and port, if not the default) of the requested URL; never its path or query. */
   host?: string;
+  /** Present when the request came through the MCP server rather than the REST API. */
+  via?: 'mcp';
 }
 
 /** Counts of one key on one day. */

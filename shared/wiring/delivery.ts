@@ -13,6 +13,8 @@ import { createS3Client, S3ImageStore } from '../store/s3ImageStore';
 const deliveryEnv = z.object({
   IMAGE_BUCKET: z.string().min(3).default('screenshot-images'),
   S3_ENDPOINT: z.url().optional(),
+  LOCAL_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  LOCAL_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
   SIGNING_KEY_FILE: z.string().min(1).optional(),
 });
@@ -24,7 +26,16 @@ export function createDeliveryPorts(env: NodeJS.ProcessEnv): { images: ImageStor
 
 function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
   const config = deliveryEnv.parse(env);
-  return new S3ImageStore(createS3Client(config.S3_ENDPOINT), config.IMAGE_BUCKET);
+  if (!config.S3_ENDPOINT) return new S3ImageStore(createS3Client(), config.IMAGE_BUCKET);
+  // The local S3 API answers only requests signed with the secret of its data dir (local/embeddedS3.ts).
+  if (!config.LOCAL_S3_ACCESS_KEY_ID || !config.LOCAL_S3_SECRET_ACCESS_KEY) {
+    throw new Error('S3_ENDPOINT needs LOCAL_S3_ACCESS_KEY_ID and LOCAL_S3_SECRET_ACCESS_KEY');
+  }
+  const credentials = {
+    accessKeyId: config.LOCAL_S3_ACCESS_KEY_ID,
+    secretAccessKey: config.LOCAL_S3_SECRET_ACCESS_KEY,
+  };
+  return new S3ImageStore(createS3Client({ url: config.S3_ENDPOINT, credentials }), config.IMAGE_BUCKET);
 }
 
 /**

@@ -5,6 +5,8 @@ import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
 import { usageRoute } from '../http/usageRoute';
 import type { KeyManagement } from '../keys/keyManagement';
+import type { KeyStore } from '../keys/keyStore';
+import { mcpRoute } from '../mcp/mcpRoute';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import { getOpenApi } from '../openapi/handler';
 import type { RouteDefinition } from '../routes';
@@ -17,7 +19,9 @@ import type { DeferredUsageRecorder } from '../usage/usageRecorder';
  * local server and the handler tests use these very handlers.
  */
 export type LambdaHandlers = {
-  [K in RouteDefinition['handler']]: K extends 'screenshot' ? StreamingLambdaHandler : BufferedLambdaHandler;
+  [K in RouteDefinition['handler']]: K extends 'screenshot' | 'mcp'
+    ? StreamingLambdaHandler
+    : BufferedLambdaHandler;
 };
 
 /**
@@ -31,6 +35,27 @@ export function screenshotLambda(service: {
   metrics: Pick<ServiceMetrics, 'flush'>;
 }): StreamingLambdaHandler {
   return streamingHandler(screenshotRoute(service.capture), {
+    errors: 'screenshot',
+    afterResponse: async () => {
+      service.metrics.flush();
+      await Promise.all([service.renderer.settle(), service.usage.flush()]);
+    },
+  });
+}
+
+/**
+ * POST /mcp: the tools are screenshot requests, so what a capture leaves behind is settled as for the screenshot
+ * route, after the answer: a streaming handler, as that one is, since a buffered one's answer leaves only when it
+ * returns.
+ */
+export function mcpLambda(service: {
+  capture: CaptureScreenshot;
+  keys: KeyStore;
+  renderer: Pick<Renderer, 'settle'>;
+  usage: Pick<DeferredUsageRecorder, 'flush'>;
+  metrics: Pick<ServiceMetrics, 'flush'>;
+}): StreamingLambdaHandler {
+  return streamingHandler(mcpRoute(service), {
     errors: 'screenshot',
     afterResponse: async () => {
       service.metrics.flush();

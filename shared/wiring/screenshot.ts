@@ -84,5 +84,5 @@ export function screenshotUseCase(
     renderer,
     urlPolicy,
   });
-  return { capture, renderer, usage, metrics };
+  return { capture, renderer, usage, metrics, keys: stores.keys };
 }

@@ -413,13 +413,14 @@ describe('an account owner in the dashboard', () => {
     await waitText('#usage-readout', /: 3 captures, 2 credits$/);
   });
 
-  it('captures one element at scale 2 in dark mode, ads and banners blocked, from the form', async () => {
+  it('captures one element at scale 2 in dark mode, ads, banners and chats blocked, from the form', async () => {
     await fillIn('#try-url', `${pages.origin}/card`);
     await fillIn('#try-selector', '#card');
     await page.select('#try-scale', '2');
     await page.click('#try-dark');
     await page.click('#try-ads');
     await page.click('#try-banners');
+    await page.click('#try-chats');
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.url().endsWith('/api/screenshot')),
       page.click('#try-submit'),
@@ -430,6 +431,7 @@ describe('an account owner in the dashboard', () => {
       darkMode: true,
       blockAds: true,
       blockCookieBanners: true,
+      blockChats: true,
     });
     await waitText('#result-caption', /credit/);
     const shown = await page.$eval('#result-image', async (element) => {
@@ -450,7 +452,7 @@ describe('an account owner in the dashboard', () => {
     // Back to the plain form for the tests after this one.
     await fillIn('#try-selector', '');
     await page.select('#try-scale', '1');
-    for (const box of ['#try-dark', '#try-ads', '#try-banners']) await page.click(box);
+    for (const box of ['#try-dark', '#try-ads', '#try-banners', '#try-chats']) await page.click(box);
   });
 
   it('prints your own HTML as a PDF from the form, with its paper, landscape and page numbers, as a download', async () => {

@@ -268,3 +268,47 @@ describe('signed links', () => {
     expect(table).not.toContain(account.signingSecret.slice(8));
   });
 });
+
+describe('origin credentials', () => {
+  it('are refused on a signed link with 400 naming the field, and nothing is charged or captured', async () => {
+    const spy = captures();
+    const before = await balance();
+    for (const [field, value] of [
+      ['headers', JSON.stringify({ Authorization: 'Bearer origin-secret' })],
+      ['cookies', JSON.stringify([{ name: 'session', value: 'origin-secret' }])],
+    ] as const) {
+      const answer = await open(signed({ url: url('/red'), [field]: value }));
+      expect(answer.status).toBe(400);
+      expect(answer.json().details).toEqual([
+        expect.objectContaining({ code: 'not_allowed_on_signed_link', path: [field] }),
+      ]);
+    }
+    expect(spy).not.toHaveBeenCalled();
+    expect(await balance()).toBe(before);
+  });
+
+  it('make the answer Cache-Control: private, also from the cache and in a 304', async () => {
+    for (const credentials of [
+      { headers: { 'X-Origin-Token': 'origin-secret' } },
+      { cookies: [{ name: 'session', value: 'origin-secret' }] },
+    ]) {
+      const body = { url: url('/red'), width: 400, height: 320, cache: true, ...credentials };
+      const miss = await shoot(account.apiKey, body);
+      expect(miss.status).toBe(200);
+      expect(miss.headers['cache-control']).toBe('private, max-age=3600');
+      const hit = await shoot(account.apiKey, body);
+      expect(hit.headers['x-cache']).toBe('HIT');
+      expect(hit.headers['cache-control']).toBe('private, max-age=3600');
+      const revalidated = await shoot(account.apiKey, body, {
+        headers: { 'if-none-match': String(miss.headers.etag) },
+      });
+      expect(revalidated.status).toBe(304);
+      expect(revalidated.headers['cache-control']).toBe('private, max-age=3600');
+    }
+  });
+
+  it('absent, leave the answer public', async () => {
+    const answer = await shoot(account.apiKey, { url: url('/red'), width: 400, height: 320 });
+    expect(answer.headers['cache-control']).toMatch(/^public, /);
+  });
+});

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,10 +7,12 @@ import { LAYER_BUNDLE_PATH } from '../../infra/chromiumLayer';
 import { PROJECT_ROOT } from '../../infra/stack';
 import {
   BUNDLE_MANIFEST,
+  type BundleManifest,
   bundleLayout,
   LAYER_BUNDLE_DIR,
   localBundleDir,
 } from '../../shared/capture/browserBundle';
+import { DEVICE_PRESETS } from '../../shared/capture/devices';
 import { tableTags } from '../../shared/capture/openTypeTables';
 import { ROUTES } from '../../shared/routes';
 import { type Resource, type SynthesizedStack, synthesizeStack } from './synth';
@@ -58,6 +61,28 @@ describe('the Chromium layer', () => {
       expect(statSync(path.join(path.dirname(layout.executablePath), library)).isFile()).toBe(true);
     }
     expect(statSync(path.join(layout.libraryDir, 'libnss3.so')).isFile()).toBe(true);
+  });
+
+  it('runs the very Chromium a local capture runs, of the installed @sparticuz/chromium release', () => {
+    const manifestOf = (dir: string) =>
+      JSON.parse(readFileSync(path.join(dir, BUNDLE_MANIFEST), 'utf8')) as BundleManifest;
+    const digestOf = (dir: string) =>
+      createHash('sha256')
+        .update(readFileSync(bundleLayout(dir).executablePath))
+        .digest('hex');
+    const installed = JSON.parse(
+      readFileSync(path.join(PROJECT_ROOT, 'node_modules', '@sparticuz', 'chromium', 'package.json'), 'utf8'),
+    ) as { version: string };
+    expect(manifestOf(bundleDir).chromium).toBe(installed.version);
+    expect(manifestOf(localBundleDir()).chromium).toBe(installed.version);
+    expect(digestOf(bundleDir)).toBe(digestOf(localBundleDir()));
+  });
+
+  it("names the bundled Chromium's major version in the desktop user agent", () => {
+    const major = JSON.parse(readFileSync(path.join(bundleDir, BUNDLE_MANIFEST), 'utf8')).chromium.split(
+      '.',
+    )[0];
+    expect(DEVICE_PRESETS.desktop.userAgent).toContain(`Chrome/${major}.0.0.0 `);
   });
 
   it('carries the font set and fonts/fonts.conf, the very files a local run uses', () => {

@@ -284,12 +284,14 @@ describe('Lambda functions', () => {
     const modules = path.join(assetDir(layer), 'nodejs', 'node_modules');
     // The browser itself is in the layer unpacked (test/infra/browserLayer.test.ts), not brotli-packed.
     expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, 'bin'))).toBe(false);
-    expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, 'build', 'esm', 'index.js'))).toBe(true);
     const manifest = JSON.parse(
       readFileSync(path.join(modules, CHROMIUM_PACKAGE, 'package.json'), 'utf8'),
     ) as {
+      exports: { '.': { default: string } };
       dependencies: Record<string, string>;
     };
+    // The entry an `import` of the package resolves to.
+    expect(existsSync(path.join(modules, CHROMIUM_PACKAGE, manifest.exports['.'].default))).toBe(true);
     for (const dependency of Object.keys(manifest.dependencies)) {
       expect(existsSync(path.join(modules, dependency, 'package.json')), dependency).toBe(true);
     }

@@ -125,6 +125,39 @@ describe('POST /api/keys', () => {
     expect(response.status).toBe(400);
   });
 
+  it('refuses names holding control or bidirectional formatting characters with 400, and creates nothing', async () => {
+    const { token } = newAccount();
+    const unsafe = [
+      'line\nbreak',
+      'nul\u0000x',
+      'bell\u0007x',
+      'del\u007fx',
+      'c1\u0085x',
+      'invoice\u202Efdp.exe',
+      'embed\u202Ax',
+      'isolate\u2066x\u2069',
+      'mark\u200Fx',
+      'arabic mark\u061Cx',
+      'separator\u2028x',
+    ];
+    for (const name of unsafe) {
+      const response = await call('createKey', { bearer: token, body: { name } });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        message: expect.any(String),
+        details: [{ code: 'custom', path: ['name'], message: expect.stringMatching(/control characters/) }],
+      });
+    }
+    expect((await call('listKeys', { bearer: token })).body.keys).toEqual([]);
+  });
+
+  it('accepts names in any script, with emoji joined by zero-width joiners', async () => {
+    const { token } = newAccount();
+    for (const name of ['Prüfung ключ 鍵 مفتاح', 'team 👩\u200D💻']) {
+      expect((await createKey(token, name)).name).toBe(name);
+    }
+  });
+
   it('refuses a body larger than 16 KiB with 413', async () => {
     const { token } = newAccount();
     const response = await call('createKey', { bearer: token, body: { name: 'x'.repeat(20_000) } });

@@ -56,9 +56,17 @@ describe('the OpenAPI document', () => {
     ]);
   });
 
-  it('describes the successful capture as binary PNG, JPEG, WebP, PDF or AVIF (or a JSON link) with its caching and cost headers', () => {
+  it('describes the successful capture as binary PNG, JPEG, WebP, PDF, Markdown, HTML or AVIF (or a JSON link) with its caching and cost headers', () => {
     const ok = api.operation('POST', '/api/screenshot').responses['200'];
-    const binaryTypes = ['image/png', 'image/jpeg', 'image/webp', 'application/pdf', 'image/avif'];
+    const binaryTypes = [
+      'image/png',
+      'image/jpeg',
+      'image/webp',
+      'application/pdf',
+      'text/markdown',
+      'text/html',
+      'image/avif',
+    ];
     expect(Object.keys(ok.content)).toEqual([...binaryTypes, 'application/json']);
     for (const type of binaryTypes) {
       expect(ok.content[type].schema).toEqual({ type: 'string', format: 'binary' });

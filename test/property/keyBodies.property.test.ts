@@ -28,11 +28,24 @@ afterAll(() => harness?.close());
 const onlyKeys = (value: Record<string, unknown>, allowed: string[]) =>
   Object.keys(value).every((key) => allowed.includes(key));
 
-/** POST /api/keys: `name` only, a string of 1 to 100 characters after trimming. */
+/**
+ * POST /api/keys: `name` only, a string of 1 to 100 characters after trimming, with no control character and no
+ * bidirectional formatting character.
+ */
 function isValidCreate(body: unknown): body is { name: string } {
   if (!isPlainObject(body) || !onlyKeys(body, ['name']) || typeof body.name !== 'string') return false;
   const trimmed = body.name.trim();
-  return trimmed.length >= 1 && trimmed.length <= 100;
+  const unsafe = [...trimmed].some((char) => {
+    const code = char.codePointAt(0) ?? 0;
+    return (
+      code < 0x20 ||
+      (code >= 0x7f && code <= 0x9f) ||
+      [0x061c, 0x200e, 0x200f, 0x2028, 0x2029].includes(code) ||
+      (code >= 0x202a && code <= 0x202e) ||
+      (code >= 0x2066 && code <= 0x2069)
+    );
+  });
+  return trimmed.length >= 1 && trimmed.length <= 100 && !unsafe;
 }
 
 /** PATCH /api/keys/{id}: `isActive` only, a boolean. */
@@ -44,7 +57,17 @@ const nameLike = objectFrom({
   name: fc.oneof(
     fc.string({ maxLength: 120 }),
     fc.string({ unit: 'grapheme', maxLength: 60 }),
-    fc.constantFrom('', ' ', '\t\n', ' x ', 'a'.repeat(100), 'a'.repeat(101), ` ${'a'.repeat(100)} `),
+    fc.constantFrom(
+      '',
+      ' ',
+      '\t\n',
+      ' x ',
+      'a'.repeat(100),
+      'a'.repeat(101),
+      ` ${'a'.repeat(100)} `,
+      'a\u202Eb',
+      'a\tb',
+    ),
   ),
 });
 const updateLike = objectFrom({ isActive: fc.oneof(fc.boolean(), fc.constantFrom('false', 0, 1, null)) });

@@ -102,6 +102,37 @@ describe('validation', () => {
     ['a locale with an underscore', { locale: 'en_US' }, ['locale']],
     ['a list of locales', { locale: 'en-US,de' }, ['locale']],
     ['an empty locale', { locale: '' }, ['locale']],
+    ['the undetermined locale und', { locale: 'und' }, ['locale']],
+    ['und with a region', { locale: 'und-US' }, ['locale']],
+    [
+      'a __Host- cookie on http',
+      { url: 'http://a.test/', cookies: [{ name: '__Host-id', value: 'v' }] },
+      ['cookies', 0, 'secure'],
+    ],
+    [
+      'a __Secure- cookie, in any case, without secure',
+      { cookies: [{ name: '__SECURE-id', value: 'v' }] },
+      ['cookies', 0, 'secure'],
+    ],
+    [
+      'a __Host- cookie with another path',
+      { cookies: [{ name: '__Host-id', value: 'v', secure: true, path: '/app' }] },
+      ['cookies', 0, 'path'],
+    ],
+    [
+      'a __Http- cookie without httpOnly',
+      { cookies: [{ name: '__Http-id', value: 'v', secure: true }] },
+      ['cookies', 0, 'httpOnly'],
+    ],
+    [
+      'a __Host-Http- cookie with another path',
+      { cookies: [{ name: '__Host-Http-id', value: 'v', secure: true, httpOnly: true, path: '/a' }] },
+      ['cookies', 0, 'path'],
+    ],
+    ['an empty click', { click: '' }, ['click']],
+    ['a click over 512 characters', { click: 'a'.repeat(513) }, ['click']],
+    ['failOnHttpError as a string', { failOnHttpError: 'true' }, ['failOnHttpError']],
+    ['blockChats as a number', { blockChats: 1 }, ['blockChats']],
     ['css over 32 KiB', { css: 'a'.repeat(MAX_INJECTED_BYTES + 1) }, ['css']],
     [
       'css over 32 KiB of UTF-8 in fewer characters',
@@ -143,8 +174,23 @@ describe('validation', () => {
       css: 'a'.repeat(MAX_INJECTED_BYTES),
       js: ';'.repeat(MAX_INJECTED_BYTES),
       hideSelectors: many(50, () => 'h'.repeat(256)),
+      click: 'c'.repeat(512),
+      failOnHttpError: true,
+      blockChats: true,
     };
     expect(problems(body)).toEqual([]);
+  });
+
+  it('accepts prefixed cookies that meet their prefix on https', () => {
+    const cookies = [
+      { name: '__Secure-a', value: 'v', secure: true, path: '/app' },
+      { name: '__Host-b', value: 'v', secure: true },
+      { name: '__host-c', value: 'v', secure: true, path: '/' },
+      { name: '__Http-d', value: 'v', secure: true, httpOnly: true },
+      { name: '__Host-Http-e', value: 'v', secure: true, httpOnly: true },
+      { name: '_Secure-f', value: 'v' },
+    ];
+    expect(problems({ cookies })).toEqual([]);
   });
 
   it('takes css and js of 32 KiB each in one body', () => {
@@ -175,9 +221,11 @@ describe('the capture spec', () => {
       hideSelectors: [],
       blockAds: false,
       blockCookieBanners: false,
+      blockChats: false,
+      failOnHttpError: false,
     });
-    const { selector, waitForSelector, timezone, locale, css, js } = spec();
-    expect([selector, waitForSelector, timezone, locale, css, js]).toEqual(Array(6).fill(undefined));
+    const { selector, waitForSelector, timezone, locale, css, js, click } = spec();
+    expect([selector, waitForSelector, timezone, locale, css, js, click]).toEqual(Array(7).fill(undefined));
   });
 
   it("lets userAgent override the device's", () => {

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { cacheKeyOf } from '../../shared/delivery/cacheKey';
-import { AppError, StoreUnavailableError } from '../../shared/errors';
+import { AppError, StoreUnavailableError, type ValidationError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { CACHE_TTL, screenshotRequest } from '../../shared/screenshot/schema';
+import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../../shared/screenshot/signedLinkFields';
 import { requestFromQuery } from '../../shared/signing/queryRequest';
 import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
@@ -329,6 +330,20 @@ describe('signed links', () => {
     const { keyId: __, ...anonymous } = link({ url: 'https://a.test/page' });
     expect(statusOf(await open(anonymous))).toBe(401);
   });
+
+  it.each(FIELDS_REFUSED_ON_SIGNED_LINKS)(
+    'refuse %s with 400 naming it, after counting and before capturing or charging',
+    async (field) => {
+      const outcome = await open(link({ url: 'https://a.test/page', [field]: '{}' }));
+      expect(statusOf(outcome)).toBe(400);
+      expect(outcome.ok ? [] : (outcome.error as ValidationError).details).toEqual([
+        expect.objectContaining({ code: 'not_allowed_on_signed_link', path: [field] }),
+      ]);
+      expect(outcome.rateLimit).toBeDefined();
+      expect(renderer.captures).toHaveLength(0);
+      expect(await credits.balance('alice')).toBe(10);
+    },
+  );
 
   it('stop working when the key is revoked or deleted', async () => {
     const query = link({ url: 'https://a.test/page' });

@@ -15,7 +15,7 @@ import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';
 import { MAX_HTML_BYTES, MAX_PDF_TEMPLATE_BYTES } from '../../shared/screenshot/outputFields';
 import { screenshotRequest } from '../../shared/screenshot/schema';
-import { refuseSignedLinkFields } from '../../shared/screenshot/signedLinkFields';
+import { refuseOnSignedLink } from '../../shared/screenshot/signedLinkFields';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /**
@@ -295,13 +295,13 @@ describe('body limits', () => {
 
 describe('signed links', () => {
   it('refuse html, naming it', () => {
-    expect(() => refuseSignedLinkFields({ html: '<p>x</p>' })).toThrow(ValidationError);
+    expect(() => refuseOnSignedLink({ html: '<p>x</p>' })).toThrow(ValidationError);
     try {
-      refuseSignedLinkFields({ html: '<p>x</p>', width: 400 });
+      refuseOnSignedLink({ html: '<p>x</p>', width: 400 });
     } catch (error) {
       expect((error as ValidationError).details.map((detail) => detail.path)).toEqual([['html']]);
     }
-    expect(refuseSignedLinkFields({ url: URL })).toEqual({ url: URL });
+    expect(refuseOnSignedLink({ url: URL })).toEqual({ url: URL });
   });
 });
 

@@ -173,10 +173,12 @@ describe('selector', () => {
     expect(await harness.credits.balance(account.accountId)).toBe(before);
   });
 
-  it('answers 500 for a selector that is not CSS', async () => {
+  it('answers 400 naming the field for a selector that is not CSS', async () => {
     const response = await capture({ url: url('/box'), selector: 'div[' });
-    expect(response.status).toBe(500);
-    expect(response.json().message).toMatch(/not a valid CSS selector/);
+    expect(response.status).toBe(400);
+    expect(response.json().details).toEqual([
+      { code: 'invalid_selector', path: ['selector'], message: 'selector is not a valid CSS selector' },
+    ]);
   });
 });
 
@@ -320,7 +322,7 @@ describe('injected CSS and JS', () => {
   it('hides the elements of hideSelectors', async () => {
     expect(near(await colourOf({ url: url('/plain') }), BLUE)).toBe(true);
     expect(near(await colourOf({ url: url('/plain'), hideSelectors: ['#ad'] }), RED)).toBe(true);
-    // An invalid selector beside it drops only its own rule.
-    expect(near(await colourOf({ url: url('/plain'), hideSelectors: ['div[', '#ad'] }), RED)).toBe(true);
+    // A selector the browser cannot parse is refused, not silently dropped.
+    expect((await capture({ url: url('/plain'), hideSelectors: ['div[', '#ad'] })).status).toBe(400);
   });
 });

@@ -52,7 +52,7 @@ const CONSENT_PAGES: Record<string, string> = {
     <link rel="stylesheet" href="/vendor/vanilla-cookieconsent/dist/cookieconsent.css">
     <script src="/vendor/vanilla-cookieconsent/dist/cookieconsent.umd.js"></script>
     <script>addEventListener('DOMContentLoaded', () => CookieConsent.run({
-      // Its default hides the banner from automated browsers (navigator.webdriver), ours included.
+      // Shown to every browser, automated or not.
       hideFromBots: false,
       guiOptions: { consentModal: { layout: 'bar', position: 'bottom' } },
       categories: { necessary: { enabled: true, readOnly: true }, analytics: {} },
@@ -66,6 +66,19 @@ const CONSENT_PAGES: Record<string, string> = {
     <script>window.klaroConfig = { elementID: 'klaro', storageMethod: 'cookie', acceptAll: true,
       services: [{ name: 'analytics', title: 'Analytics', purposes: ['analytics'] }] };</script>
     <script defer src="/vendor/klaro/dist/klaro.js"></script>`),
+  // vanilla-cookieconsent as it is installed: its default hides the banner from automated browsers
+  // (navigator.webdriver), so the banner shows only to a browser that looks like a person's.
+  '/consent/vanilla-cookieconsent-bots-hidden': consentPage(`
+    <link rel="stylesheet" href="/vendor/vanilla-cookieconsent/dist/cookieconsent.css">
+    <script src="/vendor/vanilla-cookieconsent/dist/cookieconsent.umd.js"></script>
+    <script>addEventListener('DOMContentLoaded', () => CookieConsent.run({
+      guiOptions: { consentModal: { layout: 'bar', position: 'bottom' } },
+      categories: { necessary: { enabled: true, readOnly: true }, analytics: {} },
+      language: { default: 'en', translations: { en: {
+        consentModal: { title: 'We use cookies', description: 'Choose.', acceptAllBtn: 'Accept all',
+          acceptNecessaryBtn: 'Reject all', showPreferencesBtn: 'Manage' },
+        preferencesModal: { title: 'Preferences', acceptAllBtn: 'Accept all', acceptNecessaryBtn: 'Reject all',
+          savePreferencesBtn: 'Save', sections: [] } } } } }))</script>`),
   // tarteaucitron.js, with its alert along the bottom.
   '/consent/tarteaucitron': consentPage(`
     <script src="/vendor/tarteaucitronjs/tarteaucitron.js"></script>
@@ -76,7 +89,7 @@ const CONSENT_PAGES: Record<string, string> = {
 };
 
 let site: PageServer;
-/** Served on 127.0.0.2: the filter lists exempt 127.0.0.1 (a developer's machine) from cosmetic filtering. */
+/** A second site, on 127.0.0.2, whose frames load the first one's pages. */
 let adSite: PageServer;
 /** The X-Campaign header of the latest request for adSite's /ads. */
 let adsCampaignHeader: string | string[] | undefined;
@@ -116,6 +129,21 @@ beforeAll(async () => {
       setTimeout(() => res.writeHead(200, { 'Content-Type': 'image/png' }).end(greenPng), 150);
     },
     '/tracked': solidPage('#0f0', '', '<img src="/pixel.gif?event=in-frame">'),
+    // On 127.0.0.1, which EasyList exempts from its generic hiding rules: four slots those rules name (AdSense's own
+    // markup among them), one added by the page's script after load.
+    '/slots': solidPage(
+      '#0f0',
+      '<style>.slot { position: fixed; width: 200px; height: 150px; background: #00f }</style>',
+      `<ins class="adsbygoogle slot" data-ad-client="ca-pub-0000000000000000" data-ad-slot="1" style="left:0;top:0"></ins>
+       <div id="ad_banner" class="slot" style="left:400px;top:0"></div>
+       <div class="ad-slot slot" style="left:0;top:300px"></div>
+       <script>addEventListener('load', () => setTimeout(() => {
+         const late = document.createElement('div');
+         late.className = 'top-ad slot';
+         late.style.cssText = 'left:400px;top:300px';
+         document.body.append(late);
+       }, 50))</script>`,
+    ),
     '/lazy': solidPage(
       '#f00',
       '<script src="/vendor/lazysizes/lazysizes.js" async></script>',
@@ -161,6 +189,7 @@ beforeAll(async () => {
     ALLOW_PRIVATE_HOSTS: `${site.hostPort},${adSite.hostPort}`,
     RATE_LIMIT_PER_HOUR: '1000',
     FREE_CREDITS: '1000',
+    MAX_CONCURRENT_CAPTURES: '20',
   });
   ({ apiKey } = await harness.newAccount());
 });
@@ -292,6 +321,31 @@ describe('blockAds', () => {
     const image = await shot({ url: `${adSite.origin}/ads`, blockAds: true });
     expect(near(image.pixel(400, 300), RED)).toBe(true);
     expect(pixelHits(adSite)).toBe(before);
+  });
+});
+
+describe('blockAds on a page served from loopback', () => {
+  /** The slots' centres, one in each quadrant of the 800 × 600 image. */
+  const SLOTS = [
+    [100, 75],
+    [500, 75],
+    [100, 375],
+    [500, 375],
+  ] as const;
+
+  it('shows the four ad slots without the flag', async () => {
+    const image = await shot({ url: `${site.origin}/slots`, delay: 200 });
+    for (const [x, y] of SLOTS) expect(near(image.pixel(x, y), BLUE), `${x},${y}`).toBe(true);
+  });
+
+  it('hides all four slots the generic rules name, in 20 of 20 captures run at once', async () => {
+    const images = await Promise.all(
+      Array.from({ length: 20 }, () => shot({ url: `${site.origin}/slots`, blockAds: true, delay: 200 })),
+    );
+    const shown = images.map((image) =>
+      SLOTS.filter(([x, y]) => !near(image.pixel(x, y), GREEN)).map(String),
+    );
+    expect(shown).toEqual(images.map(() => []));
   });
 });
 

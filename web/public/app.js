@@ -351,6 +351,7 @@ async function tryCapture(event) {
     ...(checked('try-dark') ? { darkMode: true } : {}),
     ...(checked('try-ads') ? { blockAds: true } : {}),
     ...(checked('try-banners') ? { blockCookieBanners: true } : {}),
+    ...(checked('try-chats') ? { blockChats: true } : {}),
   };
   say('try-error', '');
   say('try-status', 'Capturing…');

@@ -1,0 +1,106 @@
+import { once } from 'node:events';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ownPorts } from '../shared/egress/ownPorts';
+import { type LocalS3Credentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
+
+/**
+ * The front door of the local S3 API: a loopback server that checks each request's SigV4 signature (header-signed or
+ * pre-signed, expiry included) with the local credentials and forwards only valid ones to s3rver, which checks none.
+ * A forged PUT, or a link whose signature was removed, altered or has expired, gets 403 and never reaches the store.
+ */
+export interface S3SignatureGate {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Images are a few MB at most; a body past this is refused rather than held in memory. */
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+export async function startS3SignatureGate(options: {
+  /** s3rver's own address, on loopback. */
+  upstreamPort: number;
+  credentials: LocalS3Credentials;
+  region: string;
+  /** The port to listen on; 0 for any. */
+  port: number;
+}): Promise<S3SignatureGate> {
+  const verify = sigV4Verifier(options.credentials, options.region);
+  const server: Server = createServer((req, res) => {
+    readBody(req)
+      .then(async (body) => {
+        if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
+        const target = req.url ?? '/';
+        const verdict = await verify(
+          { method: req.method ?? 'GET', target, headers: req.headers, body },
+          Date.now(),
+        );
+        if (!verdict.valid) return deny(res, 403, 'AccessDenied', verdict.reason);
+        const { authorization: _, host: __, ...headers } = req.headers;
+        const upstream = httpRequest({
+          host: '127.0.0.1',
+          port: options.upstreamPort,
+          method: req.method,
+          path: withoutSignature(target),
+          headers: { ...headers, host: `127.0.0.1:${options.upstreamPort}` },
+        });
+        upstream.on('response', (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        upstream.on('error', () => res.destroy());
+        upstream.end(body);
+      })
+      .catch(() => res.destroy());
+  });
+  server.on('clientError', (_error, socket) => socket.destroy());
+  server.listen(options.port, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const leaveOwnPorts = ownPorts.add(port);
+  return {
+    port,
+    async close() {
+      leaveOwnPorts();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The whole body, or undefined past MAX_BODY_BYTES. */
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** s3rver would check a signature against its built-in credentials: it gets the request without one. */
+function withoutSignature(target: string): string {
+  const mark = target.indexOf('?');
+  if (mark === -1) return target;
+  const kept = target
+    .slice(mark + 1)
+    .split('&')
+    .filter((pair) => !PRESIGN_PARAMS.some((name) => pair.startsWith(`${name}=`)));
+  return kept.length === 0 ? target.slice(0, mark) : `${target.slice(0, mark)}?${kept.join('&')}`;
+}
+
+function deny(res: ServerResponse, status: number, code: string, message: string): void {
+  res
+    .writeHead(status, { 'Content-Type': 'application/xml', Connection: 'close' })
+    .end(
+      `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`,
+    );
+}

@@ -1,0 +1,135 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import type { IsolatedWorld } from './pageScripts';
+import type { ContentFormat, PageMetadata } from './renderer';
+
+/**
+ * The page's content as text (`format: "markdown"` or `"html"`) and its metadata (`metadata: true`), read in our
+ * isolated world (pageControl.ts), so nothing the page defines or replaces reaches the code that reads it.
+ *
+ * Markdown is Mozilla Readability's main content (the whole body when it finds none), converted by Turndown with the
+ * GFM plugin (tables, strikethrough, fenced code). Both run in the page's isolated world on a clone of the rendered
+ * document: what scripts and the chosen blocking left is what is read, and the live page is never changed. The
+ * libraries ship as files of their npm packages (copied beside the renderer's bundle, infra/captureAssets.ts) and are
+ * evaluated only for a content capture: image captures never load them.
+ */
+
+/** Package files of the libraries, as Node resolves them (the browser builds: no `require`, no Node globals). */
+export const CONTENT_LIBRARY_FILES = [
+  '@mozilla/readability/Readability.js',
+  'turndown/lib/turndown.browser.umd.js',
+  'turndown-plugin-gfm/dist/turndown-plugin-gfm.js',
+] as const;
+
+/** Bounds of what the metadata holds of the page's own strings: a hostile page cannot make the answer huge. */
+const MAX_METADATA_TEXT = 2048;
+const MAX_METADATA_PROPERTIES = 64;
+
+let librarySource: Promise<string> | undefined;
+
+/** The three libraries as one source text that leaves `Readability`, `TurndownService` and `turndownPluginGfm` in scope. */
+function libraries(): Promise<string> {
+  librarySource ??= (async () => {
+    const require = createRequire(import.meta.url);
+    const [readability, turndown, gfm] = await Promise.all(
+      CONTENT_LIBRARY_FILES.map((file) => readFile(require.resolve(file), 'utf8')),
+    );
+    // Each UMD or CommonJS file assigns module.exports when `module` exists; the GFM plugin declares its own var.
+    return `const Readability = (() => { const module = { exports: {} }; ${readability}\n; return module.exports; })();
+const TurndownService = (() => { const module = { exports: {} }; const exports = module.exports; ${turndown}\n; return module.exports; })();
+const turndownPluginGfm = (() => { ${gfm}\n; return turndownPluginGfm; })();`;
+  })();
+  librarySource.catch(() => {
+    librarySource = undefined;
+  });
+  return librarySource;
+}
+
+/**
+ * Markdown of the main content. Links and images are made absolute against the document's base URL (Readability does
+ * so for its article; the rules below do it for the whole-body fallback too). Scripts, styles and forms say nothing
+ * a reader wants.
+ */
+const MARKDOWN = `(() => {
+  const absolute = (value) => {
+    try { return new URL(value, document.baseURI).href; } catch { return value; }
+  };
+  const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+  turndown.use(turndownPluginGfm.gfm);
+  turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'form', 'button', 'select', 'textarea']);
+  turndown.addRule('absoluteLinks', {
+    filter: (node) => node.nodeName === 'A' && node.getAttribute('href'),
+    replacement: (content, node) => {
+      const title = node.getAttribute('title');
+      return '[' + content + '](' + absolute(node.getAttribute('href')) + (title ? ' "' + title.replace(/"/g, '\\\\"') + '"' : '') + ')';
+    },
+  });
+  turndown.addRule('absoluteImages', {
+    filter: (node) => node.nodeName === 'IMG' && node.getAttribute('src'),
+    replacement: (content, node) => '![' + (node.getAttribute('alt') || '') + '](' + absolute(node.getAttribute('src')) + ')',
+  });
+  const article = new Readability(document.cloneNode(true)).parse();
+  if (article && article.content && article.textContent.trim()) {
+    const title = (article.title || '').trim();
+    return (title ? '# ' + title + '\\n\\n' : '') + turndown.turndown(article.content);
+  }
+  return document.body ? turndown.turndown(document.body.cloneNode(true)) : '';
+})()`;
+
+/** The rendered DOM, as a browser would save it. */
+const HTML = `(() => {
+  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '';
+  return doctype + document.documentElement.outerHTML;
+})()`;
+
+/** What the document's head says about the page; the navigation adds finalUrl and statusCode. */
+const METADATA = `(() => {
+  const text = (value) => {
+    const trimmed = typeof value === 'string' ? value.trim() : '';
+    return trimmed ? trimmed.slice(0, ${MAX_METADATA_TEXT}) : null;
+  };
+  const content = (selector) => {
+    const element = document.querySelector(selector);
+    return element ? text(element.getAttribute('content')) : null;
+  };
+  const link = (selector) => {
+    const element = document.querySelector(selector);
+    return element && element.href ? text(element.href) : null;
+  };
+  const properties = (prefix) => {
+    const found = {};
+    let count = 0;
+    for (const element of document.querySelectorAll('meta[property], meta[name]')) {
+      const name = (element.getAttribute('property') || element.getAttribute('name') || '').trim().toLowerCase();
+      if (!name.startsWith(prefix) || name.length === prefix.length) continue;
+      const key = name.slice(prefix.length).slice(0, 128);
+      const value = text(element.getAttribute('content'));
+      if (value === null || Object.prototype.hasOwnProperty.call(found, key)) continue;
+      if (++count > ${MAX_METADATA_PROPERTIES}) break;
+      found[key] = value;
+    }
+    return found;
+  };
+  return {
+    title: text(document.title),
+    description: content('meta[name="description" i]'),
+    lang: text(document.documentElement.getAttribute('lang')),
+    canonicalUrl: link('link[rel~="canonical" i][href]'),
+    favicon: link('link[rel~="icon" i][href]') || link('link[rel~="apple-touch-icon" i][href]'),
+    openGraph: properties('og:'),
+    twitter: properties('twitter:'),
+  };
+})()`;
+
+export async function pageContent(world: IsolatedWorld, format: ContentFormat): Promise<string> {
+  if (format === 'html') return world.evaluate<string>(HTML);
+  return world.evaluate<string>(`(() => { ${await libraries()}\nreturn ${MARKDOWN}; })()`);
+}
+
+export async function pageMetadata(
+  world: IsolatedWorld,
+  navigation: { finalUrl: string; statusCode: number | null },
+): Promise<PageMetadata> {
+  const head = await world.evaluate<Omit<PageMetadata, 'finalUrl' | 'statusCode'>>(METADATA);
+  return { ...head, finalUrl: navigation.finalUrl, statusCode: navigation.statusCode };
+}

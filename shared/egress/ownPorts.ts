@@ -1,0 +1,37 @@
+/**
+ * The ports the service itself listens on, on this machine: the local API, the embedded DynamoDB, the local S3 API
+ * and the server behind it, Chromium's DevTools, the egress proxy. A captured page must never reach one of them,
+ * whatever ALLOW_PRIVATE_HOSTS says (even '*'): the egress gate refuses any non-public address on these ports.
+ *
+ * Anything new that listens (a local Lambda-invoke endpoint for a renderer process, a local SQS API, ...) joins with
+ * one call, `ownPorts.add(port)`, as soon as it listens, and leaves with the function that call returns when it
+ * closes. The registry is per process: a gate running in another process must be told the ports of this one.
+ */
+class OwnPorts {
+  /** A port may be added twice (two services in one test process): counted, so one leaving keeps the other's. */
+  private readonly counts = new Map<number, number>();
+
+  add(port: number): () => void {
+    this.counts.set(port, (this.counts.get(port) ?? 0) + 1);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      const left = (this.counts.get(port) ?? 1) - 1;
+      if (left > 0) this.counts.set(port, left);
+      else this.counts.delete(port);
+    };
+  }
+
+  has(port: number): boolean {
+    return this.counts.has(port);
+  }
+
+  /** Every port refused now (diagnostics and tests). */
+  list(): number[] {
+    return [...this.counts.keys()];
+  }
+}
+
+/** The one registry of the process. */
+export const ownPorts = new OwnPorts();

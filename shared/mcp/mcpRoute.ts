@@ -1,0 +1,128 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { errorAnswer } from '../http/errorAnswer';
+import { bearerCredential } from '../http/request';
+import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
+import type { KeyStore } from '../keys/keyStore';
+import { authenticateApiKey } from '../screenshot/apiKeyAuth';
+import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
+import { MAX_INLINE_IMAGE_BYTES, TOOLS, type ToolName, toolRequest } from './tools';
+
+/** The server's name and version, as MCP clients show them. */
+export const MCP_SERVER_INFO = { name: 'screenshot-service', version: '1.0.0' } as const;
+
+export interface McpDeps {
+  capture: CaptureScreenshot;
+  keys: KeyStore;
+  /** Reads a stored file through its pre-signed link: images up to 1 MB are handed back inline. */
+  download?: (url: string) => Promise<Buffer>;
+}
+
+/**
+ * POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, answered as JSON (docs/api.md, "MCP"). The
+ * API key is checked before the protocol is spoken (401, as the REST route answers); each tool call is then one
+ * screenshot request of that key through the same use case, so it is rate-limited, charged, slotted and recorded
+ * (marked `via: mcp`) exactly as POST /api/screenshot is.
+ */
+export function mcpRoute(deps: McpDeps): HttpRoute {
+  const download = deps.download ?? fetchBytes;
+  return async (request) => {
+    const apiKey = bearerCredential(request);
+    await authenticateApiKey(apiKey, deps.keys);
+    const server = new McpServer(MCP_SERVER_INFO, { capabilities: { tools: {} } });
+    for (const [name, tool] of Object.entries(TOOLS) as [ToolName, (typeof TOOLS)[ToolName]][]) {
+      server.registerTool(
+        name,
+        { title: tool.title, description: tool.description, inputSchema: tool.inputSchema },
+        (args: Record<string, unknown>) => callTool(name, args),
+      );
+    }
+    // Stateless: a server and a transport per request, nothing kept between them (any instance can answer).
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    try {
+      return await httpResponse(await transport.handleRequest(webRequest(request)));
+    } finally {
+      await server.close();
+    }
+
+    async function callTool(name: ToolName, args: Record<string, unknown>): Promise<CallToolResult> {
+      const outcome = await deps.capture({
+        apiKey,
+        request: () => toolRequest(name, args),
+        deadline: request.deadline,
+        signal: request.signal,
+        via: 'mcp',
+      });
+      if (!outcome.ok) {
+        return { isError: true, content: [{ type: 'text', text: errorText(outcome.error) }] };
+      }
+      return toolResult(name, outcome.screenshot, download);
+    }
+  };
+}
+
+async function toolResult(
+  name: ToolName,
+  screenshot: Screenshot,
+  download: (url: string) => Promise<Buffer>,
+): Promise<CallToolResult> {
+  if (name === 'get_page_markdown') {
+    return { content: [{ type: 'text', text: screenshot.image?.toString('utf8') ?? '' }] };
+  }
+  const { link } = screenshot;
+  if (!link) throw new Error('A stored answer came back without its link');
+  const mimeType = screenshot.contentType;
+  if (name === 'take_screenshot' && link.bytes <= MAX_INLINE_IMAGE_BYTES) {
+    const data = (await download(link.url)).toString('base64');
+    return { content: [{ type: 'image', data, mimeType }] };
+  }
+  const expires = new Date(link.expiresAt).toISOString();
+  return {
+    content: [
+      {
+        type: 'resource_link',
+        uri: link.url,
+        name: name === 'get_page_pdf' ? 'page.pdf' : 'screenshot',
+        mimeType,
+      },
+      { type: 'text', text: `${mimeType}, ${link.bytes} bytes, at ${link.url} until ${expires}` },
+    ],
+  };
+}
+
+/** The REST answer's error, and for a 400 each detail with the field it names. */
+function errorText(error: unknown): string {
+  const { body } = errorAnswer(error, 'screenshot');
+  const details = Array.isArray(body.details) ? (body.details as { path: unknown[]; message: string }[]) : [];
+  return [String(body.error), ...details.map((detail) => `${detail.path.join('.')}: ${detail.message}`)].join(
+    '\n',
+  );
+}
+
+async function fetchBytes(url: string): Promise<Buffer> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`The stored file could not be read: HTTP ${response.status}`);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+/** The request as the SDK's web-standard transport takes it. The host is ours and never dereferenced. */
+function webRequest(request: HttpRequest): Request {
+  return new Request(`http://mcp.invalid${request.path}`, {
+    method: request.method,
+    headers: request.headers,
+    ...(request.method === 'POST' ? { body: request.body } : {}),
+  });
+}
+
+async function httpResponse(response: Response): Promise<HttpResponse> {
+  return {
+    status: response.status,
+    headers: { ...Object.fromEntries(response.headers), 'Cache-Control': 'no-store' },
+    body: await response.text(),
+  };
+}

@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { IMAGE_FORMATS } from '../capture/renderer';
+import { screenshotRequest } from '../screenshot/schema';
+
+/**
+ * The MCP tools (docs/api.md, "MCP"): each is one screenshot request, its input schema a selection of the REST
+ * body's own field schemas, so a bound or a default cannot differ between the two. The tool sets what the tool is
+ * for (`format`, `response`) itself.
+ */
+
+const FIELDS = screenshotRequest.shape;
+type FieldName = keyof typeof FIELDS;
+
+/** The named fields the REST body has (a name it does not have is left out, so a tool lists no field it refuses). */
+function fields(names: readonly string[]): Partial<typeof FIELDS> {
+  return Object.fromEntries(
+    names.filter((name) => name in FIELDS).map((name) => [name, FIELDS[name as FieldName]]),
+  );
+}
+
+/** What the page is and how it is loaded and cleaned, for every tool. */
+const PAGE_FIELDS = [
+  'url',
+  'html',
+  'width',
+  'height',
+  'device',
+  'delay',
+  'waitUntil',
+  'waitForSelector',
+  'click',
+  'userAgent',
+  'headers',
+  'cookies',
+  'timezone',
+  'locale',
+  'darkMode',
+  'reducedMotion',
+  'mediaType',
+  'css',
+  'js',
+  'hideSelectors',
+  'blockAds',
+  'blockCookieBanners',
+  'blockChats',
+  'failOnHttpError',
+  'cache',
+  'cacheTtl',
+] as const;
+const IMAGE_FIELDS = ['quality', 'fullPage', 'selector', 'scale', 'omitBackground'] as const;
+const PDF_FIELDS = [
+  'pdfPaperFormat',
+  'pdfLandscape',
+  'pdfPrintBackground',
+  'pdfMargin',
+  'pdfPageRanges',
+  'pdfHeaderTemplate',
+  'pdfFooterTemplate',
+] as const;
+
+/** Images up to this size come back inline as image content; larger ones as a link to the stored image. */
+export const MAX_INLINE_IMAGE_BYTES = 1_000_000;
+
+export const TOOLS = {
+  take_screenshot: {
+    title: 'Take a screenshot',
+    description:
+      `Captures a web page (url) or an HTML document (html) in real Chromium and returns the image: inline up to ` +
+      `${MAX_INLINE_IMAGE_BYTES / 1_000_000} MB, otherwise a link to the stored image valid 1 hour. Costs credits as POST /api/screenshot.`,
+    inputSchema: {
+      ...fields(PAGE_FIELDS),
+      ...fields(IMAGE_FIELDS),
+      format: z.enum([...IMAGE_FORMATS, 'avif']).default('png'),
+    },
+  },
+  get_page_markdown: {
+    title: 'Get a page as Markdown',
+    description:
+      'Loads a web page in real Chromium (scripts run, ads and banners blocked on request) and returns its main content as Markdown (Mozilla Readability, then Turndown with GFM tables; links absolute). 1 credit.',
+    inputSchema: fields(PAGE_FIELDS),
+  },
+  get_page_pdf: {
+    title: 'Get a page as PDF',
+    description:
+      'Prints a web page (url) or an HTML document (html) to PDF with Chromium and returns a link to the stored PDF, valid 1 hour. 2 credits.',
+    inputSchema: { ...fields(PAGE_FIELDS), ...fields(PDF_FIELDS) },
+  },
+} as const;
+
+export type ToolName = keyof typeof TOOLS;
+
+/** The screenshot body a tool call makes: the caller's arguments and what the tool is for. */
+export function toolRequest(tool: ToolName, args: Record<string, unknown>): Record<string, unknown> {
+  switch (tool) {
+    case 'take_screenshot':
+      return { ...args, response: 'json' };
+    case 'get_page_markdown':
+      return { ...args, format: 'markdown', response: 'image' };
+    case 'get_page_pdf':
+      return { ...args, format: 'pdf', response: 'json' };
+  }
+}

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTICLE_HEADING, ARTICLE_ROUTES } from '../helpers/articlePages';
+import { type PageServer, startPageServer } from '../helpers/pageServer';
+import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+
+/**
+ * Content captures through the real handler and real Chromium: Markdown by Readability and Turndown as they ship,
+ * the rendered DOM, and the page's metadata.
+ */
+
+let site: PageServer;
+let harness: ScreenshotHarness;
+let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
+
+beforeAll(async () => {
+  site = await startPageServer(ARTICLE_ROUTES);
+  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: site.hostPort });
+  account = await harness.newAccount();
+});
+afterAll(async () => {
+  await harness?.close();
+  await site?.close();
+});
+
+const shoot = (body: Record<string, unknown>) => harness.shoot(account.apiKey, body);
+
+describe('format markdown', () => {
+  it("gives the article's main content as Markdown: its heading, a GFM table and fenced code, without nav or ads", async () => {
+    const response = await shoot({ url: `${site.origin}/article`, format: 'markdown' });
+    expect(response.status).toBe(200);
+    expect(response.headers['Content-Type']).toBe('text/markdown; charset=utf-8');
+    expect(response.headers['X-Credits-Charged']).toBe('1');
+    const markdown = response.body.toString('utf8');
+    expect(markdown).toMatch(new RegExp(`^# ${ARTICLE_HEADING}`, 'm'));
+    expect(markdown).toMatch(/\| Harbour \| Height \(m\) \|\n\| -+ \| -+ \|\n\| Bergen \| 1\.4 \|/);
+    expect(markdown).toContain('```');
+    expect(markdown).toContain('const high = tide.max();');
+    expect(markdown).toContain('Added by a script after load.');
+    expect(markdown).not.toContain('navigation link');
+    expect(markdown).not.toContain('sponsored widgets');
+    expect(markdown).not.toContain('Copyright footer');
+  });
+
+  it('makes links absolute', async () => {
+    const markdown = (await shoot({ url: `${site.origin}/article`, format: 'markdown' })).body.toString(
+      'utf8',
+    );
+    expect(markdown).toContain(`[tide archive](${site.origin}/archive/tides)`);
+  });
+
+  it('converts the whole body of a page with no article', async () => {
+    const response = await shoot({ url: `${site.origin}/no-article`, format: 'markdown' });
+    expect(response.status).toBe(200);
+    expect(response.body.toString('utf8')).toContain('Just one short line of text.');
+  });
+
+  it('answers with the safe-answer headers, so a browser never runs it on our origin', async () => {
+    const response = await shoot({ url: `${site.origin}/article`, format: 'markdown' });
+    expect(response.headers['X-Content-Type-Options']).toBe('nosniff');
+    expect(response.headers['Content-Security-Policy']).toBe('sandbox');
+  });
+});
+
+describe('format html', () => {
+  it('gives the rendered DOM after scripts, sandboxed', async () => {
+    const response = await shoot({ url: `${site.origin}/article`, format: 'html' });
+    expect(response.status).toBe(200);
+    expect(response.headers['Content-Type']).toBe('text/html; charset=utf-8');
+    expect(response.headers['Content-Security-Policy']).toBe('sandbox');
+    const html = response.body.toString('utf8');
+    expect(html.startsWith('<!DOCTYPE html>')).toBe(true);
+    expect(html).toContain('<p>Added by a script after load.</p>');
+  });
+
+  it('works with the cache and response json, where the link has no pixel size', async () => {
+    const body = { url: `${site.origin}/article`, format: 'html', cache: true, response: 'json' };
+    const first = (await shoot(body)).json();
+    const second = (await shoot(body)).json();
+    expect(first).toMatchObject({ cache: 'MISS', contentType: 'text/html; charset=utf-8', width: null });
+    expect(second).toMatchObject({ cache: 'HIT', creditsCharged: 0, etag: first.etag });
+    const stored = await fetch(String(second.url));
+    expect(await stored.text()).toContain('Added by a script after load.');
+  });
+});
+
+describe('metadata', () => {
+  it('reads title, description, language, canonical and favicon, Open Graph and Twitter, after a redirect', async () => {
+    const response = await shoot({ url: `${site.origin}/moved`, response: 'json', metadata: true });
+    expect(response.status).toBe(200);
+    expect(response.json().metadata).toEqual({
+      title: 'Card title',
+      description: 'A page that describes itself',
+      lang: 'fr-CA',
+      canonicalUrl: `${site.origin}/canonical/page`,
+      finalUrl: `${site.origin}/meta`,
+      statusCode: 200,
+      favicon: `${site.origin}/static/icon.png`,
+      openGraph: { title: 'OG title', image: 'https://cdn.example/card.png' },
+      twitter: { card: 'summary_large_image', site: '@coast' },
+    });
+  });
+
+  it('gives null for what a page does not say', async () => {
+    const metadata = (
+      await shoot({ url: `${site.origin}/no-article`, response: 'json', metadata: true })
+    ).json().metadata as Record<string, unknown>;
+    expect(metadata).toMatchObject({ description: null, lang: null, canonicalUrl: null, favicon: null });
+    expect(metadata.openGraph).toEqual({});
+  });
+
+  it('comes back from the cache as it was captured', async () => {
+    const body = {
+      url: `${site.origin}/meta`,
+      response: 'json',
+      metadata: true,
+      cache: true,
+      format: 'markdown',
+    };
+    const first = (await shoot(body)).json();
+    const second = (await shoot(body)).json();
+    expect(second.cache).toBe('HIT');
+    expect(second.metadata).toEqual(first.metadata);
+    expect((second.metadata as { title: string }).title).toBe('Card title');
+  });
+});
+
+describe('bad combinations', () => {
+  it.each([
+    [{ format: 'markdown', fullPage: true }, 'fullPage'],
+    [{ format: 'markdown', selector: 'p' }, 'selector'],
+    [{ format: 'html', scale: 2 }, 'scale'],
+    [{ metadata: true }, 'metadata'],
+    [{ metadata: true, response: 'image' }, 'metadata'],
+  ])('refuses %j with 400 naming %s', async (fields, field) => {
+    const response = await shoot({ url: `${site.origin}/article`, ...fields });
+    expect(response.status).toBe(400);
+    expect(response.json().details).toContainEqual(expect.objectContaining({ path: [field] }));
+  });
+});

@@ -1,0 +1,214 @@
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readServiceConfig } from '../../shared/config';
+import { ARTICLE_HEADING, ARTICLE_ROUTES } from '../helpers/articlePages';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+
+/**
+ * The MCP server with the SDK's own client: over Streamable HTTP against the local server's POST /mcp (the handler
+ * the Lambda runs), and over stdio against `npm run mcp`, which forwards to it. Pages are served by the test.
+ */
+
+let site: PageServer;
+let service: TestLocalService;
+
+beforeAll(async () => {
+  site = await startPageServer({ ...ARTICLE_ROUTES, '/green': solidPage('#0f0') });
+  service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: site.hostPort });
+});
+afterAll(async () => {
+  await service?.close();
+  await site?.close();
+});
+
+async function httpClient(apiKey: string): Promise<Client> {
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
+    }),
+  );
+  return client;
+}
+
+const text = (result: CallToolResult) =>
+  result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
+
+async function balance(token: string): Promise<number> {
+  return (await (await service.request('/api/credits', { bearer: token })).json()).balance;
+}
+
+async function usageRecords(accountId: string): Promise<Record<string, unknown>[]> {
+  const answer = await service.dynamo.client.send(
+    new QueryCommand({
+      TableName: readServiceConfig(process.env).tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :usage)',
+      ExpressionAttributeValues: { ':pk': { S: `ACCOUNT#${accountId}` }, ':usage': { S: 'USAGE#REQUEST#' } },
+    }),
+  );
+  return (answer.Items ?? []).map((item) => unmarshall(item));
+}
+
+describe('POST /mcp over Streamable HTTP', () => {
+  it('lists the three tools, with the REST fields as their input schemas', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await httpClient(apiKey);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'get_page_markdown',
+      'get_page_pdf',
+      'take_screenshot',
+    ]);
+    const screenshot = tools.find((tool) => tool.name === 'take_screenshot');
+    expect(screenshot?.inputSchema.properties).toMatchObject({
+      url: expect.any(Object),
+      width: { type: 'integer', minimum: 320, maximum: 3840 },
+      blockAds: { type: 'boolean' },
+    });
+    expect(screenshot?.inputSchema.properties).not.toHaveProperty('response');
+    await client.close();
+  });
+
+  it('take_screenshot gives the image inline, at the requested pixel size', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await httpClient(apiKey);
+    const result = (await client.callTool({
+      name: 'take_screenshot',
+      arguments: { url: `${site.origin}/green`, width: 800, height: 600 },
+    })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    const image = result.content.find((part) => part.type === 'image');
+    expect(image).toMatchObject({ mimeType: 'image/png' });
+    const meta = await sharp(Buffer.from(image?.type === 'image' ? image.data : '', 'base64')).metadata();
+    expect([meta.width, meta.height]).toEqual([800, 600]);
+    await client.close();
+  });
+
+  it("get_page_markdown gives the article's heading and table, without its nav and ads", async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await httpClient(apiKey);
+    const result = (await client.callTool({
+      name: 'get_page_markdown',
+      arguments: { url: `${site.origin}/article` },
+    })) as CallToolResult;
+    const markdown = text(result);
+    expect(markdown).toMatch(new RegExp(`^# ${ARTICLE_HEADING}`, 'm'));
+    expect(markdown).toContain('| Bergen | 1.4 |');
+    expect(markdown).not.toContain('navigation link');
+    expect(markdown).not.toContain('sponsored widgets');
+    await client.close();
+  });
+
+  it('get_page_pdf gives a link that downloads a PDF', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await httpClient(apiKey);
+    const result = (await client.callTool({
+      name: 'get_page_pdf',
+      arguments: { url: `${site.origin}/article` },
+    })) as CallToolResult;
+    expect(result.isError, text(result)).toBeFalsy();
+    const link = result.content.find((part) => part.type === 'resource_link');
+    expect(link).toMatchObject({ mimeType: 'application/pdf' });
+    const pdf = Buffer.from(
+      await (await fetch(link?.type === 'resource_link' ? link.uri : '')).arrayBuffer(),
+    );
+    expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    await client.close();
+  });
+
+  it('answers a failing call with isError and the REST message, and charges nothing', async () => {
+    const account = await service.newAccount();
+    const client = await httpClient(account.apiKey);
+    const result = (await client.callTool({
+      name: 'take_screenshot',
+      arguments: { url: 'http://10.0.0.1/' },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/^Invalid request.*url/s);
+    expect(await balance(account.token)).toBe(100);
+    await client.close();
+  });
+
+  it('refuses a missing or unknown key with 401 before any tool runs', async () => {
+    for (const authorization of [undefined, 'Bearer sk_live_unknownunknownunknownunknown00']) {
+      const response = await fetch(`${service.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          ...(authorization ? { Authorization: authorization } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(response.status).toBe(401);
+    }
+  });
+
+  it('costs and counts a call exactly as the same REST request', async () => {
+    const viaRest = await service.newAccount();
+    const viaMcp = await service.newAccount();
+    const body = { url: `${site.origin}/green`, width: 2600, height: 600 };
+    const rest = await service.request('/api/screenshot', {
+      bearer: viaRest.apiKey,
+      body: { ...body, response: 'json' },
+    });
+    expect(rest.status).toBe(200);
+    const client = await httpClient(viaMcp.apiKey);
+    const result = (await client.callTool({ name: 'take_screenshot', arguments: body })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    await client.close();
+    // 2600 wide is the 3-credit tier, both ways.
+    expect(await balance(viaRest.token)).toBe(97);
+    expect(await balance(viaMcp.token)).toBe(97);
+    const usage = async (token: string) =>
+      (await (await service.request('/api/usage', { bearer: token })).json()).days.at(-1);
+    // Usage is written once the answer is out: wait for both records, then compare the day's totals.
+    await vi.waitFor(async () => {
+      expect(await usageRecords(viaMcp.accountId)).toHaveLength(1);
+      expect(await usageRecords(viaRest.accountId)).toHaveLength(1);
+    });
+    expect(await usage(viaMcp.token)).toEqual(await usage(viaRest.token));
+    expect((await usage(viaMcp.token)).credits).toBe(3);
+    const [record] = await usageRecords(viaMcp.accountId);
+    expect(record).toMatchObject({ via: 'mcp', credits: 3, status: 200, host: site.hostPort });
+    expect((await usageRecords(viaRest.accountId))[0]).not.toHaveProperty('via');
+  });
+});
+
+describe('npm run mcp over stdio', () => {
+  it('lists the tools and calls them through the service', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = new Client({ name: 'stdio-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: 'npm',
+        args: ['run', '--silent', 'mcp'],
+        env: {
+          ...(process.env as Record<string, string>),
+          SCREENSHOT_API_URL: service.url,
+          SCREENSHOT_API_KEY: apiKey,
+        },
+        stderr: 'pipe',
+      }),
+    );
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'get_page_markdown',
+      'get_page_pdf',
+      'take_screenshot',
+    ]);
+    const result = (await client.callTool({
+      name: 'get_page_markdown',
+      arguments: { url: `${site.origin}/article` },
+    })) as CallToolResult;
+    expect(text(result)).toMatch(new RegExp(`^# ${ARTICLE_HEADING}`, 'm'));
+    await client.close();
+  });
+});

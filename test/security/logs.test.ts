@@ -1,0 +1,87 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { hostsOnly, logger } from '../../shared/logger';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+
+/**
+ * The logs name hosts, never whole capture URLs: credentials in `user:password@`, paths and query tokens stay out,
+ * whoever logs them (our code, an error's message or stack). Read from the real Powertools logger's output.
+ */
+
+let site: PageServer;
+let harness: ScreenshotHarness;
+let apiKey: string;
+const SECRETS = ['alice', 'hunter2', 'tok-4711', 'private-path'];
+
+/** What the logger writes (its own console on stdout and stderr) while `run` runs, at INFO. */
+async function logged(run: () => Promise<unknown>): Promise<string> {
+  const lines: string[] = [];
+  const capture = (chunk: unknown) => {
+    lines.push(String(chunk));
+    return true;
+  };
+  vi.spyOn(process.stdout, 'write').mockImplementation(capture);
+  vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  const level = logger.getLevelName();
+  logger.setLogLevel('INFO');
+  try {
+    await run();
+  } finally {
+    logger.setLogLevel(level);
+    vi.restoreAllMocks();
+  }
+  return lines.join('');
+}
+
+beforeAll(async () => {
+  site = await startPageServer({ '/private-path': solidPage('#0f0') });
+  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: site.hostPort });
+  ({ apiKey } = await harness.newAccount());
+});
+afterAll(async () => {
+  await harness?.close();
+  await site?.close();
+});
+afterEach(() => vi.restoreAllMocks());
+
+describe('the logs of a capture whose js throws', () => {
+  it('name the host and keep the error text, but hold no credential, path or token of the URL', async () => {
+    const url = `http://alice:hunter2@${site.hostPort}/private-path?token=tok-4711`;
+    let status = 0;
+    const output = await logged(async () => {
+      const answer = await harness.shoot(apiKey, {
+        url,
+        width: 320,
+        height: 320,
+        js: `throw new Error('boom while reading ${url}')`,
+      });
+      status = answer.status;
+    });
+    expect(status).toBe(200);
+    const line = output.split('\n').find((text) => text.includes('Injected script failed'));
+    expect(line).toBeDefined();
+    const entry = JSON.parse(line ?? '{}');
+    expect(entry.host).toBe(site.hostPort);
+    expect(entry.scriptError).toContain('boom while reading http://');
+    for (const secret of SECRETS) expect(output).not.toContain(secret);
+  });
+});
+
+describe('every log line', () => {
+  it('cuts URLs in messages, fields and error stacks down to their host', async () => {
+    const url = `https://alice:hunter2@shop.example:8443/private-path?token=tok-4711#frag`;
+    const output = await logged(async () => {
+      logger.error(`Navigation to ${url} failed`, {
+        detail: { nested: [url] },
+        error: new Error(`at ${url}`),
+      });
+    });
+    expect(output).toContain('https://shop.example:8443');
+    for (const secret of SECRETS) expect(output).not.toContain(secret);
+  });
+
+  it('leaves text without URLs as it is, and names unparsable ones only as [url]', () => {
+    expect(hostsOnly('Capture slot not released: timeout')).toBe('Capture slot not released: timeout');
+    expect(hostsOnly('see http://[::1 and http://a.example/x?y=1')).toBe('see [url] and http://a.example');
+  });
+});
