@@ -2,7 +2,7 @@ import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
 import { PayloadTooLargeError } from '../errors';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
-import { CONTENT_TYPES, MAX_HTML_BYTES } from '../screenshot/outputFields';
+import { MAX_HTML_BYTES } from '../screenshot/outputFields';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -19,8 +19,8 @@ export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
 /** The largest screenshot body that holds an `html` document: the document's own bound on top. */
 export const MAX_HTML_BODY_BYTES = MAX_HTML_BYTES + MAX_SCREENSHOT_BODY_BYTES;
 
-/** Content types a browser could show as a document: sent sandboxed, so they can never run script on our origin. */
-const DOCUMENT_TYPES: ReadonlySet<string> = new Set([CONTENT_TYPES.pdf]);
+/** No answer of this route is for a browser to sniff into something else (an image or an error into a document). */
+const NO_SNIFF = { 'X-Content-Type-Options': 'nosniff' } as const;
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
@@ -35,12 +35,8 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
       signal: request.signal,
       ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
     });
-    // No answer of this route is for a browser to sniff into something else (an image into a document).
-    const rateHeaders = {
-      'X-Content-Type-Options': 'nosniff',
-      ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}),
-    };
-    if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', rateHeaders);
+    const rateHeaders = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
+    if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', { ...NO_SNIFF, ...rateHeaders });
     // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
     return { ...answer(outcome.screenshot, rateHeaders), undelivered: outcome.undelivered };
   };
@@ -77,7 +73,8 @@ function screenshotBody(request: HttpRequest): () => unknown {
 function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): HttpResponse {
   const headers: Record<string, string> = {
     ETag: screenshot.etag,
-    ...(DOCUMENT_TYPES.has(screenshot.contentType) ? { 'Content-Security-Policy': 'sandbox' } : {}),
+    // On the 304 and the link too: they stand for the same stored bytes.
+    ...safeAnswerHeaders(screenshot.contentType),
     'X-Credits-Charged': String(screenshot.creditsCharged),
     ...(screenshot.cache ? { 'X-Cache': screenshot.cache } : {}),
     ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
@@ -111,7 +108,6 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
     headers: {
       'Content-Type': screenshot.contentType,
       'Cache-Control': cacheControl,
-      ...safeAnswerHeaders(screenshot.contentType),
       ...headers,
     },
     body: screenshot.image ?? Buffer.alloc(0),
@@ -120,12 +116,12 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
 
 /**
  * A captured page's bytes must never run as a document on our origin (the local dashboard shares it): no type
- * sniffing, and whatever a browser could render as a document (HTML, Markdown shown as text/html by a careless
- * viewer) in a sandbox with no script and an opaque origin.
+ * sniffing, and whatever a browser could render as a document (a PDF, HTML, Markdown shown as text/html by a
+ * careless viewer) in a sandbox with no script and an opaque origin.
  */
 function safeAnswerHeaders(contentType: string): Record<string, string> {
   return {
-    'X-Content-Type-Options': 'nosniff',
+    ...NO_SNIFF,
     ...(contentType.startsWith('image/') ? {} : { 'Content-Security-Policy': 'sandbox' }),
   };
 }
