@@ -1,7 +1,11 @@
 import { spawn } from 'node:child_process';
+import { cpSync, existsSync, renameSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import type { BrowserBundle } from '../shared/capture/browserBundle';
+import { PACKED_CHROMIUM_DIR, packChromium } from '../shared/capture/packedChromium';
 
 const ENTRY = fileURLToPath(new URL('./coldStartChild.ts', import.meta.url));
 /** Inside node_modules so that the external @sparticuz/chromium resolves as it does from the deployed bundle. */
@@ -17,7 +21,23 @@ export interface ColdStartSample {
   imageMs: number;
 }
 
-/** Bundles the child the way infra/stack.ts bundles the screenshot function (ESM, minified, Chromium external). */
+/**
+ * The layer's stand-in: the local bundle laid out as infra/chromiumLayer.ts lays it out in the layer, Chromium
+ * gzip-packed in parts. Built once per bundle version (packing takes tens of seconds), kept beside the bench bundle.
+ */
+export function packedLayerStandIn(local: BrowserBundle): string {
+  const dir = fileURLToPath(
+    new URL(`../node_modules/.cache/screenshot-bench/layer-${basename(local.dir)}`, import.meta.url),
+  );
+  if (existsSync(dir)) return dir;
+  const staging = `${dir}.${process.pid}`;
+  cpSync(local.dir, staging, { recursive: true, filter: (source) => source !== local.executablePath });
+  packChromium(local.executablePath, join(staging, PACKED_CHROMIUM_DIR));
+  renameSync(staging, dir);
+  return dir;
+}
+
+/** Bundles the child the way infra/stack.ts bundles the renderer function (ESM, minified, Chromium external). */
 export async function bundleColdStart(): Promise<void> {
   await build({
     entryPoints: [ENTRY],

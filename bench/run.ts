@@ -14,7 +14,7 @@ import { browserBundle } from '../shared/capture/browserBundle';
 import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { captureWebsiteCapturer, launchPerRequest, ourLaunch, startFloor, usualLaunch } from './alternatives';
-import { bundleColdStart, type ColdStartSample, coldStartOnce } from './coldStart';
+import { bundleColdStart, type ColdStartSample, coldStartOnce, packedLayerStandIn } from './coldStart';
 import { answeredMs, expectImage } from './invoke';
 import { describeMachine, finishMachine } from './machine';
 import { collectGarbage, diskUsage, residentMemory } from './memory';
@@ -140,7 +140,7 @@ try {
   }
 
   if (phase('cold')) {
-    log('cold start: bundling the entry as the stack does, then one new process per sample');
+    log('cold start of the renderer: bundling its entry as the stack does, then one new process per sample');
     await bundleColdStart();
     const env = {
       ...store.env,
@@ -148,8 +148,8 @@ try {
       BENCH_DYNAMO_ENDPOINT: store.dynamo.endpoint,
       BENCH_API_KEY: store.apiKey,
       BENCH_URL: pages.simple,
-      // The layer's stand-in: the same tree as /opt/browser, built from the same packages.
-      BROWSER_BUNDLE_DIR: browserBundle().dir,
+      // The layer's stand-in: the same tree as /opt/browser (Chromium packed), built from the same packages.
+      BROWSER_BUNDLE_DIR: packedLayerStandIn(browserBundle()),
     };
     // A new Lambda sandbox starts with an empty /tmp: each such sample gets a temp folder of its own. The other row
     // keeps one temp folder for every sample, as a process restarted in the same sandbox would find it.

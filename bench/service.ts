@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
 import { localSigningKeyFile, startEmbeddedS3 } from '../local/embeddedS3';
 import { ephemeralIdentityProvider } from '../local/ephemeralIdp';
+import { LocalRenderer } from '../local/renderer/localRenderer';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
@@ -59,15 +60,18 @@ export async function startBenchStore(allowPrivateHosts: string): Promise<BenchS
   };
 }
 
-/** The real screenshot service (handler, renderer, egress proxy) as the Lambda entry builds it. */
+/** The real screenshot front as the Lambda entry builds it, and the renderer process it invokes. */
 export interface BenchService {
   shoot(body: Record<string, unknown>): Promise<BenchResponse>;
   close(): Promise<void>;
 }
 
 export async function startOurService(store: BenchStore, env: NodeJS.ProcessEnv = {}): Promise<BenchService> {
-  const service = createScreenshotService(store.dynamo.client, { ...process.env, ...store.env, ...env });
-  await service.renderer.warmUp();
+  const fullEnv = { ...process.env, ...store.env, ...env };
+  // Through the boundary: the renderer is a process of its own, invoked as the deployed front invokes it.
+  const renderer = new LocalRenderer({ env: fullEnv });
+  const service = createScreenshotService(store.dynamo.client, fullEnv, { renderer });
+  await renderer.warmUp();
   return {
     shoot: (body) => invokeStreaming(screenshotLambda(service), screenshotEvent(store.apiKey, body)),
     close: () => service.close(),

@@ -1,12 +1,12 @@
 import { streamingRuntime } from '../shared/http/adapter/lambdaStreaming';
-import { logger } from '../shared/logger';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
-import { createScreenshotService } from '../shared/wiring/screenshot';
+import { createScreenshotService, invokedRenderer } from '../shared/wiring/screenshot';
 
-const service = createScreenshotService(createDynamoClient(), process.env);
-// Launch Chromium and open the first tab during the cold start (Lambda's init phase, which gets a CPU boost and
-// waits for this top-level await), not on the first request. A failure here is retried by the first capture.
-await service.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+// The front: every rule (keys, rate limit, credits, slots, cache, usage) and no browser. Captures are asked of the
+// renderer function, which holds no credentials (docs/architecture.md).
+const service = createScreenshotService(createDynamoClient(), process.env, {
+  renderer: invokedRenderer(process.env),
+});
 
 export const handler = streamingRuntime().streamifyResponse(screenshotLambda(service));

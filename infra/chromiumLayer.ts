@@ -7,9 +7,11 @@ import { Construct } from 'constructs';
 import {
   BUNDLE_MANIFEST,
   type BundleManifest,
+  bundleLayout,
   LAYER_BUNDLE_DIR,
   localBundleDir,
 } from '../shared/capture/browserBundle';
+import { PACKED_CHROMIUM_DIR, packChromium } from '../shared/capture/packedChromium';
 
 export const CHROMIUM_PACKAGE = '@sparticuz/chromium';
 
@@ -90,9 +92,10 @@ export const LAYER_BUNDLE_PATH = path.relative('/opt', LAYER_BUNDLE_DIR);
  * The browser bundle (shared/capture/browserBundle.ts: Chromium unpacked, its libraries, the font set and
  * fonts/fonts.conf) at /opt/browser, plus `@sparticuz/chromium`'s JS (our launch flags start from its `args`) and
  * its runtime dependencies under nodejs/node_modules. Built on this machine from the local bundle, which is built from
- * the installed npm packages: no Docker, no download. Nothing is packed, so a new sandbox starts Chromium at once
- * instead of unpacking it into /tmp first; the brotli files are left out. The function marks the package external,
- * so Node resolves it from /opt/nodejs/node_modules at run time.
+ * the installed npm packages: no Docker, no download. Chromium itself is gzip-packed in parts
+ * (shared/capture/packedChromium.ts), which a new sandbox inflates in parallel into /tmp at its first launch: unpacked
+ * it would not fit the renderer's 200 MiB budget. Everything else (fonts, libraries) is ready to use; the brotli
+ * files are left out. The function marks the package external, so Node resolves it from /opt/nodejs/node_modules.
  */
 export class ChromiumLayer extends Construct {
   readonly layer: lambda.LayerVersion;
@@ -115,13 +118,13 @@ export class ChromiumLayer extends Construct {
     // hash: an unchanged layer is not re-uploaded, and a repeated synth reuses the staged copy.
     const assetHash = createHash('sha256')
       .update(
-        ['layer-v2', this.bundle.key, ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'),
+        ['layer-v3', this.bundle.key, ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'),
       )
       .digest('hex');
     const packedBrowser = path.join(chromium.dir, 'bin');
 
     this.layer = new lambda.LayerVersion(this, 'Layer', {
-      description: `${CHROMIUM_PACKAGE} ${chromium.version} unpacked, with ${this.bundle.fonts.length} font files`,
+      description: `${CHROMIUM_PACKAGE} ${chromium.version} gzip-packed, with ${this.bundle.fonts.length} font files`,
       compatibleRuntimes: [props.runtime],
       compatibleArchitectures: [props.architecture],
       code: lambda.Code.fromAsset(bundleDir, {
@@ -132,7 +135,13 @@ export class ChromiumLayer extends Construct {
           image: DockerImage.fromRegistry('public.ecr.aws/lambda/nodejs:22'),
           local: {
             tryBundle(outputDir: string): boolean {
-              cpSync(bundleDir, path.join(outputDir, LAYER_BUNDLE_PATH), { recursive: true });
+              const layerBundle = path.join(outputDir, LAYER_BUNDLE_PATH);
+              const { executablePath } = bundleLayout(bundleDir);
+              cpSync(bundleDir, layerBundle, {
+                recursive: true,
+                filter: (source) => source !== executablePath,
+              });
+              packChromium(executablePath, path.join(layerBundle, PACKED_CHROMIUM_DIR));
               for (const pkg of packages) {
                 // Each package is copied without its own node_modules; nested dependencies are in `packages` too.
                 const skipNested = path.join(pkg.dir, 'node_modules');

@@ -85,6 +85,11 @@ const settingsFile = z
       .optional(),
     /** How a new function version takes traffic: 10 % for 5 minutes watched by alarms, or at once (development). */
     rollout: z.enum(['canary', 'allAtOnce']).default('canary'),
+    /**
+     * Ship source maps with every function (stack traces name the TypeScript sources). Off by default: they add
+     * megabytes to each package, which the size budget (200 MiB per function, layers included) counts.
+     */
+    sourceMaps: z.boolean().default(false),
   })
   .refine((s) => s.screenshotRateLimit <= s.apiRateLimit && s.screenshotBurstLimit <= s.apiBurstLimit, {
     message: 'screenshotRateLimit/screenshotBurstLimit cannot exceed apiRateLimit/apiBurstLimit',

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, RemovalPolicy, Size, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
@@ -8,20 +8,23 @@ import * as cognito from 'aws-cdk-lib/aws-cognito';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
+import { capacityOfReserved } from '../shared/accounts/fairShare';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
-import { captureAssetHooks, SHARP_PACKAGE } from './captureAssets';
-import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
+import { ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
+import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
+import { functionBundling, sourceMapEnvironment } from './functionBundling';
 import { ImageStorage } from './imageStorage';
 import { Monitoring, pascal } from './monitoring';
+import { RendererFunction } from './rendererFunction';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
 import { ServiceWebAcl } from './webAcl';
@@ -35,12 +38,12 @@ export const RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const ARCHITECTURE = lambda.Architecture.X86_64;
 
 /**
- * The screenshot function's size. Lambda gives CPU in proportion to memory (one vCPU at 1,769 MB), and Chromium
- * renders, rasterises and encodes on several threads: at 3,008 MB it gets about 1.7 vCPUs and room for the largest
- * bitmap the spec allows (3,840 x 16,384 px full page is ~250 MB raw, held more than once while encoding). 3,008 MB
- * is also the most a new account may configure without a quota increase, so the stack deploys everywhere.
+ * The screenshot front's size. It holds no browser: it checks the request against the table, invokes the renderer and
+ * passes the image on. The largest image the spec allows (a 3,840 x 16,384 full page) is tens of megabytes, held
+ * while it is streamed to the client and stored; 1,024 MB holds it twice over, with a little more CPU than 512 MB
+ * for hashing and the TLS of the stream.
  */
-export const SCREENSHOT_MEMORY_MB = 3008;
+export const SCREENSHOT_MEMORY_MB = 1024;
 /**
  * 90 s: the spec's longest delay (30 s) comes after the page's load event, which itself may take up to the
  * navigation timeout, plus the browser's start, a large full-page encode and the DynamoDB
@@ -86,6 +89,8 @@ export class ScreenshotServiceStack extends Stack {
   readonly monitoring: Monitoring;
   /** Stored images and the key that seals signing secrets. */
   readonly images: ImageStorage;
+  /** Chromium, invoked by the screenshot front; it holds no permission beyond its logs. */
+  readonly renderer: RendererFunction;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
     super(scope, id, props);
@@ -181,18 +186,21 @@ export class ScreenshotServiceStack extends Stack {
 
     // Exactly what aws-jwt-verify compares against the token's `iss` (shared/auth/sessionVerifier.ts).
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${this.userPool.userPoolId}`;
+    const capacity = capacityOfReserved(settings.screenshotReservedConcurrency);
     const environment: Record<string, string> = {
       TABLE_NAME: this.table.tableName,
       RATE_LIMIT_PER_HOUR: String(settings.rateLimitPerHour),
       FREE_CREDITS: String(settings.freeCredits),
       MAX_CONCURRENT_CAPTURES: String(settings.maxConcurrentCaptures),
+      // The reserved concurrency is all that can run at once: shared fairly, with headroom kept for newcomers.
+      CAPTURE_CAPACITY: String(capacity.shared),
+      CAPTURE_HEADROOM: String(capacity.headroom),
       SESSION_ISSUER: issuer,
       SESSION_CLIENT_ID: this.userPoolClient.userPoolClientId,
       SESSION_JWKS_URI: `${issuer}/.well-known/jwks.json`,
       // The `service` dimension of the business metrics (shared/metrics/names.ts), which the alarms read.
       POWERTOOLS_SERVICE_NAME: this.stackName,
-      // Stack traces point at the TypeScript sources, not the minified bundle.
-      NODE_OPTIONS: '--enable-source-maps',
+      ...sourceMapEnvironment(settings.sourceMaps),
       // ALLOW_PRIVATE_HOSTS is deliberately absent: a deployment refuses every private address (docs/api.md).
     };
 
@@ -202,12 +210,24 @@ export class ScreenshotServiceStack extends Stack {
       architecture: ARCHITECTURE,
     });
 
+    // Chromium runs here only: a function whose role writes its logs and nothing else (docs/architecture.md).
+    this.renderer = new RendererFunction(this, 'Renderer', {
+      projectRoot: PROJECT_ROOT,
+      runtime: RUNTIME,
+      architecture: ARCHITECTURE,
+      chromiumLayer: chromium.layer,
+      serviceName: this.stackName,
+      reservedConcurrency: settings.screenshotReservedConcurrency,
+      sourceMaps: settings.sourceMaps,
+      liveAlias: LIVE_ALIAS,
+    });
+
     const functions = new Map<RouteDefinition['handler'], NodejsFunction>();
     const aliases = new Map<RouteDefinition['handler'], lambda.Alias>();
     for (const route of ROUTES) {
       // Routes that share a handler share its function (the signed GET of /api/screenshot).
       if (functions.has(route.handler)) continue;
-      const fn = this.routeFunction(route, environment, chromium.layer, settings);
+      const fn = this.routeFunction(route, environment, settings);
       functions.set(route.handler, fn);
       // Every deploy publishes a version; the alias only moves once CodeDeploy says so (below).
       aliases.set(
@@ -311,7 +331,6 @@ export class ScreenshotServiceStack extends Stack {
   private routeFunction(
     route: RouteDefinition,
     environment: Record<string, string>,
-    chromiumLayer: lambda.ILayerVersion,
     settings: DeploymentSettings,
   ): NodejsFunction {
     const id = pascal(route.handler);
@@ -353,38 +372,23 @@ export class ScreenshotServiceStack extends Stack {
       architecture: ARCHITECTURE,
       memorySize: isScreenshot ? SCREENSHOT_MEMORY_MB : MANAGEMENT_MEMORY_MB,
       timeout: isScreenshot ? SCREENSHOT_TIMEOUT : MANAGEMENT_TIMEOUT,
-      // Chromium runs from the layer, unpacked; /tmp holds its profile, font cache and the files backing shared
-      // memory (no /dev/shm on Lambda), which a 3840 x 16384 full-page bitmap makes large.
-      ...(isScreenshot
-        ? {
-            ephemeralStorageSize: Size.mebibytes(1024),
-            // Both a guarantee and a cap: captures can never take the whole account's concurrency, so the key and
-            // credit routes always have room.
-            reservedConcurrentExecutions: settings.screenshotReservedConcurrency,
-          }
-        : {}),
-      layers: isScreenshot ? [chromiumLayer] : [],
-      environment,
+      // Both a guarantee and a cap: captures can never take the whole account's concurrency, so the key and credit
+      // routes always have room. The renderer has the same reservation, one invocation per front invocation.
+      ...(isScreenshot ? { reservedConcurrentExecutions: settings.screenshotReservedConcurrency } : {}),
+      environment: isScreenshot
+        ? { ...environment, RENDERER_FUNCTION_NAME: this.renderer.alias.functionArn }
+        : environment,
       role,
       logGroup,
       tracing: lambda.Tracing.ACTIVE,
-      bundling: {
-        format: OutputFormat.ESM,
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        logLevel: LogLevel.WARNING,
-        // Bundled CommonJS dependencies call require(); ESM output has none unless the banner provides it.
-        banner:
-          "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-        // Everything is bundled, including the AWS SDK (the exact version the tests ran, not the runtime's copy),
-        // except the Chromium package, which the layer provides, and the image encoder, copied beside the bundle.
-        externalModules: isScreenshot ? [CHROMIUM_PACKAGE, SHARP_PACKAGE] : [],
-        ...(isScreenshot ? { commandHooks: captureAssetHooks } : {}),
-      },
+      // No Chromium and no fonts in any route's package: the renderer function alone has the layer. The fronts
+      // that capture carry the AVIF encoder beside their bundle.
+      bundling: functionBundling(
+        settings.sourceMaps,
+        isScreenshot ? { externalModules: [SHARP_PACKAGE], commandHooks: encoderAssetHooks } : {},
+      ),
     });
+    if (isScreenshot) this.renderer.alias.grantInvoke(role);
     acknowledge(
       fn,
       'L1',

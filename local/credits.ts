@@ -7,7 +7,7 @@ import { BalanceOverflowError, InsufficientCreditsError } from '../shared/errors
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { createStores } from '../shared/wiring/stores';
 import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
-import { STATE_FILE } from './localService';
+import { STATE_FILE } from './stateFile';
 
 /**
  * The operator's credits tool, printing JSON:

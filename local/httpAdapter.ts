@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { PassThrough } from 'node:stream';
+import { Writable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, StartingError } from '../shared/errors';
 import type { InvocationContext } from '../shared/http/adapter/apiGateway';
@@ -149,20 +149,39 @@ function flatHeaders(req: IncomingMessage): Record<string, string> {
   return headers;
 }
 
-/** Runs a streaming handler with the stand-in runtime, piping what it writes to the HTTP response. */
+/** Runs a streaming handler with the stand-in runtime, writing what it streams to the HTTP response. */
 async function runStreaming(
   handler: StreamingLambdaHandler,
   event: APIGatewayProxyEvent,
   context: InvocationContext,
   res: ServerResponse,
 ): Promise<void> {
-  const stream = new PassThrough();
+  const stream = responseStream(res);
+  await handler(event, stream, context);
+  if (!stream.writableEnded) stream.end();
+}
+
+/**
+ * The response as the handler's stream. A write is done once the socket took it, and the end once the whole answer
+ * was handed to the operating system, so the handler sees its answer delivered only then. A client that hangs up
+ * before that closes the stream early: a capture still running stops, and an answer being sent counts as
+ * undelivered (not charged).
+ */
+function responseStream(res: ServerResponse): Writable {
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      if (res.write(chunk)) done();
+      else res.once('drain', () => done());
+    },
+    final(done) {
+      res.end(() => done());
+    },
+  });
   stream.once(PRELUDE_EVENT, (prelude: ResponsePrelude) =>
     res.writeHead(prelude.statusCode, prelude.headers),
   );
-  stream.pipe(res);
-  // A client that hangs up stops reading; ending our side lets the handler finish and free its page.
-  res.once('close', () => stream.destroy());
-  await handler(event, stream, context);
-  if (!stream.writableEnded) stream.end();
+  res.once('close', () => {
+    if (!res.writableFinished) stream.destroy();
+  });
+  return stream;
 }

@@ -22,6 +22,8 @@ import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { LocalRenderer } from './renderer/localRenderer';
+import { STATE_FILE } from './stateFile';
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -33,9 +35,15 @@ export interface LocalServiceOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Captures run at once locally (LOCAL_MAX_CAPTURES), and how many more may wait (LOCAL_MAX_QUEUED) before 503. */
-function captureQueue(env: NodeJS.ProcessEnv): AdmissionQueue {
-  return new AdmissionQueue(Number(env.LOCAL_MAX_CAPTURES) || 4, Number(env.LOCAL_MAX_QUEUED) || 64);
+/**
+ * Captures run at once locally (LOCAL_MAX_CAPTURES, plus CAPTURE_HEADROOM for accounts with nothing running), and
+ * how many more may wait (LOCAL_MAX_QUEUED) before 503.
+ */
+function captureQueue(env: NodeJS.ProcessEnv, headroom: number): AdmissionQueue {
+  return new AdmissionQueue(
+    { shared: Number(env.LOCAL_MAX_CAPTURES) || 4, headroom },
+    Number(env.LOCAL_MAX_QUEUED) || 64,
+  );
 }
 
 export interface LocalService {
@@ -43,11 +51,10 @@ export interface LocalService {
   idp: LocalIdp;
   dynamo: EmbeddedDynamo;
   s3: EmbeddedS3;
+  /** The renderer process the front invokes. */
+  renderer: LocalRenderer;
   close(): Promise<void>;
 }
-
-/** Written under DATA_DIR while the service runs, so the credits tool can reach the same store. */
-export const STATE_FILE = 'local-service.json';
 
 /**
  * The whole API on one port: the same handlers the Lambdas run, the embedded DynamoDB, the local S3 API (images,
@@ -89,9 +96,15 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
   }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
-  const screenshot = createScreenshotService(dynamo.client, env, { admission: captureQueue(env) });
-  // Launch Chromium now, as the Lambda does in its cold start, so the first capture does not wait for it.
-  screenshot.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+  // Chromium runs in a process of its own, which gets none of this environment but an allow-list of it.
+  const renderer = new LocalRenderer({ env });
+  const screenshot = createScreenshotService(dynamo.client, env, {
+    renderer,
+    admission: captureQueue(env, config.captureHeadroom),
+    mentionAllowPrivateHosts: true,
+  });
+  // Start the renderer process (which launches Chromium) now, as the renderer function does in its cold start.
+  renderer.warmUp().catch((error) => logger.error('Renderer warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {
     if (req.method !== 'GET' || req.url !== '/.well-known/jwks.json') return false;
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(idp.jwks));
@@ -117,6 +130,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     idp,
     dynamo,
     s3,
+    renderer,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { readServiceConfig } from '../shared/config';
 import { exitUnlessSupportedNode } from './supportedNode';
 
 // Checked before the service's modules load: on an older Node they may fail to load at all, with a less clear error.
@@ -13,6 +14,9 @@ const port = Number(process.env.PORT || 3000);
 
 const service = await startLocalService({ dataDir, port });
 const demoToken = service.idp.mintToken('demo');
+// Tokens are signed with the key under DATA_DIR: the token command must be given the same one.
+const tokenCommand = `${process.env.DATA_DIR ? `DATA_DIR=${dataDir} ` : ''}npm run --silent token -- <accountId>`;
+const { rateLimitPerHour } = readServiceConfig(process.env);
 
 process.stdout.write(`Screenshot service listening on ${service.url}
 Node.js:          ${process.version}
@@ -20,7 +24,9 @@ Dashboard:        ${service.url}/   (sign in with any account id)
 API description:  ${service.url}/api/openapi.json
 Data:             ${dataDir}
 
-Session token for account "demo" (valid 1 hour; mint more with: npm run --silent token -- <accountId>):
+Rate limit:       ${rateLimitPerHour} screenshot requests per account per hour (for local trials, raise it: RATE_LIMIT_PER_HOUR=10000 npm start)
+
+Session token for account "demo" (valid 1 hour; mint more with: ${tokenCommand}):
 ${demoToken}
 
 Create an API key:

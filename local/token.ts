@@ -1,5 +1,7 @@
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { loadLocalIdp } from './idp';
+import { STATE_FILE } from './stateFile';
 
 /** `npm run --silent token -- <accountId>`: prints a session token for that account, and nothing else. */
 const accountId = process.argv[2];
@@ -7,5 +9,14 @@ if (!accountId) {
   process.stderr.write('usage: npm run --silent token -- <accountId>\n');
   process.exit(2);
 }
-const idp = await loadLocalIdp(resolve(process.env.DATA_DIR || '.data'));
+const dataDir = resolve(process.env.DATA_DIR || '.data');
+// The token is signed with the key under DATA_DIR, and only a server using the same DATA_DIR accepts it: say so
+// (on stderr, so stdout stays the token alone) when no server is running with this one.
+if (!existsSync(join(dataDir, STATE_FILE))) {
+  process.stderr.write(
+    `note: no npm start is running with DATA_DIR=${dataDir}; this token is accepted (not 401) only by a server ` +
+      'started with the same DATA_DIR, so run this command with the DATA_DIR you gave npm start\n',
+  );
+}
+const idp = await loadLocalIdp(dataDir);
 process.stdout.write(`${idp.mintToken(accountId)}\n`);

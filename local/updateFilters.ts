@@ -50,7 +50,12 @@ const SOURCES: Record<FilterSet, ListSource> = {
 async function listText(source: ListSource, file: string, from: string | undefined): Promise<string> {
   if (from) return readFile(join(from, file), 'utf8');
   const url = `https://raw.githubusercontent.com/${source.repository}/${source.commit}/${source.folder}/${file}`;
-  const response = await fetch(url);
+  const response = await fetch(url).catch((error: Error & { cause?: { code?: string } }) => {
+    throw new Error(
+      `could not download ${file} from raw.githubusercontent.com (${error.cause?.code ?? error.message}). ` +
+        'Check the network, or pass -- --from <dir> with the three list files.',
+    );
+  });
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return response.text();
 }
@@ -112,4 +117,8 @@ async function main(): Promise<void> {
   for (const set of sets) await build(set, from);
 }
 
-await main();
+// A clear line and exit code 1 instead of a stack trace; nothing was written.
+await main().catch((error: Error) => {
+  process.stderr.write(`filters:update failed: ${error.message}\n`);
+  process.exit(1);
+});

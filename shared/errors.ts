@@ -159,6 +159,12 @@ export class CaptureFailedError extends AppError {
   }
 }
 
+/**
+ * The capture ran out of its time budget (the page did not load, a selector never showed, a script held the page):
+ * the same 500, and its account's slot is held for a while after (docs/api.md, "Fair sharing of capture capacity").
+ */
+export class CaptureTimedOutError extends CaptureFailedError {}
+
 /** A 503: the request had no effect and passes quickly, so clients are told to come back soon rather than give up. */
 abstract class RetrySoonError extends AppError {
   constructor(message: string) {

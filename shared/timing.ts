@@ -44,6 +44,12 @@ export const CAPTURE_BUDGETS: Readonly<CaptureBudgets> = {
   afterLoadMs: AFTER_LOAD_BUDGET_MS,
 };
 
+/**
+ * How long a capture that ran out of its time budget keeps one of its account's slots after it ended (docs/api.md,
+ * "Fair sharing of capture capacity"): an account whose captures keep running out gets fewer slots for a while.
+ */
+export const TIMED_OUT_SLOT_PENALTY_MS = 120_000;
+
 /** How long closing a stopped page's context may take before the whole browser is replaced instead. */
 export const PAGE_KILL_GRACE_MS = 3_000;
 

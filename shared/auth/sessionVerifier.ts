@@ -36,8 +36,24 @@ export function createSessionVerifier(config: SessionConfig, jwks?: Jwks): Sessi
         return String(payload.sub);
       } catch (error) {
         if (error instanceof JwtExpiredError) throw new UnauthorizedError('Session token has expired');
+        // Only the local identity provider hands its JWKS in; its key lives under DATA_DIR.
+        if (jwks && signedByUnknownKey(token, jwks)) {
+          throw new UnauthorizedError(
+            'Session token signed by another key: mint it with npm run token and the same DATA_DIR as this server',
+          );
+        }
         throw new UnauthorizedError('Invalid session token');
       }
     },
   };
+}
+
+/** Whether the token's header names a key that is not in the JWKS (false for a token that cannot be read). */
+function signedByUnknownKey(token: string, jwks: Jwks): boolean {
+  try {
+    const { kid } = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8'));
+    return typeof kid === 'string' && !jwks.keys.some((key) => key.kid === kid);
+  } catch {
+    return false;
+  }
 }

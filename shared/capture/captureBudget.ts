@@ -1,4 +1,4 @@
-import { CaptureFailedError } from '../errors';
+import { CaptureTimedOutError } from '../errors';
 import type { CaptureBudgets } from '../timing';
 
 /** Navigation (up to the load event), then everything after it (delay, settling, the image). */
@@ -57,17 +57,17 @@ export function budgetExceeded(
   phase: CapturePhase,
   allowedMs: number,
   busy: boolean,
-): CaptureFailedError {
+): CaptureTimedOutError {
   const seconds = `${Number((allowedMs / 1000).toFixed(1))} s`;
   if (phase === 'navigation') {
-    return new CaptureFailedError(
+    return new CaptureTimedOutError(
       url,
       busy
         ? `The page did not load within ${seconds}: its scripts kept the browser busy, so it was stopped`
         : `The page did not load within ${seconds}`,
     );
   }
-  return new CaptureFailedError(
+  return new CaptureTimedOutError(
     url,
     busy
       ? `The page stopped responding after it loaded (its scripts kept the browser busy) and was stopped after ${seconds}`

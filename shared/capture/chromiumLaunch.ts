@@ -1,9 +1,9 @@
 import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
-import { ownPorts } from '../egress/ownPorts';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
+import { isPacked, unpackedChromium } from './packedChromium';
 import { blockServiceWorkers } from './serviceWorkerBlock';
 
 /**
@@ -53,10 +53,14 @@ export function chromiumArgs(extra: string[] = []): string[] {
 
 /**
  * CHROMIUM_PATH points at another binary (e.g. for debugging); by default the browser bundle's (the layer's when
- * deployed, an unpacked copy of the @sparticuz/chromium build locally).
+ * deployed, inflated into the temp folder at the first launch; an unpacked copy of the @sparticuz/chromium build
+ * locally).
  */
 export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return env.CHROMIUM_PATH || browserBundle(env).executablePath;
+  if (env.CHROMIUM_PATH) return env.CHROMIUM_PATH;
+  const bundle = browserBundle(env);
+  // The layer carries Chromium packed (shared/capture/packedChromium.ts); the local bundle, ready to run.
+  return isPacked(bundle) ? unpackedChromium(bundle, env.TMPDIR ?? tmpdir()) : bundle.executablePath;
 }
 
 /**
@@ -122,18 +126,17 @@ export async function launchChromium(
       // throttled by Chromium instead of swamping the browser and the DevTools connection.
       ignoreDefaultArgs: ['--disable-ipc-flooding-protection'],
       protocolTimeout: 120_000,
+      // DevTools over a pipe, not a port: Chromium exits as soon as the pipe closes, so a renderer process that is
+      // killed (the OOM killer, a crash) takes its browser with it instead of leaving it running; and there is no
+      // DevTools port at all for a page to reach.
+      pipe: true,
       // The process decides how it stops (the local server closes the service on SIGINT and SIGTERM): puppeteer's
       // own handlers would kill Chromium and exit at once, leaving its temp folder behind.
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
     });
-    // The DevTools port drives the browser: no page may reach it (the egress gate refuses the service's own ports).
-    const leaveOwnPorts = ownPorts.add(Number(new URL(browser.wsEndpoint()).port));
-    browser.once('disconnected', () => {
-      leaveOwnPorts();
-      void tempDir.remove();
-    });
+    browser.once('disconnected', () => void tempDir.remove());
     await blockServiceWorkers(browser).catch(async (error) => {
       await browser.close();
       throw error;

@@ -1,5 +1,11 @@
 import { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
-import { type AppError, CaptureFailedError, ClientGoneError, ValidationError } from '../errors';
+import {
+  type AppError,
+  CaptureFailedError,
+  CaptureTimedOutError,
+  ClientGoneError,
+  ValidationError,
+} from '../errors';
 import { logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
 import { startRequestBlocking } from './adBlocking';
@@ -381,7 +387,7 @@ async function waitForSelector(
   } catch (error) {
     const shown = JSON.stringify(selector);
     if (error instanceof TimeoutError) {
-      throw new CaptureFailedError(
+      throw new CaptureTimedOutError(
         spec.url,
         `No element matching ${shown} became visible within ${Math.round(timeoutMs / 1000)} s`,
       );
@@ -447,7 +453,7 @@ function asCaptureFailure(url: string, error: unknown): CaptureFailedError {
   const message = error instanceof Error ? error.message : String(error);
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
   if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`);
-  if (error instanceof TimeoutError) return new CaptureFailedError(url, 'Navigation timed out');
+  if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out');
   if (/Target closed|Session closed|Protocol error|detached|disconnected/i.test(message)) {
     return new CaptureFailedError(url, 'The browser stopped during the capture');
   }

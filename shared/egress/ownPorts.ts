@@ -1,11 +1,12 @@
 /**
  * The ports the service itself listens on, on this machine: the local API, the embedded DynamoDB, the local S3 API
- * and the server behind it, Chromium's DevTools, the egress proxy. A captured page must never reach one of them,
+ * and the server behind it, the local renderer's Invoke API, the egress proxy (Chromium's DevTools has no port: it
+ * speaks over a pipe). A captured page must never reach one of them,
  * whatever ALLOW_PRIVATE_HOSTS says (even '*'): the egress gate refuses any non-public address on these ports.
  *
- * Anything new that listens (a local Lambda-invoke endpoint for a renderer process, a local SQS API, ...) joins with
- * one call, `ownPorts.add(port)`, as soon as it listens, and leaves with the function that call returns when it
- * closes. The registry is per process: a gate running in another process must be told the ports of this one.
+ * Anything new that listens (a local SQS API, ...) joins with one call, `ownPorts.add(port)`, as soon as it listens,
+ * and leaves with the function that call returns when it closes. The registry is per process: the renderer process,
+ * whose egress gate it is, is given the front's ports when it starts (`OWN_PORTS_VARIABLE`) and adds its own.
  */
 class OwnPorts {
   /** A port may be added twice (two services in one test process): counted, so one leaving keeps the other's. */
@@ -35,3 +36,13 @@ class OwnPorts {
 
 /** The one registry of the process. */
 export const ownPorts = new OwnPorts();
+
+/** How a process that starts the renderer process hands it the ports of its own: comma-separated numbers. */
+export const OWN_PORTS_VARIABLE = 'SERVICE_OWN_PORTS';
+
+/** Adds the ports another process handed over in `OWN_PORTS_VARIABLE`; anything that is not a port is ignored. */
+export function adoptOwnPorts(value: string | undefined): void {
+  for (const port of (value ?? '').split(',').map(Number)) {
+    if (Number.isInteger(port) && port > 0 && port < 65_536) ownPorts.add(port);
+  }
+}

@@ -12,6 +12,8 @@ export interface UrlPolicyOptions {
   /** Raw ALLOW_PRIVATE_HOSTS. */
   allowPrivateHosts: string;
   lookup?: HostLookup;
+  /** The local server only: a refusal says how ALLOW_PRIVATE_HOSTS would allow the address. Never deployed. */
+  mentionAllowPrivateHosts?: boolean;
 }
 
 export function createUrlPolicy(options: UrlPolicyOptions): UrlPolicy {
@@ -30,7 +32,14 @@ export function createUrlPolicy(options: UrlPolicyOptions): UrlPolicy {
       const verdict = await gate.check(url.hostname, effectivePort(url));
       // A name that does not resolve is not refused here: the capture fails on it (500, docs/api.md), and the
       // egress proxy checks again, against the addresses it actually connects to.
-      if (verdict.kind === 'refused') throw notAllowed(verdict.reason);
+      if (verdict.kind === 'refused') {
+        const hostPort = `${url.hostname}:${effectivePort(url)}`;
+        throw notAllowed(
+          options.mentionAllowPrivateHosts
+            ? `${verdict.reason}. To capture it with the local server, start it with ALLOW_PRIVATE_HOSTS=${hostPort} (or '*' for every private address)`
+            : verdict.reason,
+        );
+      }
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
-import { PayloadTooLargeError } from '../errors';
+import { PayloadTooLargeError, ValidationError } from '../errors';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
 import { MAX_HTML_BYTES } from '../screenshot/outputFields';
 import { screenshotRequest } from '../screenshot/schema';
@@ -48,9 +48,23 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
     return { apiKey: bearerCredential(request), request: screenshotBody(request) };
   }
   const { [KEY_ID_PARAM]: keyId, [SIGNATURE_PARAM]: signature, ...options } = request.query;
+  const repeated = request.repeatedQueryNames ?? [];
   return {
     signed: { keyId, signature, canonicalQuery: canonicalQuery(request.query) },
-    request: () => requestFromQuery(screenshotRequest, options),
+    request: () => {
+      // One value per name: a link whose meaning depends on which copy a reader keeps is refused.
+      if (repeated.length > 0) {
+        throw new ValidationError(
+          repeated.map((name) => ({
+            code: 'duplicate_parameter',
+            path: [name],
+            message: `The parameter ${name} appears more than once; give each parameter once`,
+          })),
+          'Invalid request body',
+        );
+      }
+      return requestFromQuery(screenshotRequest, options);
+    },
   };
 }
 

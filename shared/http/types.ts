@@ -8,8 +8,10 @@ export interface HttpRequest {
   /** Header names in lower case. */
   headers: Readonly<Record<string, string>>;
   pathParameters: Readonly<Record<string, string>>;
-  /** Query parameters; a repeated name keeps its last value. */
+  /** Query parameters; a repeated name keeps its last value here, and is listed in `repeatedQueryNames`. */
   query: Readonly<Record<string, string>>;
+  /** Names that appear more than once in the query (a signed link refuses them). */
+  repeatedQueryNames?: readonly string[];
   /** The body as text ('' when there is none). */
   body: string;
   requestId: string;

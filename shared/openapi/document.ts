@@ -19,7 +19,12 @@ import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
-import { AFTER_LOAD_BUDGET_MS, IMAGE_LINK_LIFETIME_SECONDS, NAVIGATION_BUDGET_MS } from '../timing';
+import {
+  AFTER_LOAD_BUDGET_MS,
+  IMAGE_LINK_LIFETIME_SECONDS,
+  NAVIGATION_BUDGET_MS,
+  TIMED_OUT_SLOT_PENALTY_MS,
+} from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
@@ -68,8 +73,14 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   ...OUTPUT_DESCRIPTIONS,
 };
 
+/**
+ * Request bodies are components of their own (`components.requestBodies`), with their schemas inline, not schema
+ * components: generators such as openapi-typescript make a defaulted property required in a schema component (right
+ * for answers), but leave it optional in a request body, where the server fills it in.
+ */
+const requestBody = (id: string, schema: z.ZodType) => ({ id, required: true, content: json(schema) });
+
 const screenshotBody = screenshotRequest.meta({
-  id: 'ScreenshotRequest',
   examples: [{ url: 'https://example.com', format: 'png', fullPage: true }],
   // The zod schema stays as the handler needs it; descriptions and the URL's shape are added to the rendered copy.
   override: ({ jsonSchema }: ZodOpenApiOverrideMetaContext) => {
@@ -86,14 +97,12 @@ const screenshotBody = screenshotRequest.meta({
 });
 
 const createKeyRequest = createKeyBody.meta({
-  id: 'CreateKeyRequest',
   description:
     `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters, with no control character ` +
     'and no bidirectional formatting character (U+061C, U+200E, U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069)',
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({
-  id: 'UpdateKeyRequest',
   description:
     'false revokes the key (permanent); true on an active key changes nothing, on a revoked key answers 409',
   examples: [{ isActive: false }],
@@ -243,7 +252,9 @@ const screenshotResponses = {
   '429': {
     description:
       'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
-      '(MAX_CONCURRENT_CAPTURES, default 10: limit is that number, reset one second later)',
+      '(MAX_CONCURRENT_CAPTURES, default 10, or its fair share of the capacity all accounts share; a capture that ' +
+      `ran out of its time budget holds its slot ${TIMED_OUT_SLOT_PENALTY_MS / 1000} s longer: limit is that number, ` +
+      'reset one second later)',
     headers: z.object({
       ...rateLimitHeaders,
       'Retry-After': z.number().int().meta({ description: 'Whole seconds until the caller may try again' }),
@@ -261,6 +272,15 @@ const screenshotResponses = {
     content: json(screenshotError),
   },
 };
+
+/** A browser or client revalidating an image it holds (docs/api.md, "Conditional requests"). */
+const conditionalRequestHeader = z.object({
+  'If-None-Match': z.string().optional().meta({
+    description:
+      'The ETag of an image the caller holds; when it names the cached image, the answer is 304 with no body, free',
+    example: '"f50694d7ea2bbd82523df198dd67322c"',
+  }),
+});
 
 const moment = (description: string) =>
   z.string().regex(MOMENT_PATTERN).optional().meta({ description, example: '1767225600000' });
@@ -282,7 +302,8 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       'account (429), body (400, 413, 415), credits (402), then captures: the page has ' +
       `${NAVIGATION_BUDGET_MS / 1000} s to load, then ${AFTER_LOAD_BUDGET_MS / 1000} s for delay and the image. ` +
       'Only a new capture that was delivered is charged.',
-    requestBody: { required: true, content: json(screenshotBody) },
+    requestParams: { header: conditionalRequestHeader },
+    requestBody: requestBody('ScreenshotRequest', screenshotBody),
     responses: screenshotResponses,
   },
   signedScreenshot: {
@@ -295,7 +316,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
       `cache is true unless cache=false. A link is public: ${FIELDS_REFUSED_ON_SIGNED_LINKS.join(' and ')} are ` +
       'refused (400). Checks, in order: signature and key (401), rate limit (429), the cache ' +
       '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
-    requestParams: { query: signedLinkQuery() },
+    requestParams: { query: signedLinkQuery(), header: conditionalRequestHeader },
     responses: Object.fromEntries(
       Object.entries(screenshotResponses).filter(([status]) => status !== '413' && status !== '415'),
     ),
@@ -308,7 +329,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
   createKey: {
     tags: ['API keys'],
     summary: 'Create an API key',
-    requestBody: { required: true, content: json(createKeyRequest) },
+    requestBody: requestBody('CreateKeyRequest', createKeyRequest),
     responses: {
       '201': { description: 'The new key; its full value is shown only here', content: json(createdApiKey) },
       ...bodyFailures,
@@ -320,7 +341,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
     tags: ['API keys'],
     summary: 'Revoke an API key',
     requestParams: keyIdParameter,
-    requestBody: { required: true, content: json(updateKeyRequest) },
+    requestBody: requestBody('UpdateKeyRequest', updateKeyRequest),
     responses: {
       '200': {
         description: 'Revoked (or already active, for isActive true)',

@@ -1,11 +1,11 @@
 /**
- * Where an authenticated screenshot request waits for its turn to run. The local server's bounded queue plays
- * Lambda's concurrency (local/admissionQueue.ts); deployed, a request runs as soon as its function does. The capture's
- * time budget starts when the task starts, not when the request arrived.
+ * Where an authenticated screenshot request waits for its turn to run. The local server's queue plays Lambda's
+ * concurrency and shares it fairly between accounts (local/admissionQueue.ts); deployed, a request runs as soon as
+ * its function does. The capture's time budget starts when the task starts, not when the request arrived.
  */
 export interface Admission {
-  run<T>(task: () => Promise<T>): Promise<T>;
+  run<T>(accountId: string, task: () => Promise<T>): Promise<T>;
 }
 
 /** No queue: the request runs at once (Lambda). */
-export const IMMEDIATE_ADMISSION: Admission = { run: (task) => task() };
+export const IMMEDIATE_ADMISSION: Admission = { run: (_accountId, task) => task() };

@@ -8,13 +8,13 @@ import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
+import { CaptureTimedOutError, ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { validate } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
-import { CAPTURE_BUDGET_MS } from '../timing';
+import { CAPTURE_BUDGET_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import type { UsageRecord } from '../usage/usageStore';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
@@ -87,10 +87,10 @@ export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOu
 
 /**
  * One screenshot, in the order of checks docs/api.md fixes: authenticate (401), count against the rate limit
- * (429), answer from the cache (200 or 304, free), take one of the account's capture slots (429), validate (400),
- * reserve credits (402), capture (200, or 500 with the credits given back), store it for the cache or a link. Only
- * authenticated requests wait for admission, and the capture's time budget runs from there. A client that hangs up
- * stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
+ * (429), answer from the cache (200 or 304, free), take one of the account's capture slots within its fair share of
+ * the capacity (429), validate (400), reserve credits (402), capture (200, or 500 with the credits given back), store
+ * it for the cache or a link. Only authenticated requests wait for admission, and the capture's time budget runs
+ * from there. A client that hangs up stops the capture and is not charged. Every answer is counted in the metrics, and every request that passed
  * authentication leaves a usage record.
  */
 export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
@@ -122,7 +122,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const request = readOnce(input.request);
     const queuedAt = now();
     const outcome = await admission
-      .run(() => admitted(identity, { ...input, request }, queuedAt))
+      .run(identity.accountId, () => admitted(identity, { ...input, request }, queuedAt))
       .catch((error): ScreenshotOutcome => ({ ok: false, error }));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
@@ -152,44 +152,67 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       // queue stands in for Lambda starting another function.
       const deadline = Math.min(admittedAt + budgetMs, input.deadline + (admittedAt - queuedAt));
       if (input.signal?.aborted) throw new ClientGoneError();
-      // Validation needs no store but may wait on DNS (the URL policy resolves the host): it runs alongside the
-      // rate-limit write instead of after it. Its verdict is read only once the rate limit has answered, so the
-      // order of answers (401, 429, 400, 402) is unchanged.
-      const validated = specOf(
+      const { accountId } = identity;
+      // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
+      // for the cache looks there (the image store, not the table): both come first, so that every write of
+      // admission goes to the table in one round. With the key's lookup that is two sequential round trips before
+      // the renderer is asked. Their verdicts are read in the order of checks (401, 429, 400, 402) all the same.
+      const checked = await specOf(
         // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
         'signed' in input
           ? () => withDefaults(refuseOnSignedLink(input.request()), { cache: true })
           : input.request,
         deps.urlPolicy,
+      ).then(
+        (valid) => ({ valid }),
+        (error: unknown) => ({ invalid: error }),
       );
-      validated.catch(() => undefined);
-      // The cache lookup (a read, free) likewise overlaps the rate-limit write; its answer is used only once the
-      // request has been counted and allowed.
-      const cachedAnswer = validated.then(async ({ fields }) => {
-        const cached = await delivery.fromCache(identity.accountId, fields, input.ifNoneMatch);
-        return cached && withCredentialsMark(cached, fields);
-      });
-      cachedAnswer.catch(() => undefined);
-      const [decision] = await Promise.all([
-        deps.rateLimiter.hit(identity.accountId, now()),
+      // A cache hit is no capture: it takes no slot and reserves nothing. A lookup that fails is a miss.
+      const cached =
+        'valid' in checked
+          ? await delivery
+              .fromCache(accountId, checked.valid.fields, input.ifNoneMatch)
+              .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
+              .catch(() => undefined)
+          : undefined;
+      const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
+      const [decision, slot, reservation] = await Promise.allSettled([
+        deps.rateLimiter.hit(accountId, now()),
+        cached ? Promise.resolve(undefined) : deps.captureSlots.acquire(accountId, now(), deadline),
+        cost === undefined ? Promise.resolve(false) : deps.credits.reserve(accountId, cost).then(() => true),
         deps.keys
           .touchLastUsed(identity, now())
           .catch((error) => logger.warn('lastUsed not recorded', { error })),
       ]);
-      rateLimit = decision;
-      if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);
-      // A cache hit is no capture: it needs no slot. An invalid request has no cache entry and is refused below.
-      const cached = await cachedAnswer.catch(() => undefined);
+      const lease = slot.status === 'fulfilled' ? slot.value : undefined;
+      const release = async (penaltyUntil?: number) => {
+        // A release that fails leaves the lease to lapse at the deadline.
+        if (lease !== undefined)
+          await deps.captureSlots
+            .release(accountId, lease, penaltyUntil)
+            .catch((error) => logger.warn('Capture slot not released', { error }));
+      };
+      const giveBack = () =>
+        cost === undefined ? NOTHING_TO_GIVE_BACK() : giveCreditsBack(refundDeps, accountId, cost);
+      const reserved = reservation.status === 'fulfilled' && reservation.value;
+      /** Undoes what the round took when an earlier check refuses the request. */
+      const refuse = async (error: unknown): Promise<never> => {
+        await Promise.all([release(), reserved ? giveBack() : undefined]);
+        throw error;
+      };
+      if (decision.status === 'rejected') return await refuse(decision.reason);
+      rateLimit = decision.value;
+      if (!decision.value.allowed)
+        return await refuse(new RateLimitedError(decision.value.limit, decision.value.reset));
       if (cached)
-        return { ok: true, rateLimit: decision, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
-
-      const lease = await deps.captureSlots.acquire(identity.accountId, now(), deadline);
-      if (lease === undefined) throw new TooManyCapturesError(deps.captureSlots.limit, now());
+        return { ok: true, rateLimit: decision.value, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+      if (slot.status === 'rejected') return await refuse(slot.reason);
+      if (lease === undefined) return await refuse(new TooManyCapturesError(deps.captureSlots.limit, now()));
+      let timedOut = false;
       try {
-        const { fields, spec } = await validated;
-        const cost = creditCost(spec);
-        await deps.credits.reserve(identity.accountId, cost);
-        const giveBack = () => giveCreditsBack(refundDeps, identity.accountId, cost);
+        if ('invalid' in checked) throw checked.invalid;
+        if (reservation.status === 'rejected') throw reservation.reason;
+        const { fields, spec } = checked.valid;
         let screenshot: Screenshot;
         try {
           const result = await deps.renderer.capture(spec, {
@@ -198,26 +221,26 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           });
           const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
-          const delivered = await delivery.deliver(identity.accountId, fields, {
+          const delivered = await delivery.deliver(accountId, fields, {
             image: output.image,
             contentType: output.contentType,
             etag: `"${createHash('md5').update(output.image).digest('hex')}"`,
-            creditsCharged: cost,
+            creditsCharged: cost ?? 0,
             truncated: output.truncated,
             ...(output.metadata ? { metadata: output.metadata } : {}),
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
+          timedOut = error instanceof CaptureTimedOutError;
           await giveBack();
           throw error;
         }
-        logger.info('screenshot', { accountId: identity.accountId, cost, cache: screenshot.cache });
-        return { ok: true, rateLimit: decision, screenshot, undelivered: giveBack };
+        logger.info('screenshot', { accountId, cost, cache: screenshot.cache });
+        return { ok: true, rateLimit: decision.value, screenshot, undelivered: giveBack };
       } finally {
-        // A release that fails leaves the lease to lapse at the deadline.
-        await deps.captureSlots
-          .release(identity.accountId, lease)
-          .catch((error) => logger.warn('Capture slot not released', { error }));
+        // A capture that ran out of its time budget is free, so what it costs its account is the slot, for a while
+        // longer.
+        await release(timedOut ? now() + TIMED_OUT_SLOT_PENALTY_MS : undefined);
       }
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };

@@ -1,62 +1,119 @@
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { CaptureSlots } from '../accounts/captureSlots';
-import { conditionHeld, itemKey } from './table';
+import { type CaptureCapacity, mayStart } from '../accounts/fairShare';
+import { conditionHeld, isConditionFailure, itemKey } from './table';
 
 /** Lease attributes are named `lease_<id>` and hold their expiry (ms since epoch). */
 const LEASE_PREFIX = 'lease_';
 
+type ItemKey = ReturnType<typeof itemKey.captureCapacity>;
+
 /**
- * One item per account (`ACCOUNT#id / CAPTURES`): a `held` counter and one attribute per lease. Every write changes
- * both at once and is conditional, so the counter always equals the number of leases: taking a slot needs
- * `held < limit`, giving one back or reaping a lapsed one needs that lease to still be there. With N requests at once
- * and S slots free, exactly min(N, S) get one. A lapsed lease (its function died) is reaped by the next request that
- * finds the account full. No transactions are needed (dynalite has none).
+ * Leases kept in items of the table: one per account (`ACCOUNT#id / CAPTURES`) and, when a capacity is configured,
+ * one the whole service shares (`CAPTURES / CAPACITY`). Each item has a `held` counter and one attribute per lease,
+ * and every write changes both at once and is conditional, so the counter always equals the number of leases: taking
+ * a lease needs `held < bound`, giving one back or reaping a lapsed one needs that lease to still be there. A lapsed
+ * lease (its function died, or a penalty wore off) is reaped by the next request that finds the item full. No
+ * transactions are needed (dynalite has none).
+ *
+ * Taking a slot writes both items at once (one round trip): the account's says how many slots it held, the shared
+ * one how many captures ran, and the fair-share rule decides; a take the rule refuses is undone.
  */
 export class DynamoCaptureSlots implements CaptureSlots {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tableName: string,
     readonly limit: number,
+    private readonly capacity?: CaptureCapacity,
   ) {}
 
   async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
     const leaseId = randomUUID().replaceAll('-', '');
-    // Full: free the leases of functions that died (others may be reaping them too), then try again. Each round
-    // finds fewer lapsed leases, so this ends; the bound only guards against a store that misbehaves.
-    for (let round = 0; round <= this.limit; round++) {
-      if (await this.take(accountId, leaseId, expiresAt)) return leaseId;
-      if (!(await this.reapLapsed(accountId, now))) return undefined;
+    const own = itemKey.captureSlots(accountId);
+    const capacity = this.capacity;
+    const [held, running] = await Promise.all([
+      this.take(own, leaseId, expiresAt, this.limit, now),
+      capacity
+        ? this.take(itemKey.captureCapacity(), leaseId, expiresAt, capacity.shared + capacity.headroom, now)
+        : 0,
+    ]);
+    if (held !== undefined && running !== undefined && (!capacity || mayStart(capacity, running, held))) {
+      return leaseId;
+    }
+    await Promise.all([
+      held !== undefined && this.drop(own, leaseId),
+      capacity && running !== undefined && this.drop(itemKey.captureCapacity(), leaseId),
+    ]);
+    return undefined;
+  }
+
+  async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
+    const own = itemKey.captureSlots(accountId);
+    await Promise.all([
+      penaltyUntil === undefined ? this.drop(own, leaseId) : this.extend(own, leaseId, penaltyUntil),
+      this.capacity && this.drop(itemKey.captureCapacity(), leaseId),
+    ]);
+  }
+
+  /**
+   * Takes a lease on the item while it holds fewer than `bound`: how many live leases it held before (lapsed ones not
+   * yet reaped do not count), or undefined when full.
+   * Full: free the leases that lapsed (others may be reaping them too), then try again. Each round finds fewer lapsed
+   * leases, so this ends; the bound on rounds only guards against a store that misbehaves.
+   */
+  private async take(
+    key: ItemKey,
+    leaseId: string,
+    expiresAt: number,
+    bound: number,
+    now: number,
+  ): Promise<number | undefined> {
+    for (let round = 0; round <= bound; round++) {
+      try {
+        const { Attributes } = await this.db.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: 'ADD held :one SET #lease = :expiresAt',
+            ConditionExpression: 'attribute_not_exists(held) OR held < :bound',
+            ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
+            ExpressionAttributeValues: { ':one': 1, ':bound': bound, ':expiresAt': expiresAt },
+            ReturnValues: 'ALL_OLD',
+          }),
+        );
+        return liveLeases(Attributes, now).length;
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+      if (!(await this.reapLapsed(key, now))) return undefined;
     }
     return undefined;
   }
 
-  async release(accountId: string, leaseId: string): Promise<void> {
-    await this.drop(accountId, leaseId);
-  }
-
-  private take(accountId: string, leaseId: string, expiresAt: number): Promise<boolean> {
+  /** Keeps a lease until `until` instead of giving it back, if it is still there. */
+  private extend(key: ItemKey, leaseId: string, until: number): Promise<boolean> {
     return conditionHeld(
       this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: itemKey.captureSlots(accountId),
-          UpdateExpression: 'ADD held :one SET #lease = :expiresAt',
-          ConditionExpression: 'attribute_not_exists(held) OR held < :limit',
+          Key: key,
+          UpdateExpression: 'SET #lease = :until',
+          ConditionExpression: 'attribute_exists(#lease)',
           ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
-          ExpressionAttributeValues: { ':one': 1, ':limit': this.limit, ':expiresAt': expiresAt },
+          ExpressionAttributeValues: { ':until': until },
         }),
       ),
     );
   }
 
   /** Removes one lease and its count, if it is still there (and, with `lapsedBy`, only if it lapsed by then). */
-  private drop(accountId: string, leaseId: string, lapsedBy?: number): Promise<boolean> {
+  private drop(key: ItemKey, leaseId: string, lapsedBy?: number): Promise<boolean> {
     return conditionHeld(
       this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: itemKey.captureSlots(accountId),
+          Key: key,
           UpdateExpression: 'ADD held :minusOne REMOVE #lease',
           ConditionExpression:
             lapsedBy === undefined
@@ -72,21 +129,26 @@ export class DynamoCaptureSlots implements CaptureSlots {
     );
   }
 
-  /** Drops every lease that lapsed by `now`; false when there was none. */
-  private async reapLapsed(accountId: string, now: number): Promise<boolean> {
+  /** Drops every lease of the item that lapsed by `now`; false when there was none. */
+  private async reapLapsed(key: ItemKey, now: number): Promise<boolean> {
     const { Item } = await this.db.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: itemKey.captureSlots(accountId),
-        ConsistentRead: true,
-      }),
+      new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }),
     );
-    const lapsed = Object.entries(Item ?? {}).flatMap(([name, expiresAt]) =>
-      name.startsWith(LEASE_PREFIX) && typeof expiresAt === 'number' && expiresAt <= now
-        ? [name.slice(LEASE_PREFIX.length)]
-        : [],
-    );
-    await Promise.all(lapsed.map((leaseId) => this.drop(accountId, leaseId, now)));
+    const lapsed = leasesOf(Item).flatMap(([leaseId, expiresAt]) => (expiresAt <= now ? [leaseId] : []));
+    await Promise.all(lapsed.map((leaseId) => this.drop(key, leaseId, now)));
     return lapsed.length > 0;
   }
+}
+
+/** The leases of an item: id and expiry. */
+function leasesOf(item: Record<string, unknown> | undefined): [string, number][] {
+  return Object.entries(item ?? {}).flatMap(([name, expiresAt]) =>
+    name.startsWith(LEASE_PREFIX) && typeof expiresAt === 'number'
+      ? [[name.slice(LEASE_PREFIX.length), expiresAt] as [string, number]]
+      : [],
+  );
+}
+
+function liveLeases(item: Record<string, unknown> | undefined, now: number): [string, number][] {
+  return leasesOf(item).filter(([, expiresAt]) => expiresAt > now);
 }

@@ -22,6 +22,8 @@ export const itemKey = {
   accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
   /** The account's captures running now: a counter and one lease per capture (docs/data-model.md). */
   captureSlots: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'CAPTURES' }),
+  /** The captures running now for all accounts together: a counter and one lease per capture (docs/data-model.md). */
+  captureCapacity: () => ({ pk: CAPTURE_CAPACITY_PARTITION, sk: 'CAPACITY' }),
   /** One fixed rate-limit window of an account. */
   rateWindow: (accountId: string, windowStart: number) => ({
     pk: `ACCOUNT#${accountId}`,
@@ -42,6 +44,7 @@ export const itemKey = {
 };
 
 export const PENDING_REFUNDS_PARTITION = 'REFUNDS#PENDING';
+export const CAPTURE_CAPACITY_PARTITION = 'CAPTURES';
 export const USAGE_DAY_PREFIX = 'USAGE#DAY#';
 
 export const ACCOUNT_KEY_PREFIX = 'KEY#';

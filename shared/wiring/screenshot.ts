@@ -1,10 +1,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ChromiumRenderer } from '../capture/chromiumRenderer';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { InvokedRenderer } from '../capture/invokedRenderer';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
-import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
 import { createUrlPolicy, type UrlPolicy } from '../egress/urlPolicy';
-import { logger } from '../logger';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import type { Admission } from '../screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
@@ -14,39 +13,32 @@ import { createDeliveryPorts } from './delivery';
 import { createStores } from './stores';
 
 export interface ScreenshotServiceOptions {
+  /** Who captures: the renderer function, invoked (deployed and locally, through the same client). */
+  renderer: Renderer;
   /** Where authenticated requests wait for their turn (the local server's queue); none deployed. */
   admission?: Admission;
-  /** Shorter capture budgets, for tests; the specified ones otherwise. */
+  /** Shorter capture budgets, for tests (the renderer must be given the same); the specified ones otherwise. */
   budgets?: CaptureBudgets;
+  /** The local server: a refused private address names ALLOW_PRIVATE_HOSTS. */
+  mentionAllowPrivateHosts?: boolean;
 }
 
 /**
- * The screenshot use case and its dependencies: stores, the URL policy, and Chromium whose every connection goes through
- * the egress proxy (started with the browser, kept for the life of the process).
+ * The screenshot front: the use case over the stores and the URL policy, asking `renderer` for each image. It holds
+ * no browser; Chromium runs in the renderer function (or the local renderer process).
  */
 export function createScreenshotService(
   client: DynamoDBClient,
   env: NodeJS.ProcessEnv,
-  options: ScreenshotServiceOptions = {},
+  options: ScreenshotServiceOptions,
 ) {
   const config = readServiceConfig(env);
   const budgets = options.budgets ?? CAPTURE_BUDGETS;
-  const policy = { allowPrivateHosts: config.allowPrivateHosts };
-  let egress: Promise<EgressProxy> | undefined;
-  const startEgress = () => {
-    // Refused destinations are logged (host and port only) so an operator can see SSRF attempts.
-    egress ??= startEgressProxy({
-      ...policy,
-      onBlocked: (blocked) => logger.warn('Egress refused', { ...blocked }),
-    });
-    return egress;
-  };
-  const renderer = new ChromiumRenderer({
-    env,
-    budgets,
-    launchArgs: async () => egressChromiumArgs((await startEgress()).url),
+  const policy = createUrlPolicy({
+    allowPrivateHosts: config.allowPrivateHosts,
+    mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
   });
-  const service = screenshotUseCase(createStores(client, config), renderer, createUrlPolicy(policy), env, {
+  const service = screenshotUseCase(createStores(client, config), options.renderer, policy, env, {
     captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS,
     ...(options.admission ? { admission: options.admission } : {}),
   });
@@ -55,10 +47,22 @@ export function createScreenshotService(
     ...service,
     async close() {
       await usage.flush();
-      await renderer.close();
-      await (await egress)?.close();
+      await options.renderer.close();
     },
   };
+}
+
+/**
+ * The deployed renderer: the function RENDERER_FUNCTION_NAME names (its live alias), invoked with response streaming.
+ * `client` is given an endpoint and placeholder credentials locally (local/renderer/localRenderer.ts).
+ */
+export function invokedRenderer(
+  env: NodeJS.ProcessEnv,
+  client = new LambdaClient({ maxAttempts: 1 }),
+): Renderer {
+  const functionName = env.RENDERER_FUNCTION_NAME;
+  if (!functionName) throw new Error('RENDERER_FUNCTION_NAME must be set');
+  return new InvokedRenderer(client, functionName);
 }
 
 /**

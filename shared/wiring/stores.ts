@@ -22,7 +22,14 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     credits: new DynamoCreditLedger(db, config.tableName),
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
-    captureSlots: new DynamoCaptureSlots(db, config.tableName, config.maxConcurrentCaptures),
+    captureSlots: new DynamoCaptureSlots(
+      db,
+      config.tableName,
+      config.maxConcurrentCaptures,
+      config.captureCapacity === undefined
+        ? undefined
+        : { shared: config.captureCapacity, headroom: config.captureHeadroom },
+    ),
     usageStore: new DynamoUsageStore(db, config.tableName),
   };
 }

@@ -247,6 +247,19 @@ describe('signed links', () => {
     expect(spy).not.toHaveBeenCalled();
   });
 
+  it('refuse a query that repeats a name with 400 naming it, even when the signature covers the last value', async () => {
+    const query = signed({ url: url('/red'), width: '600' });
+    const spy = captures();
+    const before = await balance();
+    const response = await open([['width', '900'], ...Object.entries(query)]);
+    expect(response.status).toBe(400);
+    expect(response.json().details).toEqual([
+      { code: 'duplicate_parameter', path: ['width'], message: expect.stringContaining('more than once') },
+    ]);
+    expect(spy).not.toHaveBeenCalled();
+    expect(await balance()).toBe(before);
+  });
+
   it('stop working once the key is revoked', async () => {
     const owner = await harness.newAccount();
     const keyQuery = signed({ url: url('/red'), width: '620' }, owner.keyId, owner.signingSecret);

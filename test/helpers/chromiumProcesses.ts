@@ -32,14 +32,24 @@ const isChromium = (info: ProcessInfo) => /chrom/i.test(info.args[0] ?? '');
 const typeOf = (info: ProcessInfo) =>
   info.args.find((arg) => arg.startsWith('--type='))?.slice('--type='.length);
 
-/** Browser (main) processes that are direct children of this process. */
+/**
+ * Browser (main) processes below this one: children of the renderer process it started (the local boundary), or
+ * its own children when a test runs the renderer in-process.
+ */
 async function browserPids(): Promise<number[]> {
-  return (await processes())
-    .filter((p) => p.ppid === process.pid && isChromium(p) && !typeOf(p))
-    .map((p) => p.pid);
+  const all = await processes();
+  const below = subtree(process.pid, all);
+  return all.filter((p) => below.has(p.pid) && isChromium(p) && !typeOf(p)).map((p) => p.pid);
 }
 
-/** The one browser this process runs; fails when there is none or more than one. */
+/** Every Chromium process below the given one (a renderer process): its browser, renderers and helpers. */
+export async function chromiumBelow(pid: number): Promise<number[]> {
+  const all = await processes();
+  const below = subtree(pid, all);
+  return all.filter((p) => p.pid !== pid && below.has(p.pid) && isChromium(p)).map((p) => p.pid);
+}
+
+/** The one browser this process (or its renderer process) runs; fails when there is none or more than one. */
 export async function onlyBrowserPid(): Promise<number> {
   const pids = await browserPids();
   if (pids.length !== 1) throw new Error(`expected one Chromium browser process, found ${pids.length}`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CaptureSlots } from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
+import { type CaptureCapacity, mayStart } from '../../shared/accounts/fairShare';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
   RATE_WINDOW_MS,
@@ -21,6 +22,7 @@ import type { UrlPolicy } from '../../shared/egress/urlPolicy';
 import {
   BalanceOverflowError,
   CaptureFailedError,
+  CaptureTimedOutError,
   ClientGoneError,
   InsufficientCreditsError,
   UnauthorizedError,
@@ -147,30 +149,48 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 }
 
-/** Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them. */
+/**
+ * Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them; with a capacity, the leases of all
+ * accounts together too, under the same fair-share rule.
+ */
 export class MemoryCaptureSlots implements CaptureSlots {
   private readonly leases = new Map<string, Map<string, number>>();
+  private readonly shared = new Map<string, number>();
   private nextId = 0;
 
-  constructor(readonly limit: number) {}
+  constructor(
+    readonly limit: number,
+    private readonly capacity?: CaptureCapacity,
+  ) {}
 
   async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
     const held = this.leases.get(accountId) ?? new Map<string, number>();
     for (const [id, expiry] of held) if (expiry <= now) held.delete(id);
+    for (const [id, expiry] of this.shared) if (expiry <= now) this.shared.delete(id);
     if (held.size >= this.limit) return undefined;
+    if (this.capacity && !mayStart(this.capacity, this.shared.size, held.size)) return undefined;
     const leaseId = String(++this.nextId);
     held.set(leaseId, expiresAt);
     this.leases.set(accountId, held);
+    if (this.capacity) this.shared.set(leaseId, expiresAt);
     return leaseId;
   }
 
-  async release(accountId: string, leaseId: string): Promise<void> {
-    this.leases.get(accountId)?.delete(leaseId);
+  async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
+    this.shared.delete(leaseId);
+    const held = this.leases.get(accountId);
+    if (penaltyUntil === undefined) held?.delete(leaseId);
+    else if (held?.has(leaseId)) held.set(leaseId, penaltyUntil);
   }
 
   /** Leases the account holds now (lapsed ones included until someone reaps them). */
   held(accountId: string): number {
     return this.leases.get(accountId)?.size ?? 0;
+  }
+
+  /** Captures running now for all accounts together (with a capacity). */
+  running(): number {
+    return this.shared.size;
   }
 }
 
@@ -225,6 +245,8 @@ export class FakeRenderer implements Renderer {
   async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
     this.captures.push({ spec, limits });
     if (spec.url.includes('fail')) throw new CaptureFailedError(spec.url, 'Navigation timed out');
+    if (spec.url.includes('timeout'))
+      throw new CaptureTimedOutError(spec.url, 'The page did not load within 30 s');
     if (spec.url.includes('slow')) {
       await new Promise<void>((resolve, reject) => {
         this.slow.push(resolve);

@@ -1,3 +1,4 @@
+import type { Renderer } from '../../shared/capture/renderer';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { captureScreenshot, type ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
@@ -12,10 +13,15 @@ import {
 } from './memoryPorts';
 
 /** The screenshot use case over fresh in-memory ports (test/helpers/memoryPorts.ts), for the rule tests. */
-export function memoryScreenshotService(options: { now: () => number; rateLimit?: number }) {
+export function memoryScreenshotService<R extends Renderer = FakeRenderer>(options: {
+  now: () => number;
+  rateLimit?: number;
+  /** Another renderer than the fake (e.g. one invoked through the local Lambda API). */
+  renderer?: R;
+}) {
   const keys = new MemoryKeyStore();
   const credits = new MemoryCreditLedger();
-  const renderer = new FakeRenderer();
+  const renderer = (options.renderer ?? new FakeRenderer()) as R;
   const usageStore = new MemoryUsageStore();
   const usage = new DeferredUsageRecorder(usageStore);
   const deps: ScreenshotDeps = memoryScreenshotDeps({

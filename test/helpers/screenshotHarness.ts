@@ -6,6 +6,7 @@ import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
 import { type BufferedResponse, invokeStreaming } from '../../local/invokeStreaming';
+import { LocalRenderer } from '../../local/renderer/localRenderer';
 import { readServiceConfig } from '../../shared/config';
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import type { CaptureBudgets } from '../../shared/timing';
@@ -43,11 +44,12 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
   const serviceClient = options.serviceClient ? await options.serviceClient(store) : store.client;
   const management = keyLambdas(createKeyManagement(serviceClient, fullEnv, idp.jwks));
   const usage = usageLambda(createUsageHistory(serviceClient, fullEnv, idp.jwks));
-  const screenshot = createScreenshotService(
-    serviceClient,
-    fullEnv,
-    options.budgets ? { budgets: options.budgets } : {},
-  );
+  // Through the boundary, as deployed: the renderer is a process of its own, invoked with @aws-sdk/client-lambda.
+  const renderer = new LocalRenderer({ env: { ...process.env, ...fullEnv }, budgets: options.budgets });
+  const screenshot = createScreenshotService(serviceClient, fullEnv, {
+    renderer,
+    ...(options.budgets ? { budgets: options.budgets } : {}),
+  });
   const screenshotHandler = screenshotLambda(screenshot);
   const { credits } = createStores(store.client, readServiceConfig(fullEnv));
   let accounts = 0;
@@ -61,7 +63,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
     store,
     delivery,
     credits,
-    renderer: screenshot.renderer,
+    renderer,
     manage,
     /** GET /api/usage with the session token and the query parameters. */
     async usage(token: string | undefined, query: Record<string, string> = {}) {
@@ -98,8 +100,8 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
         routeEvent('screenshot', { ...options, body, ...(apiKey === undefined ? {} : { bearer: apiKey }) }),
       );
     },
-    /** GET /api/screenshot with `query` (a signed link, as an <img> tag would load it). */
-    open(query: Record<string, string>, headers: Record<string, string> = {}) {
+    /** GET /api/screenshot with `query` (a signed link, as an <img> tag would load it; pairs may repeat a name). */
+    open(query: Record<string, string> | [string, string][], headers: Record<string, string> = {}) {
       return invoke(
         apiGatewayEvent({
           method: 'GET',

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,9 +18,11 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SHARP_PACKAGE } from '../../infra/captureAssets';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
+import { SHARP_PACKAGE } from '../../infra/encoderAssets';
+import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
+import { RENDERER_MEMORY_MB, RENDERER_TIMEOUT } from '../../infra/rendererFunction';
 import {
   LIVE_ALIAS,
   MANAGEMENT_MEMORY_MB,
@@ -95,6 +106,12 @@ function allStatements(): Json[] {
   );
 }
 
+const rendererId = () => synth.logicalId(synth.stack.renderer.fn);
+function rendererOf(): Resource {
+  const resource = synth.resources[rendererId()];
+  if (!resource) throw new Error('no renderer function');
+  return resource;
+}
 const chromiumLayerId = () => synth.logicalId(synth.stack.node.findChild('Chromium').node.findChild('Layer'));
 const tableId = () => synth.logicalId(synth.stack.table);
 const aliasId = (handler: RouteDefinition['handler']) =>
@@ -218,7 +235,7 @@ describe('Lambda functions', () => {
     // edge stack's web ACL ARN across regions.
     const others = ofType(synth.resources, 'AWS::Lambda::Function')
       .map(([id]) => id)
-      .filter((id) => !ids.has(id))
+      .filter((id) => !ids.has(id) && id !== rendererId())
       .sort();
     expect(others).toHaveLength(2);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
@@ -242,13 +259,23 @@ describe('Lambda functions', () => {
     }
   });
 
-  it('sizes the screenshot function for Chromium and a 30-second delay plus navigation', () => {
-    const props = functionOf(streamingRoute.handler).Properties;
-    expect(props.MemorySize).toBe(SCREENSHOT_MEMORY_MB);
+  it('sizes the renderer function for Chromium and a 30-second delay plus navigation', () => {
+    const props = rendererOf().Properties;
+    expect(props.MemorySize).toBe(RENDERER_MEMORY_MB);
     expect(props.MemorySize).toBeGreaterThanOrEqual(2048);
-    expect(props.Timeout).toBe(SCREENSHOT_TIMEOUT.toSeconds());
+    expect(props.Timeout).toBe(RENDERER_TIMEOUT.toSeconds());
     // Twice the longest delay at least, so navigation and capture fit after it.
     expect(props.Timeout).toBeGreaterThanOrEqual(60);
+    expect(props.EphemeralStorage).toEqual({ Size: 1024 });
+  });
+
+  it('sizes the screenshot front for its work, with no browser: small memory, the whole capture time', () => {
+    const props = functionOf(streamingRoute.handler).Properties;
+    expect(props.MemorySize).toBe(SCREENSHOT_MEMORY_MB);
+    expect(props.MemorySize).toBeLessThanOrEqual(1024);
+    expect(props.Timeout).toBe(SCREENSHOT_TIMEOUT.toSeconds());
+    expect(props.Timeout).toBeGreaterThanOrEqual(RENDERER_TIMEOUT.toSeconds());
+    expect(props.EphemeralStorage).toBeUndefined();
   });
 
   it('gives the key-management functions a small, short-lived size', () => {
@@ -261,11 +288,13 @@ describe('Lambda functions', () => {
     }
   });
 
-  it('attaches the Chromium layer to the screenshot function only', () => {
-    expect(functionOf(streamingRoute.handler).Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
-    for (const route of ROUTES.filter((r) => !r.streaming)) {
-      expect(functionOf(route.handler).Properties.Layers).toBeUndefined();
+  it('attaches the Chromium layer to the renderer function only', () => {
+    expect(rendererOf().Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
+    for (const [id, fn] of ofType(synth.resources, 'AWS::Lambda::Function')) {
+      if (id === rendererId()) continue;
+      expect(asList(fn.Properties.Layers).map(referencedId), id).not.toContain(chromiumLayerId());
     }
+    for (const route of ROUTES) expect(functionOf(route.handler).Properties.Layers).toBeUndefined();
   });
 
   it('builds the layer for the functions runtime and architecture from the installed package', () => {
@@ -273,7 +302,7 @@ describe('Lambda functions', () => {
       readFileSync(path.join(PROJECT_ROOT, 'node_modules', CHROMIUM_PACKAGE, 'package.json'), 'utf8'),
     ) as { version: string };
     synth.template.hasResourceProperties('AWS::Lambda::LayerVersion', {
-      CompatibleRuntimes: [functionOf(streamingRoute.handler).Properties.Runtime],
+      CompatibleRuntimes: [rendererOf().Properties.Runtime],
       CompatibleArchitectures: ['x86_64'],
       Description: Match.stringLikeRegexp(`${CHROMIUM_PACKAGE} ${installed.version}`),
     });
@@ -307,12 +336,20 @@ describe('Lambda functions', () => {
     for (const pkg of bare) expect(existsSync(path.join(modules, pkg.relativeDir)), pkg.name).toBe(false);
   });
 
-  it('leaves only Node built-ins, the layer package and the image encoder for the runtime to import', async () => {
+  it('leaves only Node built-ins for the routes to import (and the image encoder for the fronts that capture), and the layer package for the renderer', async () => {
     const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
-    for (const route of ROUTES) {
+    const bundles: [string, Resource, string[]][] = [
+      ...ROUTES.map((route): [string, Resource, string[]] => [
+        route.handler,
+        functionOf(route.handler),
+        route.streaming ? [SHARP_PACKAGE] : [],
+      ]),
+      ['renderer', rendererOf(), [CHROMIUM_PACKAGE]],
+    ];
+    for (const [name, fn, allowed] of bundles) {
       // esbuild reads the bundle back and reports what it still imports from outside itself.
       const { metafile } = await build({
-        entryPoints: [path.join(assetDir(functionOf(route.handler)), 'index.mjs')],
+        entryPoints: [path.join(assetDir(fn), 'index.mjs')],
         bundle: true,
         write: false,
         metafile: true,
@@ -325,28 +362,48 @@ describe('Lambda functions', () => {
         input.imports.filter((entry) => entry.external).map((entry) => entry.path),
       );
       const external = [...new Set(imported)].filter((name) => !builtins.has(name));
-      expect(external.sort(), route.handler).toEqual(
-        route.streaming ? [CHROMIUM_PACKAGE, SHARP_PACKAGE].sort() : [],
-      );
+      expect(external, name).toEqual(allowed);
     }
   });
 
-  it('loads every bundle as an ES module in Node, the screenshot one with the layer packages beside it', () => {
+  it('carries the image encoder and its native binaries beside the screenshot bundle, where Node finds them', () => {
+    const dir = assetDir(functionOf('screenshot'));
+    const script =
+      "const { default: sharp } = await import('sharp');" +
+      "const avif = await sharp({ create: { width: 7, height: 5, channels: 3, background: '#f00' } }).avif().toBuffer();" +
+      'const { width, height, format } = await sharp(avif).metadata();' +
+      "process.stdout.write([format, width, height].join(' '));";
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 30_000,
+      env: { PATH: process.env.PATH },
+    });
+    expect(output).toBe('heif 7 5');
+  });
+
+  it('loads every bundle as an ES module in Node, the renderer one with the layer packages beside it', () => {
     const layerModules = path.join(
       assetDir(synth.resources[chromiumLayerId()] as Resource),
       'nodejs',
       'node_modules',
     );
-    for (const route of ROUTES) {
+    const bundles: [string, Resource, boolean][] = [
+      ...ROUTES.map((route): [string, Resource, boolean] => [
+        route.handler,
+        functionOf(route.handler),
+        false,
+      ]),
+      ['renderer', rendererOf(), true],
+    ];
+    for (const [name, fn, withLayer] of bundles) {
       // Lambda puts the bundle in /var/task and the layer in /opt/nodejs/node_modules; a node_modules link next to
       // the bundle gives Node the same packages to resolve.
       const dir = mkdtempSync(path.join(tmpdir(), 'bundle-'));
       try {
-        copyFileSync(
-          path.join(assetDir(functionOf(route.handler)), 'index.mjs'),
-          path.join(dir, 'index.mjs'),
-        );
-        if (route.streaming) symlinkSync(layerModules, path.join(dir, 'node_modules'));
+        copyFileSync(path.join(assetDir(fn), 'index.mjs'), path.join(dir, 'index.mjs'));
+        if (withLayer) symlinkSync(layerModules, path.join(dir, 'node_modules'));
         const output = execFileSync(
           process.execPath,
           [
@@ -359,19 +416,20 @@ describe('Lambda functions', () => {
             encoding: 'utf8',
             stdio: ['ignore', 'pipe', 'ignore'],
             timeout: 30_000,
-            // What a cold start reads; CHROMIUM_PATH makes the screenshot function's browser warm-up fail fast.
+            // What a cold start reads; CHROMIUM_PATH makes the renderer's browser warm-up fail fast.
             env: {
               PATH: process.env.PATH,
               AWS_REGION: 'us-east-1',
               TABLE_NAME: 'table',
               SESSION_ISSUER: 'https://issuer.example',
               SESSION_CLIENT_ID: 'client',
+              RENDERER_FUNCTION_NAME: 'renderer',
               CHROMIUM_PATH: path.join(dir, 'no-browser'),
               POWERTOOLS_LOG_LEVEL: 'SILENT',
             },
           },
         );
-        expect(output, route.handler).toBe('function');
+        expect(output, name).toBe('function');
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
@@ -400,6 +458,9 @@ describe('Lambda functions', () => {
             RATE_LIMIT_PER_HOUR: String(TEST_SETTINGS.rateLimitPerHour),
             FREE_CREDITS: String(TEST_SETTINGS.freeCredits),
             MAX_CONCURRENT_CAPTURES: String(TEST_SETTINGS.maxConcurrentCaptures),
+            // 40 reserved: 36 shared fairly, 4 kept for accounts with nothing running.
+            CAPTURE_CAPACITY: '36',
+            CAPTURE_HEADROOM: '4',
             SESSION_ISSUER: { 'Fn::Join': ['', issuer] },
             SESSION_CLIENT_ID: { Ref: clientId },
             SESSION_JWKS_URI: { 'Fn::Join': ['', [...issuer, '/.well-known/jwks.json']] },
@@ -736,6 +797,106 @@ describe('Capacity', () => {
     }
   });
 });
+
+describe('The renderer boundary', () => {
+  const rendererRoleId = () => referencedId(rendererOf().Properties.Role) ?? '';
+
+  it('lets the renderer role write its own logs and nothing else: no DynamoDB, KMS or S3 action, no wildcard', () => {
+    const actions = statementsOfRole(rendererRoleId()).flatMap((statement) =>
+      asList(statement.Action).map(String),
+    );
+    expect(actions.length).toBeGreaterThan(0);
+    expect(actions.filter((action) => /^(dynamodb|kms|s3):/i.test(action))).toEqual([]);
+    expect(actions.filter((action) => !action.startsWith('logs:') || action.includes('*'))).toEqual([]);
+    expect(synth.resources[rendererRoleId()]?.Properties.ManagedPolicyArns).toBeUndefined();
+    // No X-Ray either: active tracing would add its actions to the role.
+    expect(rendererOf().Properties.TracingConfig).toBeUndefined();
+  });
+
+  it('gives the renderer no table, bucket, key, session setting or secret in its environment', () => {
+    const variables = ((rendererOf().Properties.Environment as Json).Variables ?? {}) as Json;
+    expect(Object.keys(variables)).toEqual(['POWERTOOLS_SERVICE_NAME']);
+  });
+
+  it('lets the screenshot front, and no other function, invoke the renderer through its live alias', () => {
+    const aliasId = synth.stack.getLogicalId(synth.stack.renderer.alias.node.defaultChild as CfnResource);
+    const frontRole = referencedId(functionOf(streamingRoute.handler).Properties.Role);
+    const invoking = ofType(synth.resources, 'AWS::IAM::Policy').filter(([, policy]) =>
+      (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).some((statement) =>
+        asList(statement.Action).some((action) => String(action).startsWith('lambda:Invoke')),
+      ),
+    );
+    expect(invoking).toHaveLength(1);
+    const [, policy] = invoking[0] as [string, Resource];
+    expect(asList(policy.Properties.Roles).map(referencedId)).toEqual([frontRole]);
+    const statement = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).find((s) =>
+      asList(s.Action).includes('lambda:InvokeFunction'),
+    );
+    expect(JSON.stringify(statement?.Resource)).toContain(aliasId);
+    const variables = (functionOf(streamingRoute.handler).Properties.Environment as Json).Variables as Json;
+    expect(variables.RENDERER_FUNCTION_NAME).toEqual({ Ref: aliasId });
+  });
+
+  it('keeps every function within its size budget, layers included, and prints each size', () => {
+    const layerSizes = new Map(
+      ofType(synth.resources, 'AWS::Lambda::LayerVersion').map(([id, layer]) => [
+        id,
+        directoryBytes(assetDir(layer)),
+      ]),
+    );
+    const rows = ofType(synth.resources, 'AWS::Lambda::Function')
+      .filter(([, fn]) => typeof fn.Metadata?.['aws:asset:path'] === 'string')
+      .map(([id, fn]) => {
+        const layers = asList(fn.Properties.Layers).map(
+          (layer) => layerSizes.get(referencedId(layer) ?? '') ?? 0,
+        );
+        return { id, bytes: directoryBytes(assetDir(fn)) + layers.reduce((sum, size) => sum + size, 0) };
+      });
+    expect(rows.length).toBeGreaterThanOrEqual(ROUTES.length);
+    const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(2);
+    process.stdout.write(
+      `Unzipped package + layers (budget ${FUNCTION_SIZE_BUDGET_MIB} MiB):\n${rows
+        .map((row) => `  ${row.id.padEnd(48)} ${mib(row.bytes).padStart(8)} MiB`)
+        .join('\n')}\n`,
+    );
+    for (const row of rows)
+      expect(row.bytes, row.id).toBeLessThanOrEqual(FUNCTION_SIZE_BUDGET_MIB * 1024 * 1024);
+  });
+
+  it('ships no source map and no source-map flag unless the environment opts in', () => {
+    const functions = [...ROUTES.map((route) => functionOf(route.handler)), rendererOf()];
+    for (const fn of functions) {
+      const files = readdirSync(assetDir(fn), { recursive: true }).map(String);
+      expect(files.filter((file) => file.endsWith('.map'))).toEqual([]);
+      expect((fn.Properties.Environment as Json).Variables).not.toHaveProperty('NODE_OPTIONS');
+    }
+  });
+});
+
+/**
+ * Bytes of every file of a staged asset, as Lambda counts an unzipped package: a folder's files, or the uncompressed
+ * sizes a zip's central directory lists (CDK's own handlers ship as zips).
+ */
+function directoryBytes(asset: string): number {
+  if (asset.endsWith('.zip')) return unzippedBytes(readFileSync(asset));
+  return readdirSync(asset, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .reduce((sum, entry) => sum + statSync(path.join(entry.parentPath, entry.name)).size, 0);
+}
+
+function unzippedBytes(zip: Buffer): number {
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (end < 0) throw new Error('not a zip file');
+  const entries = zip.readUInt16LE(end + 10);
+  let offset = zip.readUInt32LE(end + 16);
+  let total = 0;
+  for (let i = 0; i < entries; i++) {
+    total += zip.readUInt32LE(offset + 24);
+    offset +=
+      46 + zip.readUInt16LE(offset + 28) + zip.readUInt16LE(offset + 30) + zip.readUInt16LE(offset + 32);
+  }
+  return total;
+}
 
 describe('Safe rollouts', () => {
   it('publishes a version of every function and serves it through a live alias', () => {

@@ -381,7 +381,7 @@ describe('session tokens', () => {
     ['no token', () => undefined, /Missing session token/],
     ['a garbage token', () => 'not-a-jwt', /Invalid session token/],
     ['an expired token', (a) => idp.token(a, { exp: Math.floor(Date.now() / 1000) - 60, iat: 1 }), /expired/],
-    ['a token signed by another key', (a) => signAccessToken(other, { sub: a }), /Invalid session token/],
+    ['a token signed by another key', (a) => signAccessToken(other, { sub: a }), /signed by another key/],
     [
       'a token signed by another key under our key id',
       (a) => signAccessToken({ ...other, kid: idp.key.kid }, { sub: a }),

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
@@ -56,6 +59,18 @@ describe('the local server', () => {
     expect(response.status).toBe(401);
   });
 
+  it('refuses a private address with a 400 that says how ALLOW_PRIVATE_HOSTS would allow it', async () => {
+    const { apiKey } = await service.newAccount();
+    const response = await service.request('/api/screenshot', {
+      bearer: apiKey,
+      body: { url: 'http://127.0.0.1:5173/' },
+    });
+    expect(response.status).toBe(400);
+    const [detail] = (await response.json()).details;
+    expect(detail).toMatchObject({ code: 'url_not_allowed', path: ['url'] });
+    expect(detail.message).toMatch(/loopback.*ALLOW_PRIVATE_HOSTS=127\.0\.0\.1:5173 /);
+  });
+
   it('publishes the identity provider JWKS', async () => {
     const jwks = await (await service.request('/.well-known/jwks.json')).json();
     expect(jwks).toEqual(service.idp.jwks);
@@ -66,9 +81,25 @@ describe('the command-line tools', () => {
   const env = () => ({ ...process.env, DATA_DIR: service.dataDir });
 
   it('`token` prints only a token the server accepts', async () => {
-    const { stdout } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], { env: env() });
+    const { stdout, stderr } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], { env: env() });
     expect(stdout.trim()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(stderr).toBe('');
     expect((await service.request('/api/credits', { bearer: stdout.trim() })).status).toBe(200);
+  });
+
+  it('`token` with another DATA_DIR than the server says why its token will be refused, and so does the 401', async () => {
+    const otherDir = await mkdtemp(join(tmpdir(), 'screenshot-other-'));
+    try {
+      const { stdout, stderr } = await run('npx', ['tsx', 'local/token.ts', 'cli-user'], {
+        env: { ...process.env, DATA_DIR: otherDir },
+      });
+      expect(stderr).toContain(`no npm start is running with DATA_DIR=${otherDir}`);
+      const refused = await service.request('/api/credits', { bearer: stdout.trim() });
+      expect(refused.status).toBe(401);
+      expect((await refused.json()).message).toMatch(/signed by another key.*same DATA_DIR/);
+    } finally {
+      await rm(otherDir, { recursive: true, force: true });
+    }
   });
 
   it('`credits` reads, adds and sets a balance while the server runs', async () => {
@@ -139,7 +170,7 @@ describe('the command-line tools', () => {
 
 describe('AdmissionQueue', () => {
   it('runs at most maxRunning tasks at once, queues the next ones and refuses beyond the queue', async () => {
-    const queue = new AdmissionQueue(2, 1);
+    const queue = new AdmissionQueue({ shared: 2, headroom: 0 }, 1);
     let running = 0;
     let peak = 0;
     let releaseAll = () => {};
@@ -147,7 +178,7 @@ describe('AdmissionQueue', () => {
       releaseAll = resolve;
     });
     const task = () =>
-      queue.run(async () => {
+      queue.run('acct', async () => {
         peak = Math.max(peak, ++running);
         await released;
         running--;

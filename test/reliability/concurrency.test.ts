@@ -127,7 +127,7 @@ describe('a burst of 150 requests across two keys of one account, limit 100', ()
 
   it('lets exactly 100 past the limit', () => {
     expect(outcomes.filter((outcome) => outcome.status !== 429)).toHaveLength(RATE_LIMIT);
-    expect(outcomes.every((outcome) => [200, 400, 429].includes(outcome.status))).toBe(true);
+    expect(outcomes.filter((outcome) => ![200, 400, 429].includes(outcome.status))).toEqual([]);
   });
 
   it('refuses exactly 50 with 429, the limit, and the end of the current window as reset', () => {

@@ -31,7 +31,7 @@ beforeEach(async () => {
   credits = new MemoryCreditLedger();
   slots = new MemoryCaptureSlots(2);
   renderer = new FakeRenderer();
-  admitting(new AdmissionQueue(1, 5));
+  admitting(new AdmissionQueue({ shared: 1, headroom: 0 }, 5));
   const manage = keyManagement({
     sessions: fakeSessions,
     keys,
@@ -94,7 +94,7 @@ describe('unauthenticated requests', () => {
 });
 
 describe('captures at once per account', () => {
-  beforeEach(() => admitting(new AdmissionQueue(10, 10)));
+  beforeEach(() => admitting(new AdmissionQueue({ shared: 10, headroom: 0 }, 10)));
 
   it('refuses one more than the bound with 429: limit, reset a second later, after the rate limit', async () => {
     const running = [shoot('https://slow.test'), shoot('https://slow.test')];

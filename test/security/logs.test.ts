@@ -13,8 +13,11 @@ let harness: ScreenshotHarness;
 let apiKey: string;
 const SECRETS = ['alice', 'hunter2', 'tok-4711', 'private-path'];
 
-/** What the logger writes (its own console on stdout and stderr) while `run` runs, at INFO. */
-async function logged(run: () => Promise<unknown>): Promise<string> {
+/**
+ * What the logger writes (its own console on stdout and stderr) while `run` runs, at INFO; with `until`, until a line
+ * holds it (the renderer process's lines reach this process's streams through a pipe, a moment after its answer).
+ */
+async function logged(run: () => Promise<unknown>, until?: string): Promise<string> {
   const lines: string[] = [];
   const capture = (chunk: unknown) => {
     lines.push(String(chunk));
@@ -26,6 +29,7 @@ async function logged(run: () => Promise<unknown>): Promise<string> {
   logger.setLogLevel('INFO');
   try {
     await run();
+    if (until) await vi.waitFor(() => expect(lines.join('')).toContain(until), { timeout: 10_000 });
   } finally {
     logger.setLogLevel(level);
     vi.restoreAllMocks();
@@ -35,7 +39,11 @@ async function logged(run: () => Promise<unknown>): Promise<string> {
 
 beforeAll(async () => {
   site = await startPageServer({ '/private-path': solidPage('#0f0') });
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: site.hostPort });
+  // The capture's log lines are written by the renderer process: it logs at INFO too.
+  harness = await startScreenshotHarness({
+    ALLOW_PRIVATE_HOSTS: site.hostPort,
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+  });
   ({ apiKey } = await harness.newAccount());
 });
 afterAll(async () => {
@@ -56,7 +64,7 @@ describe('the logs of a capture whose js throws', () => {
         js: `throw new Error('boom while reading ${url}')`,
       });
       status = answer.status;
-    });
+    }, 'Injected script failed');
     expect(status).toBe(200);
     const line = output.split('\n').find((text) => text.includes('Injected script failed'));
     expect(line).toBeDefined();

@@ -7,14 +7,14 @@ import { decodeImage, GREEN, near } from '../helpers/screenshotHarness';
 /**
  * Under ALLOW_PRIVATE_HOSTS='*' (the README's suggestion for local trials) a captured page may reach any private
  * address, but never the service's own ports: the local API, the embedded DynamoDB, the local S3 API and the s3rver
- * behind it, Chromium's DevTools and the egress proxy. Through the local server as `npm start` runs it, with real
- * Chromium.
+ * behind it, the renderer process's Invoke API (and its egress proxy, which the test cannot name). Through the local
+ * server as `npm start` runs it, with real Chromium in its renderer process.
  */
 
 let service: TestLocalService;
 let site: PageServer;
 let apiKey: string;
-/** The ports the service listens on, once Chromium runs (DevTools and the egress proxy start with it). */
+/** The ports the service listens on: the front's, and the renderer process's Invoke API. */
 let targets: string[];
 /** How often the page's own loopback origin answered its script. */
 let ownOriginHits = 0;
@@ -56,16 +56,21 @@ beforeAll(async () => {
   });
   service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: '*', POWERTOOLS_LOG_LEVEL: 'SILENT' });
   ({ apiKey } = await service.newAccount());
-  // One capture first, so Chromium (its DevTools port) and the egress proxy are up and registered.
+  // One capture first, so the renderer process and its Chromium are up.
   expect((await shoot({ url: `${site.origin}/plain`, width: 320, height: 320 })).status).toBe(200);
   const known = [service.url, service.dynamo.endpoint, service.s3.endpoint].map((url) =>
     Number(new URL(url).port),
   );
   const ports = ownPorts.list();
-  // The list holds the ones the test can name, and more (s3rver behind its gate, DevTools, the egress proxy).
+  // The front's list holds the ones the test can name, and more (s3rver behind its gate); the renderer process was
+  // given them when it started, and adds its own Invoke API.
   expect(ports).toEqual(expect.arrayContaining(known));
-  expect(ports.length).toBeGreaterThanOrEqual(known.length + 3);
-  targets = ports.flatMap((port) => [`http://127.0.0.1:${port}/`, `http://localhost:${port}/json/version`]);
+  expect(ports.length).toBeGreaterThanOrEqual(known.length + 1);
+  const invokePort = Number(new URL((await service.renderer.processInfo()).url).port);
+  targets = [...ports, invokePort].flatMap((port) => [
+    `http://127.0.0.1:${port}/`,
+    `http://localhost:${port}/json/version`,
+  ]);
 });
 
 afterAll(async () => {

@@ -156,6 +156,8 @@ describe('a screenshot URL that names a private address', () => {
     expect(response.json().details).toEqual([
       { code: 'url_not_allowed', path: ['url'], message: expect.stringMatching(/private|reserved|loopback/) },
     ]);
+    // The deployed handler never suggests the local setting.
+    expect(JSON.stringify(response.json())).not.toContain('ALLOW_PRIVATE_HOSTS');
     expect(canary.connections).toBe(0);
   });
 

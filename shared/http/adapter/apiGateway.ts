@@ -118,6 +118,9 @@ function httpRequest(
   for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
     if (value !== undefined) query[name] = value;
   }
+  const repeatedQueryNames = Object.entries(event.multiValueQueryStringParameters ?? {}).flatMap(
+    ([name, values]) => ((values?.length ?? 0) > 1 ? [name] : []),
+  );
   const pathParameters: Record<string, string> = {};
   for (const [name, value] of Object.entries(event.pathParameters ?? {})) {
     if (value !== undefined) pathParameters[name] = value;
@@ -130,6 +133,7 @@ function httpRequest(
     headers,
     pathParameters,
     query,
+    repeatedQueryNames,
     body: event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw,
     requestId: context.awsRequestId,
     deadline: now + Math.max(MIN_BUDGET_MS, context.getRemainingTimeInMillis() - RESPONSE_RESERVE_MS),

@@ -8,15 +8,15 @@ export interface ResponsePrelude {
   headers: Record<string, string>;
 }
 
-export type StreamingLambdaHandler = (
-  event: APIGatewayProxyEvent,
+export type StreamingLambdaHandler<Event = APIGatewayProxyEvent> = (
+  event: Event,
   responseStream: Writable,
   context: InvocationContext,
 ) => Promise<void>;
 
 /** The part of the Lambda runtime's `awslambda` global that response streaming uses. */
 export interface StreamingRuntime {
-  streamifyResponse(handler: StreamingLambdaHandler): StreamingLambdaHandler;
+  streamifyResponse<Event>(handler: StreamingLambdaHandler<Event>): StreamingLambdaHandler<Event>;
   HttpResponseStream: { from(stream: Writable, prelude: ResponsePrelude): Writable };
 }
 

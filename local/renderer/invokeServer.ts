@@ -1,0 +1,110 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import type { StreamingLambdaHandler } from '../../shared/http/adapter/lambdaStreaming';
+import { logger } from '../../shared/logger';
+import { invocationContext } from '../invocationContext';
+import { invokeComplete, payloadChunk } from './eventStream';
+
+/** Lambda's limit on a synchronous invocation's request payload. */
+const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
+const STREAMING_INVOKE = /^\/2021-11-15\/functions\/([^/]+)\/response-streaming-invocations$/;
+
+export interface InvokeServer {
+  /** The endpoint to give @aws-sdk/client-lambda. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Lambda's InvokeWithResponseStream API on a loopback port (as `sam local start-lambda` serves the Invoke API), so
+ * the front calls the local renderer process with @aws-sdk/client-lambda exactly as it calls the deployed function.
+ * Each invocation runs the named streaming handler; what it writes goes out as PayloadChunk events, and
+ * InvokeComplete follows once the handler has returned. A caller that hangs up closes the handler's stream.
+ */
+export async function startInvokeServer(
+  functions: Record<string, StreamingLambdaHandler<unknown>>,
+  timeoutMs: number,
+): Promise<InvokeServer> {
+  const server = createServer((req, res) => {
+    void serve(req, res).catch((error) => {
+      logger.error('Local invocation failed', { error: error as Error });
+      if (!res.headersSent) apiError(res, 500, 'ServiceException', 'The invocation failed');
+      else res.destroy();
+    });
+  });
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const match = req.method === 'POST' ? STREAMING_INVOKE.exec(req.url?.split('?')[0] ?? '') : null;
+    if (!match?.[1]) return apiError(res, 404, 'UnknownOperationException', 'Only InvokeWithResponseStream');
+    const name = decodeURIComponent(match[1]);
+    const handler = functions[name];
+    if (!handler) return apiError(res, 404, 'ResourceNotFoundException', `Function not found: ${name}`);
+    const body = await readBody(req);
+    if (!body) return apiError(res, 413, 'RequestTooLargeException', 'Request payload is too large');
+    let event: unknown;
+    try {
+      event = JSON.parse(body.toString('utf8'));
+    } catch {
+      return apiError(res, 400, 'InvalidRequestContentException', 'Could not parse request body into json');
+    }
+    res.writeHead(200, {
+      'Content-Type': 'application/vnd.amazon.eventstream',
+      'X-Amz-Executed-Version': '$LATEST',
+    });
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        if (res.writableEnded || res.destroyed) return done();
+        res.write(payloadChunk(chunk), () => done());
+      },
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) stream.destroy();
+    });
+    let errorCode: string | undefined;
+    try {
+      await handler(event, stream, invocationContext(timeoutMs));
+    } catch (error) {
+      logger.error('The function failed', { error: error as Error });
+      errorCode = 'Unhandled';
+    }
+    // As the runtime does: a stream the handler left open is ended, and what it wrote goes out before the end.
+    if (!stream.writableEnded) stream.end();
+    await finished(stream).catch(() => undefined);
+    if (!res.destroyed) res.end(invokeComplete(errorCode));
+  }
+
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_PAYLOAD_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** An error in the shape the SDK reads: the type in x-amzn-errortype, the message in the JSON body. */
+function apiError(res: ServerResponse, status: number, type: string, message: string): void {
+  res
+    .writeHead(status, { 'Content-Type': 'application/json', 'x-amzn-errortype': type })
+    .end(JSON.stringify({ Type: 'User', message }));
+}

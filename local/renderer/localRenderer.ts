@@ -1,0 +1,184 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
+import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
+import { OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress/ownPorts';
+import { CaptureFailedError } from '../../shared/errors';
+import { logger } from '../../shared/logger';
+import type { CaptureBudgets } from '../../shared/timing';
+
+/** The name the local Invoke API knows the renderer by (deployed: the function's alias ARN). */
+export const LOCAL_RENDERER_FUNCTION = 'renderer';
+/** Set by tests that shorten the capture budgets; the front is given the same. */
+export const BUDGETS_VARIABLE = 'RENDERER_CAPTURE_BUDGETS';
+
+export interface ReadyMessage {
+  /** The local Invoke API's endpoint. */
+  ready: string;
+}
+
+/**
+ * The only variables of the front's environment the renderer process gets. Whatever else the front holds (DATA_DIR,
+ * the local KMS key file, the identity provider's key, AWS credentials, TABLE_NAME) never reaches it.
+ */
+export const RENDERER_ENV_ALLOW_LIST = [
+  'PATH',
+  'HOME',
+  'TZ',
+  'TMPDIR',
+  'LANG',
+  'ALLOW_PRIVATE_HOSTS',
+  'CHROMIUM_PATH',
+  'BROWSER_BUNDLE_DIR',
+  'POWERTOOLS_LOG_LEVEL',
+  'POWERTOOLS_SERVICE_NAME',
+  'POWERTOOLS_METRICS_DISABLED',
+] as const;
+
+/** The renderer process's environment: the allow-listed variables of `env`, and the test budgets if any. */
+export function rendererEnvironment(
+  env: NodeJS.ProcessEnv,
+  budgets?: CaptureBudgets,
+): Record<string, string> {
+  const passed = RENDERER_ENV_ALLOW_LIST.flatMap((name) => {
+    const value = env[name];
+    return value !== undefined ? [[name, value]] : [];
+  });
+  return {
+    ...Object.fromEntries(passed),
+    // The front's own ports (API, DynamoDB, S3): the renderer's egress gate refuses them to pages, whatever
+    // ALLOW_PRIVATE_HOSTS says. Read when the process starts, so a restarted process gets the current ones.
+    [OWN_PORTS_VARIABLE]: ownPorts.list().join(','),
+    ...(budgets ? { [BUDGETS_VARIABLE]: JSON.stringify(budgets) } : {}),
+  };
+}
+
+const ENTRY = fileURLToPath(new URL('./rendererProcess.ts', import.meta.url));
+/** tsx's loader, so the process runs the TypeScript sources as `npm start` does. */
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** How long a closing renderer process has to exit before it is killed. */
+const EXIT_GRACE_MS = 5_000;
+
+interface RunningProcess {
+  child: ChildProcess;
+  /** The local Invoke API's endpoint. */
+  url: string;
+  renderer: InvokedRenderer;
+  client: LambdaClient;
+}
+
+export interface LocalRendererOptions {
+  /** The front's environment; only the allow-list of it is passed on. */
+  env: NodeJS.ProcessEnv;
+  budgets?: CaptureBudgets;
+}
+
+/**
+ * The renderer as a separate OS process, called through @aws-sdk/client-lambda as the deployed front calls the
+ * renderer function. When the process dies, the captures it was running fail (500, refunded by the use case) and a
+ * new process is started at once for the next ones.
+ */
+export class LocalRenderer implements Renderer {
+  private running: Promise<RunningProcess> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: LocalRendererOptions) {}
+
+  async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
+    let running: RunningProcess;
+    try {
+      running = await this.process();
+    } catch (error) {
+      logger.error('Renderer process unavailable', { error: error as Error });
+      throw new CaptureFailedError(spec.url, 'Browser could not be started');
+    }
+    return running.renderer.capture(spec, limits);
+  }
+
+  async warmUp(): Promise<void> {
+    await this.process();
+  }
+
+  async settle(): Promise<void> {
+    await (await this.running?.catch(() => undefined))?.renderer.settle();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const running = await this.running?.catch(() => undefined);
+    this.running = undefined;
+    if (!running) return;
+    await running.renderer.close();
+    running.client.destroy();
+    await stopProcess(running.child);
+  }
+
+  /** The running process's id and endpoint (tests kill it, read its environment, or count its requests). */
+  async processInfo(): Promise<{ pid: number; url: string }> {
+    const { child, url } = await this.process();
+    return { pid: child.pid ?? -1, url };
+  }
+
+  private process(): Promise<RunningProcess> {
+    if (this.closed) return Promise.reject(new Error('The renderer is closed'));
+    if (!this.running) {
+      const starting = this.start();
+      this.running = starting;
+      starting.catch(() => {
+        if (this.running === starting) this.running = undefined;
+      });
+    }
+    return this.running;
+  }
+
+  private async start(): Promise<RunningProcess> {
+    const child = spawn(process.execPath, ['--import', TSX_LOADER, ENTRY], {
+      env: rendererEnvironment(this.options.env, this.options.budgets),
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    // Its log lines go out with the front's, through this process's streams (one terminal, one place to read them).
+    child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.once('message', (message: ReadyMessage) => resolve(message.ready));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`The renderer process exited at start (${signal ?? code})`)),
+      );
+      child.once('error', reject);
+    });
+    const client = new LambdaClient({
+      endpoint: url,
+      region: 'local',
+      // Placeholders: the SDK signs every request, and must never pick up the developer's own credentials.
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
+    const running: RunningProcess = {
+      child,
+      url,
+      client,
+      renderer: new InvokedRenderer(client, LOCAL_RENDERER_FUNCTION),
+    };
+    child.once('exit', (code, signal) => {
+      client.destroy();
+      if (this.closed) return;
+      // Only one process runs at a time, so the one that stopped is the current one.
+      logger.warn('The renderer process stopped; starting a new one', { code, signal });
+      this.running = undefined;
+      this.process().catch((error) => logger.error('Renderer restart failed', { error }));
+    });
+    return running;
+  }
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), EXIT_GRACE_MS);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { adoptOwnPorts, OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress/ownPorts';
+import { logger } from '../../shared/logger';
+import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../../shared/timing';
+import { createRendererFunction } from '../../shared/wiring/renderer';
+import { startInvokeServer } from './invokeServer';
+import { BUDGETS_VARIABLE, LOCAL_RENDERER_FUNCTION, type ReadyMessage } from './localRenderer';
+
+/*
+ * The local renderer process: the renderer function's code behind a local Lambda Invoke API. Started by the front
+ * (local/renderer/localRenderer.ts) with an environment built from an allow-list, so it holds none of the service's
+ * data, keys or credentials. It reports its endpoint over the IPC channel and exits when that channel closes.
+ */
+const budgetsSchema = z.object({
+  navigationMs: z.number().int().min(1),
+  afterLoadMs: z.number().int().min(1),
+});
+const send = process.send?.bind(process);
+if (!send) throw new Error('The renderer process is started by the local front, with an IPC channel');
+
+const budgetsJson = process.env[BUDGETS_VARIABLE];
+const budgets = budgetsJson ? budgetsSchema.parse(JSON.parse(budgetsJson)) : undefined;
+// The front's ports, and this process's own Invoke API: none of them is for pages.
+adoptOwnPorts(process.env[OWN_PORTS_VARIABLE]);
+const renderer = createRendererFunction(process.env, budgets);
+const server = await startInvokeServer(
+  { [LOCAL_RENDERER_FUNCTION]: renderer.handler },
+  SCREENSHOT_FUNCTION_TIMEOUT_MS,
+);
+ownPorts.add(Number(new URL(server.url).port));
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await server.close();
+  await renderer.close();
+  process.exit(0);
+};
+process.once('disconnect', stop);
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
+send({ ready: server.url } satisfies ReadyMessage);
+// As the deployed function does in its init phase; captures that come first wait for the same launch.
+renderer.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));

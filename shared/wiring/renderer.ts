@@ -1,0 +1,38 @@
+import { ChromiumRenderer } from '../capture/chromiumRenderer';
+import type { Renderer } from '../capture/renderer';
+import { rendererHandler } from '../capture/rendererFunction';
+import { readServiceConfig } from '../config';
+import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
+import { logger } from '../logger';
+import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
+
+/**
+ * Chromium, whose every connection goes through the egress proxy (started with the browser, kept for the life of
+ * the process), behind the renderer function's handler. This is all the renderer function and the local renderer
+ * process hold: no store, no key, no credential.
+ */
+export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureBudgets = CAPTURE_BUDGETS) {
+  const { allowPrivateHosts } = readServiceConfig(env);
+  let egress: Promise<EgressProxy> | undefined;
+  const startEgress = () => {
+    // Refused destinations are logged (host and port only) so an operator can see SSRF attempts.
+    egress ??= startEgressProxy({
+      allowPrivateHosts,
+      onBlocked: (blocked) => logger.warn('Egress refused', { ...blocked }),
+    });
+    return egress;
+  };
+  const renderer: Renderer = new ChromiumRenderer({
+    env,
+    budgets,
+    launchArgs: async () => egressChromiumArgs((await startEgress()).url),
+  });
+  return {
+    renderer,
+    handler: rendererHandler(renderer),
+    async close() {
+      await renderer.close();
+      await (await egress)?.close();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unusedPort } from '../helpers/pageServer';
+
+/** What `npm start` prints once it is ready, with a DATA_DIR of its own. */
+
+let dataDir: string;
+let server: ChildProcess | undefined;
+let banner = '';
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'screenshot-banner-'));
+  server = spawn(process.execPath, ['--import', 'tsx', 'local/server.ts'], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(await unusedPort()),
+      POWERTOOLS_LOG_LEVEL: 'SILENT',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  server.stdout?.setEncoding('utf8');
+  for await (const chunk of server.stdout as AsyncIterable<string>) {
+    banner += chunk;
+    if (banner.includes('Create an API key')) break;
+  }
+}, 60_000);
+
+afterAll(async () => {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+  }
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('the npm start banner', () => {
+  it('says how to raise the hourly limit for local trials', () => {
+    expect(banner).toMatch(/100 screenshot requests per account per hour.*RATE_LIMIT_PER_HOUR=\d+ npm start/);
+  });
+
+  it('gives the token command with the DATA_DIR the server uses', () => {
+    expect(banner).toContain(`DATA_DIR=${dataDir} npm run --silent token -- <accountId>`);
+  });
+});

@@ -1,0 +1,185 @@
+import type { Writable } from 'node:stream';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type InvokeServer, startInvokeServer } from '../../local/renderer/invokeServer';
+import { ANSWER_GRACE_MS, InvokedRenderer } from '../../shared/capture/invokedRenderer';
+import type { CaptureSpec } from '../../shared/capture/renderer';
+import { encodeResult } from '../../shared/capture/rendererProtocol';
+import { CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+
+/**
+ * The front's side of the renderer boundary, against renderers that misbehave: each one is a streaming handler behind
+ * the local Invoke API, called with @aws-sdk/client-lambda as the front calls the deployed function. No Chromium: what
+ * is tested is what the front believes.
+ */
+type Behaviour = (event: unknown, stream: Writable) => Promise<unknown>;
+
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
+const well: Behaviour = async (_event, stream) => {
+  const [header, image] = encodeResult({ image: PNG, contentType: 'image/png', truncated: false });
+  stream.write(header);
+  stream.end(image);
+};
+let behaviour: Behaviour = well;
+/** Set when a handler's stream closed before it ended its answer (the front hung up). */
+let hungUp = false;
+
+let server: InvokeServer;
+let client: LambdaClient;
+let renderer: InvokedRenderer;
+
+beforeAll(async () => {
+  server = await startInvokeServer(
+    {
+      renderer: async (event, stream) => {
+        stream.once('close', () => {
+          if (!stream.writableFinished) hungUp = true;
+        });
+        await behaviour(event, stream);
+      },
+    },
+    30_000,
+  );
+  client = new LambdaClient({
+    endpoint: server.url,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+  renderer = new InvokedRenderer(client, 'renderer');
+});
+
+afterAll(async () => {
+  client?.destroy();
+  await server?.close();
+});
+
+const spec = { url: 'https://a.test/' } as CaptureSpec;
+const soon = () => Date.now() + 10_000;
+
+async function failureOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
+describe('a renderer that answers as the protocol says', () => {
+  it('gives the front the image, and fields it does not know pass through', async () => {
+    behaviour = async (_event, stream) => {
+      stream.write(
+        Buffer.from(
+          `${JSON.stringify({ ok: true, size: PNG.length, contentType: 'application/pdf', truncated: true, pages: 3 })}\n`,
+        ),
+      );
+      stream.end(PNG);
+    };
+    const result = await renderer.capture(spec, { deadline: soon() });
+    expect(result.image.equals(PNG)).toBe(true);
+    expect(result).toMatchObject({ contentType: 'application/pdf', truncated: true, pages: 3 });
+  });
+
+  it('receives the spec and the deadline, and nothing else', async () => {
+    let received: unknown;
+    behaviour = async (event, stream) => {
+      received = event;
+      await well(event, stream);
+    };
+    const deadline = soon();
+    await renderer.capture({ ...spec, width: 800 }, { deadline });
+    expect(received).toEqual({ spec: { ...spec, width: 800 }, deadline });
+  });
+
+  it("passes a failed capture's reason on to the customer", async () => {
+    behaviour = async (_event, stream) => {
+      stream.end(
+        Buffer.from(`${JSON.stringify({ ok: false, reason: 'The page did not load within 30 s' })}\n`),
+      );
+    };
+    const error = await failureOf(renderer.capture(spec, { deadline: soon() }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect((error as CaptureFailedError).reason).toBe('The page did not load within 30 s');
+  });
+});
+
+describe('a renderer that misbehaves fails that capture with 500, and the next one is unaffected', () => {
+  const garbage: [string, Behaviour][] = [
+    ['answers no header line', async (_e, stream) => stream.end(Buffer.from('not a header'))],
+    ['answers a header that is not JSON', async (_e, stream) => stream.end(Buffer.from('{oops\n'))],
+    [
+      'announces more bytes than it sends',
+      async (_e, stream) =>
+        stream.end(Buffer.from(`${JSON.stringify({ ok: true, size: 99, truncated: false })}\nab`)),
+    ],
+    [
+      'answers a header of the wrong shape',
+      async (_e, stream) => stream.end(Buffer.from(`${JSON.stringify({ ok: true, size: 'big' })}\n`)),
+    ],
+    [
+      'answers a reason longer than any the renderer writes',
+      async (_e, stream) =>
+        stream.end(Buffer.from(`${JSON.stringify({ ok: false, reason: 'x'.repeat(600) })}\n`)),
+    ],
+    [
+      'crashes (a function error)',
+      async () => {
+        throw new Error('renderer crashed');
+      },
+    ],
+  ];
+  for (const [name, answer] of garbage) {
+    it(name, async () => {
+      behaviour = answer;
+      const error = await failureOf(renderer.capture(spec, { deadline: soon() }));
+      expect(error).toBeInstanceOf(CaptureFailedError);
+      expect(statusOf(error)).toBe(500);
+      behaviour = well;
+      expect((await renderer.capture(spec, { deadline: soon() })).image.equals(PNG)).toBe(true);
+    });
+  }
+
+  it('gives up on a renderer that never answers, shortly after the deadline', async () => {
+    behaviour = (_event, stream) => new Promise<void>((resolve) => stream.once('close', () => resolve()));
+    const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 200 }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect((error as CaptureFailedError).reason).toBe('The renderer did not answer in time');
+    expect(ANSWER_GRACE_MS).toBeLessThanOrEqual(5_000);
+  });
+
+  it('closes the invocation when the client hangs up, so the renderer stops', async () => {
+    hungUp = false;
+    behaviour = (_event, stream) => new Promise<void>((resolve) => stream.once('close', () => resolve()));
+    const hangUp = new AbortController();
+    const capture = renderer.capture(spec, { deadline: soon(), signal: hangUp.signal });
+    setTimeout(() => hangUp.abort(), 200);
+    expect(await failureOf(capture)).toBeInstanceOf(ClientGoneError);
+    await expect.poll(() => hungUp).toBe(true);
+  });
+});
+
+describe('the use case across the boundary', () => {
+  it('refunds a capture whose renderer answered garbage, and charges the next one exactly', async () => {
+    const NOW = Date.UTC(2026, 0, 1);
+    const service = memoryScreenshotService({ now: () => NOW, renderer });
+    const { key } = await service.addKey('acct', NOW);
+    await service.credits.set('acct', 5);
+    behaviour = async (_e, stream) => stream.end(Buffer.from('garbage'));
+    const failed = await service.capture({
+      apiKey: key,
+      request: () => ({ url: 'https://a.test/' }),
+      deadline: soon(),
+    });
+    expect(failed.ok).toBe(false);
+    expect(statusOf(failed.ok ? undefined : failed.error)).toBe(500);
+    expect(await service.credits.balance('acct')).toBe(5);
+    behaviour = well;
+    const next = await service.capture({
+      apiKey: key,
+      request: () => ({ url: 'https://a.test/' }),
+      deadline: soon(),
+    });
+    expect(next.ok).toBe(true);
+    expect(await service.credits.balance('acct')).toBe(4);
+  });
+});

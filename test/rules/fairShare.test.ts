@@ -1,0 +1,174 @@
+import { randomBytes } from 'node:crypto';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { AdmissionQueue } from '../../local/admissionQueue';
+import { capacityOfReserved, mayStart } from '../../shared/accounts/fairShare';
+import { AppError, TooManyCapturesError } from '../../shared/errors';
+import { keyManagement } from '../../shared/keys/keyManagement';
+import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
+import { TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
+import {
+  FakeRenderer,
+  fakeSessions,
+  MemoryCaptureSlots,
+  MemoryCreditLedger,
+  MemoryKeyStore,
+  memoryScreenshotDeps,
+} from '../helpers/memoryPorts';
+
+/** Fair sharing of the capture capacity: the rule, the local queue, and the use case over in-memory ports. */
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe('the fair-share rule', () => {
+  const capacity = { shared: 4, headroom: 2 };
+
+  it('lets anyone start below the shared capacity', () => {
+    expect(mayStart(capacity, 3, 3)).toBe(true);
+  });
+
+  it('keeps the headroom for accounts that hold no slot', () => {
+    expect(mayStart(capacity, 4, 0)).toBe(true);
+    expect(mayStart(capacity, 5, 0)).toBe(true);
+    expect(mayStart(capacity, 4, 1)).toBe(false);
+    expect(mayStart(capacity, 6, 0)).toBe(false);
+  });
+
+  it('splits a reserved concurrency into a shared part and a tenth of headroom', () => {
+    expect(capacityOfReserved(50)).toEqual({ shared: 45, headroom: 5 });
+    expect(capacityOfReserved(5)).toEqual({ shared: 4, headroom: 1 });
+    expect(capacityOfReserved(1)).toEqual({ shared: 1, headroom: 0 });
+  });
+});
+
+/** A task for the queue that runs until `finish` is called (before or after it started). */
+function held(queue: AdmissionQueue, accountId: string) {
+  let finish = () => {};
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const task = { started: false, finish, done: Promise.resolve() };
+  task.done = queue.run(accountId, async () => {
+    task.started = true;
+    await finished;
+  });
+  return task;
+}
+
+describe('the local capture queue', () => {
+  it('starts an account with nothing running on the headroom while another fills the capacity', async () => {
+    const queue = new AdmissionQueue({ shared: 2, headroom: 1 }, 10);
+    const attacker = [held(queue, 'a'), held(queue, 'a'), held(queue, 'a')];
+    const victim = held(queue, 'v');
+    await tick();
+    expect(attacker.map((task) => task.started)).toEqual([true, true, false]);
+    expect(victim.started).toBe(true);
+    // The headroom is for newcomers only: the victim's second request waits like the attacker's third.
+    const second = held(queue, 'v');
+    await tick();
+    expect(second.started).toBe(false);
+    for (const task of [...attacker, victim, second]) task.finish();
+    await Promise.all([...attacker, victim, second].map((task) => task.done));
+  });
+
+  it('gives a freed place to the waiting account that runs the fewest, not to the earliest request', async () => {
+    const queue = new AdmissionQueue({ shared: 2, headroom: 0 }, 10);
+    const first = held(queue, 'a');
+    const second = held(queue, 'a');
+    const aWaits = held(queue, 'a');
+    const bWaits = held(queue, 'b');
+    await tick();
+    expect([aWaits.started, bWaits.started]).toEqual([false, false]);
+    first.finish();
+    await first.done;
+    await tick();
+    expect(bWaits.started).toBe(true);
+    expect(aWaits.started).toBe(false);
+    second.finish();
+    await second.done;
+    await tick();
+    expect(aWaits.started).toBe(true);
+    aWaits.finish();
+    bWaits.finish();
+    await Promise.all([aWaits.done, bWaits.done]);
+  });
+});
+
+describe('the screenshot use case', () => {
+  let clock: number;
+  let credits: MemoryCreditLedger;
+  let slots: MemoryCaptureSlots;
+  let renderer: FakeRenderer;
+  let capture: CaptureScreenshot;
+  const apiKeys = new Map<string, string>();
+
+  beforeEach(async () => {
+    clock = Date.UTC(2026, 0, 1, 10, 30);
+    const keys = new MemoryKeyStore();
+    credits = new MemoryCreditLedger();
+    slots = new MemoryCaptureSlots(3, { shared: 2, headroom: 1 });
+    renderer = new FakeRenderer();
+    capture = captureScreenshot(
+      memoryScreenshotDeps({ keys, credits, renderer, captureSlots: slots, now: () => clock }),
+    );
+    const manage = keyManagement({
+      sessions: fakeSessions,
+      keys,
+      credits,
+      cipher: new AesGcmSecretCipher(randomBytes(32)),
+      freeCredits: 0,
+    });
+    for (const account of ['attacker', 'victim', 'other']) {
+      apiKeys.set(account, (await manage.createKey(`session:${account}`, () => ({ name: 'k' }))).key);
+      await credits.set(account, 10);
+    }
+  });
+
+  const shoot = (account: string, url: string) =>
+    capture({ apiKey: apiKeys.get(account), request: () => ({ url }), deadline: clock + 90_000 });
+  const statusOf = (outcome: Awaited<ReturnType<CaptureScreenshot>>) =>
+    outcome.ok ? 200 : outcome.error instanceof AppError ? outcome.error.status : 500;
+
+  it('refuses an account more than the shared capacity, and lets a newcomer in on the headroom', async () => {
+    const attacks = [shoot('attacker', 'https://slow.test'), shoot('attacker', 'https://slow.test')];
+    await tick();
+    const third = await shoot('attacker', 'https://slow.test');
+    expect((third as { error: unknown }).error).toBeInstanceOf(TooManyCapturesError);
+    const victim = shoot('victim', 'https://slow.test');
+    await tick();
+    expect(slots.running()).toBe(3);
+    // The headroom is taken: a third account waits for the shared part to free.
+    expect(statusOf(await shoot('other', 'https://a.test'))).toBe(429);
+    renderer.finishSlow();
+    expect((await Promise.all([...attacks, victim])).map(statusOf)).toEqual([200, 200, 200]);
+  });
+
+  it('holds the slot of a capture that ran out of its time budget for a while, but not the shared capacity', async () => {
+    const outcome = await shoot('attacker', 'https://timeout.test');
+    expect(statusOf(outcome)).toBe(500);
+    expect(await credits.balance('attacker')).toBe(10);
+    expect(slots.held('attacker')).toBe(1);
+    expect(slots.running()).toBe(0);
+    // Holding a penalty, the account is no newcomer: it gets no headroom.
+    const others = [shoot('other', 'https://slow.test'), shoot('other', 'https://slow.test')];
+    await tick();
+    expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(429);
+    renderer.finishSlow();
+    await Promise.all(others);
+    clock += TIMED_OUT_SLOT_PENALTY_MS;
+    expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(200);
+    expect(slots.held('attacker')).toBe(0);
+  });
+
+  it('takes slots away from an account whose captures keep running out of time', async () => {
+    for (let i = 0; i < 3; i++) await shoot('attacker', 'https://timeout.test');
+    expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(429);
+    clock += TIMED_OUT_SLOT_PENALTY_MS;
+    expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(200);
+  });
+
+  it('gives the slot back at once after a capture that failed for another reason', async () => {
+    expect(statusOf(await shoot('attacker', 'https://fail.test'))).toBe(500);
+    expect(slots.held('attacker')).toBe(0);
+  });
+});
