@@ -374,7 +374,11 @@ export class ScreenshotServiceStack extends Stack {
       timeout: isScreenshot ? SCREENSHOT_TIMEOUT : MANAGEMENT_TIMEOUT,
       // Both a guarantee and a cap: captures can never take the whole account's concurrency, so the key and credit
       // routes always have room. The renderer has the same reservation, one invocation per front invocation.
-      ...(isScreenshot ? { reservedConcurrentExecutions: settings.screenshotReservedConcurrency } : {}),
+      // The screenshot front's captures are reserved and capped; MCP calls share the pool (the renderer's own cap
+      // bounds every capture either way).
+      ...(route.handler === 'screenshot'
+        ? { reservedConcurrentExecutions: settings.screenshotReservedConcurrency }
+        : {}),
       environment: isScreenshot
         ? { ...environment, RENDERER_FUNCTION_NAME: this.renderer.alias.functionArn }
         : environment,

@@ -818,23 +818,37 @@ describe('The renderer boundary', () => {
     expect(Object.keys(variables)).toEqual(['POWERTOOLS_SERVICE_NAME']);
   });
 
-  it('lets the screenshot front, and no other function, invoke the renderer through its live alias', () => {
+  it('lets the capturing fronts (screenshot and MCP), and no other function, invoke the renderer through its live alias', () => {
     const aliasId = synth.stack.getLogicalId(synth.stack.renderer.alias.node.defaultChild as CfnResource);
-    const frontRole = referencedId(functionOf(streamingRoute.handler).Properties.Role);
+    const fronts = ['screenshot', 'mcp'] as const;
+    const frontRoles = fronts.map((handler) => referencedId(functionOf(handler).Properties.Role)).sort();
     const invoking = ofType(synth.resources, 'AWS::IAM::Policy').filter(([, policy]) =>
       (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).some((statement) =>
         asList(statement.Action).some((action) => String(action).startsWith('lambda:Invoke')),
       ),
     );
-    expect(invoking).toHaveLength(1);
-    const [, policy] = invoking[0] as [string, Resource];
-    expect(asList(policy.Properties.Roles).map(referencedId)).toEqual([frontRole]);
-    const statement = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).find((s) =>
-      asList(s.Action).includes('lambda:InvokeFunction'),
-    );
-    expect(JSON.stringify(statement?.Resource)).toContain(aliasId);
-    const variables = (functionOf(streamingRoute.handler).Properties.Environment as Json).Variables as Json;
-    expect(variables.RENDERER_FUNCTION_NAME).toEqual({ Ref: aliasId });
+    expect(invoking).toHaveLength(fronts.length);
+    const roles = invoking.flatMap(([, policy]) => asList(policy.Properties.Roles).map(referencedId));
+    expect(roles.sort()).toEqual(frontRoles);
+    for (const [, policy] of invoking) {
+      const statement = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).find((s) =>
+        asList(s.Action).includes('lambda:InvokeFunction'),
+      );
+      expect(JSON.stringify(statement?.Resource)).toContain(aliasId);
+    }
+    for (const handler of fronts) {
+      const fn = functionOf(handler).Properties;
+      expect((fn.Environment as Json).Variables as Json).toMatchObject({
+        RENDERER_FUNCTION_NAME: { Ref: aliasId },
+      });
+      // A front: no browser layer.
+      expect(fn.Layers).toBeUndefined();
+    }
+  });
+
+  it('reserves capture concurrency for the screenshot front only; MCP calls take the shared pool and the same renderer', () => {
+    expect(functionOf('screenshot').Properties.ReservedConcurrentExecutions).toBeGreaterThan(0);
+    expect(functionOf('mcp').Properties.ReservedConcurrentExecutions).toBeUndefined();
   });
 
   it('keeps every function within its size budget, layers included, and prints each size', () => {
