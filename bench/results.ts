@@ -18,6 +18,7 @@ export const SCENARIOS = {
   ours4k: 'ours, 3840x2160',
   oursJpeg: 'ours, jpeg q80',
   oursWebp: 'ours, webp q80',
+  oursAvif: 'ours, avif q80 (encoded from the PNG by sharp)',
   oursMobile: 'ours, mobile preset',
   oursPlain: 'ours, same page as the next row, without its switches (interleaved with it)',
   oursClean: 'ours, blockAds + blockCookieBanners',

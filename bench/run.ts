@@ -113,7 +113,7 @@ try {
 
   if (phase('variants')) {
     log(
-      'variants: text in every script, full page, 4K, jpeg, webp, mobile, ad and banner blocking, lazy full page (interleaved)',
+      'variants: text in every script, full page, 4K, jpeg, webp, avif, mobile, ad and banner blocking, lazy full page (interleaved)',
     );
     const variant = (key: ScenarioKey, body: Record<string, unknown>, n: number): Contender => ({
       key,
@@ -127,6 +127,7 @@ try {
       variant('ours4k', { ...simple, width: 3840, height: 2160 }, 15),
       variant('oursJpeg', { ...simple, format: 'jpeg', quality: 80 }, 20),
       variant('oursWebp', { ...simple, format: 'webp', quality: 80 }, 20),
+      variant('oursAvif', { ...simple, format: 'avif', quality: 80 }, 20),
       variant('oursMobile', { ...simple, device: 'mobile' }, 20),
       // The switches' cost is measured against the same page without them, in the same interleaved run; twice the
       // samples of the other rows, as the target is a ratio of two medians on a shared machine.

@@ -84,7 +84,11 @@ const TINY_PNG = Buffer.from(
   'base64',
 );
 const instantRenderer: Renderer = {
-  capture: async (): Promise<CaptureResult> => ({ image: TINY_PNG, truncated: false }),
+  capture: async (): Promise<CaptureResult> => ({
+    image: TINY_PNG,
+    contentType: 'image/png',
+    truncated: false,
+  }),
   warmUp: async () => undefined,
   settle: async () => undefined,
   close: async () => undefined,

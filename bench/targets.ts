@@ -47,6 +47,12 @@ export function checkTargets(results: BenchResults): TargetResult[] {
     (v) => `${v.toFixed(2)} x`,
   );
   add(
+    'avif <= 2 x the png capture of the same page',
+    ratio(s.oursAvif?.median, s.oursPlain?.median),
+    (v) => v <= 2,
+    (v) => `${v.toFixed(2)} x`,
+  );
+  add(
     'full page 15,000 px of lazy images <= 1.5 s',
     s.oursLazy?.median,
     (v) => v <= 1500,

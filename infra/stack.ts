@@ -20,6 +20,7 @@ import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
+import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling, sourceMapEnvironment } from './functionBundling';
 import { ImageStorage } from './imageStorage';
 import { Monitoring, pascal } from './monitoring';
@@ -384,8 +385,12 @@ export class ScreenshotServiceStack extends Stack {
       role,
       logGroup,
       tracing: lambda.Tracing.ACTIVE,
-      // No Chromium and no fonts in any route's package: the renderer function alone has the layer.
-      bundling: functionBundling(settings.sourceMaps),
+      // No Chromium and no fonts in any route's package: the renderer function alone has the layer. The fronts
+      // that capture carry the AVIF encoder beside their bundle.
+      bundling: functionBundling(
+        settings.sourceMaps,
+        isScreenshot ? { externalModules: [SHARP_PACKAGE], commandHooks: encoderAssetHooks } : {},
+      ),
     });
     if (isScreenshot) this.renderer.alias.grantInvoke(role);
     acknowledge(

@@ -1,17 +1,35 @@
 import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
-
-/** The largest valid request body: the screenshot body's bound (96 KiB, docs/api.md "Limits"). */
-export const MAX_BODY_BYTES = 98_304;
+import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
 
 /**
- * A declared Content-Length above MAX_BODY_BYTES (98,305 or more, leading zeros allowed). WAF sees at most the first
- * 64 KB of a body, so a body-size statement cannot tell 70 KB (valid) from 200 KB: the declared length can. A body
- * sent without a length is still capped by API Gateway (10 MB) and refused by the handler with 413.
+ * The largest valid request body: a screenshot body holding an `html` document (1 MiB + 96 KiB, docs/api.md
+ * "Limits"); the handler refuses the others above their own 96 KiB.
  */
-export const CONTENT_LENGTH_ABOVE_MAX =
-  '^0*(?:9830[5-9]|983[1-9][0-9]|98[4-9][0-9]{2}|99[0-9]{3}|[1-9][0-9]{5,})$';
+export const MAX_BODY_BYTES = MAX_HTML_BODY_BYTES;
+
+/**
+ * A pattern matching exactly the decimal numbers above `limit`, leading zeros allowed: longer numbers, then for each
+ * digit of the limit, numbers that share the digits before it and have a larger one there.
+ */
+export function decimalAbove(limit: number): string {
+  const digits = String(limit);
+  const sameLength = [...digits].flatMap((digit, i) => {
+    if (digit === '9') return [];
+    const rest = digits.length - i - 1;
+    const larger = digit === '8' ? '9' : `[${Number(digit) + 1}-9]`;
+    return [`${digits.slice(0, i)}${larger}${rest === 0 ? '' : rest === 1 ? '[0-9]' : `[0-9]{${rest}}`}`];
+  });
+  return `^0*(?:${[...sameLength.reverse(), `[1-9][0-9]{${digits.length},}`].join('|')})$`;
+}
+
+/**
+ * A declared Content-Length above MAX_BODY_BYTES. WAF sees at most the first 64 KB of a body, so a body-size
+ * statement cannot tell 70 KB (valid) from 2 MB: the declared length can. A body sent without a length is still
+ * capped by API Gateway (10 MB) and refused by the handler with 413.
+ */
+export const CONTENT_LENGTH_ABOVE_MAX = decimalAbove(MAX_BODY_BYTES);
 
 /**
  * Rules of the managed common rule set that read the request body. Our bodies legitimately carry what they look for

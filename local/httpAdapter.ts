@@ -9,14 +9,18 @@ import {
   type StreamingLambdaHandler,
 } from '../shared/http/adapter/lambdaStreaming';
 import { errorAnswer } from '../shared/http/errorAnswer';
+import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import type { LambdaHandlers } from '../shared/wiring/lambdaHandlers';
 import { apiGatewayEvent } from './apiGatewayEvent';
 import { invocationContext } from './invocationContext';
 
-/** What API Gateway would accept at most; the handlers enforce their own, smaller limits. */
-const MAX_REQUEST_BYTES = 1024 * 1024;
+/**
+ * The largest body any handler accepts (a screenshot body holding an `html` document): anything larger is refused
+ * before it is buffered. API Gateway takes up to 10 MB; the handlers enforce their own limits, most much smaller.
+ */
+const MAX_REQUEST_BYTES = MAX_HTML_BODY_BYTES;
 
 /** Extra non-API paths the local server answers (JWKS, dashboard); returns false when it does not own the path. */
 export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;

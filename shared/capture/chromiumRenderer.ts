@@ -27,7 +27,9 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
+import { printPdf } from './pdfPrint';
 import {
+  CAPTURE_CONTENT_TYPES,
   type CaptureLimits,
   type CaptureResult,
   type CaptureSpec,
@@ -174,7 +176,10 @@ export class ChromiumRenderer implements Renderer {
     budget.startNavigation();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
-    const response = await page.goto(spec.url, { waitUntil: navigationCondition(spec), timeout: 0 });
+    const response = await page.goto(documentAddress(spec), {
+      waitUntil: navigationCondition(spec),
+      timeout: 0,
+    });
     // With domcontentloaded, the document may still be loading (images, frames): it is captured as it stands.
     if (spec.waitUntil === 'domcontentloaded') tab.control.acceptLoading();
     const status = response?.status() ?? 0;
@@ -206,27 +211,38 @@ export class ChromiumRenderer implements Renderer {
       : {};
     if (isContentFormat(spec.format)) {
       const text = await pageContent(tab.control, spec.format);
-      return { image: Buffer.from(text, 'utf8'), truncated: false, ...metadata };
+      return {
+        image: Buffer.from(text, 'utf8'),
+        contentType: CAPTURE_CONTENT_TYPES[spec.format],
+        truncated: false,
+        ...metadata,
+      };
     }
     await waitForWebFonts(page);
+    if (spec.format === 'pdf') {
+      return { ...(await printPdf(page, spec.url, spec.pdf ?? missingPdfOptions())), ...metadata };
+    }
     return { ...(await this.image(tab, spec, spec.format)), ...metadata };
   }
 
-  /** The page's pixels in `format`, the spec's. */
-  private async image(tab: Tab, spec: CaptureSpec, format: ImageFormat): Promise<CaptureResult> {
+  /** The page's pixels in `type`, the spec's. */
+  private async image(tab: Tab, spec: CaptureSpec, type: ImageFormat): Promise<CaptureResult> {
     const { page } = tab;
-    const quality = format === 'png' ? undefined : spec.quality;
-    // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a larger
-    // file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP ignore it.
-    const optimizeForSpeed = format === 'png';
-    if (spec.selector) {
-      return captureElement(page, spec, spec.selector, { type: format, quality, optimizeForSpeed });
-    }
+    const encoding = {
+      type,
+      quality: type === 'png' ? undefined : spec.quality,
+      // PNG is lossless, so the faster encoder (lighter zlib, no row filters) gives the very same pixels, in a
+      // larger file: 1.2-4x here, and up to 6x faster on photographic pages (docs/performance.md). JPEG and WebP
+      // ignore it.
+      optimizeForSpeed: type === 'png',
+      omitBackground: spec.omitBackground,
+    };
+    if (spec.selector) return captureElement(page, spec, spec.selector, encoding);
     if (!spec.fullPage) {
-      const image = await page.screenshot({ type: format, quality, optimizeForSpeed });
-      return { image: Buffer.from(image), truncated: false };
+      const image = await page.screenshot(encoding);
+      return { image: Buffer.from(image), contentType: CAPTURE_CONTENT_TYPES[type], truncated: false };
     }
-    return captureFullPage(page, tab.control, spec, { type: format, quality, optimizeForSpeed });
+    return captureFullPage(page, tab.control, spec, encoding);
   }
 
   /**
@@ -334,6 +350,20 @@ export class ChromiumRenderer implements Renderer {
     });
     return browser;
   }
+}
+
+/**
+ * What the page navigates to: its URL, or the customer's own document as a data: URL. A document from a data: URL
+ * has an opaque origin of its own (no cookies, no storage, no origin of ours to act for), and what it loads goes
+ * through the egress proxy like a page's requests; Chromium refuses it file: addresses, as it does any web page.
+ */
+function documentAddress(spec: CaptureSpec): string {
+  if (spec.html === undefined) return spec.url;
+  return `data:text/html;charset=utf-8;base64,${Buffer.from(spec.html, 'utf8').toString('base64')}`;
+}
+
+function missingPdfOptions(): never {
+  throw new Error('A PDF capture came without its print options');
 }
 
 function emulationOf(spec: CaptureSpec): Emulation {

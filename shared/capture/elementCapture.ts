@@ -1,6 +1,12 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
-import { type CaptureResult, type CaptureSpec, heightCap } from './renderer';
+import {
+  CAPTURE_CONTENT_TYPES,
+  type CaptureResult,
+  type CaptureSpec,
+  heightCap,
+  type ImageFormat,
+} from './renderer';
 
 /**
  * The first element matching `selector`, captured alone: its border box, scrolled into view, at the page's scale.
@@ -11,7 +17,9 @@ export async function captureElement(
   page: Page,
   spec: CaptureSpec,
   selector: string,
-  encoding: Pick<ScreenshotOptions, 'type' | 'quality' | 'optimizeForSpeed'>,
+  encoding: Pick<ScreenshotOptions, 'quality' | 'optimizeForSpeed' | 'omitBackground'> & {
+    type: ImageFormat;
+  },
 ): Promise<CaptureResult> {
   const shown = JSON.stringify(selector);
   // The selector was read by the browser's parser before navigation (selectorCheck.ts).
@@ -21,7 +29,7 @@ export async function captureElement(
   if (!box || box.width === 0 || box.height === 0) {
     throw new CaptureFailedError(spec.url, `The element matching ${shown} has no visible box`);
   }
-  const cap = heightCap(spec.format) / spec.scale;
+  const cap = heightCap(encoding.type) / spec.scale;
   const width = Math.min(box.width, cap);
   const height = Math.min(box.height, cap);
   const image = await element.screenshot({
@@ -29,5 +37,9 @@ export async function captureElement(
     captureBeyondViewport: true,
     ...(width < box.width || height < box.height ? { clip: { x: 0, y: 0, width, height } } : {}),
   });
-  return { image: Buffer.from(image), truncated: width < box.width || height < box.height };
+  return {
+    image: Buffer.from(image),
+    contentType: CAPTURE_CONTENT_TYPES[encoding.type],
+    truncated: width < box.width || height < box.height,
+  };
 }

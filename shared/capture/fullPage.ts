@@ -1,6 +1,12 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
 import { awaitStartedImages, type IsolatedWorld, pageHeight, scrollThrough } from './pageScripts';
-import { type CaptureResult, type CaptureSpec, heightCap } from './renderer';
+import {
+  CAPTURE_CONTENT_TYPES,
+  type CaptureResult,
+  type CaptureSpec,
+  heightCap,
+  type ImageFormat,
+} from './renderer';
 
 /** How long loaders that throttle their checks (lazysizes: 125 ms) get to see the whole page in view. */
 export const THROTTLED_LOADER_WAIT_MS = 150;
@@ -33,9 +39,11 @@ export async function captureFullPage(
   page: Page,
   world: IsolatedWorld,
   spec: CaptureSpec,
-  encoding: Pick<ScreenshotOptions, 'type' | 'quality' | 'optimizeForSpeed'>,
+  encoding: Pick<ScreenshotOptions, 'quality' | 'optimizeForSpeed' | 'omitBackground'> & {
+    type: ImageFormat;
+  },
 ): Promise<CaptureResult> {
-  const cap = Math.floor(heightCap(spec.format) / spec.scale);
+  const cap = Math.floor(heightCap(encoding.type) / spec.scale);
   const fullHeight = await loadLazyContent(page, world, cap);
   const height = Math.min(fullHeight, cap);
   const image = await page.screenshot({
@@ -43,5 +51,9 @@ export async function captureFullPage(
     clip: { x: 0, y: 0, width: spec.width, height },
     captureBeyondViewport: true,
   });
-  return { image: Buffer.from(image), truncated: fullHeight > cap };
+  return {
+    image: Buffer.from(image),
+    contentType: CAPTURE_CONTENT_TYPES[encoding.type],
+    truncated: fullHeight > cap,
+  };
 }

@@ -26,9 +26,9 @@ export interface NavigationSetup {
 }
 
 /**
- * Before navigation: media features, time zone, cookies, extra headers, ad, chat and consent blocking (undone when
- * the page was prepared with it and the capture does not want it). The user agent and locale are the page's
- * emulation (chromiumRenderer.ts).
+ * Before navigation: media type and features, time zone, cookies, extra headers, ad, chat and consent blocking
+ * (undone when the page was prepared with it and the capture does not want it). The user agent and locale are the
+ * page's emulation (chromiumRenderer.ts).
  */
 export async function prepareNavigation(
   page: Page,
@@ -39,9 +39,11 @@ export async function prepareNavigation(
     ...(spec.darkMode ? [{ name: 'prefers-color-scheme', value: 'dark' }] : []),
     ...(spec.reducedMotion ? [{ name: 'prefers-reduced-motion', value: 'reduce' }] : []),
   ];
+  // Chromium lays a page out for the screen, and prints it for print: only another wish needs a media type.
+  const mediaType = spec.mediaType !== (spec.format === 'pdf' ? 'print' : 'screen') ? spec.mediaType : '';
   const [requestBlocking] = await Promise.all([
     setRequestBlocking(page, filterSetsOf(spec), prepared.requestBlocking),
-    mediaFeatures.length > 0 ? page.emulateMediaFeatures(mediaFeatures) : undefined,
+    mediaType !== '' || mediaFeatures.length > 0 ? emulateMedia(page, mediaType, mediaFeatures) : undefined,
     spec.timezone ? page.emulateTimezone(spec.timezone) : undefined,
     setCookies(page, spec),
     sendHeadersToOrigin(page, spec.url, spec.headers),
@@ -53,6 +55,20 @@ export async function prepareNavigation(
 /** The puppeteer navigation condition for `waitUntil`: networkidle0 is "no request for 500 ms" (NETWORK_IDLE_MS). */
 export function navigationCondition(spec: CaptureSpec) {
   return spec.waitUntil === 'networkidle' ? ('networkidle0' as const) : spec.waitUntil;
+}
+
+/**
+ * The media type ('' for the engine's own) and media features, in one command through a session of our own: a media
+ * type set through puppeteer's session did not outlast the navigation from the blank page, while a session's own
+ * override lasts as long as the session.
+ */
+async function emulateMedia(
+  page: Page,
+  media: string,
+  features: { name: string; value: string }[],
+): Promise<void> {
+  const session = await page.createCDPSession();
+  await session.send('Emulation.setEmulatedMedia', { media, features });
 }
 
 /** Host-only cookies (no Domain attribute) for the host of `url`, so no other host ever receives them. */

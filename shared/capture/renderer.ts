@@ -5,11 +5,40 @@ export type ImageFormat = (typeof IMAGE_FORMATS)[number];
 /** The page's content as text instead of pixels: its main content as Markdown, or its rendered DOM. */
 export const CONTENT_FORMATS = ['markdown', 'html'] as const;
 export type ContentFormat = (typeof CONTENT_FORMATS)[number];
-export const OUTPUT_FORMATS = [...IMAGE_FORMATS, ...CONTENT_FORMATS] as const;
+/** What the browser produces: an image, a document printed by Chromium's own PDF engine, or the page's text. */
+export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'pdf', ...CONTENT_FORMATS] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+export const CAPTURE_CONTENT_TYPES: Record<OutputFormat, string> = {
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  pdf: 'application/pdf',
+  markdown: 'text/markdown; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+};
 
 export function isContentFormat(format: OutputFormat): format is ContentFormat {
   return (CONTENT_FORMATS as readonly string[]).includes(format);
+}
+
+export const MEDIA_TYPES = ['screen', 'print'] as const;
+export type MediaType = (typeof MEDIA_TYPES)[number];
+export const PAPER_FORMATS = ['A3', 'A4', 'A5', 'Letter', 'Legal', 'Tabloid'] as const;
+export type PaperFormat = (typeof PAPER_FORMATS)[number];
+/** A printed document is cut after this many pages. */
+export const MAX_PDF_PAGES = 100;
+
+/** How a PDF is printed (after defaults). Margins are CSS lengths (`10mm`, `0.5in`, `1cm`, `24px`). */
+export interface PdfOptions {
+  paperFormat: PaperFormat;
+  landscape: boolean;
+  printBackground: boolean;
+  margin: { top: string; right: string; bottom: string; left: string };
+  /** Pages to print, like `1-5, 8`; all when absent. */
+  pageRanges?: string;
+  /** HTML with Chromium's date, title, url, pageNumber and totalPages classes; either shows both (one may be empty). */
+  headerTemplate?: string;
+  footerTemplate?: string;
 }
 
 /** What the rendered page says about itself (`metadata: true`); every absent value is null. */
@@ -31,10 +60,19 @@ export interface PageMetadata {
 
 /** Everything the browser needs to take one screenshot, after defaults and device presets are applied. */
 export interface CaptureSpec {
+  /** The page's address; for a document given as `html`, only the name it is reported by (HTML_SOURCE). */
   url: string;
+  /** The customer's own document, rendered with an opaque origin of its own instead of loading `url`. */
+  html?: string;
   width: number;
   height: number;
   format: OutputFormat;
+  /** Present when format is pdf. */
+  pdf?: PdfOptions;
+  /** CSS media type the page is laid out for. */
+  mediaType: MediaType;
+  /** No default white behind a page that sets no background of its own (png and webp). */
+  omitBackground: boolean;
   /** 1–100; used for jpeg and webp only. */
   quality: number;
   fullPage: boolean;
@@ -94,10 +132,14 @@ export interface CaptureCookie {
   sameSite?: 'Strict' | 'Lax' | 'None';
 }
 
+/** The name an `html` document goes by where a URL would be shown: usage records and error bodies. */
+export const HTML_SOURCE = 'html';
+
 export interface CaptureResult {
-  /** The image, or for a content format the text as UTF-8. */
+  /** The image or document, or for a content format the text as UTF-8, as its content type says. */
   image: Buffer;
-  /** True when a full-page capture was cut at the format's height cap. */
+  contentType: string;
+  /** True when a full-page capture was cut at the format's height cap, or a PDF at MAX_PDF_PAGES. */
   truncated: boolean;
   /** Present when the spec asked for it. */
   metadata?: PageMetadata;

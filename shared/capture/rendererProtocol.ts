@@ -34,6 +34,8 @@ export const renderHeaderSchema = z.discriminatedUnion('ok', [
   z.looseObject({
     ok: z.literal(true),
     size: z.number().int().min(1),
+    /** What the bytes are: an image, a PDF or text (CAPTURE_CONTENT_TYPES). */
+    contentType: z.string().min(1).max(64),
     truncated: z.boolean(),
   }),
   z.object({

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { comparableOutputs } from '../screenshot/outputFields';
 import type { ScreenshotRequest } from '../screenshot/schema';
 
 /**
@@ -14,10 +15,13 @@ const DELIVERY_FIELDS: ReadonlySet<string> = new Set<keyof ScreenshotRequest>([
 /**
  * The cache key of a request: SHA-256 of the account and the request's capture options after defaults, as canonical
  * JSON (object keys sorted at every depth, arrays in their order). So the order in which a client wrote fields or
- * object keys does not matter, a default written out equals one left out, and any other difference is another key.
+ * object keys does not matter, a default written out equals one left out (those that depend on the format too), and
+ * any other difference is another key: an `html` document is part of it, whole.
  */
 export function cacheKeyOf(accountId: string, request: ScreenshotRequest): string {
-  const options = Object.fromEntries(Object.entries(request).filter(([name]) => !DELIVERY_FIELDS.has(name)));
+  const options = Object.fromEntries(
+    Object.entries(comparableOutputs(request)).filter(([name]) => !DELIVERY_FIELDS.has(name)),
+  );
   return createHash('sha256')
     .update(canonicalJson([accountId, options]), 'utf8')
     .digest('hex');

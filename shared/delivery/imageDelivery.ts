@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { imageSize } from 'image-size';
-import type { PageMetadata } from '../capture/renderer';
+import { pdfPageSize } from '../capture/pdfPages';
+import { CAPTURE_CONTENT_TYPES, type PageMetadata } from '../capture/renderer';
 import { logger } from '../logger';
 import type { ScreenshotRequest } from '../screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
@@ -14,7 +15,7 @@ export interface ImageLink {
   url: string;
   /** When the address stops working, ms since epoch. */
   expiresAt: number;
-  /** The image's pixel size; null for text (a content format). */
+  /** The image's pixel size, a PDF's first page in points; null for text (a content format). */
   width: number | null;
   height: number | null;
   bytes: number;
@@ -60,7 +61,8 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
     return {
       url: await deps.images.signedUrl(key, IMAGE_LINK_LIFETIME_SECONDS),
       expiresAt: deps.now() + IMAGE_LINK_LIFETIME_SECONDS * 1000,
-      ...(info.contentType.startsWith('image/')
+      // Text has no size; an image has its pixels, a PDF its first page in points.
+      ...(info.contentType.startsWith('image/') || info.contentType === CAPTURE_CONTENT_TYPES.pdf
         ? { width: info.width, height: info.height }
         : { width: null, height: null }),
       bytes: info.bytes,
@@ -121,10 +123,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       const key = request.cache
         ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
         : imageKey.linked(accountId, randomUUID());
-      // Text has no pixel size; an image's is read from its header.
-      const { width = 0, height = 0 } = captured.contentType.startsWith('image/')
-        ? imageSize(captured.image)
-        : {};
+      const { width = 0, height = 0 } = sizeOf(captured);
       const info: StoredImageInfo = {
         contentType: captured.contentType,
         etag: captured.etag,
@@ -149,6 +148,12 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 }
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
+
+/** An image's pixel size, read from its header; a PDF's first page in points (1/72 in); text has none. */
+function sizeOf(captured: CapturedImage): { width?: number; height?: number } {
+  if (captured.contentType === CAPTURE_CONTENT_TYPES.pdf) return pdfPageSize(captured.image);
+  return captured.contentType.startsWith('image/') ? imageSize(captured.image) : {};
+}
 
 /** RFC 9110 If-None-Match: `*`, or a list of entity tags compared weakly (a `W/` prefix is ignored). */
 export function etagMatches(ifNoneMatch: string, etag: string): boolean {

@@ -1,7 +1,8 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
-import { ValidationError } from '../errors';
+import { PayloadTooLargeError, ValidationError } from '../errors';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
+import { MAX_HTML_BYTES } from '../screenshot/outputFields';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -15,6 +16,11 @@ export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
 export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
+/** The largest screenshot body that holds an `html` document: the document's own bound on top. */
+export const MAX_HTML_BODY_BYTES = MAX_HTML_BYTES + MAX_SCREENSHOT_BODY_BYTES;
+
+/** No answer of this route is for a browser to sniff into something else (an image or an error into a document). */
+const NO_SNIFF = { 'X-Content-Type-Options': 'nosniff' } as const;
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
@@ -30,7 +36,7 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
       ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
     });
     const rateHeaders = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
-    if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', rateHeaders);
+    if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', { ...NO_SNIFF, ...rateHeaders });
     // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
     return { ...answer(outcome.screenshot, rateHeaders), undelivered: outcome.undelivered };
   };
@@ -39,7 +45,7 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
 /** The credential and the request's fields (read lazily), from a POST body or a signed link's query. */
 function callerOf(request: HttpRequest): ScreenshotCredential & { request: () => unknown } {
   if (request.method !== 'GET') {
-    return { apiKey: bearerCredential(request), request: jsonBody(request, MAX_SCREENSHOT_BODY_BYTES) };
+    return { apiKey: bearerCredential(request), request: screenshotBody(request) };
   }
   const { [KEY_ID_PARAM]: keyId, [SIGNATURE_PARAM]: signature, ...options } = request.query;
   const repeated = request.repeatedQueryNames ?? [];
@@ -62,9 +68,27 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
   };
 }
 
+/**
+ * The POST body: at most MAX_SCREENSHOT_BODY_BYTES, or MAX_HTML_BODY_BYTES when it holds an `html` document, which
+ * only reading it can tell. A larger body is refused with the bound that applies to it.
+ */
+function screenshotBody(request: HttpRequest): () => unknown {
+  const read = jsonBody(request, MAX_HTML_BODY_BYTES);
+  return () => {
+    const body = read();
+    const holdsHtml = body !== null && typeof body === 'object' && 'html' in body;
+    if (!holdsHtml && Buffer.byteLength(request.body, 'utf8') > MAX_SCREENSHOT_BODY_BYTES) {
+      throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
+    }
+    return body;
+  };
+}
+
 function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): HttpResponse {
   const headers: Record<string, string> = {
     ETag: screenshot.etag,
+    // On the 304 and the link too: they stand for the same stored bytes.
+    ...safeAnswerHeaders(screenshot.contentType),
     'X-Credits-Charged': String(screenshot.creditsCharged),
     ...(screenshot.cache ? { 'X-Cache': screenshot.cache } : {}),
     ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
@@ -98,7 +122,6 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
     headers: {
       'Content-Type': screenshot.contentType,
       'Cache-Control': cacheControl,
-      ...safeAnswerHeaders(screenshot.contentType),
       ...headers,
     },
     body: screenshot.image ?? Buffer.alloc(0),
@@ -107,12 +130,12 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
 
 /**
  * A captured page's bytes must never run as a document on our origin (the local dashboard shares it): no type
- * sniffing, and whatever a browser could render as a document (HTML, Markdown shown as text/html by a careless
- * viewer) in a sandbox with no script and an opaque origin.
+ * sniffing, and whatever a browser could render as a document (a PDF, HTML, Markdown shown as text/html by a
+ * careless viewer) in a sandbox with no script and an opaque origin.
  */
 function safeAnswerHeaders(contentType: string): Record<string, string> {
   return {
-    'X-Content-Type-Options': 'nosniff',
+    ...NO_SNIFF,
     ...(contentType.startsWith('image/') ? {} : { 'Content-Security-Policy': 'sandbox' }),
   };
 }

@@ -70,7 +70,7 @@ export const TOOLS = {
     inputSchema: {
       ...fields(PAGE_FIELDS),
       ...fields(IMAGE_FIELDS),
-      format: z.enum(IMAGE_FORMATS).default('png'),
+      format: z.enum([...IMAGE_FORMATS, 'avif']).default('png'),
     },
   },
   get_page_markdown: {

@@ -9,13 +9,13 @@ import {
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
-import { heightCap } from '../capture/renderer';
+import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { operationOf, ROUTES, type RouteDefinition } from '../routes';
-import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
-import { HIGH_RESOLUTION_THRESHOLD } from '../screenshot/cost';
+import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
+import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -28,6 +28,7 @@ import {
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
+import { OUTPUT_DESCRIPTIONS } from './outputDescriptions';
 import {
   apiKeyList,
   captureFailedError,
@@ -54,13 +55,13 @@ const count = (n: number) => n.toLocaleString('en-US');
 
 /** Field descriptions for the screenshot body; keyed by the schema's own fields so a rename does not compile. */
 const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
-  url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address`,
+  url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address. Give url or html, not both`,
   width: 'Viewport width in pixels (ignored when device is given)',
   height: 'Viewport height in pixels (ignored when device is given)',
   format:
-    'Output format: an image (png, jpeg, webp), or the page as text: markdown (its main content, by Readability and Turndown) or html (the rendered DOM)',
-  quality: 'Quality for jpeg and webp; accepted and ignored for png',
-  fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px; ${count(heightCap('webp'))} for webp) instead of the viewport`,
+    'Output format: an image (png, jpeg, webp, avif), a PDF printed by Chromium, or the page as text: markdown (its main content, by Readability and Turndown) or html (the rendered DOM)',
+  quality: 'Quality for jpeg, webp and avif; accepted and ignored for png and pdf',
+  fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px, as for avif; ${count(heightCap('webp'))} for webp) instead of the viewport. Not with pdf`,
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
@@ -69,6 +70,7 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   metadata:
     'With response: json, the answer also holds the page metadata (title, description, lang, canonicalUrl, finalUrl, statusCode, favicon, openGraph, twitter)',
   ...CAPTURE_OPTION_DESCRIPTIONS,
+  ...OUTPUT_DESCRIPTIONS,
 };
 
 /**
@@ -89,6 +91,8 @@ const screenshotBody = screenshotRequest.meta({
     }
     if (properties.url)
       Object.assign(properties.url, { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
+    // The handler's rule that zod checks in code: exactly one of the two.
+    jsonSchema.oneOf = ['url', 'html'].map((field) => ({ properties: { [field]: {} }, required: [field] }));
   },
 });
 
@@ -141,12 +145,21 @@ const imageHeaders = z.object({
     .number()
     .int()
     .meta({
-      description: `Credits this capture cost: 1 basic, 2 full page, 3 when width or height × scale is above ${HIGH_RESOLUTION_THRESHOLD} px`,
+      description: `Credits this capture cost: 1 basic, 2 full page, 3 when width or height × scale is above ${HIGH_RESOLUTION_THRESHOLD} px; ${PDF_COST} for a PDF`,
     }),
   'X-Screenshot-Truncated': z
     .literal('true')
     .optional()
-    .meta({ description: 'Present when a full-page capture was cut at the height limit' }),
+    .meta({
+      description: `Present when a full-page capture was cut at the height limit, or a PDF at ${MAX_PDF_PAGES} pages`,
+    }),
+  'X-Content-Type-Options': z
+    .literal('nosniff')
+    .meta({ description: 'On every answer of this route: the content type is never to be guessed' }),
+  'Content-Security-Policy': z
+    .literal('sandbox')
+    .optional()
+    .meta({ description: 'On a PDF: a browser showing it runs no script with our origin' }),
   ...cacheHeader,
   ...rateLimitHeaders,
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_KEYS_PER_ACCOUNT } from '../keys/schemas';
-import { CONTENT_TYPES } from '../screenshot/captureScreenshot';
+import { CONTENT_TYPES } from '../screenshot/outputFields';
 
 /**
  * Response bodies, for the API description only: the handlers build these objects themselves, and

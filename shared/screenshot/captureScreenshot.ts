@@ -4,7 +4,7 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
-import type { CaptureSpec, OutputFormat, Renderer } from '../capture/renderer';
+import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
@@ -19,8 +19,10 @@ import type { UsageRecorder } from '../usage/usageRecorder';
 import type { UsageRecord } from '../usage/usageStore';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
+import { encodeAvif } from './avifEncoding';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
+import { CONTENT_TYPES } from './outputFields';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
 import { refuseOnSignedLink } from './signedLinkFields';
@@ -69,14 +71,6 @@ export type ScreenshotInput = ScreenshotCredential & {
   ifNoneMatch?: string;
   /** The entry other than the REST API the request came through, for the usage record. */
   via?: UsageRecord['via'];
-};
-
-export const CONTENT_TYPES: Record<OutputFormat, string> = {
-  png: 'image/png',
-  jpeg: 'image/jpeg',
-  webp: 'image/webp',
-  markdown: 'text/markdown; charset=utf-8',
-  html: 'text/html; charset=utf-8',
 };
 
 /**
@@ -225,14 +219,15 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
           });
+          const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
           const delivered = await delivery.deliver(accountId, fields, {
-            image: result.image,
-            contentType: CONTENT_TYPES[spec.format],
-            etag: `"${createHash('md5').update(result.image).digest('hex')}"`,
+            image: output.image,
+            contentType: output.contentType,
+            etag: `"${createHash('md5').update(output.image).digest('hex')}"`,
             creditsCharged: cost ?? 0,
-            truncated: result.truncated,
-            ...(result.metadata ? { metadata: result.metadata } : {}),
+            truncated: output.truncated,
+            ...(output.metadata ? { metadata: output.metadata } : {}),
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
@@ -285,8 +280,20 @@ async function specOf(
   urlPolicy: UrlPolicy,
 ): Promise<{ fields: ScreenshotRequest; spec: CaptureSpec }> {
   const fields = validate(screenshotRequest, request());
-  await urlPolicy.assertAllowed(fields.url);
+  // A document given as `html` has no address to check: what it loads is checked as it loads.
+  if (fields.url !== undefined) await urlPolicy.assertAllowed(fields.url);
   return { fields, spec: captureSpecOf(fields) };
+}
+
+/** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
+async function outputOf(
+  fields: ScreenshotRequest,
+  result: CaptureResult,
+  capture: { url: string; deadline: number },
+): Promise<CaptureResult> {
+  if (fields.format !== 'avif') return result;
+  const image = await encodeAvif(result.image, fields.quality, capture);
+  return { ...result, image, contentType: CONTENT_TYPES.avif };
 }
 
 /** A capture made with the caller's `headers` or `cookies` shows what they see: no shared cache may keep it. */

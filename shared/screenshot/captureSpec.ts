@@ -1,11 +1,13 @@
 import { DEVICE_PRESETS } from '../capture/devices';
-import type { CaptureSpec } from '../capture/renderer';
+import { type CaptureSpec, HTML_SOURCE } from '../capture/renderer';
 import { canonicalLocale, canonicalTimeZone } from './optionFields';
+import { mediaTypeOf, pdfOptionsOf } from './outputFields';
 import type { ScreenshotRequest } from './schema';
 
 /**
  * Applies the device preset (it overrides width and height), the desktop user agent when none is named (the
- * request's own `userAgent` overrides either), and writes time zone and locale in their canonical forms.
+ * request's own `userAgent` overrides either), the defaults that depend on the format, and writes time zone and
+ * locale in their canonical forms. AVIF is captured as PNG (lossless, with its alpha): the front encodes it.
  */
 export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
   const preset = DEVICE_PRESETS[request.device ?? 'desktop'];
@@ -13,9 +15,13 @@ export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
     ? { width: preset.width, height: preset.height }
     : { width: request.width, height: request.height };
   return {
-    url: request.url,
+    url: request.url ?? HTML_SOURCE,
+    ...(request.html === undefined ? {} : { html: request.html }),
     ...size,
-    format: request.format,
+    format: request.format === 'avif' ? 'png' : request.format,
+    ...(request.format === 'pdf' ? { pdf: pdfOptionsOf(request) } : {}),
+    mediaType: mediaTypeOf(request),
+    omitBackground: request.omitBackground ?? false,
     quality: request.quality,
     fullPage: request.fullPage,
     delay: request.delay,

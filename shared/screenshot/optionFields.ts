@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CONTENT_FORMATS } from '../capture/renderer';
+import { utf8Text } from './outputFields';
 
 /**
  * The capture options of the screenshot body beyond the basic fields (docs/api.md, "Capture options"): their bounds,
@@ -122,19 +123,8 @@ function cookiePrefixIssues(cookie: { name: string; path?: string; secure?: bool
 
 const selectorText = (max: number) => z.string().min(1).max(max);
 
-/** A string of at most `max` bytes of UTF-8 (what the body limit counts), reported as too_big. */
-const injected = (what: string) =>
-  z.string().check((ctx) => {
-    if (Buffer.byteLength(ctx.value, 'utf8') > MAX_INJECTED_BYTES) {
-      ctx.issues.push({
-        code: 'too_big',
-        origin: 'string',
-        maximum: MAX_INJECTED_BYTES,
-        input: ctx.value,
-        message: `${what} must be at most ${MAX_INJECTED_BYTES} bytes of UTF-8`,
-      });
-    }
-  });
+/** `css` or `js`: at most MAX_INJECTED_BYTES of UTF-8 (what the body limit counts). */
+const injected = (what: string) => utf8Text(what, MAX_INJECTED_BYTES);
 
 const headers = z.record(z.string(), z.string()).check((ctx) => {
   const entries = Object.entries(ctx.value);

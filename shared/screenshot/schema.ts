@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
-import { OUTPUT_FORMATS } from '../capture/renderer';
 import { MAX_DELAY_MS } from '../timing';
 import { captureOptionFields, combinationIssues } from './optionFields';
+import { outputFields, outputIssues, REQUEST_FORMATS } from './outputFields';
 
 /** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
@@ -18,17 +18,18 @@ const dimension = (fallback: number) =>
 
 /**
  * The screenshot request body (docs/api.md), the single source of its type. Unknown fields are refused, defaults
- * applied; the URL must be absolute http(s) and at most MAX_URL_LENGTH characters. Whether its host may be reached is decided
- * later, by the URL policy, because that needs DNS.
+ * applied; the URL (or else an `html` document) must be absolute http(s) and at most MAX_URL_LENGTH characters. Whether
+ * its host may be reached is decided later, by the URL policy, because that needs DNS.
  */
 const screenshotFields = z.strictObject({
   url: z
     .string()
     .max(MAX_URL_LENGTH, `url must be at most ${MAX_URL_LENGTH} characters`)
-    .pipe(z.url({ protocol: /^https?$/, message: 'url must be a valid http:// or https:// URL' })),
+    .pipe(z.url({ protocol: /^https?$/, message: 'url must be a valid http:// or https:// URL' }))
+    .optional(),
   width: dimension(DEVICE_PRESETS.desktop.width),
   height: dimension(DEVICE_PRESETS.desktop.height),
-  format: z.enum(OUTPUT_FORMATS).default('png'),
+  format: z.enum(REQUEST_FORMATS).default('png'),
   quality: z.number().int().min(QUALITY.min).max(QUALITY.max).default(QUALITY.default),
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
@@ -39,10 +40,11 @@ const screenshotFields = z.strictObject({
   // Optional, not defaulted: a request without it keeps the cache key it had before the field existed.
   metadata: z.boolean().optional(),
   ...captureOptionFields,
+  ...outputFields,
 });
 
 export const screenshotRequest = screenshotFields.check((ctx) => {
-  for (const issue of combinationIssues(ctx.value))
+  for (const issue of [...combinationIssues(ctx.value), ...outputIssues(ctx.value)])
     ctx.issues.push({ code: 'custom', input: ctx.value, ...issue });
 });
 

@@ -1,3 +1,4 @@
+import { HTML_SOURCE } from '../capture/renderer';
 import { statusOf } from '../errors';
 import type { KeyIdentity } from '../keys/keyStore';
 import type { UsageRecord } from '../usage/usageStore';
@@ -32,15 +33,18 @@ export function outcomeStatus(outcome: ScreenshotOutcome): number {
 
 /**
  * The host of the body's `url` when it is an http(s) URL, whatever else is wrong with the body: the records say
- * which site a refused request was for too. Only the host: the path and query may carry the customer's secrets.
+ * which site a refused request was for too. Only the host: the path and query may carry the customer's secrets. A
+ * document given as `html` is recorded as HTML_SOURCE, never its text.
  */
 function requestHost(request: () => unknown): string | undefined {
-  let url: unknown;
+  let body: { url?: unknown; html?: unknown } | null;
   try {
-    url = (request() as { url?: unknown } | null)?.url;
+    body = request() as { url?: unknown; html?: unknown } | null;
   } catch {
     return undefined; // The body itself was refused (413, 415, malformed JSON).
   }
+  const url = body?.url;
+  if (url === undefined && typeof body?.html === 'string') return HTML_SOURCE;
   if (typeof url !== 'string' || url.length > MAX_URL_LENGTH || !URL.canParse(url)) return undefined;
   const parsed = new URL(url);
   return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.host || undefined : undefined;

@@ -455,6 +455,44 @@ describe('an account owner in the dashboard', () => {
     for (const box of ['#try-dark', '#try-ads', '#try-banners', '#try-chats']) await page.click(box);
   });
 
+  it('prints your own HTML as a PDF from the form, with its paper, landscape and page numbers, as a download', async () => {
+    expect(await page.$eval('#try-pdf', (element) => (element as HTMLElement).hidden)).toBe(true);
+    const html = '<body style="background:#0f0"><h1>Invoice 42</h1></body>';
+    await fillIn('#try-html', html);
+    await page.select('#try-format', 'pdf');
+    expect(await page.$eval('#try-pdf', (element) => (element as HTMLElement).hidden)).toBe(false);
+    await page.select('#try-paper', 'Letter');
+    await page.click('#try-landscape');
+    await page.click('#try-page-numbers');
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/screenshot')),
+      page.click('#try-submit'),
+    ]);
+    const sent = JSON.parse(response.request().postData() ?? '{}');
+    expect(sent).toMatchObject({
+      html,
+      format: 'pdf',
+      pdfPaperFormat: 'Letter',
+      pdfLandscape: true,
+      pdfFooterTemplate: expect.stringContaining('class="pageNumber"'),
+    });
+    expect(sent.url).toBeUndefined();
+    expect(sent.fullPage).toBeUndefined();
+    expect(response.headers()['content-type']).toBe('application/pdf');
+    await waitText('#result-caption', /credit/);
+    expect(await text('#result-caption')).toMatch(/application\/pdf · 2 credits charged$/);
+    const shown = await page.$eval('#result', (figure) => ({
+      image: (figure.querySelector('#result-image') as HTMLElement).hidden,
+      download: (figure.querySelector('#result-download') as HTMLAnchorElement).hidden,
+      href: (figure.querySelector('#result-download') as HTMLAnchorElement).href,
+    }));
+    expect(shown).toMatchObject({ image: true, download: false, href: expect.stringMatching(/^blob:/) });
+    // Back to the plain form for the tests after this one.
+    await fillIn('#try-html', '');
+    for (const box of ['#try-landscape', '#try-page-numbers']) await page.click(box);
+    await page.select('#try-format', 'png');
+  });
+
   it('asks before revoking, and keeps the key when the user cancels', async () => {
     await page.click('#keys-body tr button.secondary');
     await page.waitForSelector('#confirm[open]');

@@ -10,7 +10,13 @@ import {
   windowStart,
 } from '../../shared/accounts/rateLimiter';
 import type { SessionVerifier } from '../../shared/auth/sessionVerifier';
-import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
+import {
+  CAPTURE_CONTENT_TYPES,
+  type CaptureLimits,
+  type CaptureResult,
+  type CaptureSpec,
+  type Renderer,
+} from '../../shared/capture/renderer';
 import type { ImageStore, StoredImageInfo } from '../../shared/delivery/imageStore';
 import type { UrlPolicy } from '../../shared/egress/urlPolicy';
 import {
@@ -249,6 +255,7 @@ export class FakeRenderer implements Renderer {
     }
     return {
       image: fakePng(spec.width, spec.fullPage ? spec.height * 2 : spec.height, spec.url),
+      contentType: CAPTURE_CONTENT_TYPES[spec.format],
       truncated: spec.fullPage && spec.url.includes('tall'),
     };
   }

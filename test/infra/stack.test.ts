@@ -19,6 +19,7 @@ import type { IConstruct } from 'constructs';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
+import { SHARP_PACKAGE } from '../../infra/encoderAssets';
 import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import { RENDERER_MEMORY_MB, RENDERER_TIMEOUT } from '../../infra/rendererFunction';
@@ -32,7 +33,12 @@ import {
   SCREENSHOT_TIMEOUT,
 } from '../../infra/stack';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
-import { COMMON_RULES_COUNTED, CONTENT_LENGTH_ABOVE_MAX, MAX_BODY_BYTES } from '../../infra/webAcl';
+import {
+  COMMON_RULES_COUNTED,
+  CONTENT_LENGTH_ABOVE_MAX,
+  decimalAbove,
+  MAX_BODY_BYTES,
+} from '../../infra/webAcl';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
@@ -330,10 +336,14 @@ describe('Lambda functions', () => {
     for (const pkg of bare) expect(existsSync(path.join(modules, pkg.relativeDir)), pkg.name).toBe(false);
   });
 
-  it('leaves only Node built-ins for the routes to import, and the layer package for the renderer', async () => {
+  it('leaves only Node built-ins for the routes to import (and the image encoder for the fronts that capture), and the layer package for the renderer', async () => {
     const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
     const bundles: [string, Resource, string[]][] = [
-      ...ROUTES.map((route): [string, Resource, string[]] => [route.handler, functionOf(route.handler), []]),
+      ...ROUTES.map((route): [string, Resource, string[]] => [
+        route.handler,
+        functionOf(route.handler),
+        route.streaming ? [SHARP_PACKAGE] : [],
+      ]),
       ['renderer', rendererOf(), [CHROMIUM_PACKAGE]],
     ];
     for (const [name, fn, allowed] of bundles) {
@@ -354,6 +364,23 @@ describe('Lambda functions', () => {
       const external = [...new Set(imported)].filter((name) => !builtins.has(name));
       expect(external, name).toEqual(allowed);
     }
+  });
+
+  it('carries the image encoder and its native binaries beside the screenshot bundle, where Node finds them', () => {
+    const dir = assetDir(functionOf('screenshot'));
+    const script =
+      "const { default: sharp } = await import('sharp');" +
+      "const avif = await sharp({ create: { width: 7, height: 5, channels: 3, background: '#f00' } }).avif().toBuffer();" +
+      'const { width, height, format } = await sharp(avif).metadata();' +
+      "process.stdout.write([format, width, height].join(' '));";
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 30_000,
+      env: { PATH: process.env.PATH },
+    });
+    expect(output).toBe('heif 7 5');
   });
 
   it('loads every bundle as an ES module in Node, the renderer one with the layer packages beside it', () => {
@@ -681,7 +708,7 @@ describe('Web ACL in front of the API', () => {
     });
   });
 
-  it('refuses a declared body just above the largest valid one (96 KiB) with 413', () => {
+  it('refuses a declared body just above the largest valid one (1 MiB + 96 KiB) with 413', () => {
     expect(rule('BodyTooLarge')).toMatchObject({
       Action: { Block: { CustomResponse: { ResponseCode: 413 } } },
       Statement: {
@@ -693,15 +720,29 @@ describe('Web ACL in front of the API', () => {
     });
   });
 
-  it('matches exactly the Content-Length values above 98,304 bytes', () => {
+  it('matches exactly the Content-Length values above 1,146,880 bytes', () => {
     const above = new RegExp(CONTENT_LENGTH_ABOVE_MAX);
-    expect(MAX_BODY_BYTES).toBe(96 * 1024);
-    for (let length = 0; length <= 1_100_000; length += length < 120_000 ? 1 : 997) {
+    expect(MAX_BODY_BYTES).toBe(1024 * 1024 + 96 * 1024);
+    for (
+      let length = 0;
+      length <= 12_000_000;
+      length += Math.abs(length - MAX_BODY_BYTES) < 20_000 ? 1 : 997
+    ) {
       if (above.test(String(length)) !== length > MAX_BODY_BYTES) throw new Error(`wrong for ${length}`);
     }
-    expect(above.test('00098305')).toBe(true);
-    expect(above.test('0098304')).toBe(false);
+    expect(above.test('001146881')).toBe(true);
+    expect(above.test('001146880')).toBe(false);
     expect(above.test('12345678901')).toBe(true);
+  });
+
+  it('writes the pattern for any limit, nines and eights included', () => {
+    for (const limit of [0, 8, 9, 98_304, 99_999, 189_989, 1_146_880]) {
+      const above = new RegExp(decimalAbove(limit));
+      for (let length = 0; length <= limit * 11 + 100; length += 1 + Math.floor(limit / 5000)) {
+        if (above.test(String(length)) !== length > limit)
+          throw new Error(`wrong for ${length} above ${limit}`);
+      }
+    }
   });
 
   it('applies the managed IP reputation and common rule sets, counting only the common body rules', () => {

@@ -17,7 +17,7 @@ type Behaviour = (event: unknown, stream: Writable) => Promise<unknown>;
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
 const well: Behaviour = async (_event, stream) => {
-  const [header, image] = encodeResult({ image: PNG, truncated: false });
+  const [header, image] = encodeResult({ image: PNG, contentType: 'image/png', truncated: false });
   stream.write(header);
   stream.end(image);
 };
@@ -69,13 +69,15 @@ describe('a renderer that answers as the protocol says', () => {
   it('gives the front the image, and fields it does not know pass through', async () => {
     behaviour = async (_event, stream) => {
       stream.write(
-        Buffer.from(`${JSON.stringify({ ok: true, size: PNG.length, truncated: true, pages: 3 })}\n`),
+        Buffer.from(
+          `${JSON.stringify({ ok: true, size: PNG.length, contentType: 'application/pdf', truncated: true, pages: 3 })}\n`,
+        ),
       );
       stream.end(PNG);
     };
     const result = await renderer.capture(spec, { deadline: soon() });
     expect(result.image.equals(PNG)).toBe(true);
-    expect(result).toMatchObject({ truncated: true, pages: 3 });
+    expect(result).toMatchObject({ contentType: 'application/pdf', truncated: true, pages: 3 });
   });
 
   it('receives the spec and the deadline, and nothing else', async () => {

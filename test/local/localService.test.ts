@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
 import { readServiceConfig } from '../../shared/config';
 import { OverloadedError } from '../../shared/errors';
+import { MAX_HTML_BODY_BYTES } from '../../shared/http/screenshotRoute';
 import { createStores } from '../../shared/wiring/stores';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 
@@ -46,9 +47,16 @@ describe('the local server', () => {
     expect(await response.json()).toEqual({ message: expect.any(String) });
   });
 
-  it('refuses a request body over 1 MiB with 413', async () => {
-    const response = await service.request('/api/keys', { bearer: 'x', body: 'x'.repeat(1024 * 1024 + 1) });
+  it('refuses a request body over 1 MiB + 96 KiB with 413, before any handler', async () => {
+    const body = { html: 'x'.repeat(MAX_HTML_BODY_BYTES) };
+    const response = await service.request('/api/screenshot', { bearer: 'x', body });
     expect(response.status).toBe(413);
+  });
+
+  it('hands a screenshot body holding html above 1 MiB to the handler, which looks at the key first', async () => {
+    const body = { html: 'x'.repeat(MAX_HTML_BODY_BYTES - 1024) };
+    const response = await service.request('/api/screenshot', { bearer: 'x', body });
+    expect(response.status).toBe(401);
   });
 
   it('refuses a private address with a 400 that says how ALLOW_PRIVATE_HOSTS would allow it', async () => {

@@ -56,9 +56,17 @@ describe('the OpenAPI document', () => {
     ]);
   });
 
-  it('describes the successful capture as binary PNG, JPEG, WebP, Markdown or HTML (or a JSON link) with its caching and cost headers', () => {
+  it('describes the successful capture as binary PNG, JPEG, WebP, PDF, Markdown, HTML or AVIF (or a JSON link) with its caching and cost headers', () => {
     const ok = api.operation('POST', '/api/screenshot').responses['200'];
-    const binaryTypes = ['image/png', 'image/jpeg', 'image/webp', 'text/markdown', 'text/html'];
+    const binaryTypes = [
+      'image/png',
+      'image/jpeg',
+      'image/webp',
+      'application/pdf',
+      'text/markdown',
+      'text/html',
+      'image/avif',
+    ];
     expect(Object.keys(ok.content)).toEqual([...binaryTypes, 'application/json']);
     for (const type of binaryTypes) {
       expect(ok.content[type].schema).toEqual({ type: 'string', format: 'binary' });
@@ -70,7 +78,9 @@ describe('the OpenAPI document', () => {
       [
         'Cache-Control',
         'Content-Length',
+        'Content-Security-Policy',
         'ETag',
+        'X-Content-Type-Options',
         'X-Cache',
         'X-Credits-Charged',
         'X-RateLimit-Limit',
@@ -134,6 +144,7 @@ describe('the documented request bodies', () => {
 
   it.each([
     ['a missing url', { format: 'png' }],
+    ['both url and html', { url: 'https://example.com', html: '<p>x</p>' }],
     ['an unknown field', { url: 'https://example.com', colour: 'red' }],
     ['a width below 320', { url: 'https://example.com', width: 100 }],
     ['a fractional delay', { url: 'https://example.com', delay: 1.5 }],

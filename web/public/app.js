@@ -333,11 +333,17 @@ async function tryCapture(event) {
   const form = /** @type {HTMLFormElement} */ (event.currentTarget);
   const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value;
   const checked = (id) => /** @type {HTMLInputElement} */ ($(id)).checked;
+  const html = value('try-html');
+  const format = value('try-format');
+  const pdf = format === 'pdf';
   const request = {
-    url: value('try-url').trim(),
-    format: value('try-format'),
-    fullPage: checked('try-full'),
+    ...(html.trim() ? { html } : { url: value('try-url').trim() }),
+    format,
+    ...(!pdf ? { fullPage: checked('try-full') } : {}),
     delay: Number(value('try-delay') || 0),
+    ...(value('try-media') ? { mediaType: value('try-media') } : {}),
+    ...(checked('try-transparent') ? { omitBackground: true } : {}),
+    ...(pdf ? pdfFields(checked) : {}),
     ...(value('try-device') ? { device: value('try-device') } : {}),
     ...(value('try-scale') !== '1' ? { scale: Number(value('try-scale')) } : {}),
     ...(value('try-selector').trim() ? { selector: value('try-selector').trim() } : {}),
@@ -370,15 +376,37 @@ async function tryCapture(event) {
   }
 }
 
+/** The PDF fields of the form: paper, orientation, and a footer with Chromium's page-number classes. */
+function pdfFields(checked) {
+  const footer =
+    '<div style="font-size:9px;width:100%;text-align:center">' +
+    'Page <span class="pageNumber"></span> of <span class="totalPages"></span></div>';
+  return {
+    pdfPaperFormat: /** @type {HTMLSelectElement} */ ($('try-paper')).value,
+    ...(checked('try-landscape') ? { pdfLandscape: true } : {}),
+    ...(checked('try-page-numbers') ? { pdfFooterTemplate: footer, pdfMargin: { bottom: '12mm' } } : {}),
+  };
+}
+
+/** An image is shown; a PDF is offered as a download, never opened on this origin. */
 function showImage(blob, url = '') {
   if (imageUrl) URL.revokeObjectURL(imageUrl);
   imageUrl = blob ? URL.createObjectURL(blob) : null;
   const image = /** @type {HTMLImageElement} */ ($('result-image'));
-  if (imageUrl) {
+  const download = /** @type {HTMLAnchorElement} */ ($('result-download'));
+  const document = blob?.type === 'application/pdf';
+  image.hidden = document;
+  download.hidden = !document;
+  if (imageUrl && document) {
+    image.removeAttribute('src');
+    download.href = imageUrl;
+  } else if (imageUrl) {
     image.src = imageUrl;
-    image.alt = `Screenshot of ${url}`;
+    image.alt = `Screenshot of ${url || 'your HTML'}`;
+    download.href = '#result';
   } else {
     image.removeAttribute('src');
+    download.href = '#result';
     say('result-caption', '');
   }
   $('result').hidden = !imageUrl;
@@ -417,6 +445,9 @@ async function start() {
     $('key-name').focus();
   });
   $('try-it').addEventListener('submit', tryCapture);
+  $('try-format').addEventListener('change', (event) => {
+    $('try-pdf').hidden = /** @type {HTMLSelectElement} */ (event.currentTarget).value !== 'pdf';
+  });
 
   try {
     config = await loadConfig();

@@ -1,0 +1,61 @@
+import type { Page } from 'puppeteer-core';
+import { CaptureFailedError } from '../errors';
+import { firstPages, pdfPageCount } from './pdfPages';
+import { CAPTURE_CONTENT_TYPES, type CaptureResult, MAX_PDF_PAGES, type PdfOptions } from './renderer';
+
+/** Puppeteer's default templates show the date and title; a template the caller did not give shows nothing. */
+const EMPTY_TEMPLATE = '<span></span>';
+
+/**
+ * Prints the page with Chromium's own PDF engine, at most MAX_PDF_PAGES pages. Chromium cannot say how many pages a
+ * document has before printing it, so one page more is printed than may be answered; a document that has it is
+ * printed again, cut at the limit (a second print only for such long documents), and reported truncated.
+ *
+ * Header and footer templates are rendered by Chromium in a document of their own that loads nothing: images, frames,
+ * scripts and CSS `url()` stay unloaded, and a template that links a style sheet or a font makes Chromium refuse to
+ * print (the capture fails with a 500 saying so).
+ */
+export async function printPdf(page: Page, url: string, options: PdfOptions): Promise<CaptureResult> {
+  const print = (pageRanges: string) =>
+    page
+      .pdf({
+        format: options.paperFormat,
+        landscape: options.landscape,
+        printBackground: options.printBackground,
+        margin: options.margin,
+        pageRanges,
+        ...(options.headerTemplate === undefined && options.footerTemplate === undefined
+          ? {}
+          : {
+              displayHeaderFooter: true,
+              headerTemplate: options.headerTemplate ?? EMPTY_TEMPLATE,
+              footerTemplate: options.footerTemplate ?? EMPTY_TEMPLATE,
+            }),
+        // The capture's budget, not puppeteer, times the print.
+        timeout: 0,
+      })
+      .then((bytes) => Buffer.from(bytes))
+      .catch((error: unknown) => {
+        throw printFailure(url, options, error);
+      });
+  const pdf = await print(firstPages(options.pageRanges, MAX_PDF_PAGES + 1));
+  if (pdfPageCount(pdf) <= MAX_PDF_PAGES)
+    return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
+  const cut = await print(firstPages(options.pageRanges, MAX_PDF_PAGES));
+  return { image: cut, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: true };
+}
+
+/** Chromium's reasons, said in the request's terms; anything else is left to the renderer's own mapping. */
+function printFailure(url: string, options: PdfOptions, error: unknown): unknown {
+  const message = error instanceof Error ? error.message : '';
+  if (/Page range exceeds page count|no pages/i.test(message)) {
+    return new CaptureFailedError(url, 'pdfPageRanges selects no page of the document');
+  }
+  if (/Printing failed/i.test(message) && (options.headerTemplate ?? options.footerTemplate) !== undefined) {
+    return new CaptureFailedError(
+      url,
+      'Chromium refused to print: header and footer templates may not link style sheets or fonts',
+    );
+  }
+  return error;
+}

@@ -1,0 +1,346 @@
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { firstPages, pageSpans } from '../../shared/capture/pdfPages';
+import { cacheKeyOf } from '../../shared/delivery/cacheKey';
+import { CaptureFailedError, ValidationError } from '../../shared/errors';
+import { validate } from '../../shared/http/request';
+import {
+  MAX_HTML_BODY_BYTES,
+  MAX_SCREENSHOT_BODY_BYTES,
+  screenshotRoute,
+} from '../../shared/http/screenshotRoute';
+import type { HttpRequest } from '../../shared/http/types';
+import { encodeAvif } from '../../shared/screenshot/avifEncoding';
+import { captureSpecOf } from '../../shared/screenshot/captureSpec';
+import { creditCost } from '../../shared/screenshot/cost';
+import { MAX_HTML_BYTES, MAX_PDF_TEMPLATE_BYTES } from '../../shared/screenshot/outputFields';
+import { screenshotRequest } from '../../shared/screenshot/schema';
+import { refuseOnSignedLink } from '../../shared/screenshot/signedLinkFields';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+
+/**
+ * The output fields' rules without a browser: every combination that does not apply is a 400 naming the field, the
+ * defaults that depend on the format, what reaches the renderer, the cost, the body limits, the cache key and the
+ * usage host. Their effects are proved in test/screenshot/outputs.test.ts.
+ */
+
+const URL = 'https://a.test/page';
+
+/** The paths of the 400's details for the body (or [] when it is valid). */
+function problems(body: Record<string, unknown>) {
+  try {
+    validate(screenshotRequest, body);
+    return [];
+  } catch (error) {
+    if (error instanceof ValidationError) return error.details.map((detail) => detail.path);
+    throw error;
+  }
+}
+
+const parsed = (body: Record<string, unknown>) => validate(screenshotRequest, body);
+const spec = (body: Record<string, unknown>) => captureSpecOf(parsed(body));
+
+describe('validation', () => {
+  it.each<[string, Record<string, unknown>, (string | number)[][]]>([
+    ['neither url nor html', { format: 'png' }, [['url']]],
+    ['both url and html', { url: URL, html: '<p>x</p>' }, [['url']]],
+    ['html that is not a string', { html: 5 }, [['html']]],
+    ['html with headers', { html: '<p>x</p>', headers: { 'X-A': 'b' } }, [['headers']]],
+    ['html with cookies', { html: '<p>x</p>', cookies: [] }, [['cookies']]],
+    ['html over 1 MiB of UTF-8', { html: 'é'.repeat(MAX_HTML_BYTES / 2 + 1) }, [['html']]],
+    ['an unknown format', { url: URL, format: 'gif' }, [['format']]],
+    ['an unknown mediaType', { url: URL, mediaType: 'speech' }, [['mediaType']]],
+    ['fullPage with pdf', { url: URL, format: 'pdf', fullPage: true }, [['fullPage']]],
+    ['selector with pdf', { url: URL, format: 'pdf', selector: 'main' }, [['selector']]],
+    ['scale with pdf', { url: URL, format: 'pdf', scale: 2 }, [['scale']]],
+    ['omitBackground with pdf', { url: URL, format: 'pdf', omitBackground: true }, [['omitBackground']]],
+    ['omitBackground with jpeg', { url: URL, format: 'jpeg', omitBackground: true }, [['omitBackground']]],
+    [
+      'pdf fields without pdf, each',
+      { url: URL, pdfLandscape: false, pdfPageRanges: '1' },
+      [['pdfLandscape'], ['pdfPageRanges']],
+    ],
+    ['pdfPaperFormat without pdf', { url: URL, pdfPaperFormat: 'A4' }, [['pdfPaperFormat']]],
+    ['pdfLandscape with png', { url: URL, format: 'png', pdfLandscape: true }, [['pdfLandscape']]],
+    [
+      'pdfPrintBackground with avif',
+      { url: URL, format: 'avif', pdfPrintBackground: true },
+      [['pdfPrintBackground']],
+    ],
+    ['pdfMargin with webp', { url: URL, format: 'webp', pdfMargin: {} }, [['pdfMargin']]],
+    ['pdfPageRanges with jpeg', { url: URL, format: 'jpeg', pdfPageRanges: '1' }, [['pdfPageRanges']]],
+    ['pdfHeaderTemplate without pdf', { url: URL, pdfHeaderTemplate: '<p></p>' }, [['pdfHeaderTemplate']]],
+    ['pdfFooterTemplate without pdf', { url: URL, pdfFooterTemplate: '<p></p>' }, [['pdfFooterTemplate']]],
+    ['an unknown paper format', { url: URL, format: 'pdf', pdfPaperFormat: 'A6' }, [['pdfPaperFormat']]],
+    ['pdfLandscape as a string', { url: URL, format: 'pdf', pdfLandscape: 'true' }, [['pdfLandscape']]],
+    [
+      'a margin without a unit',
+      { url: URL, format: 'pdf', pdfMargin: { top: '10' } },
+      [['pdfMargin', 'top']],
+    ],
+    ['a margin in em', { url: URL, format: 'pdf', pdfMargin: { left: '2em' } }, [['pdfMargin', 'left']]],
+    [
+      'a margin over 100 mm',
+      { url: URL, format: 'pdf', pdfMargin: { right: '10.1cm' } },
+      [['pdfMargin', 'right']],
+    ],
+    [
+      'a margin over 100 mm in px',
+      { url: URL, format: 'pdf', pdfMargin: { bottom: '378px' } },
+      [['pdfMargin', 'bottom']],
+    ],
+    ['a negative margin', { url: URL, format: 'pdf', pdfMargin: { top: '-1mm' } }, [['pdfMargin', 'top']]],
+    ['an unknown margin side', { url: URL, format: 'pdf', pdfMargin: { middle: '1mm' } }, [['pdfMargin']]],
+    [
+      'page ranges that are not ranges',
+      { url: URL, format: 'pdf', pdfPageRanges: 'all' },
+      [['pdfPageRanges']],
+    ],
+    ['page 0', { url: URL, format: 'pdf', pdfPageRanges: '0-2' }, [['pdfPageRanges']]],
+    ['a span running backwards', { url: URL, format: 'pdf', pdfPageRanges: '5-2' }, [['pdfPageRanges']]],
+    [
+      'page ranges over 64 characters',
+      { url: URL, format: 'pdf', pdfPageRanges: `${'1,'.repeat(32)}1` },
+      [['pdfPageRanges']],
+    ],
+    [
+      'a header template over 8 KiB',
+      { url: URL, format: 'pdf', pdfHeaderTemplate: 'a'.repeat(MAX_PDF_TEMPLATE_BYTES + 1) },
+      [['pdfHeaderTemplate']],
+    ],
+    [
+      'a footer template over 8 KiB',
+      { url: URL, format: 'pdf', pdfFooterTemplate: 'a'.repeat(MAX_PDF_TEMPLATE_BYTES + 1) },
+      [['pdfFooterTemplate']],
+    ],
+  ])('refuses %s, naming the field', (_, body, paths) => {
+    expect(problems(body)).toEqual(paths);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['html alone', { html: '<p>x</p>' }],
+    ['html of exactly 1 MiB', { html: 'a'.repeat(MAX_HTML_BYTES) }],
+    [
+      'a pdf with every pdf field',
+      {
+        url: URL,
+        format: 'pdf',
+        pdfPaperFormat: 'Letter',
+        pdfLandscape: true,
+        pdfPrintBackground: false,
+        pdfMargin: { top: '10mm', right: '0.5in', bottom: '1cm', left: '24px' },
+        pdfPageRanges: '1-5, 8',
+        pdfHeaderTemplate: '<span class="title"></span>',
+        pdfFooterTemplate: '<span class="pageNumber"></span>',
+        mediaType: 'screen',
+        quality: 50,
+      },
+    ],
+    ['margins of exactly 100 mm', { url: URL, format: 'pdf', pdfMargin: { top: '100mm', left: '10cm' } }],
+    ['avif with quality and omitBackground', { url: URL, format: 'avif', quality: 40, omitBackground: true }],
+    ['omitBackground with png and webp', { url: URL, format: 'webp', omitBackground: true }],
+    ['print media for an image', { url: URL, mediaType: 'print' }],
+    [
+      'the defaults of image fields with pdf',
+      { url: URL, format: 'pdf', fullPage: false, scale: 1, omitBackground: false },
+    ],
+  ])('accepts %s', (_, body) => {
+    expect(problems(body)).toEqual([]);
+  });
+});
+
+describe('what reaches the renderer', () => {
+  it('leaves a request without output fields as it was: screen media, the background kept, no pdf options', () => {
+    const captured = spec({ url: URL });
+    expect(captured).toMatchObject({ url: URL, format: 'png', mediaType: 'screen', omitBackground: false });
+    expect(captured.pdf).toBeUndefined();
+    expect(captured.html).toBeUndefined();
+  });
+
+  it('prints a pdf on A4, portrait, with backgrounds, no margins and print media by default', () => {
+    expect(spec({ url: URL, format: 'pdf' })).toMatchObject({
+      format: 'pdf',
+      mediaType: 'print',
+      pdf: {
+        paperFormat: 'A4',
+        landscape: false,
+        printBackground: true,
+        margin: { top: '0mm', right: '0mm', bottom: '0mm', left: '0mm' },
+      },
+    });
+  });
+
+  it('asks the renderer for PNG when the answer is AVIF, which the front encodes', () => {
+    expect(spec({ url: URL, format: 'avif', omitBackground: true })).toMatchObject({
+      format: 'png',
+      omitBackground: true,
+    });
+  });
+
+  it('hands an html document over as it is, reported as "html"', () => {
+    expect(spec({ html: '<p>é</p>' })).toMatchObject({ url: 'html', html: '<p>é</p>' });
+  });
+});
+
+describe('cost', () => {
+  it('charges 2 credits for a pdf, whatever its viewport', () => {
+    expect(creditCost(spec({ url: URL, format: 'pdf' }))).toBe(2);
+    expect(creditCost(spec({ url: URL, format: 'pdf', width: 3840 }))).toBe(2);
+  });
+
+  it('charges avif as png', () => {
+    expect(creditCost(spec({ url: URL, format: 'avif' }))).toBe(1);
+    expect(creditCost(spec({ url: URL, format: 'avif', fullPage: true }))).toBe(2);
+    expect(creditCost(spec({ url: URL, format: 'avif', width: 2561 }))).toBe(3);
+  });
+});
+
+describe('page ranges', () => {
+  it('reads spans', () => {
+    expect(pageSpans('1-5, 8')).toEqual([
+      [1, 5],
+      [8, 8],
+    ]);
+  });
+
+  it('keeps the first pages of a selection, in document order', () => {
+    expect(firstPages(undefined, 101)).toBe('1-101');
+    expect(firstPages('8, 1-5', 4)).toBe('1-4');
+    expect(firstPages('8, 1-5', 6)).toBe('1-5,8');
+    expect(firstPages('3-150, 1-10', 100)).toBe('1-100');
+    expect(firstPages('2, 2, 2-3', 100)).toBe('2-3');
+  });
+});
+
+describe('the cache key', () => {
+  const key = (body: Record<string, unknown>) => cacheKeyOf('acct', parsed(body));
+
+  it('covers the html document', () => {
+    expect(key({ html: '<p>a</p>' })).not.toBe(key({ html: '<p>b</p>' }));
+    expect(key({ html: '<p>a</p>' })).toBe(key({ html: '<p>a</p>', cache: true }));
+  });
+
+  it("treats a format's defaults written out as left out", () => {
+    expect(key({ url: URL })).toBe(key({ url: URL, mediaType: 'screen' }));
+    expect(key({ url: URL, format: 'pdf' })).toBe(
+      key({ url: URL, format: 'pdf', mediaType: 'print', pdfPaperFormat: 'A4', pdfMargin: { top: '0mm' } }),
+    );
+    expect(key({ url: URL })).not.toBe(key({ url: URL, mediaType: 'print' }));
+    expect(key({ url: URL, format: 'pdf' })).not.toBe(key({ url: URL, format: 'pdf', pdfLandscape: true }));
+  });
+});
+
+describe('body limits', () => {
+  const route = screenshotRoute(async (input) => {
+    try {
+      return { ok: true, ...(await accepted(input.request())) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  });
+  /** Stands in for the use case: reads the body, answers 200 with an empty PNG. */
+  async function accepted(_: unknown) {
+    return {
+      rateLimit: { allowed: true, limit: 1, remaining: 0, reset: 0 },
+      undelivered: async () => undefined,
+      screenshot: {
+        image: Buffer.alloc(0),
+        contentType: 'image/png',
+        etag: '"e"',
+        creditsCharged: 1,
+        truncated: false,
+      },
+    } as const;
+  }
+  const post = (body: string): HttpRequest => ({
+    method: 'POST',
+    path: '/api/screenshot',
+    headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+    pathParameters: {},
+    query: {},
+    body,
+    requestId: 'r',
+    deadline: Date.now() + 1000,
+    signal: new AbortController().signal,
+  });
+  const statusOf = async (body: string) => (await route(post(body))).status;
+
+  it('takes a body holding html up to 1 MiB + 96 KiB', async () => {
+    const html = 'a'.repeat(MAX_HTML_BYTES);
+    const body = JSON.stringify({ html, css: 'b'.repeat(MAX_HTML_BODY_BYTES - MAX_HTML_BYTES - 100) });
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(MAX_HTML_BODY_BYTES);
+    expect(await statusOf(body)).toBe(200);
+    expect(MAX_HTML_BODY_BYTES).toBe(1024 * 1024 + 96 * 1024);
+  });
+
+  it('answers 413 for a body holding html above 1 MiB + 96 KiB', async () => {
+    expect(await statusOf(JSON.stringify({ html: 'a'.repeat(MAX_HTML_BODY_BYTES) }))).toBe(413);
+  });
+
+  it('keeps 96 KiB for a body without html', async () => {
+    const body = JSON.stringify({ url: URL, padding: 'a'.repeat(MAX_SCREENSHOT_BODY_BYTES) });
+    const answer = await route(post(body));
+    expect(answer.status).toBe(413);
+    expect(String(answer.body)).toContain(`larger than ${MAX_SCREENSHOT_BODY_BYTES} bytes`);
+  });
+
+  it('refuses to sniff any answer, and sandboxes a PDF', async () => {
+    const answer = await route(post(JSON.stringify({ url: URL })));
+    expect(answer.headers['X-Content-Type-Options']).toBe('nosniff');
+    expect(answer.headers['Content-Security-Policy']).toBeUndefined();
+    const refused = await route(post('{'));
+    expect(refused.headers['X-Content-Type-Options']).toBe('nosniff');
+  });
+});
+
+describe('signed links', () => {
+  it('refuse html, naming it', () => {
+    expect(() => refuseOnSignedLink({ html: '<p>x</p>' })).toThrow(ValidationError);
+    try {
+      refuseOnSignedLink({ html: '<p>x</p>', width: 400 });
+    } catch (error) {
+      expect((error as ValidationError).details.map((detail) => detail.path)).toEqual([['html']]);
+    }
+    expect(refuseOnSignedLink({ url: URL })).toEqual({ url: URL });
+  });
+});
+
+describe('AVIF encoding', () => {
+  const png = () =>
+    sharp({ create: { width: 33, height: 21, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0.5 } } })
+      .png()
+      .toBuffer();
+
+  it('keeps the pixel size and the alpha', async () => {
+    const avif = await encodeAvif(await png(), 50, { url: URL, deadline: Date.now() + 10_000 });
+    expect(await sharp(avif).metadata()).toMatchObject({
+      format: 'heif',
+      width: 33,
+      height: 21,
+      hasAlpha: true,
+    });
+  });
+
+  it('fails the capture, with a reason, when the deadline leaves no time', async () => {
+    const late = encodeAvif(await png(), 50, { url: URL, deadline: Date.now() + 500 });
+    await expect(late).rejects.toThrow(CaptureFailedError);
+    await expect(late).rejects.toMatchObject({ reason: 'No time was left to encode the AVIF' });
+  });
+});
+
+describe('usage', () => {
+  it('records an html capture with "html" as its host, never the document', async () => {
+    const service = memoryScreenshotService({ now: () => Date.now() });
+    const { key } = await service.addKey('alice', Date.now());
+    await service.credits.set('alice', 5);
+    const outcome = await service.capture({
+      apiKey: key,
+      request: () => ({ html: '<p>secret text</p>' }),
+      deadline: Date.now() + 60_000,
+    });
+    await service.usage.flush();
+    expect(outcome.ok).toBe(true);
+    expect(service.usageStore.records.map((record) => record.host)).toEqual(['html']);
+    expect(JSON.stringify(service.usageStore.records)).not.toContain('secret text');
+  });
+});
