@@ -7,7 +7,7 @@ import { allowedVariables } from '../../shared/allowedVariables';
 import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
 import { OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress/ownPorts';
-import { CaptureFailedError } from '../../shared/errors';
+import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import { logger } from '../../shared/logger';
 import type { CaptureBudgets } from '../../shared/timing';
 
@@ -58,6 +58,8 @@ const ENTRY = fileURLToPath(new URL('./rendererProcess.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** How long a closing renderer process has to exit before it is killed. */
 const EXIT_GRACE_MS = 5_000;
+/** How long a failed capture waits to learn whether its process died under it. */
+const DEATH_NOTICE_MS = 100;
 
 interface RunningProcess {
   child: ChildProcess;
@@ -80,6 +82,8 @@ export interface LocalRendererOptions {
  */
 export class LocalRenderer implements Renderer {
   private running: Promise<RunningProcess> | undefined;
+  /** The process `running` resolved to, once it has. */
+  private current: RunningProcess | undefined;
   private closed = false;
 
   constructor(private readonly options: LocalRendererOptions) {}
@@ -92,7 +96,18 @@ export class LocalRenderer implements Renderer {
       logger.error('Renderer process unavailable', { error: error as Error });
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
-    return running.renderer.capture(spec, limits);
+    try {
+      return await running.renderer.capture(spec, limits);
+    } catch (error) {
+      // A process that died under the capture closes its IPC channel along with the capture's connection, but the
+      // two arrive as separate events: give the channel a moment, so that the next capture is never sent to it.
+      // (A field the browser refused is the renderer's own answer: nothing died, and a 400 stays fast.)
+      if (running.child.connected && !(error instanceof ValidationError)) {
+        await new Promise((resolve) => setTimeout(resolve, DEATH_NOTICE_MS));
+      }
+      if (!running.child.connected) this.forget(running);
+      throw error;
+    }
   }
 
   async warmUp(): Promise<void> {
@@ -159,15 +174,24 @@ export class LocalRenderer implements Renderer {
       client,
       renderer: new InvokedRenderer(client, LOCAL_RENDERER_FUNCTION),
     };
+    this.current = running;
+    // The IPC channel closes as soon as the process dies (before Node reaps it and reports its exit).
+    child.once('disconnect', () => this.forget(running));
     child.once('exit', (code, signal) => {
-      client.destroy();
-      if (this.closed) return;
-      // Only one process runs at a time, so the one that stopped is the current one.
-      logger.warn('The renderer process stopped; starting a new one', { code, signal });
-      this.running = undefined;
-      this.process().catch((error) => logger.error('Renderer restart failed', { error }));
+      logger.warn('The renderer process stopped', { code, signal });
+      this.forget(running);
     });
     return running;
+  }
+
+  /** Drops a process that stopped, once, and starts a new one for the next captures. */
+  private forget(stopped: RunningProcess): void {
+    if (this.current !== stopped) return;
+    this.current = undefined;
+    this.running = undefined;
+    stopped.client.destroy();
+    if (this.closed) return;
+    this.process().catch((error) => logger.error('Renderer restart failed', { error }));
   }
 }
 
