@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { operationOf, ROUTES } from '../shared/routes';
 
 /** One committed file per environment, `infra/environments/<name>.json`: the settings are reviewed like code. */
 export const ENVIRONMENTS_DIR = fileURLToPath(new URL('./environments', import.meta.url));
@@ -33,6 +34,16 @@ const settingsFile = z
     /** POST /api/screenshot alone: each request holds a Chromium for seconds. */
     screenshotRateLimit: count(1, 10),
     screenshotBurstLimit: count(1, 20),
+    /**
+     * Per route, by operation name (`createKey`, `signedScreenshot`, ...): requests per second and burst. Routes not
+     * named keep the stage's throttle, or the screenshot one for the streaming routes.
+     */
+    routeThrottles: z
+      .partialRecord(
+        z.enum(ROUTES.map(operationOf) as [string, ...string[]]),
+        z.strictObject({ rateLimit: z.number().int().min(1), burstLimit: z.number().int().min(1) }),
+      )
+      .default({}),
     /**
      * Concurrent executions reserved for (and capping) the screenshot function, so the management routes always
      * have room. Lambda keeps 100 of the account's quota unreserved, so the quota must be at least 100 plus the
@@ -89,6 +100,13 @@ const settingsFile = z
   .refine((s) => s.screenshotRateLimit <= s.apiRateLimit && s.screenshotBurstLimit <= s.apiBurstLimit, {
     message: 'screenshotRateLimit/screenshotBurstLimit cannot exceed apiRateLimit/apiBurstLimit',
   })
+  .refine(
+    (s) =>
+      Object.values(s.routeThrottles).every(
+        (t) => t !== undefined && t.rateLimit <= s.apiRateLimit && t.burstLimit <= s.apiBurstLimit,
+      ),
+    { message: 'routeThrottles cannot exceed apiRateLimit/apiBurstLimit' },
+  )
   .refine((s) => !s.production || s.alarmEmail !== undefined || s.alarmTopicArn !== undefined, {
     message:
       'a production environment needs alarmEmail or alarmTopicArn: alarms nobody receives protect nothing',

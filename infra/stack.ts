@@ -22,6 +22,7 @@ import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
 import { ImageStorage } from './imageStorage';
 import { Monitoring, pascal } from './monitoring';
+import { methodThrottles } from './routeThrottles';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
 import { ServiceWebAcl } from './webAcl';
@@ -400,7 +401,6 @@ export class ScreenshotServiceStack extends Stack {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       retention: logs.RetentionDays.THREE_MONTHS,
     });
-    const streamingRoutes = ROUTES.filter((route) => route.streaming);
 
     const api = new apigateway.RestApi(this, 'Api', {
       restApiName: `${this.stackName}-api`,
@@ -417,18 +417,7 @@ export class ScreenshotServiceStack extends Stack {
         stageName: STAGE_NAME,
         throttlingRateLimit: settings.apiRateLimit,
         throttlingBurstLimit: settings.apiBurstLimit,
-        methodOptions: Object.fromEntries(
-          streamingRoutes.map((route) => [
-            `${route.path}/${route.method}`,
-            {
-              throttlingRateLimit: settings.screenshotRateLimit,
-              throttlingBurstLimit: settings.screenshotBurstLimit,
-              // A method override replaces the stage defaults, so logging is restated here.
-              loggingLevel: apigateway.MethodLoggingLevel.ERROR,
-              dataTraceEnabled: false,
-            },
-          ]),
-        ),
+        methodOptions: methodThrottles(settings),
         tracingEnabled: true,
         loggingLevel: apigateway.MethodLoggingLevel.ERROR,
         // Never log bodies or headers: they carry API keys and session tokens.

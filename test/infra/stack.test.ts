@@ -21,7 +21,12 @@ import {
   SCREENSHOT_TIMEOUT,
 } from '../../infra/stack';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
-import { COMMON_RULES_COUNTED, CONTENT_LENGTH_ABOVE_MAX, MAX_BODY_BYTES } from '../../infra/webAcl';
+import {
+  COMMON_QUERY_RULES,
+  COMMON_RULES_COUNTED,
+  CONTENT_LENGTH_ABOVE_MAX,
+  MAX_BODY_BYTES,
+} from '../../infra/webAcl';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
@@ -624,7 +629,15 @@ describe('Web ACL in front of the API', () => {
         EvaluationWindowSec: 300,
         AggregateKeyType: 'CUSTOM_KEYS',
         CustomKeys: [
-          { Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } },
+          {
+            Header: {
+              Name: 'authorization',
+              TextTransformations: [
+                { Priority: 0, Type: 'LOWERCASE' },
+                { Priority: 1, Type: 'COMPRESS_WHITE_SPACE' },
+              ],
+            },
+          },
         ],
       },
     });
@@ -662,7 +675,7 @@ describe('Web ACL in front of the API', () => {
     expect(above.test('12345678901')).toBe(true);
   });
 
-  it('applies the managed IP reputation and common rule sets, counting only the common body rules', () => {
+  it('applies the managed IP reputation and common rule sets, counting the common body and query rules', () => {
     expect(rule('AWSManagedRulesAmazonIpReputationList')?.Statement).toEqual({
       ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesAmazonIpReputationList' },
     });
@@ -670,7 +683,10 @@ describe('Web ACL in front of the API', () => {
       ?.ManagedRuleGroupStatement as Json | undefined;
     expect(common?.Name).toBe('AWSManagedRulesCommonRuleSet');
     expect(common?.RuleActionOverrides).toEqual(
-      COMMON_RULES_COUNTED.map((name) => ({ Name: name, ActionToUse: { Count: {} } })),
+      [...COMMON_RULES_COUNTED, ...Object.keys(COMMON_QUERY_RULES)].map((name) => ({
+        Name: name,
+        ActionToUse: { Count: {} },
+      })),
     );
     // SizeRestrictions_BODY blocks above 8 KB: valid screenshot bodies reach 96 KiB.
     expect(COMMON_RULES_COUNTED).toContain('SizeRestrictions_BODY');
