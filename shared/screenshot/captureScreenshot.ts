@@ -8,7 +8,7 @@ import type { CaptureSpec, OutputFormat, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
+import { CaptureFailedError, ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { validate } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
@@ -237,6 +237,7 @@ function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
     durationMs,
     creditsCharged: outcome.ok ? outcome.screenshot.creditsCharged : 0,
     cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
+    pageFault: !outcome.ok && outcome.error instanceof CaptureFailedError && outcome.error.fault === 'page',
   };
 }
 
