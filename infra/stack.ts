@@ -247,6 +247,7 @@ export class ScreenshotServiceStack extends Stack {
       api: this.api,
       functions,
       aliases,
+      table: this.table,
       serviceName: this.stackName,
       webAclName,
       alarmActions: alarmTopics.map((topic) => new cloudwatchActions.SnsAction(topic)),

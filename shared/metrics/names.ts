@@ -36,4 +36,17 @@ export const METRIC = {
   cacheHits: 'CacheHits',
   /** Refunds that could not be written: credits an operator must return (docs/deploy.md). Unit: Count. */
   refundFailures: 'RefundFailures',
+  /** Usage records that could not be written (counted from the log line below). Unit: Count. */
+  usageWriteFailures: 'UsageWriteFailures',
+  /** KMS calls that failed for another reason than a forged or foreign ciphertext (from the log line below). */
+  kmsFailures: 'KmsFailures',
+} as const;
+
+/**
+ * Log messages the stack counts with metric filters: the code logs them, infra/monitoring.ts alarms on them. A
+ * message changed here changes both.
+ */
+export const ALARMED_LOG_MESSAGES = {
+  usageWriteFailures: 'Usage record not written',
+  kmsFailures: 'KMS call failed',
 } as const;
