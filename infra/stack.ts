@@ -8,7 +8,7 @@ import * as cognito from 'aws-cdk-lib/aws-cognito';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -17,11 +17,13 @@ import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
+import { ESM_BUNDLING } from './bundling';
 import { captureAssetHooks } from './captureAssets';
 import { CHROMIUM_PACKAGE, ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
 import { ImageStorage } from './imageStorage';
 import { Monitoring, pascal } from './monitoring';
+import { PreTrafficHook } from './preTrafficHook';
 import { methodThrottles } from './routeThrottles';
 import type { DeploymentSettings } from './settings';
 import { TABLE_ACTIONS } from './tableAccess';
@@ -233,8 +235,9 @@ export class ScreenshotServiceStack extends Stack {
       displayName: `${this.stackName} alarms`,
       enforceSSL: true,
     });
-    if (settings.alarmEmail)
-      alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(settings.alarmEmail));
+    for (const address of settings.alarmEmails) {
+      alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(address));
+    }
     const alarmTopics = [
       alarmTopic,
       ...(settings.alarmTopicArn
@@ -297,6 +300,18 @@ export class ScreenshotServiceStack extends Stack {
         application,
         alias,
         deploymentConfig,
+        // The screenshot function's new version must capture a known page before it takes any traffic.
+        ...(handler === 'screenshot'
+          ? {
+              preHook: new PreTrafficHook(this, 'ScreenshotPreTrafficHook', {
+                projectRoot: PROJECT_ROOT,
+                runtime: RUNTIME,
+                architecture: ARCHITECTURE,
+                version: alias.version,
+                knownPageUrl: this.dashboard.url,
+              }).fn,
+            }
+          : {}),
         alarms: this.monitoring.rollbackAlarms.get(handler) ?? [],
         autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
       });
@@ -371,16 +386,7 @@ export class ScreenshotServiceStack extends Stack {
       logGroup,
       tracing: lambda.Tracing.ACTIVE,
       bundling: {
-        format: OutputFormat.ESM,
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        logLevel: LogLevel.WARNING,
-        // Bundled CommonJS dependencies call require(); ESM output has none unless the banner provides it.
-        banner:
-          "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+        ...ESM_BUNDLING,
         // Everything is bundled, including the AWS SDK (the exact version the tests ran, not the runtime's copy),
         // except the Chromium package, which the layer provides.
         externalModules: isScreenshot ? [CHROMIUM_PACKAGE] : [],

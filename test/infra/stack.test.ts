@@ -808,7 +808,7 @@ describe('Alarms', () => {
   it('subscribes the configured address to the alarm topic', () => {
     synth.template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
-      Endpoint: TEST_SETTINGS.alarmEmail,
+      Endpoint: TEST_SETTINGS.alarmEmails[0],
       TopicArn: { Ref: topicId() },
     });
   });
