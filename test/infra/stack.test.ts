@@ -213,15 +213,16 @@ describe('Lambda functions', () => {
   it('creates exactly one function per handler (routes that share a handler share its function)', () => {
     const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
     expect(ids.size).toBe(new Set(ROUTES.map((route) => route.handler)).size);
-    // The only other functions are CDK's handlers: one copies the dashboard's files to its bucket, one reads the
-    // edge stack's web ACL ARN across regions.
+    // The only other functions are CDK's handlers (one copies the dashboard's files to its bucket, one reads the
+    // edge stack's web ACL ARN across regions) and the screenshot function's pre-traffic hook.
     const others = ofType(synth.resources, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.has(id))
       .sort();
-    expect(others).toHaveLength(2);
+    expect(others).toHaveLength(3);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
     expect(others[1]).toMatch(/^CustomCrossRegionExportReader/);
+    expect(others[2]).toMatch(/^ScreenshotPreTrafficHook/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -823,11 +824,10 @@ describe('Alarms', () => {
   });
 
   it('alarms on an absolute count of 5xx answers, so low traffic cannot hide them', () => {
+    const metrics = JSON.stringify(alarm('ServerErrorCountAlarm').Metrics);
+    expect(metrics).toContain('"Namespace":"AWS/ApiGateway","MetricName":"5XXError"');
+    expect(metrics).toContain('"Stat":"Sum"');
     expect(alarm('ServerErrorCountAlarm')).toMatchObject({
-      Namespace: 'AWS/ApiGateway',
-      MetricName: '5XXError',
-      Statistic: 'Sum',
-      Period: 300,
       Threshold: ALARM_THRESHOLDS.serverErrors,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       EvaluationPeriods: 1,
@@ -866,7 +866,7 @@ describe('Alarms', () => {
     expect(alarm('ThrottlesAlarm').Threshold).toBe(ALARM_THRESHOLDS.throttles);
   });
 
-  it('alarms when any single invocation runs 80% of its timeout', () => {
+  it('alarms when any single invocation runs 80% of its timeout, or the screenshot one past its capture budget', () => {
     for (const route of ROUTES) {
       const timeoutMs = Number(functionOf(route.handler).Properties.Timeout) * 1000;
       expect(alarm(`${pascal(route.handler)}NearTimeoutAlarm`)).toMatchObject({
@@ -874,7 +874,10 @@ describe('Alarms', () => {
         MetricName: 'Duration',
         Statistic: 'Maximum',
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: synth.functionId(route.handler) } }],
-        Threshold: timeoutMs * ALARM_THRESHOLDS.timeoutShare,
+        Threshold:
+          route.handler === 'screenshot'
+            ? ALARM_THRESHOLDS.screenshotNearTimeoutMs
+            : timeoutMs * ALARM_THRESHOLDS.timeoutShare,
         EvaluationPeriods: 1,
       });
     }
