@@ -31,6 +31,8 @@ export type { Screenshot } from '../delivery/imageDelivery';
 export interface ScreenshotDeps {
   keys: KeyStore;
   rateLimiter: RateLimiter;
+  /** Signed links' hourly budget, per key: never the account's API window. */
+  signedLinkBudget: RateLimiter;
   credits: CreditLedger;
   captureSlots: CaptureSlots;
   renderer: Renderer;
@@ -84,7 +86,7 @@ export const CONTENT_TYPES: Record<OutputFormat, string> = {
  * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back.
  */
 export type ScreenshotOutcome =
-  | { ok: true; screenshot: Screenshot; rateLimit: RateLimitDecision; undelivered: () => Promise<void> }
+  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 const NOTHING_TO_GIVE_BACK = async () => undefined;
@@ -176,11 +178,23 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         return cached && withCredentialsMark(cached, fields);
       });
       cachedAnswer.catch(() => undefined);
-      const [decision] = await Promise.all([
-        deps.rateLimiter.hit(identity.accountId, now()),
+      const touch = () =>
         deps.keys
           .touchLastUsed(identity, now())
-          .catch((error) => logger.warn('lastUsed not recorded', { error })),
+          .catch((error) => logger.warn('lastUsed not recorded', { error }));
+      // A signed link answered from the cache (or by a 304) costs none of its budget.
+      if ('signed' in input) {
+        const cached = await cachedAnswer.catch(() => undefined);
+        if (cached) {
+          await touch();
+          return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+        }
+      }
+      const [decision] = await Promise.all([
+        'signed' in input
+          ? deps.signedLinkBudget.hit(identity.keyId, now())
+          : deps.rateLimiter.hit(identity.accountId, now()),
+        touch(),
       ]);
       rateLimit = decision;
       if (!decision.allowed) throw new RateLimitedError(decision.limit, decision.reset);

@@ -24,6 +24,7 @@ export function memoryScreenshotService(options: { now: () => number; rateLimit?
     renderer,
     usage,
     rateLimiter: new MemoryRateLimiter(options.rateLimit ?? 100),
+    signedLinkBudget: new MemoryRateLimiter(options.rateLimit ?? 100),
     now: options.now,
   });
   return {
