@@ -825,7 +825,7 @@ describe('Alarms', () => {
 
   it('alarms on an absolute count of 5xx answers, so low traffic cannot hide them', () => {
     const metrics = JSON.stringify(alarm('ServerErrorCountAlarm').Metrics);
-    expect(metrics).toContain('"Namespace":"AWS/ApiGateway","MetricName":"5XXError"');
+    expect(metrics).toContain('"MetricName":"5XXError","Namespace":"AWS/ApiGateway"');
     expect(metrics).toContain('"Stat":"Sum"');
     expect(alarm('ServerErrorCountAlarm')).toMatchObject({
       Threshold: ALARM_THRESHOLDS.serverErrors,
