@@ -23,6 +23,22 @@ import { vendorFiles } from '../web/vendorFiles';
 /** The dashboard's files, deployed as they are (no build step). */
 const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
 
+/**
+ * The API stage as a CloudFront origin. Built from the RestApi id, not `api.url`, which would depend on the stage
+ * (see DashboardSiteProps.stageName).
+ */
+export function apiStageOrigin(api: apigateway.IRestApi, stageName: string): origins.HttpOrigin {
+  const stack = Stack.of(api);
+  return new origins.HttpOrigin(`${api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`, {
+    originPath: `/${stageName}`,
+    protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+    originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
+    // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
+    // page) times out here with 504; the API's own URL allows the full capture time.
+    readTimeout: Duration.seconds(60),
+  });
+}
+
 /** How long the distribution's access logs are kept. */
 export const ACCESS_LOG_DAYS = 90;
 
@@ -88,7 +104,6 @@ export class DashboardSite extends Construct {
 
   constructor(scope: Construct, id: string, props: DashboardSiteProps) {
     super(scope, id);
-    const stack = Stack.of(this);
 
     this.signInDomain = new cognito.UserPoolDomain(this, 'SignInDomain', {
       userPool: props.userPool,
@@ -133,18 +148,7 @@ export class DashboardSite extends Construct {
       },
     });
 
-    // Built from the RestApi id, not `api.url`, which would depend on the stage (see DashboardSiteProps.stageName).
-    const apiOrigin = new origins.HttpOrigin(
-      `${props.api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`,
-      {
-        originPath: `/${props.stageName ?? 'prod'}`,
-        protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
-        originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
-        // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
-        // page) times out here with 504; the API's own URL allows the full capture time.
-        readTimeout: Duration.seconds(60),
-      },
-    );
+    const apiOrigin = apiStageOrigin(props.api, props.stageName ?? 'prod');
 
     // CloudFront's standard logging writes with an ACL, so this bucket (unlike the site's) keeps ACLs enabled.
     this.accessLogs = new s3.Bucket(this, 'AccessLogs', {

@@ -26,6 +26,7 @@ import { Monitoring, pascal } from './monitoring';
 import { PreTrafficHook } from './preTrafficHook';
 import { methodThrottles } from './routeThrottles';
 import type { DeploymentSettings } from './settings';
+import { SignedLinkCdn } from './signedLinkCdn';
 import { TABLE_ACTIONS } from './tableAccess';
 import { ServiceWebAcl } from './webAcl';
 
@@ -178,6 +179,13 @@ export class ScreenshotServiceStack extends Stack {
     // operator's admin flow, which needs IAM credentials (cognito-idp:AdminInitiateAuth). No password or SRP flow
     // a browser could call: a leaked client id gives nobody a way to try passwords outside the hosted sign-in.
     // The session verifier accepts one client id (shared/config.ts), so both kinds of token come from this client.
+    // Signed GET links from the edge: only cache misses reach the API.
+    new SignedLinkCdn(this, 'SignedLinks', {
+      api: this.api,
+      stageName: STAGE_NAME,
+      webAclArn: props.dashboardWebAclArn,
+      logBucket: this.dashboard.accessLogs,
+    });
     this.userPoolClient = this.dashboard.userPoolClient;
     const cfnClient = this.userPoolClient.node.defaultChild as cognito.CfnUserPoolClient;
     cfnClient.explicitAuthFlows = ['ALLOW_ADMIN_USER_PASSWORD_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'];

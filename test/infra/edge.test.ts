@@ -245,3 +245,35 @@ describe('throttles per route', () => {
     ).toBeUndefined();
   });
 });
+
+describe('signed links through the CDN', () => {
+  const linkDistribution = () =>
+    ofType(synth.resources, 'AWS::CloudFront::Distribution').find(
+      ([, d]) => (d.Properties.DistributionConfig as Json).Comment === 'Signed screenshot links',
+    )?.[1].Properties.DistributionConfig as Json;
+
+  it('key the cache on the whole query string and nothing else, leaving the lifetime to the API', () => {
+    synth.template.hasResourceProperties('AWS::CloudFront::CachePolicy', {
+      CachePolicyConfig: Match.objectLike({
+        MinTTL: 0,
+        DefaultTTL: 0,
+        ParametersInCacheKeyAndForwardedToOrigin: Match.objectLike({
+          QueryStringsConfig: { QueryStringBehavior: 'all' },
+          HeadersConfig: { HeaderBehavior: 'none' },
+          CookiesConfig: { CookieBehavior: 'none' },
+        }),
+      }),
+    });
+  });
+
+  it('pass only GET and HEAD to the API stage, behind the edge web ACL, with access logs', () => {
+    const config = linkDistribution();
+    const behavior = config.DefaultCacheBehavior as Json;
+    expect(behavior.AllowedMethods).toEqual(['GET', 'HEAD']);
+    expect(behavior.OriginRequestPolicyId).toBeUndefined();
+    expect(JSON.stringify(config.Origins)).toContain('execute-api');
+    expect(JSON.stringify(config.Origins)).toContain('"OriginPath":"/prod"');
+    expect(config.WebACLId).toBeDefined();
+    expect(config.Logging).toMatchObject({ IncludeCookies: false, Prefix: 'links/' });
+  });
+});
