@@ -1,4 +1,5 @@
 import { streamingRuntime } from '../shared/http/adapter/lambdaStreaming';
+import { withSelfTest } from '../shared/rollout/selfTest';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService, invokedRenderer } from '../shared/wiring/screenshot';
@@ -9,4 +10,7 @@ const service = createScreenshotService(createDynamoClient(), process.env, {
   renderer: invokedRenderer(process.env),
 });
 
-export const handler = streamingRuntime().streamifyResponse(screenshotLambda(service));
+// A new version captures a known page for the pre-traffic hook before CodeDeploy shifts traffic to it.
+export const handler = streamingRuntime().streamifyResponse(
+  withSelfTest(screenshotLambda(service), service.renderer),
+);

@@ -23,6 +23,25 @@ import { vendorFiles } from '../web/vendorFiles';
 /** The dashboard's files, deployed as they are (no build step). */
 const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
 
+/**
+ * The API stage as a CloudFront origin. Built from the RestApi id, not `api.url`, which would depend on the stage
+ * (see DashboardSiteProps.stageName).
+ */
+export function apiStageOrigin(api: apigateway.IRestApi, stageName: string): origins.HttpOrigin {
+  const stack = Stack.of(api);
+  return new origins.HttpOrigin(`${api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`, {
+    originPath: `/${stageName}`,
+    protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+    originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
+    // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
+    // page) times out here with 504; the API's own URL allows the full capture time.
+    readTimeout: Duration.seconds(60),
+  });
+}
+
+/** How long the distribution's access logs are kept. */
+export const ACCESS_LOG_DAYS = 90;
+
 /** OAuth scopes the dashboard asks for; its access token only has to identify the account owner. */
 const SCOPES = [cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL];
 
@@ -72,6 +91,8 @@ export interface DashboardSiteProps {
 export class DashboardSite extends Construct {
   readonly bucket: s3.Bucket;
   readonly distribution: cloudfront.Distribution;
+  /** The distribution's access logs (standard logging), kept 90 days. */
+  readonly accessLogs: s3.Bucket;
   /** The dashboard's address, `https://<distribution>.cloudfront.net/` (also its OAuth redirect URI). */
   readonly url: string;
   /**
@@ -83,7 +104,6 @@ export class DashboardSite extends Construct {
 
   constructor(scope: Construct, id: string, props: DashboardSiteProps) {
     super(scope, id);
-    const stack = Stack.of(this);
 
     this.signInDomain = new cognito.UserPoolDomain(this, 'SignInDomain', {
       userPool: props.userPool,
@@ -128,21 +148,25 @@ export class DashboardSite extends Construct {
       },
     });
 
-    // Built from the RestApi id, not `api.url`, which would depend on the stage (see DashboardSiteProps.stageName).
-    const apiOrigin = new origins.HttpOrigin(
-      `${props.api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`,
-      {
-        originPath: `/${props.stageName ?? 'prod'}`,
-        protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
-        originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
-        // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
-        // page) times out here with 504; the API's own URL allows the full capture time.
-        readTimeout: Duration.seconds(60),
-      },
-    );
+    const apiOrigin = apiStageOrigin(props.api, props.stageName ?? 'prod');
+
+    // CloudFront's standard logging writes with an ACL, so this bucket (unlike the site's) keeps ACLs enabled.
+    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.OBJECT_WRITER,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      lifecycleRules: [{ expiration: Duration.days(ACCESS_LOG_DAYS) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
 
     this.distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: 'Screenshot API dashboard',
+      // Cookies stay out of the logs; a line names the path and query, never a header (no Authorization).
+      enableLogging: true,
+      logBucket: this.accessLogs,
+      logFilePrefix: 'cloudfront/',
+      logIncludesCookies: false,
       webAclId: props.webAclArn,
       defaultRootObject: 'index.html',
       httpVersion: cloudfront.HttpVersion.HTTP2_AND_3,
@@ -237,9 +261,9 @@ function acknowledgeAll(site: DashboardSite): void {
     'The dashboard is for customers anywhere; the API it calls applies authentication and per-account limits.',
   );
   acknowledge(
-    site.distribution,
-    'CFR3',
-    'Access logs for the static files have little value; /api/* requests are logged by API Gateway access logs.',
+    site.accessLogs,
+    'S1',
+    'The bucket is itself the access-log destination of the distribution; logging its own reads would recurse.',
   );
   acknowledge(
     site.distribution,

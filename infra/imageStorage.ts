@@ -5,7 +5,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct, type IConstruct } from 'constructs';
-import { IMAGE_KINDS, IMAGE_PREFIX } from '../shared/delivery/imageStore';
+import { EXPIRY_DAYS, EXPIRY_TAG, IMAGE_KINDS, IMAGE_PREFIX } from '../shared/delivery/imageStore';
 import { CACHE_TTL } from '../shared/screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../shared/timing';
 
@@ -57,6 +57,13 @@ export class ImageStorage extends Construct {
       lifecycleRules: [
         { id: 'CacheEntries', prefix: IMAGE_KINDS.cache, expiration: Duration.days(CACHE_EXPIRY_DAYS) },
         { id: 'LinkedImages', prefix: IMAGE_KINDS.linked, expiration: Duration.days(LINKED_EXPIRY_DAYS) },
+        // Each object expires by its own tag (its cacheTtl); the two rules above catch objects stored untagged.
+        ...EXPIRY_DAYS.map((days) => ({
+          id: `ExpiresAfter${days}Days`,
+          prefix: IMAGE_PREFIX,
+          tagFilters: { [EXPIRY_TAG]: String(days) },
+          expiration: Duration.days(days),
+        })),
         { id: 'IncompleteUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
       // Images are re-creatable, but a stack deletion should not take customers' stored links with it unasked.
@@ -74,7 +81,8 @@ export class ImageStorage extends Construct {
     props.screenshot.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'ImageObjects',
-        actions: ['s3:GetObject', 's3:PutObject'],
+        // PutObjectTagging: S3 asks for it when a PutObject carries tags (the expiry tag).
+        actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
         resources: [images],
       }),
     );

@@ -1,10 +1,19 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION, STATUS_DIMENSION } from '../shared/metrics/names';
+import {
+  ALARMED_LOG_MESSAGES,
+  METRIC,
+  METRICS_NAMESPACE,
+  SERVICE_DIMENSION,
+  STATUS_DIMENSION,
+} from '../shared/metrics/names';
 import type { RouteDefinition } from '../shared/routes';
+import { RESPONSE_RESERVE_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 
 type Handler = RouteDefinition['handler'];
 
@@ -13,9 +22,12 @@ export const ALARM_THRESHOLDS = {
   /** Share of API answers that were 5xx, once there are enough requests for a share to mean something. */
   serverErrorShare: 0.05,
   serverErrorShareMinRequests: 20,
-  /** 5xx answers counted by API Gateway, at any traffic (the share above reads 0 below 20 requests). */
+  /**
+   * 5xx answers counted by API Gateway, at any traffic (the share above reads 0 below 20 requests). Both count only
+   * our faults: captures the customer's page made fail (CustomerPageFailures) are taken off.
+   */
   serverErrors: 5,
-  /** 500/503 answers the screenshot handler gave itself (failed captures, DynamoDB out of reach). */
+  /** 500/503 answers the screenshot handler gave itself for our faults (the browser, DynamoDB out of reach). */
   handledServerErrors: 3,
   /** Credits owed to a customer: every one. */
   refundFailures: 1,
@@ -23,8 +35,19 @@ export const ALARM_THRESHOLDS = {
   throttles: 5,
   /** Crashes and timeouts of any function (handled errors are answered, not thrown). */
   functionErrors: 5,
-  /** A single invocation that ran this share of its function's timeout. */
+  /** A single invocation of a management function that ran this share of its timeout. */
   timeoutShare: 0.8,
+  /**
+   * A screenshot invocation this long: a capture's budget may rightly run to the function's timeout less the
+   * response reserve (shared/timing.ts), so only a run halfway into that reserve means our own answer is late.
+   */
+  screenshotNearTimeoutMs: SCREENSHOT_FUNCTION_TIMEOUT_MS - RESPONSE_RESERVE_MS / 2,
+  /** DynamoDB read and write throttle events on the table. */
+  dynamoThrottles: 5,
+  /** Usage records that could not be written: each is a line an operator adds back by hand. */
+  usageWriteFailures: 1,
+  /** KMS calls that failed (signed links and new keys answer 503 meanwhile). */
+  kmsFailures: 1,
   /** Screenshot p90 duration, three periods running: captures heading for the timeout. */
   screenshotP90Ms: 60_000,
 } as const;
@@ -33,6 +56,8 @@ export interface MonitoringProps {
   api: apigateway.RestApi;
   functions: ReadonlyMap<Handler, lambda.Function>;
   aliases: ReadonlyMap<Handler, lambda.Alias>;
+  /** The table whose throttle events page. */
+  table: dynamodb.ITable;
   /** The `service` dimension of the business metrics: the stack sets POWERTOOLS_SERVICE_NAME to it. */
   serviceName: string;
   /** Name and region of the API's web ACL, for its blocked-requests chart. */
@@ -85,12 +110,18 @@ export class Monitoring extends Construct {
       );
     const t = ALARM_THRESHOLDS;
 
+    // API Gateway's 5xx less the 500s answered for captures the customer's page made fail: our faults only.
+    const ourServerErrors = {
+      gateway: stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
+      pageFailures: business(METRIC.pageFailures, 'Sum'),
+    };
+    const ourFaults = 'FILL(gateway, 0) - FILL(pageFailures, 0)';
     page(
       new cloudwatch.MathExpression({
-        label: '5xx share of requests',
-        expression: `IF(requests >= ${t.serverErrorShareMinRequests}, errors / requests, 0)`,
+        label: '5xx share of requests (our faults)',
+        expression: `IF(requests >= ${t.serverErrorShareMinRequests}, (${ourFaults}) / requests, 0)`,
         usingMetrics: {
-          errors: stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
+          ...ourServerErrors,
           requests: stage.metricCount({ period: fiveMinutes, statistic: 'Sum' }),
         },
         period: fiveMinutes,
@@ -105,16 +136,22 @@ export class Monitoring extends Construct {
     );
     const serverErrors = atLeast(
       'ServerErrorCountAlarm',
-      stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
+      new cloudwatch.MathExpression({
+        label: '5xx answers (our faults)',
+        expression: ourFaults,
+        usingMetrics: ourServerErrors,
+        period: fiveMinutes,
+      }),
       t.serverErrors,
-      `${t.serverErrors} or more API answers were 5xx in 5 minutes, whatever the traffic.`,
+      `${t.serverErrors} or more API answers were 5xx in 5 minutes for our faults, whatever the traffic ` +
+        "(captures the customer's page made fail are not counted).",
     );
     const handledServerErrors = atLeast(
       'HandledServerErrorsAlarm',
       business(METRIC.serverErrors, 'Sum'),
       t.handledServerErrors,
-      `${t.handledServerErrors} or more screenshot answers were 500/503 in 5 minutes (failed captures, DynamoDB ` +
-        'out of reach): they are answers, not Lambda errors.',
+      `${t.handledServerErrors} or more screenshot answers were 500/503 for our faults in 5 minutes (the browser ` +
+        "failed, DynamoDB out of reach; never the customer's page): they are answers, not Lambda errors.",
     );
     const refundFailures = atLeast(
       'RefundFailuresAlarm',
@@ -149,13 +186,66 @@ export class Monitoring extends Construct {
       `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
     );
 
+    atLeast(
+      'DynamoThrottlesAlarm',
+      new cloudwatch.MathExpression({
+        label: 'DynamoDB throttle events',
+        expression: 'FILL(reads, 0) + FILL(writes, 0)',
+        usingMetrics: Object.fromEntries(
+          (['reads', 'writes'] as const).map((id) => [
+            id,
+            new cloudwatch.Metric({
+              namespace: 'AWS/DynamoDB',
+              metricName: id === 'reads' ? 'ReadThrottleEvents' : 'WriteThrottleEvents',
+              dimensionsMap: { TableName: props.table.tableName },
+              statistic: 'Sum',
+              period: fiveMinutes,
+            }),
+          ]),
+        ),
+        period: fiveMinutes,
+      }),
+      t.dynamoThrottles,
+      `${t.dynamoThrottles} or more DynamoDB requests throttled in 5 minutes: answers turn into 503s.`,
+    );
+    // Counted from the functions' structured logs (ALARMED_LOG_MESSAGES): the code already logs each failure.
+    for (const [metricName, message] of Object.entries(ALARMED_LOG_MESSAGES)) {
+      for (const [handler, fn] of functions) {
+        new logs.MetricFilter(this, `${pascal(handler)}${pascal(metricName)}Filter`, {
+          logGroup: fn.logGroup,
+          metricNamespace: METRICS_NAMESPACE,
+          metricName: METRIC[metricName as keyof typeof ALARMED_LOG_MESSAGES],
+          filterPattern: logs.FilterPattern.stringValue('$.message', '=', message),
+          metricValue: '1',
+          // Powertools writes the service (the stack's name) on every line, so environments stay apart.
+          dimensions: { [SERVICE_DIMENSION]: `$.${SERVICE_DIMENSION}` },
+        });
+      }
+    }
+    atLeast(
+      'UsageWriteFailuresAlarm',
+      business(METRIC.usageWriteFailures, 'Sum'),
+      t.usageWriteFailures,
+      `A usage record could not be written: find "${ALARMED_LOG_MESSAGES.usageWriteFailures}" in the logs and add it back.`,
+    );
+    atLeast(
+      'KmsFailuresAlarm',
+      business(METRIC.kmsFailures, 'Sum'),
+      t.kmsFailures,
+      'A KMS call failed: signed links and new keys answer 503 until KMS answers again.',
+    );
+
     for (const [handler, fn] of functions) {
       const timeout = fn.timeout ?? Duration.seconds(3);
+      const nearTimeoutMs =
+        handler === 'screenshot'
+          ? t.screenshotNearTimeoutMs
+          : Math.round(timeout.toMilliseconds() * t.timeoutShare);
       const nearTimeout = atLeast(
         `${pascal(handler)}NearTimeoutAlarm`,
         fn.metricDuration({ period: fiveMinutes, statistic: 'Maximum' }),
-        Math.round(timeout.toMilliseconds() * t.timeoutShare),
-        `An invocation of ${handler} ran ${t.timeoutShare * 100}% of its ${timeout.toSeconds()} s timeout.`,
+        nearTimeoutMs,
+        `An invocation of ${handler} ran ${nearTimeoutMs / 1000} s of its ${timeout.toSeconds()} s timeout.`,
       );
       const alias = props.aliases.get(handler);
       if (!alias) throw new Error(`No alias for ${handler}`);
@@ -216,7 +306,10 @@ export class Monitoring extends Construct {
             business(METRIC.captureDuration, 'p90'),
             business(METRIC.captureDuration, 'Maximum'),
           ]),
-          graph('Handled 500/503 answers', [business(METRIC.serverErrors, 'Sum')]),
+          graph('500/503 answers: our faults and customer pages', [
+            business(METRIC.serverErrors, 'Sum'),
+            business(METRIC.pageFailures, 'Sum'),
+          ]),
         ],
         [
           graph('Cache hits', [business(METRIC.cacheHits, 'Sum')]),

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { operationOf, ROUTES } from '../shared/routes';
 
 /** One committed file per environment, `infra/environments/<name>.json`: the settings are reviewed like code. */
 export const ENVIRONMENTS_DIR = fileURLToPath(new URL('./environments', import.meta.url));
@@ -34,6 +35,16 @@ const settingsFile = z
     screenshotRateLimit: count(1, 10),
     screenshotBurstLimit: count(1, 20),
     /**
+     * Per route, by operation name (`createKey`, `signedScreenshot`, ...): requests per second and burst. Routes not
+     * named keep the stage's throttle, or the screenshot one for the streaming routes.
+     */
+    routeThrottles: z
+      .partialRecord(
+        z.enum(ROUTES.map(operationOf) as [string, ...string[]]),
+        z.strictObject({ rateLimit: z.number().int().min(1), burstLimit: z.number().int().min(1) }),
+      )
+      .default({}),
+    /**
      * Concurrent executions reserved for (and capping) the screenshot function, so the management routes always
      * have room. Lambda keeps 100 of the account's quota unreserved, so the quota must be at least 100 plus the
      * reservations of every stack in the account and region.
@@ -42,8 +53,8 @@ const settingsFile = z
     /** Web ACL rate rules: requests per 5 minutes from one IP address, and with one Authorization value. */
     wafRequestsPerIp: count(10, 1000),
     wafRequestsPerCredential: count(10, 300),
-    /** Alarm subscribers: an address (confirm AWS's email) and/or an existing SNS topic (pager, chat). */
-    alarmEmail: z.email().optional(),
+    /** Alarm subscribers: addresses (each confirms AWS's email) and/or an existing SNS topic (pager, chat). */
+    alarmEmails: z.array(z.email()).default([]),
     alarmTopicArn: z
       .string()
       .regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/, 'an SNS topic ARN')
@@ -94,10 +105,49 @@ const settingsFile = z
   .refine((s) => s.screenshotRateLimit <= s.apiRateLimit && s.screenshotBurstLimit <= s.apiBurstLimit, {
     message: 'screenshotRateLimit/screenshotBurstLimit cannot exceed apiRateLimit/apiBurstLimit',
   })
-  .refine((s) => !s.production || s.alarmEmail !== undefined || s.alarmTopicArn !== undefined, {
+  .refine(
+    (s) =>
+      Object.values(s.routeThrottles).every(
+        (t) => t !== undefined && t.rateLimit <= s.apiRateLimit && t.burstLimit <= s.apiBurstLimit,
+      ),
+    { message: 'routeThrottles cannot exceed apiRateLimit/apiBurstLimit' },
+  )
+  .refine((s) => !s.production || s.alarmEmails.length > 0 || s.alarmTopicArn !== undefined, {
     message:
-      'a production environment needs alarmEmail or alarmTopicArn: alarms nobody receives protect nothing',
+      'a production environment needs alarmEmails or alarmTopicArn: alarms nobody receives protect nothing',
   });
+
+/** Account ids from examples and documentation: twelve times one digit, or AWS's own sample ids. */
+const PLACEHOLDER_ACCOUNT = /^(?:(\d)\1{11}|123456789012|012345678901)$/;
+/** Domains reserved for examples (RFC 2606), which never receive mail. */
+const PLACEHOLDER_DOMAIN = /(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$/i;
+
+/** Every place the settings still hold a placeholder, as `key: reason`. */
+export function placeholderProblems(settings: z.infer<typeof settingsFile>): string[] {
+  const problems: string[] = [];
+  const account = (key: string, id: string) => {
+    if (PLACEHOLDER_ACCOUNT.test(id)) problems.push(`${key}: ${id} is a placeholder account id`);
+  };
+  const address = (key: string, email: string) => {
+    if (PLACEHOLDER_DOMAIN.test(email.split('@').pop() ?? '')) {
+      problems.push(`${key}: ${email} is an example address nobody receives`);
+    }
+  };
+  account('account', settings.account);
+  const topicAccount = settings.alarmTopicArn?.split(':')[4];
+  if (topicAccount) account('alarmTopicArn', topicAccount);
+  for (const [index, email] of settings.alarmEmails.entries()) address(`alarmEmails.${index}`, email);
+  if (settings.emailSender) address('emailSender.fromEmail', settings.emailSender.fromEmail);
+  return problems;
+}
+
+export interface ParseOptions {
+  /**
+   * `refuse` (the default, and what the CDK app and the preflight use): placeholder account ids and example
+   * addresses fail, so a copied example never deploys. Tests that only read the shape pass `allow`.
+   */
+  placeholders?: 'refuse' | 'allow';
+}
 
 /** The keys an environment file may hold (docs/deploy.md lists each). */
 export const SETTING_KEYS = Object.keys(settingsFile.shape);
@@ -109,12 +159,18 @@ export type DeploymentSettings = z.infer<typeof settingsFile> & {
 };
 
 /** Validates an environment's settings; a bad file fails synthesis with the key and the reason. */
-export function parseSettings(environment: string, json: unknown): DeploymentSettings {
+export function parseSettings(
+  environment: string,
+  json: unknown,
+  options: ParseOptions = {},
+): DeploymentSettings {
   const parsed = settingsFile.safeParse(json);
-  if (!parsed.success) {
-    const reasons = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || '(file)'}: ${issue.message}`,
-    );
+  const reasons = parsed.success
+    ? options.placeholders === 'allow'
+      ? []
+      : placeholderProblems(parsed.data)
+    : parsed.error.issues.map((issue) => `${issue.path.join('.') || '(file)'}: ${issue.message}`);
+  if (!parsed.success || reasons.length > 0) {
     throw new Error(`infra/environments/${environment}.json: ${reasons.join('; ')}`);
   }
   return {
@@ -126,11 +182,15 @@ export function parseSettings(environment: string, json: unknown): DeploymentSet
 }
 
 /** Every committed environment, by file name. */
-export function loadEnvironments(dir = ENVIRONMENTS_DIR): DeploymentSettings[] {
+export function loadEnvironments(dir = ENVIRONMENTS_DIR, options: ParseOptions = {}): DeploymentSettings[] {
   return readdirSync(dir)
     .filter((file) => file.endsWith('.json'))
     .sort()
     .map((file) =>
-      parseSettings(path.basename(file, '.json'), JSON.parse(readFileSync(path.join(dir, file), 'utf8'))),
+      parseSettings(
+        path.basename(file, '.json'),
+        JSON.parse(readFileSync(path.join(dir, file), 'utf8')),
+        options,
+      ),
     );
 }

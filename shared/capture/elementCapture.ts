@@ -24,10 +24,10 @@ export async function captureElement(
   const shown = JSON.stringify(selector);
   // The selector was read by the browser's parser before navigation (selectorCheck.ts).
   const element = await page.$(selector);
-  if (!element) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`);
+  if (!element) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`, 'page');
   const box = await element.boundingBox();
   if (!box || box.width === 0 || box.height === 0) {
-    throw new CaptureFailedError(spec.url, `The element matching ${shown} has no visible box`);
+    throw new CaptureFailedError(spec.url, `The element matching ${shown} has no visible box`, 'page');
   }
   const cap = heightCap(encoding.type) / spec.scale;
   const width = Math.min(box.width, cap);

@@ -147,6 +147,6 @@ function isThrottled(error: unknown): boolean {
 /** The front's error for a failure the renderer reported, of the kind it said. */
 function failureError(url: string, failure: RenderFailure): Error {
   if (failure.kind === 'invalid' && failure.details?.length) return new ValidationError(failure.details);
-  if (failure.kind === 'timedOut') return new CaptureTimedOutError(url, failure.reason);
-  return new CaptureFailedError(url, failure.reason);
+  if (failure.kind === 'timedOut') return new CaptureTimedOutError(url, failure.reason, failure.fault);
+  return new CaptureFailedError(url, failure.reason, failure.fault);
 }

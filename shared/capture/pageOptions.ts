@@ -148,7 +148,7 @@ export async function hideFilteredElements(
 async function clickFirst(page: Page, url: string, selector: string): Promise<void> {
   const shown = JSON.stringify(selector);
   const target = await page.$(selector);
-  if (!target) throw new CaptureFailedError(url, `No element matches the click selector ${shown}`);
+  if (!target) throw new CaptureFailedError(url, `No element matches the click selector ${shown}`, 'page');
   try {
     await target.scrollIntoView();
     await target.click();
@@ -156,6 +156,7 @@ async function clickFirst(page: Page, url: string, selector: string): Promise<vo
     throw new CaptureFailedError(
       url,
       `The element matching the click selector ${shown} could not be clicked`,
+      'page',
     );
   } finally {
     await target.dispose().catch(() => undefined);

@@ -49,12 +49,13 @@ export async function printPdf(page: Page, url: string, options: PdfOptions): Pr
 function printFailure(url: string, options: PdfOptions, error: unknown): unknown {
   const message = error instanceof Error ? error.message : '';
   if (/Page range exceeds page count|no pages/i.test(message)) {
-    return new CaptureFailedError(url, 'pdfPageRanges selects no page of the document');
+    return new CaptureFailedError(url, 'pdfPageRanges selects no page of the document', 'page');
   }
   if (/Printing failed/i.test(message) && (options.headerTemplate ?? options.footerTemplate) !== undefined) {
     return new CaptureFailedError(
       url,
       'Chromium refused to print: header and footer templates may not link style sheets or fonts',
+      'page',
     );
   }
   return error;

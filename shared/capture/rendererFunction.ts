@@ -55,8 +55,9 @@ export function rendererHandler(renderer: Renderer): StreamingLambdaHandler<unkn
 function failureOf(error: unknown): Omit<RenderFailure, 'ok'> {
   if (error instanceof ValidationError)
     return { reason: error.message, kind: 'invalid', details: error.details };
-  if (error instanceof CaptureTimedOutError) return { reason: error.reason, kind: 'timedOut' };
-  if (error instanceof CaptureFailedError) return { reason: error.reason };
+  if (error instanceof CaptureTimedOutError)
+    return { reason: error.reason, kind: 'timedOut', fault: error.fault };
+  if (error instanceof CaptureFailedError) return { reason: error.reason, fault: error.fault };
   if (error instanceof ClientGoneError) return { reason: 'The front hung up' };
   logger.error('Capture failed', { error: error as Error });
   return { reason: 'The page could not be captured' };

@@ -46,6 +46,8 @@ export const renderHeaderSchema = z.discriminatedUnion('ok', [
      * slot is held a while longer), `invalid` (a field the browser refused: a 400 with these details).
      */
     kind: z.enum(['timedOut', 'invalid']).optional(),
+    /** Whose fault: the customer's page, or ours (the default). Only ours counts against alarms and rollbacks. */
+    fault: z.enum(['page', 'service']).optional(),
     details: z
       .array(
         z.object({

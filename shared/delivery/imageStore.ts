@@ -44,6 +44,20 @@ export const IMAGE_PREFIX = 'images/';
 export const IMAGE_KINDS = { cache: `${IMAGE_PREFIX}cache/`, linked: `${IMAGE_PREFIX}linked/` } as const;
 
 /**
+ * Every stored object is tagged with the first of these day counts that outlives it (its `cacheTtl`, or a link's
+ * lifetime, plus a day of margin): a lifecycle rule per value removes it then, instead of the longest time a kind
+ * allows. Objects stored before the tag existed keep their kind's rule.
+ */
+export const EXPIRY_TAG = 'expires-after-days';
+export const EXPIRY_DAYS = [2, 8, 31] as const;
+
+/** The expiry class of an object stored at `storedAt` and served until `expiresAt` (ms). */
+export function expiryDays(storedAt: number, expiresAt: number): (typeof EXPIRY_DAYS)[number] {
+  const needed = Math.ceil(Math.max(0, expiresAt - storedAt) / 86_400_000) + 1;
+  return EXPIRY_DAYS.find((days) => days >= needed) ?? 31;
+}
+
+/**
  * The per-account folder: a hash of the account id, so any id (whatever characters an identity provider allows)
  * makes one safe path segment.
  */

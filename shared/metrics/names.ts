@@ -18,8 +18,16 @@ export const STATUS_DIMENSION = 'status';
 export const METRIC = {
   /** Every answered screenshot request, by status (dimension `status`). Unit: Count. */
   requestsByStatus: 'ScreenshotRequests',
-  /** Answers of 500 and above the handler gave itself (failed captures, DynamoDB out of reach); 0 otherwise. */
+  /**
+   * Our faults: answers of 500 and above the handler gave itself (the browser failed, DynamoDB out of reach), never
+   * a capture the customer's page made fail; 0 otherwise. Alarms and rollbacks read this one.
+   */
   serverErrors: 'ScreenshotServerErrors',
+  /**
+   * Captures that failed because of the customer's page (unreachable, too slow, an error status with
+   * failOnHttpError, no element for a selector): answered 500 but not our fault; 0 otherwise. Unit: Count.
+   */
+  pageFailures: 'CustomerPageFailures',
   /** Credits taken by successful captures. Unit: Count. */
   creditsCharged: 'CreditsCharged',
   /** Time from admission to answer. Unit: Milliseconds. */
@@ -28,4 +36,17 @@ export const METRIC = {
   cacheHits: 'CacheHits',
   /** Refunds that could not be written: credits an operator must return (docs/deploy.md). Unit: Count. */
   refundFailures: 'RefundFailures',
+  /** Usage records that could not be written (counted from the log line below). Unit: Count. */
+  usageWriteFailures: 'UsageWriteFailures',
+  /** KMS calls that failed for another reason than a forged or foreign ciphertext (from the log line below). */
+  kmsFailures: 'KmsFailures',
+} as const;
+
+/**
+ * Log messages the stack counts with metric filters: the code logs them, infra/monitoring.ts alarms on them. A
+ * message changed here changes both.
+ */
+export const ALARMED_LOG_MESSAGES = {
+  usageWriteFailures: 'Usage record not written',
+  kmsFailures: 'KMS call failed',
 } as const;

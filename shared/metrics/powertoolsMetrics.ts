@@ -23,7 +23,9 @@ export class PowertoolsServiceMetrics implements ServiceMetrics {
       .singleMetric()
       .addDimension(STATUS_DIMENSION, String(outcome.status))
       .addMetric(METRIC.requestsByStatus, MetricUnit.Count, 1);
-    this.metrics.addMetric(METRIC.serverErrors, MetricUnit.Count, outcome.status >= 500 ? 1 : 0);
+    const failed = outcome.status >= 500;
+    this.metrics.addMetric(METRIC.serverErrors, MetricUnit.Count, failed && !outcome.pageFault ? 1 : 0);
+    this.metrics.addMetric(METRIC.pageFailures, MetricUnit.Count, failed && outcome.pageFault ? 1 : 0);
     this.metrics.addMetric(METRIC.creditsCharged, MetricUnit.Count, outcome.creditsCharged);
     this.metrics.addMetric(METRIC.captureDuration, MetricUnit.Milliseconds, outcome.durationMs);
     this.metrics.addMetric(METRIC.cacheHits, MetricUnit.Count, outcome.cacheHit ? 1 : 0);

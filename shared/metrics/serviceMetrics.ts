@@ -7,6 +7,11 @@ export interface CaptureOutcome {
   /** Credits kept: the cost of a successful capture, 0 for every other answer and for a cache hit. */
   creditsCharged: number;
   cacheHit: boolean;
+  /**
+   * The capture failed because of the customer's page (CaptureFailedError with fault `page`): a business metric of
+   * its own, never one of our faults.
+   */
+  pageFault: boolean;
 }
 
 /**

@@ -8,7 +8,13 @@ import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { CaptureTimedOutError, ClientGoneError, RateLimitedError, TooManyCapturesError } from '../errors';
+import {
+  CaptureFailedError,
+  CaptureTimedOutError,
+  ClientGoneError,
+  RateLimitedError,
+  TooManyCapturesError,
+} from '../errors';
 import { validate } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
@@ -33,6 +39,8 @@ export type { Screenshot } from '../delivery/imageDelivery';
 export interface ScreenshotDeps {
   keys: KeyStore;
   rateLimiter: RateLimiter;
+  /** Signed links' hourly budget, per key: never the account's API window. */
+  signedLinkBudget: RateLimiter;
   credits: CreditLedger;
   captureSlots: CaptureSlots;
   renderer: Renderer;
@@ -78,7 +86,7 @@ export type ScreenshotInput = ScreenshotCredential & {
  * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back.
  */
 export type ScreenshotOutcome =
-  | { ok: true; screenshot: Screenshot; rateLimit: RateLimitDecision; undelivered: () => Promise<void> }
+  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 const NOTHING_TO_GIVE_BACK = async () => undefined;
@@ -175,14 +183,24 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
               .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
               .catch(() => undefined)
           : undefined;
-      const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
-      const [decision, slot, reservation] = await Promise.allSettled([
-        deps.rateLimiter.hit(accountId, now()),
-        cached ? Promise.resolve(undefined) : deps.captureSlots.acquire(accountId, now(), deadline),
-        cost === undefined ? Promise.resolve(false) : deps.credits.reserve(accountId, cost).then(() => true),
+      const touch = () =>
         deps.keys
           .touchLastUsed(identity, now())
-          .catch((error) => logger.warn('lastUsed not recorded', { error })),
+          .catch((error) => logger.warn('lastUsed not recorded', { error }));
+      // A signed link answered from the cache (or by a 304) costs none of its budget.
+      if ('signed' in input && cached) {
+        await touch();
+        return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+      }
+      const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
+      const [decision, slot, reservation] = await Promise.allSettled([
+        // A signed link spends its key's own budget, never the account's API window.
+        'signed' in input
+          ? deps.signedLinkBudget.hit(identity.keyId, now())
+          : deps.rateLimiter.hit(accountId, now()),
+        cached ? Promise.resolve(undefined) : deps.captureSlots.acquire(accountId, now(), deadline),
+        cost === undefined ? Promise.resolve(false) : deps.credits.reserve(accountId, cost).then(() => true),
+        touch(),
       ]);
       const lease = slot.status === 'fulfilled' ? slot.value : undefined;
       const release = async (penaltyUntil?: number) => {
@@ -255,6 +273,7 @@ function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
     durationMs,
     creditsCharged: outcome.ok ? outcome.screenshot.creditsCharged : 0,
     cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
+    pageFault: !outcome.ok && outcome.error instanceof CaptureFailedError && outcome.error.fault === 'page',
   };
 }
 

@@ -8,7 +8,7 @@ import {
 import { isConditionFailure, itemKey } from './table';
 
 /**
- * One counter item per account and window. The increment is conditional on the count being below the limit, so
+ * One counter item per subject (an account, or a key's signed links) and window. The increment is conditional on the count being below the limit, so
  * with N concurrent requests and R left exactly min(N, R) pass, and refused requests do not inflate the count.
  * The item expires (TTL) an hour after its window ends.
  */
@@ -17,16 +17,21 @@ export class DynamoRateLimiter implements RateLimiter {
     private readonly db: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly limit: number,
+    /** The window's item: the account's by default, `itemKey.signedLinkWindow` for a key's signed links. */
+    private readonly windowKey: (
+      subject: string,
+      start: number,
+    ) => Record<string, string> = itemKey.rateWindow,
   ) {}
 
-  async hit(accountId: string, now: number): Promise<RateLimitDecision> {
+  async hit(subject: string, now: number): Promise<RateLimitDecision> {
     const start = windowStart(now);
     const reset = start + RATE_WINDOW_MS;
     try {
       const result = await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: itemKey.rateWindow(accountId, start),
+          Key: this.windowKey(subject, start),
           UpdateExpression: 'ADD #count :one SET expiresAt = :expiresAt',
           ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
           ExpressionAttributeNames: { '#count': 'count' },

@@ -1,6 +1,7 @@
 import { DecryptCommand, EncryptCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
+import { ALARMED_LOG_MESSAGES } from '../metrics/names';
 import type { SecretCipher } from '../signing/secretCipher';
 
 /** KMS's answers for a ciphertext that is not genuine (or not for this context): not authentic, so no secret. */
@@ -52,6 +53,6 @@ export class KmsSecretCipher implements SecretCipher {
 }
 
 function unavailable(error: unknown): StoreUnavailableError {
-  logger.error('KMS call failed', { error: error instanceof Error ? error : String(error) });
+  logger.error(ALARMED_LOG_MESSAGES.kmsFailures, { error: error instanceof Error ? error : String(error) });
   return new StoreUnavailableError();
 }

@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { PageMetadata } from '../capture/renderer';
-import type { ImageStore, StoredImageInfo } from '../delivery/imageStore';
+import { EXPIRY_TAG, expiryDays, type ImageStore, type StoredImageInfo } from '../delivery/imageStore';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
 
@@ -30,6 +30,8 @@ export class S3ImageStore implements ImageStore {
   ) {}
 
   async put(key: string, image: Buffer, info: StoredImageInfo): Promise<void> {
+    // The object's own lifecycle rule removes it once its cacheTtl (or link lifetime) has passed.
+    const Tagging = `${EXPIRY_TAG}=${expiryDays(info.storedAt, info.expiresAt)}`;
     // The page's metadata can outgrow S3's 2 KB of object metadata: it is an object of its own beside the image,
     // written first so that an image that says it has one always finds it.
     if (info.metadata) {
@@ -40,6 +42,7 @@ export class S3ImageStore implements ImageStore {
             Key: `${key}${PAGE_METADATA_SUFFIX}`,
             Body: JSON.stringify(info.metadata),
             ContentType: 'application/json',
+            Tagging,
           }),
         ),
       );
@@ -51,6 +54,7 @@ export class S3ImageStore implements ImageStore {
           Key: key,
           Body: image,
           ContentType: info.contentType,
+          Tagging,
           Metadata: {
             etag: info.etag,
             width: String(info.width),

@@ -29,6 +29,11 @@ export const itemKey = {
     pk: `ACCOUNT#${accountId}`,
     sk: `RATE#${windowStart}`,
   }),
+  /** One fixed window of the signed links of one API key: a partition per key, apart from the account's. */
+  signedLinkWindow: (keyId: string, windowStart: number) => ({
+    pk: `SIGNED#${keyId}`,
+    sk: `RATE#${windowStart}`,
+  }),
   /** A refund that failed, kept for an operator. One partition for all: they are rare, and listed together. */
   pendingRefund: (refundId: string) => ({ pk: PENDING_REFUNDS_PARTITION, sk: `REFUND#${refundId}` }),
   /** An account's usage totals of one UTC day (YYYY-MM-DD): the days of a window sort together. */

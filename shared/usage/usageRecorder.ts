@@ -1,4 +1,5 @@
 import { logger } from '../logger';
+import { ALARMED_LOG_MESSAGES } from '../metrics/names';
 import type { UsageRecord, UsageStore } from './usageStore';
 
 /** Port the screenshot use case hands its usage records to; it returns at once and never fails the request. */
@@ -29,7 +30,9 @@ export class DeferredUsageRecorder implements UsageRecorder {
       const write: Promise<void> = this.store
         .add(entry)
         // The whole record is logged (it holds no secret), so an operator can add it back by hand.
-        .catch((error) => logger.error('Usage record not written', { record: { ...entry }, error }))
+        .catch((error) =>
+          logger.error(ALARMED_LOG_MESSAGES.usageWriteFailures, { record: { ...entry }, error }),
+        )
         .finally(() => this.writing.delete(write));
       this.writing.add(write);
     }

@@ -1,6 +1,7 @@
 import { KMSClient } from '@aws-sdk/client-kms';
 import { z } from 'zod';
 import type { ImageStore } from '../delivery/imageStore';
+import { CachingSecretCipher } from '../signing/cachingSecretCipher';
 import type { SecretCipher } from '../signing/secretCipher';
 import { fileSecretCipher } from '../store/fileSecretCipher';
 import { KmsSecretCipher } from '../store/kmsSecretCipher';
@@ -44,7 +45,9 @@ function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
  */
 export function createSecretCipher(env: NodeJS.ProcessEnv): SecretCipher {
   const config = deliveryEnv.parse(env);
-  if (config.SIGNING_KMS_KEY_ID) return new KmsSecretCipher(new KMSClient({}), config.SIGNING_KMS_KEY_ID);
+  if (config.SIGNING_KMS_KEY_ID) {
+    return new CachingSecretCipher(new KmsSecretCipher(new KMSClient({}), config.SIGNING_KMS_KEY_ID));
+  }
   if (config.SIGNING_KEY_FILE) return fileSecretCipher(config.SIGNING_KEY_FILE);
   const refuse = async (): Promise<never> => {
     throw new Error('No signing-secret cipher configured: set SIGNING_KMS_KEY_ID or SIGNING_KEY_FILE');

@@ -8,6 +8,7 @@ import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
 import { DynamoUsageStore } from '../store/dynamoUsageStore';
 import { translateStoreOutages } from '../store/storeUnavailable';
+import { itemKey } from '../store/table';
 
 /**
  * Wiring: builds the domain's dependencies from a DynamoDB client and the environment. Lambda entries call these
@@ -21,6 +22,13 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     keys: new DynamoKeyStore(db, config.tableName),
     credits: new DynamoCreditLedger(db, config.tableName),
     rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
+    // Signed links: a budget of their own per key, with the same number (docs/api.md, "Signed links").
+    signedLinkBudget: new DynamoRateLimiter(
+      db,
+      config.tableName,
+      config.rateLimitPerHour,
+      itemKey.signedLinkWindow,
+    ),
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
     captureSlots: new DynamoCaptureSlots(
       db,

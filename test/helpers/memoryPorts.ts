@@ -322,6 +322,7 @@ export function memoryScreenshotDeps(overrides: Partial<ScreenshotDeps> = {}): S
     keys: new MemoryKeyStore(),
     credits: new MemoryCreditLedger(),
     rateLimiter: new MemoryRateLimiter(100),
+    signedLinkBudget: new MemoryRateLimiter(100),
     captureSlots: new MemoryCaptureSlots(10),
     renderer: new FakeRenderer(),
     urlPolicy: fakeUrlPolicy,

@@ -30,6 +30,7 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     renderer,
     usage,
     rateLimiter: new MemoryRateLimiter(options.rateLimit ?? 100),
+    signedLinkBudget: new MemoryRateLimiter(options.rateLimit ?? 100),
     now: options.now,
   });
   return {

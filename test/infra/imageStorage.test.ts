@@ -4,7 +4,13 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CACHE_EXPIRY_DAYS, ImageStorage, LINKED_EXPIRY_DAYS } from '../../infra/imageStorage';
-import { IMAGE_KINDS } from '../../shared/delivery/imageStore';
+import {
+  EXPIRY_DAYS,
+  EXPIRY_TAG,
+  expiryDays,
+  IMAGE_KINDS,
+  IMAGE_PREFIX,
+} from '../../shared/delivery/imageStore';
 import { CACHE_TTL } from '../../shared/screenshot/schema';
 import { type Json, ofType } from './synth';
 
@@ -89,11 +95,47 @@ describe('the image bucket', () => {
   });
 });
 
+describe("expiry by each object's own cacheTtl", () => {
+  it('has a lifecycle rule per expiry tag value, over every stored image', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      LifecycleConfiguration: {
+        Rules: Match.arrayWith(
+          EXPIRY_DAYS.map((days) =>
+            Match.objectLike({
+              Prefix: IMAGE_PREFIX,
+              TagFilters: [{ Key: EXPIRY_TAG, Value: String(days) }],
+              ExpirationInDays: days,
+              Status: 'Enabled',
+            }),
+          ),
+        ),
+      },
+    });
+  });
+
+  it('tags an object with the first class that outlives its cacheTtl by a day', () => {
+    const day = 86_400_000;
+    expect(expiryDays(0, CACHE_TTL.min * 1000)).toBe(2);
+    expect(expiryDays(0, CACHE_TTL.default * 1000)).toBe(2);
+    expect(expiryDays(0, day + 1)).toBe(8);
+    expect(expiryDays(0, 7 * day)).toBe(8);
+    expect(expiryDays(0, 7 * day + 1)).toBe(31);
+    expect(expiryDays(0, CACHE_TTL.max * 1000)).toBe(31);
+    expect(Math.max(...EXPIRY_DAYS)).toBeLessThanOrEqual(CACHE_EXPIRY_DAYS);
+  });
+});
+
 describe('least privilege', () => {
   it('lets the screenshot function read and write objects under the image prefix only, and decrypt with the key', () => {
     const statements = statementsOf(screenshot);
     const actions = statements.flatMap((statement) => [statement.Action].flat());
-    expect(actions.sort()).toEqual(['kms:Decrypt', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    expect(actions.sort()).toEqual([
+      'kms:Decrypt',
+      's3:GetObject',
+      's3:ListBucket',
+      's3:PutObject',
+      's3:PutObjectTagging',
+    ]);
     const objects = statements.find((statement) => [statement.Action].flat().includes('s3:GetObject'));
     expect(JSON.stringify(objects?.Resource)).toContain('/images/*');
     const kms = statements.find((statement) => statement.Action === 'kms:Decrypt');

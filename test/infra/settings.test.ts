@@ -7,7 +7,8 @@ import { loadEnvironments, parseSettings } from '../../infra/settings';
 import { PROJECT_ROOT } from '../../infra/stack';
 
 const minimal = { stackName: 'Shots-dev', account: '123456789012', region: 'eu-west-1', production: false };
-const parse = (extra: Record<string, unknown>) => parseSettings('dev', { ...minimal, ...extra });
+const parse = (extra: Record<string, unknown>) =>
+  parseSettings('dev', { ...minimal, ...extra }, { placeholders: 'allow' });
 
 describe('parseSettings', () => {
   it('fills the decisions defaults and derives a sign-in domain prefix unique to the environment and account', () => {
@@ -37,7 +38,7 @@ describe('parseSettings', () => {
   });
 
   it('refuses a production environment nobody receives alarms from', () => {
-    expect(() => parse({ production: true })).toThrow(/alarmEmail or alarmTopicArn/);
+    expect(() => parse({ production: true })).toThrow(/alarmEmails or alarmTopicArn/);
     expect(
       parse({ production: true, alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:pager' }).production,
     ).toBe(true);
@@ -50,22 +51,57 @@ describe('parseSettings', () => {
   });
 
   it('accepts an alarm email address and refuses anything else', () => {
-    expect(parse({ alarmEmail: 'ops@example.com' }).alarmEmail).toBe('ops@example.com');
-    expect(() => parse({ alarmEmail: 'not an address' })).toThrow(/alarmEmail/);
+    expect(parse({ alarmEmails: ['ops@example.com', 'pager@example.com'] }).alarmEmails).toEqual([
+      'ops@example.com',
+      'pager@example.com',
+    ]);
+    expect(() => parse({ alarmEmails: ['not an address'] })).toThrow(/alarmEmails/);
+  });
+});
+
+describe('placeholders', () => {
+  const real = { stackName: 'Shots-prod', account: '493817265034', region: 'eu-west-1', production: true };
+  const strict = (extra: Record<string, unknown>) => parseSettings('prod', { ...real, ...extra });
+
+  it('refuses placeholder account ids, in the account and in the alarm topic', () => {
+    for (const account of ['111111111111', '222222222222', '123456789012', '000000000000']) {
+      expect(() => strict({ account, alarmEmails: ['ops@shots.io'] })).toThrow(/account: .* placeholder/);
+    }
+    expect(() => strict({ alarmTopicArn: 'arn:aws:sns:eu-west-1:111111111111:pager' })).toThrow(
+      /alarmTopicArn: 111111111111 is a placeholder/,
+    );
+  });
+
+  it('refuses example addresses nobody receives', () => {
+    for (const email of ['ops@example.com', 'ops@mail.example.org', 'ops@example.net', 'ops@shots.example']) {
+      expect(() => strict({ alarmEmails: ['ops@shots.io', email] })).toThrow(
+        /alarmEmails\.1: .* example address/,
+      );
+    }
+    expect(() =>
+      strict({ alarmEmails: ['ops@shots.io'], emailSender: { fromEmail: 'no-reply@example.com' } }),
+    ).toThrow(/emailSender\.fromEmail/);
+  });
+
+  it('accepts real values, and placeholders only when asked to', () => {
+    expect(strict({ alarmEmails: ['ops@shots.io'] }).account).toBe('493817265034');
+    expect(() => loadEnvironments()).toThrow(/placeholder/);
   });
 });
 
 describe('loadEnvironments', () => {
   it('reads every committed environment, each with its own stack name', () => {
-    const environments = loadEnvironments();
+    const environments = loadEnvironments(undefined, { placeholders: 'allow' });
     expect(environments.map((settings) => settings.environment)).toEqual(['dev', 'prod']);
     expect(new Set(environments.map((settings) => settings.stackName)).size).toBe(environments.length);
   });
 
   it('has production alarms go somewhere and production rollouts go through the canary', () => {
-    const prod = loadEnvironments().find((settings) => settings.environment === 'prod');
+    const prod = loadEnvironments(undefined, { placeholders: 'allow' }).find(
+      (settings) => settings.environment === 'prod',
+    );
     expect(prod?.production).toBe(true);
-    expect(prod?.alarmEmail ?? prod?.alarmTopicArn).toBeDefined();
+    expect(prod?.alarmEmails[0] ?? prod?.alarmTopicArn).toBeDefined();
     expect(prod?.rollout).toBe('canary');
   });
 
@@ -73,7 +109,9 @@ describe('loadEnvironments', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'environments-'));
     try {
       writeFileSync(path.join(dir, 'staging.json'), JSON.stringify(minimal));
-      expect(loadEnvironments(dir).map((settings) => settings.environment)).toEqual(['staging']);
+      expect(
+        loadEnvironments(dir, { placeholders: 'allow' }).map((settings) => settings.environment),
+      ).toEqual(['staging']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -34,6 +34,7 @@ import {
 } from '../../infra/stack';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
 import {
+  COMMON_QUERY_RULES,
   COMMON_RULES_COUNTED,
   CONTENT_LENGTH_ABOVE_MAX,
   decimalAbove,
@@ -231,15 +232,16 @@ describe('Lambda functions', () => {
   it('creates exactly one function per handler (routes that share a handler share its function)', () => {
     const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
     expect(ids.size).toBe(new Set(ROUTES.map((route) => route.handler)).size);
-    // The only other functions are CDK's handlers: one copies the dashboard's files to its bucket, one reads the
-    // edge stack's web ACL ARN across regions.
+    // The only other functions are CDK's handlers (one copies the dashboard's files to its bucket, one reads the
+    // edge stack's web ACL ARN across regions) and the screenshot function's pre-traffic hook.
     const others = ofType(synth.resources, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.has(id) && id !== rendererId())
       .sort();
-    expect(others).toHaveLength(2);
+    expect(others).toHaveLength(3);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
     expect(others[1]).toMatch(/^CustomCrossRegionExportReader/);
+    expect(others[2]).toMatch(/^ScreenshotPreTrafficHook/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -693,7 +695,15 @@ describe('Web ACL in front of the API', () => {
         EvaluationWindowSec: 300,
         AggregateKeyType: 'CUSTOM_KEYS',
         CustomKeys: [
-          { Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } },
+          {
+            Header: {
+              Name: 'authorization',
+              TextTransformations: [
+                { Priority: 0, Type: 'LOWERCASE' },
+                { Priority: 1, Type: 'COMPRESS_WHITE_SPACE' },
+              ],
+            },
+          },
         ],
       },
     });
@@ -745,7 +755,7 @@ describe('Web ACL in front of the API', () => {
     }
   });
 
-  it('applies the managed IP reputation and common rule sets, counting only the common body rules', () => {
+  it('applies the managed IP reputation and common rule sets, counting the common body and query rules', () => {
     expect(rule('AWSManagedRulesAmazonIpReputationList')?.Statement).toEqual({
       ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesAmazonIpReputationList' },
     });
@@ -753,7 +763,10 @@ describe('Web ACL in front of the API', () => {
       ?.ManagedRuleGroupStatement as Json | undefined;
     expect(common?.Name).toBe('AWSManagedRulesCommonRuleSet');
     expect(common?.RuleActionOverrides).toEqual(
-      COMMON_RULES_COUNTED.map((name) => ({ Name: name, ActionToUse: { Count: {} } })),
+      [...COMMON_RULES_COUNTED, ...Object.keys(COMMON_QUERY_RULES)].map((name) => ({
+        Name: name,
+        ActionToUse: { Count: {} },
+      })),
     );
     // SizeRestrictions_BODY blocks above 8 KB: valid screenshot bodies reach 96 KiB.
     expect(COMMON_RULES_COUNTED).toContain('SizeRestrictions_BODY');
@@ -989,7 +1002,7 @@ describe('Alarms', () => {
   it('subscribes the configured address to the alarm topic', () => {
     synth.template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
-      Endpoint: TEST_SETTINGS.alarmEmail,
+      Endpoint: TEST_SETTINGS.alarmEmails[0],
       TopicArn: { Ref: topicId() },
     });
   });
@@ -1004,11 +1017,10 @@ describe('Alarms', () => {
   });
 
   it('alarms on an absolute count of 5xx answers, so low traffic cannot hide them', () => {
+    const metrics = JSON.stringify(alarm('ServerErrorCountAlarm').Metrics);
+    expect(metrics).toContain('"MetricName":"5XXError","Namespace":"AWS/ApiGateway"');
+    expect(metrics).toContain('"Stat":"Sum"');
     expect(alarm('ServerErrorCountAlarm')).toMatchObject({
-      Namespace: 'AWS/ApiGateway',
-      MetricName: '5XXError',
-      Statistic: 'Sum',
-      Period: 300,
       Threshold: ALARM_THRESHOLDS.serverErrors,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       EvaluationPeriods: 1,
@@ -1047,7 +1059,7 @@ describe('Alarms', () => {
     expect(alarm('ThrottlesAlarm').Threshold).toBe(ALARM_THRESHOLDS.throttles);
   });
 
-  it('alarms when any single invocation runs 80% of its timeout', () => {
+  it('alarms when any single invocation runs 80% of its timeout, or the screenshot one past its capture budget', () => {
     for (const route of ROUTES) {
       const timeoutMs = Number(functionOf(route.handler).Properties.Timeout) * 1000;
       expect(alarm(`${pascal(route.handler)}NearTimeoutAlarm`)).toMatchObject({
@@ -1055,7 +1067,10 @@ describe('Alarms', () => {
         MetricName: 'Duration',
         Statistic: 'Maximum',
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: synth.functionId(route.handler) } }],
-        Threshold: timeoutMs * ALARM_THRESHOLDS.timeoutShare,
+        Threshold:
+          route.handler === 'screenshot'
+            ? ALARM_THRESHOLDS.screenshotNearTimeoutMs
+            : timeoutMs * ALARM_THRESHOLDS.timeoutShare,
         EvaluationPeriods: 1,
       });
     }

@@ -10,22 +10,26 @@ import { PROJECT_ROOT, type ScreenshotServiceStack } from '../../infra/stack';
 import type { RouteDefinition } from '../../shared/routes';
 
 /** Settings that differ from the defaults, so a test can tell a setting reached the template. */
-export const TEST_SETTINGS: DeploymentSettings = parseSettings('test', {
-  stackName: 'ScreenshotServiceTest',
-  account: '123456789012',
-  region: 'eu-central-1',
-  production: true,
-  rateLimitPerHour: 250,
-  freeCredits: 7,
-  screenshotReservedConcurrency: 40,
-  wafRequestsPerIp: 900,
-  wafRequestsPerCredential: 240,
-  maxConcurrentCaptures: 6,
-  alarmEmail: 'ops@example.com',
-  alarmTopicArn: 'arn:aws:sns:eu-central-1:123456789012:pager',
-  dashboardDomainPrefix: 'shots-test',
-  emailSender: { fromEmail: 'no-reply@shots.example', fromName: 'Screenshots' },
-});
+export const TEST_SETTINGS: DeploymentSettings = parseSettings(
+  'test',
+  {
+    stackName: 'ScreenshotServiceTest',
+    account: '123456789012',
+    region: 'eu-central-1',
+    production: true,
+    rateLimitPerHour: 250,
+    freeCredits: 7,
+    screenshotReservedConcurrency: 40,
+    wafRequestsPerIp: 900,
+    wafRequestsPerCredential: 240,
+    maxConcurrentCaptures: 6,
+    alarmEmails: ['ops@example.com'],
+    alarmTopicArn: 'arn:aws:sns:eu-central-1:123456789012:pager',
+    dashboardDomainPrefix: 'shots-test',
+    emailSender: { fromEmail: 'no-reply@shots.example', fromName: 'Screenshots' },
+  },
+  { placeholders: 'allow' },
+);
 
 /** The feature flags and settings of cdk.json, which `cdk synth` and `cdk deploy` give the app. */
 const CDK_CONTEXT = (

@@ -44,7 +44,13 @@ describe('PowertoolsServiceMetrics', () => {
   it('publishes a finished capture under the shared namespace, with the service as dimension', () => {
     const metrics = new PowertoolsServiceMetrics(env);
     const lines = emitted(() => {
-      metrics.captureFinished({ status: 200, durationMs: 812, creditsCharged: 2, cacheHit: false });
+      metrics.captureFinished({
+        status: 200,
+        durationMs: 812,
+        creditsCharged: 2,
+        cacheHit: false,
+        pageFault: false,
+      });
       metrics.flush();
     });
     const buffered = lines.find((line) => metricNames(line).includes(METRIC.creditsCharged));
@@ -62,7 +68,13 @@ describe('PowertoolsServiceMetrics', () => {
   it('counts each answer by status in a series of its own', () => {
     const metrics = new PowertoolsServiceMetrics(env);
     const lines = emitted(() => {
-      metrics.captureFinished({ status: 503, durationMs: 40, creditsCharged: 0, cacheHit: false });
+      metrics.captureFinished({
+        status: 503,
+        durationMs: 40,
+        creditsCharged: 0,
+        cacheHit: false,
+        pageFault: false,
+      });
       metrics.flush();
     });
     const byStatus = lines.find((line) => metricNames(line).includes(METRIC.requestsByStatus));
@@ -101,12 +113,21 @@ describe('PowertoolsServiceMetrics', () => {
 describe('InMemoryServiceMetrics', () => {
   it('keeps what each flush published', () => {
     const metrics = new InMemoryServiceMetrics();
-    metrics.captureFinished({ status: 200, durationMs: 5, creditsCharged: 1, cacheHit: true });
+    metrics.captureFinished({
+      status: 200,
+      durationMs: 5,
+      creditsCharged: 1,
+      cacheHit: true,
+      pageFault: false,
+    });
     metrics.refundFailed();
     metrics.flush();
     metrics.flush();
     expect(metrics.published).toEqual([
-      { captures: [{ status: 200, durationMs: 5, creditsCharged: 1, cacheHit: true }], refundFailures: 1 },
+      {
+        captures: [{ status: 200, durationMs: 5, creditsCharged: 1, cacheHit: true, pageFault: false }],
+        refundFailures: 1,
+      },
     ]);
   });
 });

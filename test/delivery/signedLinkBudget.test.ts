@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+
+/** The hourly limit of these tests: the API's, and each key's signed links'. */
+const LIMIT = 3;
+
+let pages: PageServer;
+let harness: ScreenshotHarness;
+
+beforeAll(async () => {
+  pages = await startPageServer({ '/red': solidPage('#ff0000') });
+  harness = await startScreenshotHarness({
+    ALLOW_PRIVATE_HOSTS: pages.hostPort,
+    RATE_LIMIT_PER_HOUR: String(LIMIT),
+  });
+});
+
+afterAll(async () => {
+  await harness?.close();
+  await pages?.close();
+});
+
+type Account = Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
+function link(account: Account, width: number) {
+  const query = { url: `${pages.origin}/red`, width: String(width), keyId: account.keyId };
+  return { ...query, signature: signQuery(account.signingSecret, canonicalQuery(query)) };
+}
+
+describe('signed links and the rate limit', () => {
+  it('have a budget of their own per key, and using it up leaves the API keys their whole window', async () => {
+    const account = await harness.newAccount();
+    for (let width = 600; width < 600 + LIMIT; width++) {
+      expect((await harness.open(link(account, width))).status).toBe(200);
+    }
+    const over = await harness.open(link(account, 700));
+    expect(over.status).toBe(429);
+    for (let i = 0; i < LIMIT; i++) {
+      const response = await harness.shoot(account.apiKey, { url: `${pages.origin}/red`, width: 500 + i });
+      expect(response.status).toBe(200);
+    }
+    expect((await harness.shoot(account.apiKey, { url: `${pages.origin}/red` })).status).toBe(429);
+  });
+
+  it('answered from the cache or by a 304 cost nothing: 40 replays of one public link lock nobody out', async () => {
+    const account = await harness.newAccount();
+    const query = link(account, 640);
+    const first = await harness.open(query);
+    expect(first.status).toBe(200);
+    const etag = String(first.headers.ETag ?? first.headers.etag);
+    for (let replay = 0; replay < 40; replay++) {
+      const answer = await harness.open(query, replay % 2 === 0 ? {} : { 'if-none-match': etag });
+      expect([200, 304]).toContain(answer.status);
+    }
+    // The link's budget still has all but the first capture's share, and the API window is whole.
+    for (let width = 641; width < 640 + LIMIT; width++) {
+      expect((await harness.open(link(account, width))).status).toBe(200);
+    }
+    expect((await harness.shoot(account.apiKey, { url: `${pages.origin}/red` })).status).toBe(200);
+  });
+});

@@ -1,0 +1,279 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routeThrottles } from '../../infra/routeThrottles';
+import { parseSettings } from '../../infra/settings';
+import {
+  COMMON_QUERY_RULES,
+  COMMON_RULES_COUNTED,
+  CREDENTIAL_TRANSFORMATIONS,
+  KEY_ID_TRANSFORMATIONS,
+  WELL_FORMED_API_KEY_HEADER,
+} from '../../infra/webAcl';
+import { bearerCredential } from '../../shared/http/request';
+import { generateApiKey } from '../../shared/keys/apiKey';
+import { asList, type Json, ofType, type SynthesizedStack, synthesizeStack, TEST_SETTINGS } from './synth';
+
+// Templates only: no bundling, the rules are all in the template.
+let synth: SynthesizedStack;
+beforeAll(() => {
+  synth = synthesizeStack(
+    {
+      ...TEST_SETTINGS,
+      routeThrottles: {
+        createKey: { rateLimit: 3, burstLimit: 6 },
+        signedScreenshot: { rateLimit: 8, burstLimit: 16 },
+      },
+    },
+    false,
+  );
+}, 120_000);
+afterAll(() => synth?.cleanup());
+
+const aclOf = (template: SynthesizedStack['template']) =>
+  (Object.values(template.findResources('AWS::WAFv2::WebACL'))[0] as { Properties: Json }).Properties;
+function ruleOf(template: SynthesizedStack['template'], name: string): Json {
+  const rule = (asList(aclOf(template).Rules) as Json[]).find((r) => r.Name === name);
+  if (!rule) throw new Error(`no rule ${name}`);
+  return rule;
+}
+
+/** What WAF's LOWERCASE then COMPRESS_WHITE_SPACE make of a header value. */
+const normalized = (value: string) => value.toLowerCase().replace(/[ \t\n\r\f\v]+/g, ' ');
+
+describe('per-key rate rules at the edge', () => {
+  it('count the Authorization header lowercased and with its white space compressed', () => {
+    expect(CREDENTIAL_TRANSFORMATIONS.map((t) => t.type)).toEqual(['LOWERCASE', 'COMPRESS_WHITE_SPACE']);
+    expect(ruleOf(synth.template, 'RateLimitPerCredential').Statement).toEqual({
+      RateBasedStatement: {
+        Limit: TEST_SETTINGS.wafRequestsPerCredential,
+        EvaluationWindowSec: 300,
+        AggregateKeyType: 'CUSTOM_KEYS',
+        CustomKeys: [
+          {
+            Header: {
+              Name: 'authorization',
+              TextTransformations: [
+                { Priority: 0, Type: 'LOWERCASE' },
+                { Priority: 1, Type: 'COMPRESS_WHITE_SPACE' },
+              ],
+            },
+          },
+        ],
+      },
+    });
+  });
+
+  it('count every case and spacing variant the handler accepts as one key', () => {
+    const key = generateApiKey();
+    const variants = [
+      `Bearer ${key}`,
+      `bearer ${key}`,
+      `BEARER   ${key}`,
+      `BeArEr\t${key}`.replace('\t', '  '),
+    ];
+    for (const variant of variants) {
+      expect(bearerCredential({ headers: { authorization: variant } })).toBe(key);
+      expect(normalized(variant)).toBe(`bearer ${key}`);
+    }
+  });
+
+  it('count signed links per decoded, lowercased keyId, on the signed-link route only', () => {
+    expect(KEY_ID_TRANSFORMATIONS.map((t) => t.type)).toEqual(['URL_DECODE', 'LOWERCASE']);
+    const statement = (ruleOf(synth.template, 'RateLimitPerSignedLinkKey').Statement as Json)
+      .RateBasedStatement as Json;
+    expect(statement).toMatchObject({
+      Limit: TEST_SETTINGS.wafRequestsPerCredential,
+      AggregateKeyType: 'CUSTOM_KEYS',
+      CustomKeys: [
+        {
+          QueryArgument: {
+            Name: 'keyId',
+            TextTransformations: [
+              { Priority: 0, Type: 'URL_DECODE' },
+              { Priority: 1, Type: 'LOWERCASE' },
+            ],
+          },
+        },
+      ],
+    });
+    const scope = JSON.stringify(statement.ScopeDownStatement);
+    expect(scope).toContain('"SearchString":"GET"');
+    expect(scope).toContain('"SearchString":"/api/screenshot"');
+  });
+});
+
+describe('malformed API keys at the edge', () => {
+  const regex = new RegExp(WELL_FORMED_API_KEY_HEADER);
+
+  it('accepts every header the handler would read a well-formed key from', () => {
+    const key = generateApiKey();
+    for (const header of [`Bearer ${key}`, `bearer    ${key}`, `BEARER ${key}`]) {
+      expect(regex.test(normalized(header))).toBe(true);
+    }
+  });
+
+  it('refuses junk, other schemes, short keys and session tokens', () => {
+    const key = generateApiKey();
+    for (const header of [
+      '',
+      'Bearer',
+      `Basic ${key}`,
+      `Bearer ${key.slice(0, -1)}`,
+      `Bearer ${key}x`,
+      'Bearer eyJhbGciOi.x.y',
+    ]) {
+      expect(regex.test(normalized(header))).toBe(false);
+    }
+  });
+
+  it('answers 401 before any function on the API-key routes, with the header normalized as for the rate rule', () => {
+    const rule = ruleOf(synth.template, 'MalformedApiKey');
+    expect(rule.Action).toMatchObject({ Block: { CustomResponse: { ResponseCode: 401 } } });
+    const text = JSON.stringify(rule.Statement);
+    expect(text).toContain(JSON.stringify(WELL_FORMED_API_KEY_HEADER));
+    expect(text).toContain('"NotStatement"');
+    expect(text).toContain('"SearchString":"POST"');
+    expect(text).toContain('"SearchString":"/mcp"');
+    expect(text).toContain('{"Priority":0,"Type":"LOWERCASE"},{"Priority":1,"Type":"COMPRESS_WHITE_SPACE"}');
+  });
+});
+
+describe('common rule set exceptions', () => {
+  it('counts the query rules that bite on signed links, and the body rules', () => {
+    const common = (ruleOf(synth.template, 'AWSManagedRulesCommonRuleSet').Statement as Json)
+      .ManagedRuleGroupStatement as Json;
+    const counted = (asList(common.RuleActionOverrides) as Json[]).map((o) => o.Name);
+    expect(counted).toEqual([...COMMON_RULES_COUNTED, ...Object.keys(COMMON_QUERY_RULES)]);
+    expect(counted).toEqual(
+      expect.arrayContaining([
+        'SizeRestrictions_QUERYSTRING',
+        'CrossSiteScripting_QUERYARGUMENTS',
+        'GenericLFI_QUERYARGUMENTS',
+        'GenericRFI_QUERYARGUMENTS',
+        'EC2MetaDataSSRF_QUERYARGUMENTS',
+      ]),
+    );
+  });
+
+  it('still blocks those query rules on every route but GET /api/screenshot', () => {
+    const rule = ruleOf(synth.template, 'CommonQueryRulesOutsideSignedLinks');
+    const common = ruleOf(synth.template, 'AWSManagedRulesCommonRuleSet');
+    expect(Number(rule.Priority)).toBeGreaterThan(Number(common.Priority));
+    expect(rule.Action).toEqual({ Block: {} });
+    const [anyLabel, notSignedLink] = asList(
+      ((rule.Statement as Json).AndStatement as Json).Statements,
+    ) as Json[];
+    const labels = (asList(((anyLabel as Json).OrStatement as Json).Statements) as Json[]).map(
+      (s) => (s.LabelMatchStatement as Json).Key,
+    );
+    expect(labels).toEqual(
+      Object.values(COMMON_QUERY_RULES).map((label) => `awswaf:managed:aws:core-rule-set:${label}`),
+    );
+    const exempt = JSON.stringify((notSignedLink as Json).NotStatement);
+    expect(exempt).toContain('"SearchString":"GET"');
+    expect(exempt).toContain('"SearchString":"/api/screenshot"');
+  });
+});
+
+describe('WAF logging', () => {
+  for (const [name, template] of [
+    ['API', () => synth.template],
+    ['dashboard', () => synth.edgeTemplate],
+  ] as const) {
+    it(`logs the ${name} web ACL with Authorization, cookies and the query (signature) redacted`, () => {
+      template().hasResourceProperties('AWS::WAFv2::LoggingConfiguration', {
+        RedactedFields: [
+          { SingleHeader: { Name: 'authorization' } },
+          { SingleHeader: { Name: 'cookie' } },
+          { QueryString: {} },
+        ],
+      });
+      template().hasResourceProperties('AWS::Logs::LogGroup', {
+        LogGroupName: Match.stringLikeRegexp('^aws-waf-logs-'),
+      });
+    });
+
+    it(`samples no ${name} request, since samples would show keys unredacted`, () => {
+      const configs = [
+        aclOf(template()).VisibilityConfig,
+        ...(asList(aclOf(template()).Rules) as Json[]).map((r) => r.VisibilityConfig),
+      ];
+      for (const config of configs) expect((config as Json).SampledRequestsEnabled).toBe(false);
+    });
+  }
+});
+
+describe('CDN access logs', () => {
+  it('logs the distribution to a bucket of its own, without cookies', () => {
+    synth.template.hasResourceProperties('AWS::CloudFront::Distribution', {
+      DistributionConfig: Match.objectLike({
+        Logging: Match.objectLike({ IncludeCookies: false, Prefix: 'cloudfront/' }),
+      }),
+    });
+    synth.template.hasResourceProperties('AWS::S3::Bucket', {
+      OwnershipControls: { Rules: [{ ObjectOwnership: 'ObjectWriter' }] },
+      LifecycleConfiguration: { Rules: [Match.objectLike({ ExpirationInDays: 90 })] },
+    });
+  });
+});
+
+describe('throttles per route', () => {
+  it('come from the settings, with the screenshot throttle for streaming routes not named', () => {
+    const [, stage] = ofType(synth.resources, 'AWS::ApiGateway::Stage')[0] ?? [];
+    const methods = asList(stage?.Properties.MethodSettings) as Json[];
+    const of = (method: string, path: string) =>
+      methods.find((m) => m.HttpMethod === method && m.ResourcePath === `/${path.replaceAll('/', '~1')}`);
+    expect(of('POST', '/api/keys')).toMatchObject({ ThrottlingRateLimit: 3, ThrottlingBurstLimit: 6 });
+    expect(of('GET', '/api/screenshot')).toMatchObject({ ThrottlingRateLimit: 8, ThrottlingBurstLimit: 16 });
+    expect(of('POST', '/api/screenshot')).toMatchObject({
+      ThrottlingRateLimit: TEST_SETTINGS.screenshotRateLimit,
+      ThrottlingBurstLimit: TEST_SETTINGS.screenshotBurstLimit,
+    });
+    expect(of('GET', '/api/keys')).toBeUndefined();
+  });
+
+  it('refuse a route throttle above the stage throttle, or an unknown route', () => {
+    const base = { stackName: 'Shots-dev', account: '123456789012', region: 'eu-west-1', production: false };
+    expect(() =>
+      parseSettings('dev', { ...base, routeThrottles: { createKey: { rateLimit: 500, burstLimit: 1 } } }),
+    ).toThrow(/routeThrottles/);
+    expect(() =>
+      parseSettings('dev', { ...base, routeThrottles: { nope: { rateLimit: 1, burstLimit: 1 } } }),
+    ).toThrow(/routeThrottles/);
+    expect(
+      routeThrottles(parseSettings('dev', base, { placeholders: 'allow' })).get('GET /api/keys'),
+    ).toBeUndefined();
+  });
+});
+
+describe('signed links through the CDN', () => {
+  const linkDistribution = () =>
+    ofType(synth.resources, 'AWS::CloudFront::Distribution').find(
+      ([, d]) => (d.Properties.DistributionConfig as Json).Comment === 'Signed screenshot links',
+    )?.[1].Properties.DistributionConfig as Json;
+
+  it('key the cache on the whole query string and nothing else, leaving the lifetime to the API', () => {
+    synth.template.hasResourceProperties('AWS::CloudFront::CachePolicy', {
+      CachePolicyConfig: Match.objectLike({
+        MinTTL: 0,
+        DefaultTTL: 0,
+        ParametersInCacheKeyAndForwardedToOrigin: Match.objectLike({
+          QueryStringsConfig: { QueryStringBehavior: 'all' },
+          HeadersConfig: { HeaderBehavior: 'none' },
+          CookiesConfig: { CookieBehavior: 'none' },
+        }),
+      }),
+    });
+  });
+
+  it('pass only GET and HEAD to the API stage, behind the edge web ACL, with access logs', () => {
+    const config = linkDistribution();
+    const behavior = config.DefaultCacheBehavior as Json;
+    expect(behavior.AllowedMethods).toEqual(['GET', 'HEAD']);
+    expect(behavior.OriginRequestPolicyId).toBeUndefined();
+    expect(JSON.stringify(config.Origins)).toContain('execute-api');
+    expect(JSON.stringify(config.Origins)).toContain('"OriginPath":"/prod"');
+    expect(config.WebACLId).toBeDefined();
+    expect(config.Logging).toMatchObject({ IncludeCookies: false, Prefix: 'links/' });
+  });
+});
