@@ -835,10 +835,16 @@ describe('The renderer boundary', () => {
     const aliasId = synth.stack.getLogicalId(synth.stack.renderer.alias.node.defaultChild as CfnResource);
     const fronts = ['screenshot', 'mcp'] as const;
     const frontRoles = fronts.map((handler) => referencedId(functionOf(handler).Properties.Role)).sort();
+    // Policies that let a role invoke the renderer, its alias or its function (others invoke other functions: the
+    // pre-traffic hook invokes the screenshot front's new version).
+    const rendererId = synth.stack.getLogicalId(synth.stack.renderer.fn.node.defaultChild as CfnResource);
+    const invokesRenderer = (statement: Json) => {
+      const resource = JSON.stringify(statement.Resource);
+      const invokes = asList(statement.Action).some((action) => String(action).startsWith('lambda:Invoke'));
+      return invokes && (resource.includes(aliasId) || resource.includes(rendererId));
+    };
     const invoking = ofType(synth.resources, 'AWS::IAM::Policy').filter(([, policy]) =>
-      (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).some((statement) =>
-        asList(statement.Action).some((action) => String(action).startsWith('lambda:Invoke')),
-      ),
+      (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).some(invokesRenderer),
     );
     expect(invoking).toHaveLength(fronts.length);
     const roles = invoking.flatMap(([, policy]) => asList(policy.Properties.Roles).map(referencedId));
