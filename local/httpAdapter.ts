@@ -34,11 +34,25 @@ export interface AdapterOptions {
   extra?: ExtraRoute[];
 }
 
-export function lambdaHttpAdapter(handlers: LambdaHandlers, options: AdapterOptions = {}): RequestListener {
+/** The listener, and a way to wait for the requests it is still answering (a server that closes must let them end). */
+export type LambdaHttpListener = RequestListener & { idle(): Promise<void> };
+
+export function lambdaHttpAdapter(
+  handlers: LambdaHandlers,
+  options: AdapterOptions = {},
+): LambdaHttpListener {
   const extra = options.extra ?? [];
-  return (req, res) => {
-    handle(req, res).catch((error) => answerError(req, res, error));
+  const inFlight = new Set<Promise<void>>();
+  const listener: RequestListener = (req, res) => {
+    const answering = handle(req, res).catch((error) => answerError(req, res, error));
+    inFlight.add(answering);
+    void answering.finally(() => inFlight.delete(answering));
   };
+  return Object.assign(listener, {
+    async idle() {
+      await Promise.all(inFlight);
+    },
+  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');

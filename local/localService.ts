@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer, type RequestListener } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readServiceConfig } from '../shared/config';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { logger } from '../shared/logger';
@@ -24,6 +25,9 @@ import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdap
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
 import { LocalRenderer } from './renderer/localRenderer';
 import { STATE_FILE } from './stateFile';
+
+/** How long closing waits for the requests still running before it closes the store under them. */
+const CLOSE_GRACE_MS = 15_000;
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -110,7 +114,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(idp.jwks));
     return true;
   };
-  const listener: RequestListener = lambdaHttpAdapter(
+  const listener = lambdaHttpAdapter(
     {
       screenshot: screenshotLambda(screenshot),
       ...keyLambdas(keys),
@@ -134,6 +138,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Requests still running (captures whose clients just went) write their refunds and usage to the store:
+      // they end before the store does. Their clients are gone, so they stop at once; the bound is for a stuck one.
+      await Promise.race([listener.idle(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
       await screenshot.close();
       await dynamo.close();
       await s3.close();
