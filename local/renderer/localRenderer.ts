@@ -58,8 +58,8 @@ const ENTRY = fileURLToPath(new URL('./rendererProcess.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** How long a closing renderer process has to exit before it is killed. */
 const EXIT_GRACE_MS = 5_000;
-/** How long a failed capture waits to learn whether its process died under it. */
-const DEATH_NOTICE_MS = 100;
+/** How long a suspect process has to answer before it is taken for dead. */
+const ALIVE_CHECK_MS = 2_000;
 
 interface RunningProcess {
   child: ChildProcess;
@@ -67,6 +67,8 @@ interface RunningProcess {
   url: string;
   renderer: InvokedRenderer;
   client: LambdaClient;
+  /** Its last capture failed: it may have died, so the next capture first checks that it still answers. */
+  suspect?: boolean;
 }
 
 export interface LocalRendererOptions {
@@ -92,19 +94,23 @@ export class LocalRenderer implements Renderer {
     let running: RunningProcess;
     try {
       running = await this.process();
+      // After a failed capture the process may have died without Node having told us yet (a killed process's exit
+      // is reported a moment later, later still on a loaded machine): ask its endpoint before sending it a capture.
+      if (running.suspect && !(await answers(running.url))) {
+        this.forget(running);
+        running = await this.process();
+      }
     } catch (error) {
       logger.error('Renderer process unavailable', { error: error as Error });
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
     try {
-      return await running.renderer.capture(spec, limits);
+      const result = await running.renderer.capture(spec, limits);
+      running.suspect = false;
+      return result;
     } catch (error) {
-      // A process that died under the capture closes its IPC channel along with the capture's connection, but the
-      // two arrive as separate events: give the channel a moment, so that the next capture is never sent to it.
-      // (A field the browser refused is the renderer's own answer: nothing died, and a 400 stays fast.)
-      if (running.child.connected && !(error instanceof ValidationError)) {
-        await new Promise((resolve) => setTimeout(resolve, DEATH_NOTICE_MS));
-      }
+      // A field the browser refused is the renderer's own answer: nothing died.
+      if (!(error instanceof ValidationError)) running.suspect = true;
       if (!running.child.connected) this.forget(running);
       throw error;
     }
@@ -202,4 +208,14 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), EXIT_GRACE_MS);
   await exited;
   clearTimeout(timer);
+}
+
+/** Whether the local Invoke API at `url` answers at all (any HTTP status): a dead process refuses the connection. */
+async function answers(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(ALIVE_CHECK_MS) });
+    return true;
+  } catch {
+    return false;
+  }
 }
