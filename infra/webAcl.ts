@@ -179,6 +179,28 @@ export class ServiceWebAcl extends Construct {
       visibilityConfig: visibility(name),
     });
 
+    /** `requestsPerCredential` per 5 minutes for each value of `key` (on the requests `scope` matches): 429 past it. */
+    const perKey = (
+      name: string,
+      priority: number,
+      key: wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty,
+      scope?: wafv2.CfnWebACL.StatementProperty,
+    ) => ({
+      name,
+      priority,
+      action: refuse(429, 'tooManyRequests', '60'),
+      statement: {
+        rateBasedStatement: {
+          limit: props.requestsPerCredential,
+          evaluationWindowSec: 300,
+          aggregateKeyType: 'CUSTOM_KEYS',
+          customKeys: [key],
+          ...(scope ? { scopeDownStatement: scope } : {}),
+        },
+      },
+      visibilityConfig: visibility(name),
+    });
+
     this.acl = new CfnWebACL(this, 'WebAcl', {
       name: props.name,
       scope: props.scope,
@@ -218,40 +240,16 @@ export class ServiceWebAcl extends Construct {
           },
           visibilityConfig: visibility('RateLimitPerIp'),
         },
-        {
-          // Requests without the header are not counted here (WAF skips a missing key); the IP rule covers them.
-          name: 'RateLimitPerCredential',
-          priority: 3,
-          action: refuse(429, 'tooManyRequests', '60'),
-          statement: {
-            rateBasedStatement: {
-              limit: props.requestsPerCredential,
-              evaluationWindowSec: 300,
-              aggregateKeyType: 'CUSTOM_KEYS',
-              customKeys: [
-                { header: { name: 'authorization', textTransformations: CREDENTIAL_TRANSFORMATIONS } },
-              ],
-            },
-          },
-          visibilityConfig: visibility('RateLimitPerCredential'),
-        },
-        {
-          name: 'RateLimitPerSignedLinkKey',
-          priority: 4,
-          action: refuse(429, 'tooManyRequests', '60'),
-          statement: {
-            rateBasedStatement: {
-              limit: props.requestsPerCredential,
-              evaluationWindowSec: 300,
-              aggregateKeyType: 'CUSTOM_KEYS',
-              customKeys: [
-                { queryArgument: { name: KEY_ID_PARAM, textTransformations: KEY_ID_TRANSFORMATIONS } },
-              ],
-              scopeDownStatement: SIGNED_LINK,
-            },
-          },
-          visibilityConfig: visibility('RateLimitPerSignedLinkKey'),
-        },
+        // Requests without the header are not counted here (WAF skips a missing key); the IP rule covers them.
+        perKey('RateLimitPerCredential', 3, {
+          header: { name: 'authorization', textTransformations: CREDENTIAL_TRANSFORMATIONS },
+        }),
+        perKey(
+          'RateLimitPerSignedLinkKey',
+          4,
+          { queryArgument: { name: KEY_ID_PARAM, textTransformations: KEY_ID_TRANSFORMATIONS } },
+          SIGNED_LINK,
+        ),
         {
           // A missing or malformed key would only be refused with 401 by the handler: refuse it before any function
           // starts. Well-formed but unknown keys still reach the handler, which alone knows them.
