@@ -1,7 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { IsolatedWorld } from './pageScripts';
-import type { ContentFormat, PageMetadata } from './renderer';
+import {
+  type ContentFormat,
+  MAX_METADATA_PROPERTIES,
+  MAX_METADATA_TEXT,
+  type PageMetadata,
+} from './renderer';
 
 /**
  * The page's content as text (`format: "markdown"` or `"html"`) and its metadata (`metadata: true`), read in our
@@ -20,10 +25,6 @@ export const CONTENT_LIBRARY_FILES = [
   'turndown/lib/turndown.browser.umd.js',
   'turndown-plugin-gfm/dist/turndown-plugin-gfm.js',
 ] as const;
-
-/** Bounds of what the metadata holds of the page's own strings: a hostile page cannot make the answer huge. */
-const MAX_METADATA_TEXT = 2048;
-const MAX_METADATA_PROPERTIES = 64;
 
 let librarySource: Promise<string> | undefined;
 

@@ -41,6 +41,10 @@ export interface PdfOptions {
   footerTemplate?: string;
 }
 
+/** Bounds of what the metadata holds of the page's own strings: a hostile page cannot make the answer huge. */
+export const MAX_METADATA_TEXT = 2048;
+export const MAX_METADATA_PROPERTIES = 64;
+
 /** What the rendered page says about itself (`metadata: true`); every absent value is null. */
 export interface PageMetadata {
   title: string | null;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CaptureResult, CaptureSpec } from './renderer';
+import { type CaptureResult, type CaptureSpec, MAX_METADATA_PROPERTIES, MAX_METADATA_TEXT } from './renderer';
 
 /**
  * What the front and the renderer function say to each other, the same deployed (Lambda's InvokeWithResponseStream)
@@ -23,8 +23,14 @@ export const renderRequestSchema = z.object({
 
 /** The longest failure reason the front passes on to the customer. */
 const MAX_REASON_LENGTH = 500;
-/** A header longer than this is garbage, whatever it says. */
-export const MAX_HEADER_BYTES = 64 * 1024;
+/**
+ * A header longer than this is garbage, whatever it says. Its largest honest content is the page's metadata, which
+ * the page controls within the bounds of renderer.ts (applied in pageContent.ts): two objects of MAX_METADATA_PROPERTIES keys and values and a
+ * few more strings, each at most MAX_METADATA_TEXT characters (up to 6 bytes each once escaped as JSON), and the
+ * final URL, up to Chromium's 2 MiB.
+ */
+const METADATA_STRINGS = 2 * 2 * MAX_METADATA_PROPERTIES + 8;
+export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT * 6 + 2 * 1024 * 1024;
 
 /**
  * The header, as the front validates it: a renderer may have been taken over, so its answer is checked like any

@@ -13,7 +13,14 @@ let harness: ScreenshotHarness;
 let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
 
 beforeAll(async () => {
-  site = await startPageServer(ARTICLE_ROUTES);
+  site = await startPageServer({
+    ...ARTICLE_ROUTES,
+    // A page that tries to make the answer huge: a 10,000-character title and 200 Open Graph properties.
+    '/swollen': `<!DOCTYPE html><html><head><title>${'T'.repeat(10_000)}</title>${Array.from(
+      { length: 200 },
+      (_, i) => `<meta property="og:p${i}" content="${'v'.repeat(5_000)}">`,
+    ).join('')}</head><body><p>Swollen.</p></body></html>`,
+  });
   harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: site.hostPort });
   account = await harness.newAccount();
 });
@@ -106,6 +113,15 @@ describe('metadata', () => {
     ).json().metadata as Record<string, unknown>;
     expect(metadata).toMatchObject({ description: null, lang: null, canonicalUrl: null, favicon: null });
     expect(metadata.openGraph).toEqual({});
+  });
+
+  it('bounds what a hostile page puts in it: 2,048 characters a string, 64 properties an object', async () => {
+    const answer = await shoot({ url: `${site.origin}/swollen`, response: 'json', metadata: true });
+    expect(answer.status, answer.body.toString('utf8').slice(0, 300)).toBe(200);
+    const metadata = answer.json().metadata as { title: string; openGraph: Record<string, string> };
+    expect(metadata.title).toHaveLength(2048);
+    expect(Object.keys(metadata.openGraph)).toHaveLength(64);
+    for (const value of Object.values(metadata.openGraph)) expect(value).toHaveLength(2048);
   });
 
   it('comes back from the cache as it was captured', async () => {
