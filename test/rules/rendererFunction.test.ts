@@ -1,0 +1,121 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { invocationContext } from '../../local/invocationContext';
+import type { CaptureResult, Renderer } from '../../shared/capture/renderer';
+import { rendererHandler } from '../../shared/capture/rendererFunction';
+import { decodeAnswer, MAX_HEADER_BYTES } from '../../shared/capture/rendererProtocol';
+import { CaptureFailedError, CaptureTimedOutError, ValidationError } from '../../shared/errors';
+
+/**
+ * The renderer function's handler, on its own: whatever it is sent (it trusts no caller, though only the front may
+ * invoke it) and however the capture ends, it answers in the protocol, and a failure keeps its kind and its fault.
+ */
+
+function rendererThat(capture: () => Promise<CaptureResult>): Renderer {
+  return {
+    capture,
+    warmUp: async () => undefined,
+    settle: async () => undefined,
+    close: async () => undefined,
+  };
+}
+
+async function answerTo(event: unknown, renderer: Renderer) {
+  const stream = new PassThrough();
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  await rendererHandler(renderer)(event, stream, invocationContext());
+  return decodeAnswer(Buffer.concat(chunks));
+}
+
+const request = { spec: { url: 'https://example.com/' }, deadline: Date.now() + 10_000 };
+const neverCalled = rendererThat(() => {
+  throw new Error('the renderer must not be asked');
+});
+
+describe('the renderer function', () => {
+  it.each([
+    ['nothing', undefined],
+    ['a string', 'capture please'],
+    ['a spec without a url', { spec: {}, deadline: Date.now() + 1_000 }],
+    ['a deadline that is not a time', { spec: { url: 'https://example.com/' }, deadline: 'soon' }],
+  ])('answers a failure, without capturing, to %s', async (_, event) => {
+    expect(await answerTo(event, neverCalled)).toEqual({
+      ok: false,
+      reason: 'The renderer received an invalid request',
+    });
+  });
+
+  it('passes on an invalid selector as a 400 with its details', async () => {
+    const details = [
+      { code: 'invalid_selector', path: ['click'], message: 'click is not a valid CSS selector' },
+    ];
+    const answer = await answerTo(
+      request,
+      rendererThat(async () => {
+        throw new ValidationError(details);
+      }),
+    );
+    expect(answer).toMatchObject({ ok: false, kind: 'invalid', details });
+  });
+
+  it("keeps a time budget's kind and the page's fault", async () => {
+    const answer = await answerTo(
+      request,
+      rendererThat(async () => {
+        throw new CaptureTimedOutError('https://example.com/', 'The page did not load within 30 s', 'page');
+      }),
+    );
+    expect(answer).toEqual({
+      ok: false,
+      reason: 'The page did not load within 30 s',
+      kind: 'timedOut',
+      fault: 'page',
+    });
+  });
+
+  it('tells an unexplained error in general terms, as our fault', async () => {
+    const answer = await answerTo(
+      request,
+      rendererThat(async () => {
+        throw new Error('secret internals at /var/task/index.js');
+      }),
+    );
+    expect(answer).toEqual({ ok: false, reason: 'The page could not be captured' });
+    const failed = await answerTo(
+      request,
+      rendererThat(async () => {
+        throw new CaptureFailedError('https://example.com/', 'x'.repeat(10_000));
+      }),
+    );
+    expect(failed).toMatchObject({ ok: false, fault: 'service' });
+    expect((failed as { reason: string }).reason.length).toBeLessThanOrEqual(500);
+  });
+
+  it('carries metadata at its largest within the header limit', async () => {
+    const swollen = Object.fromEntries(
+      Array.from({ length: 64 }, (_, i) => [`k${i}`, '\u0001'.repeat(2048)]),
+    );
+    const answer = await answerTo(
+      request,
+      rendererThat(async () => ({
+        image: Buffer.from('png'),
+        contentType: 'image/png',
+        truncated: false,
+        metadata: {
+          title: '\u0001'.repeat(2048),
+          description: null,
+          lang: null,
+          canonicalUrl: null,
+          finalUrl: `https://example.com/${'a'.repeat(2 * 1024 * 1024 - 30)}`,
+          statusCode: 200,
+          favicon: null,
+          openGraph: swollen,
+          twitter: swollen,
+        },
+      })),
+    );
+    expect(answer.ok).toBe(true);
+    expect(MAX_HEADER_BYTES).toBeGreaterThan(4 * 1024 * 1024);
+  });
+});
