@@ -159,9 +159,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       if (input.signal?.aborted) throw new ClientGoneError();
       const { accountId } = identity;
       // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
-      // for the cache looks there (the image store, not the table): both come first, so that every write of
-      // admission goes to the table in one round. With the key's lookup that is two sequential round trips before
-      // the renderer is asked. Their verdicts are read in the order of checks (401, 429, 400, 402) all the same.
+      // for the cache looks there (the image store, not the table): both come first, so that admission is one round
+      // (one write of the account item, deployed). With the key's lookup that is two sequential round trips before
+      // the renderer is asked. The verdicts keep the order of checks (401, 429, cache, slot 429, 400, 402).
       const checked = await specOf(
         // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
         'signed' in input
