@@ -377,7 +377,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
     description:
       `The window covers whole UTC days, from the day of \`from\` to the day of \`to\` (both included), at most ` +
       `${MAX_USAGE_DAYS} days. Without \`to\`, now; without \`from\`, the ${DEFAULT_USAGE_DAYS} days ending with the day ` +
-      `of \`to\`. Usage records are kept ${USAGE_RETENTION_DAYS} days; older days answer zeros. Each request counts ` +
+      `of \`to\`. Daily totals are kept ${USAGE_RETENTION_DAYS} days; older days answer zeros. Each request counts ` +
       'once its answer has been sent.',
     requestParams: { query: usageParameters },
     responses: {
