@@ -18,10 +18,12 @@ export interface RouteDefinition {
     | 'deleteKey'
     | 'getCredits'
     | 'getUsage'
+    | 'getWebhookSecret'
+    | 'rotateWebhookSecret'
     | 'getOpenApi'
     | 'mcp';
   /**
-   * Session token (key management, usage), API key (screenshot), a signed link's keyId and signature (the screenshot
+   * Session token (key management, usage, the webhook secret), API key (screenshot), a signed link's keyId and signature (the screenshot
    * GET), or none (the public API description).
    */
   auth: 'session' | 'apiKey' | 'signature' | 'none';
@@ -54,6 +56,20 @@ export const ROUTES: readonly RouteDefinition[] = [
   { method: 'DELETE', path: '/api/keys/{id}', handler: 'deleteKey', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/credits', handler: 'getCredits', auth: 'session', streaming: false },
   { method: 'GET', path: '/api/usage', handler: 'getUsage', auth: 'session', streaming: false },
+  {
+    method: 'GET',
+    path: '/api/webhook-secret',
+    handler: 'getWebhookSecret',
+    auth: 'session',
+    streaming: false,
+  },
+  {
+    method: 'POST',
+    path: '/api/webhook-secret/rotate',
+    handler: 'rotateWebhookSecret',
+    auth: 'session',
+    streaming: false,
+  },
   { method: 'GET', path: '/api/openapi.json', handler: 'getOpenApi', auth: 'none', streaming: false },
   { method: 'POST', path: '/mcp', handler: 'mcp', auth: 'apiKey', streaming: true },
 ];
