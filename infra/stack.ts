@@ -250,13 +250,18 @@ export class ScreenshotServiceStack extends Stack {
     }
     this.functions = functions;
     this.aliases = aliases;
-    const screenshotFunction = functions.get('screenshot');
-    const createKeyFunction = functions.get('createKey');
-    if (!screenshotFunction || !createKeyFunction) throw new Error('No screenshot or createKey function');
+    const routeFunction = (handler: RouteDefinition['handler']) => {
+      const fn = functions.get(handler);
+      if (!fn) throw new Error(`No ${handler} function`);
+      return fn;
+    };
     this.images = new ImageStorage(this, 'ImageStorage', {
-      screenshot: screenshotFunction,
-      createKey: createKeyFunction,
+      screenshot: routeFunction('screenshot'),
+      createKey: routeFunction('createKey'),
     });
+    // Reading the secret may create it (seal) and opens it; a rotation only seals the new one.
+    this.images.grantWebhookSecrets(routeFunction('getWebhookSecret'), ['kms:Encrypt', 'kms:Decrypt']);
+    this.images.grantWebhookSecrets(routeFunction('rotateWebhookSecret'), ['kms:Encrypt']);
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
       displayName: `${this.stackName} alarms`,

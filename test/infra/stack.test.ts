@@ -553,6 +553,32 @@ describe('IAM', () => {
     }
   });
 
+  it('lets every route function use KMS only as its route needs, and the webhook-secret routes only on webhook secrets', () => {
+    const kmsStatements = (handler: RouteDefinition['handler']) =>
+      statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').filter((statement) =>
+        asList(statement.Action).some((action) => String(action).startsWith('kms:')),
+      );
+    const onlyWebhookSecrets = { StringLike: { 'kms:EncryptionContext:keyId': 'webhook-secret:*' } };
+    const expected: Partial<Record<RouteDefinition['handler'], string[]>> = {
+      screenshot: ['kms:Decrypt'],
+      createKey: ['kms:Encrypt'],
+      getWebhookSecret: ['kms:Decrypt', 'kms:Encrypt'],
+      rotateWebhookSecret: ['kms:Encrypt'],
+    };
+    for (const route of ROUTES) {
+      const statements = kmsStatements(route.handler);
+      const actions = statements.flatMap((statement) => asList(statement.Action).map(String)).sort();
+      expect(actions, route.handler).toEqual(expected[route.handler] ?? []);
+      if (route.handler === 'getWebhookSecret' || route.handler === 'rotateWebhookSecret') {
+        for (const statement of statements)
+          expect(statement.Condition, route.handler).toEqual(onlyWebhookSecrets);
+        expect(
+          ((functionOf(route.handler).Properties.Environment as Json).Variables as Json).SIGNING_KMS_KEY_ID,
+        ).toBeDefined();
+      }
+    }
+  });
+
   it('never grants a DynamoDB wildcard action', () => {
     const actions = allStatements().flatMap((statement) => asList(statement.Action).map(String));
     expect(actions.filter((action) => action === '*' || /^dynamodb:.*\*/.test(action))).toEqual([]);
