@@ -259,9 +259,8 @@ export class ScreenshotServiceStack extends Stack {
       screenshot: routeFunction('screenshot'),
       createKey: routeFunction('createKey'),
     });
-    // Reading the secret may create it (seal) and opens it; a rotation only seals the new one.
-    this.images.grantWebhookSecrets(routeFunction('getWebhookSecret'), ['kms:Encrypt', 'kms:Decrypt']);
-    this.images.grantWebhookSecrets(routeFunction('rotateWebhookSecret'), ['kms:Encrypt']);
+    // Reading the secret may create it (seal) and opens it; a rotation seals the new one.
+    this.images.grantWebhookSecrets(routeFunction('webhookSecret'), ['kms:Encrypt', 'kms:Decrypt']);
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
       displayName: `${this.stackName} alarms`,

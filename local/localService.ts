@@ -14,7 +14,7 @@ import {
   openApiLambda,
   screenshotLambda,
   usageLambda,
-  webhookSecretLambdas,
+  webhookSecretLambda,
 } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { createUsageHistory } from '../shared/wiring/usage';
@@ -121,7 +121,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       screenshot: screenshotLambda(screenshot),
       ...keyLambdas(keys),
       getUsage: usageLambda(createUsageHistory(dynamo.client, env, idp.jwks)),
-      ...webhookSecretLambdas(createWebhookSecretManagement(dynamo.client, env, idp.jwks)),
+      webhookSecret: webhookSecretLambda(createWebhookSecretManagement(dynamo.client, env, idp.jwks)),
       getOpenApi: openApiLambda,
       mcp: mcpLambda(screenshot),
     },

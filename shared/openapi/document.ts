@@ -13,7 +13,7 @@ import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
-import { operationOf, ROUTES, type RouteDefinition } from '../routes';
+import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
 import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
@@ -294,7 +294,7 @@ const usageParameters = z.strictObject({
   to: moment('End of the window, milliseconds since the epoch (default: now): its UTC day is the last one'),
 });
 
-const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObject> = {
+const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
   screenshot: {
     tags: ['Screenshots'],
     summary: 'Capture a web page',

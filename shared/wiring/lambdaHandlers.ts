@@ -4,7 +4,7 @@ import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
 import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
 import { usageRoute } from '../http/usageRoute';
-import { type WebhookSecretRouteName, webhookSecretRoutes } from '../http/webhookSecretRoutes';
+import { webhookSecretRoute } from '../http/webhookSecretRoutes';
 import type { KeyManagement } from '../keys/keyManagement';
 import type { KeyStore } from '../keys/keyStore';
 import { mcpRoute } from '../mcp/mcpRoute';
@@ -74,14 +74,8 @@ export function keyLambdas(keys: KeyManagement): Record<KeyRouteName, BufferedLa
   return Object.fromEntries(routes) as Record<KeyRouteName, BufferedLambdaHandler>;
 }
 
-export function webhookSecretLambdas(
-  management: WebhookSecretManagement,
-): Record<WebhookSecretRouteName, BufferedLambdaHandler> {
-  const routes = webhookSecretRoutes(management);
-  return {
-    getWebhookSecret: bufferedHandler(routes.getWebhookSecret, { errors: 'management' }),
-    rotateWebhookSecret: bufferedHandler(routes.rotateWebhookSecret, { errors: 'management' }),
-  };
+export function webhookSecretLambda(management: WebhookSecretManagement): BufferedLambdaHandler {
+  return bufferedHandler(webhookSecretRoute(management), { errors: 'management' });
 }
 
 export function usageLambda(getUsage: GetUsage): BufferedLambdaHandler {

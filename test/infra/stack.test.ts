@@ -553,7 +553,7 @@ describe('IAM', () => {
     }
   });
 
-  it('lets every route function use KMS only as its route needs, and the webhook-secret routes only on webhook secrets', () => {
+  it('lets every route function use KMS only as its route needs, and the webhook-secret function only on webhook secrets', () => {
     const kmsStatements = (handler: RouteDefinition['handler']) =>
       statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').filter((statement) =>
         asList(statement.Action).some((action) => String(action).startsWith('kms:')),
@@ -562,14 +562,13 @@ describe('IAM', () => {
     const expected: Partial<Record<RouteDefinition['handler'], string[]>> = {
       screenshot: ['kms:Decrypt'],
       createKey: ['kms:Encrypt'],
-      getWebhookSecret: ['kms:Decrypt', 'kms:Encrypt'],
-      rotateWebhookSecret: ['kms:Encrypt'],
+      webhookSecret: ['kms:Decrypt', 'kms:Encrypt'],
     };
     for (const route of ROUTES) {
       const statements = kmsStatements(route.handler);
       const actions = statements.flatMap((statement) => asList(statement.Action).map(String)).sort();
       expect(actions, route.handler).toEqual(expected[route.handler] ?? []);
-      if (route.handler === 'getWebhookSecret' || route.handler === 'rotateWebhookSecret') {
+      if (route.handler === 'webhookSecret') {
         for (const statement of statements)
           expect(statement.Condition, route.handler).toEqual(onlyWebhookSecrets);
         expect(

@@ -6,9 +6,8 @@ import { ephemeralIdentityProvider, newSigningKey } from '../../local/ephemeralI
 import { signAccessToken } from '../../local/idp';
 import { invocationContext } from '../../local/invocationContext';
 import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway';
-import type { WebhookSecretRouteName } from '../../shared/http/webhookSecretRoutes';
 import type { WebhookSecrets } from '../../shared/webhooks/webhookSecrets';
-import { webhookSecretLambdas } from '../../shared/wiring/lambdaHandlers';
+import { webhookSecretLambda } from '../../shared/wiring/lambdaHandlers';
 import { createWebhookSecretManagement, createWebhookSecrets } from '../../shared/wiring/webhooks';
 import { dumpTable, startTestDelivery, startTestStore, TEST_TABLE } from '../helpers/store';
 
@@ -20,14 +19,14 @@ import { dumpTable, startTestDelivery, startTestStore, TEST_TABLE } from '../hel
 const idp = ephemeralIdentityProvider();
 let store: EmbeddedDynamo;
 let delivery: Awaited<ReturnType<typeof startTestDelivery>>;
-let routes: Record<WebhookSecretRouteName, BufferedLambdaHandler>;
+let handler: BufferedLambdaHandler;
 /** What the worker builds from the same table and environment. */
 let workerSecrets: WebhookSecrets;
 
 beforeAll(async () => {
   [store, delivery] = await Promise.all([startTestStore(), startTestDelivery()]);
   const env = { TABLE_NAME: TEST_TABLE, ...idp.env, ...delivery.env };
-  routes = webhookSecretLambdas(createWebhookSecretManagement(store.client, env, idp.jwks));
+  handler = webhookSecretLambda(createWebhookSecretManagement(store.client, env, idp.jwks));
   workerSecrets = createWebhookSecrets(store.client, env);
 });
 afterAll(async () => {
@@ -35,8 +34,10 @@ afterAll(async () => {
   await delivery?.close();
 });
 
-async function call(handler: WebhookSecretRouteName, options: RouteEventOptions = {}) {
-  const result = await routes[handler](routeEvent(handler, options), invocationContext());
+type Operation = 'getWebhookSecret' | 'rotateWebhookSecret';
+
+async function call(operation: Operation, options: RouteEventOptions = {}) {
+  const result = await handler(routeEvent(operation, options), invocationContext());
   return { status: result.statusCode, headers: result.headers ?? {}, body: JSON.parse(result.body) };
 }
 
@@ -135,8 +136,8 @@ describe('session tokens on the webhook-secret routes', () => {
     const { id } = newAccount();
     const bearer = makeToken(id);
     const options = bearer === undefined ? {} : { bearer };
-    for (const handler of ['getWebhookSecret', 'rotateWebhookSecret'] as const) {
-      const response = await call(handler, options);
+    for (const operation of ['getWebhookSecret', 'rotateWebhookSecret'] as const) {
+      const response = await call(operation, options);
       expect(response.status).toBe(401);
       expect(response.body.message).toMatch(message);
       expect(JSON.stringify(response.body)).not.toContain('whsec_');

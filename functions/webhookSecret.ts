@@ -1,8 +1,6 @@
 import { createDynamoClient } from '../shared/store/dynamoClient';
-import { webhookSecretLambdas } from '../shared/wiring/lambdaHandlers';
+import { webhookSecretLambda } from '../shared/wiring/lambdaHandlers';
 import { createWebhookSecretManagement } from '../shared/wiring/webhooks';
 
 // Built once per cold start and reused by warm invocations (JWKS cache, SDK connections).
-export const handler = webhookSecretLambdas(
-  createWebhookSecretManagement(createDynamoClient(), process.env),
-).getWebhookSecret;
+export const handler = webhookSecretLambda(createWebhookSecretManagement(createDynamoClient(), process.env));
