@@ -9,6 +9,7 @@ import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway
 import type { WebhookSecrets } from '../../shared/webhooks/webhookSecrets';
 import { webhookSecretLambda } from '../../shared/wiring/lambdaHandlers';
 import { createWebhookSecretManagement, createWebhookSecrets } from '../../shared/wiring/webhooks';
+import { logged } from '../helpers/logs';
 import { dumpTable, startTestDelivery, startTestStore, TEST_TABLE } from '../helpers/store';
 
 /**
@@ -104,6 +105,22 @@ describe('POST /api/webhook-secret/rotate', () => {
     const rotated = await call('rotateWebhookSecret', { bearer: token, body: { secret: chosen } });
     expect(rotated.status).toBe(200);
     expect(rotated.body.secret).not.toBe(chosen);
+  });
+});
+
+describe('the logs of the webhook-secret routes', () => {
+  it('never hold a secret, read or rotated', async () => {
+    const { token } = newAccount();
+    const answered: string[] = [];
+    const output = await logged(async () => {
+      answered.push((await call('getWebhookSecret', { bearer: token })).body.secret);
+      answered.push((await call('rotateWebhookSecret', { bearer: token })).body.secret);
+    });
+    expect(answered).toHaveLength(2);
+    for (const secret of answered) {
+      expect(output).not.toContain(secret);
+      expect(output).not.toContain(secret.slice('whsec_'.length));
+    }
   });
 });
 
