@@ -13,7 +13,7 @@ import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
-import { operationOf, ROUTES, type RouteDefinition } from '../routes';
+import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
 import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
@@ -42,6 +42,7 @@ import {
   screenshotError,
   screenshotValidationError,
   usageReport,
+  webhookSecret,
 } from './schemas';
 
 /**
@@ -293,7 +294,7 @@ const usageParameters = z.strictObject({
   to: moment('End of the window, milliseconds since the epoch (default: now): its UTC day is the last one'),
 });
 
-const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObject> = {
+const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
   screenshot: {
     tags: ['Screenshots'],
     summary: 'Capture a web page',
@@ -387,6 +388,29 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
           `${MAX_USAGE_DAYS} days, or an unknown parameter; see details`,
       ),
       ...sessionFailures,
+    },
+  },
+  getWebhookSecret: {
+    tags: ['Webhooks'],
+    summary: "The account's webhook secret, created on first use",
+    description:
+      'Deliveries carry webhook-id, webhook-timestamp (seconds) and webhook-signature: v1,<base64 HMAC-SHA256 of ' +
+      '"{id}.{timestamp}.{body}"> under this secret, by the Standard Webhooks scheme. Stored sealed.',
+    responses: {
+      '200': { description: 'The current secret', content: json(webhookSecret) },
+      ...sessionFailures,
+    },
+  },
+  rotateWebhookSecret: {
+    tags: ['Webhooks'],
+    summary: 'Replace the webhook secret',
+    description:
+      'For 24 hours after a rotation every delivery is signed by both the new and the previous secret ' +
+      '(two v1 signatures, space-separated), so receivers can switch without missing one; after that, by the new one only.',
+    responses: {
+      '200': { description: 'The new secret', content: json(webhookSecret) },
+      ...sessionFailures,
+      '409': managementFailure('Another rotation of the same secret ran at the same moment; try again'),
     },
   },
   mcp: {
@@ -494,7 +518,7 @@ export function openApiDocument(): oas31.OpenAPIObject {
         version: '1.0.0',
         description:
           'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management, the ' +
-          'credit balance and the usage history with a session token from the identity provider. All timestamps are milliseconds since ' +
+          'credit balance, the usage history and the webhook secret with a session token from the identity provider. All timestamps are milliseconds since ' +
           'the epoch.',
       },
       // Relative to where this document is served (<base>/api/openapi.json), so it is right locally, on the API
@@ -505,6 +529,7 @@ export function openApiDocument(): oas31.OpenAPIObject {
         { name: 'API keys' },
         { name: 'Credits' },
         { name: 'Usage' },
+        { name: 'Webhooks', description: 'The secret that signs webhook deliveries; session token' },
         { name: 'Meta', description: 'Public, no authentication' },
       ],
       components: {

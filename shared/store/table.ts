@@ -25,6 +25,8 @@ export const itemKey = {
   accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
   /** The captures running now for all accounts together: a counter and one lease per capture (docs/data-model.md). */
   captureCapacity: () => ({ pk: CAPTURE_CAPACITY_PARTITION, sk: 'CAPACITY' }),
+  /** The account's webhook secret (sealed), and the previous one during a rotation's overlap. */
+  webhookSecret: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'WEBHOOKSECRET' }),
   /** A refund that failed, kept for an operator. One partition for all: they are rare, and listed together. */
   pendingRefund: (refundId: string) => ({ pk: PENDING_REFUNDS_PARTITION, sk: `REFUND#${refundId}` }),
   /** An account's usage totals of one UTC day (YYYY-MM-DD): the days of a window sort together. */

@@ -15,8 +15,7 @@ import { translateStoreOutages } from '../store/storeUnavailable';
  * provider's JWKS.
  */
 export function createStores(client: DynamoDBClient, config: ServiceConfig) {
-  translateStoreOutages(client);
-  const db = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  const db = documentClient(client);
   const keys = new DynamoKeyStore(db, config.tableName);
   const captureSlots = new DynamoCaptureSlots(
     db,
@@ -36,4 +35,10 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
     usageStore: new DynamoUsageStore(db, config.tableName),
   };
+}
+
+/** The document client every store uses, over `client` with its outages translated to 503s. */
+export function documentClient(client: DynamoDBClient): DynamoDBDocumentClient {
+  translateStoreOutages(client);
+  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 }
