@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { browserBundle } from '../shared/capture/browserBundle';
-import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
+import { chromiumExecutable } from '../shared/capture/packedChromium';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { captureWebsiteCapturer, launchPerRequest, ourLaunch, startFloor, usualLaunch } from './alternatives';
 import { bundleColdStart, type ColdStartSample, coldStartOnce, packedLayerStandIn } from './coldStart';
@@ -182,7 +182,10 @@ try {
       for (let i = 0; i < runs(8); i++) {
         empty.push(await inEmptyTemp());
         kept.push(await coldStartOnce({ ...env, TMPDIR: sandboxTemp }));
-        unpacking.push(await inEmptyTemp({ BENCH_UNPACK_INTO_TEMP: '1' }));
+        // The local bundle, with nothing packed: only @sparticuz/chromium's own unpacking runs, as before the layer.
+        unpacking.push(
+          await inEmptyTemp({ BENCH_UNPACK_INTO_TEMP: '1', BROWSER_BUNDLE_DIR: browserBundle().dir }),
+        );
       }
       record(
         'coldStartEmptyTemp',

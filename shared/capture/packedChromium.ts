@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, symlink } from 'node:fs/promises';
+import { mkdir, open, rename, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { constants, zstdCompressSync, zstdDecompress } from 'node:zlib';
-import { type BrowserBundle, BUNDLE_MANIFEST } from './browserBundle';
+import { type BrowserBundle, BUNDLE_MANIFEST, browserBundle } from './browserBundle';
 
 /**
  * Chromium as the Lambda layer carries it: zstd-compressed, in parts. Unpacked it is 209 MB (more with each release),
@@ -67,13 +68,42 @@ export function unpackedChromium(bundle: BrowserBundle, tempRoot: string): Promi
   return ready;
 }
 
-async function unpack(bundle: BrowserBundle, dir: string): Promise<string> {
+/**
+ * Reads every part and hands it to the thread pool at once, synchronously: started at the top of a cold start
+ * (earlyChromium.ts), the inflating runs while the main thread is still loading the function's code, which would
+ * otherwise leave the second core idle. Each part is then written at its own offset as soon as it is inflated: no
+ * copy of the whole binary in memory, and the writes overlap the other parts' inflating.
+ */
+function unpack(bundle: BrowserBundle, dir: string): Promise<string> {
   const executable = join(dir, 'chromium');
-  if (existsSync(executable)) return executable;
+  if (existsSync(executable)) return Promise.resolve(executable);
   const packedDir = join(bundle.dir, PACKED_CHROMIUM_DIR);
-  const [names] = await Promise.all([readdir(packedDir), mkdir(dir, { recursive: true })]);
-  const parts = names.filter((name) => name.endsWith(PART_SUFFIX)).sort();
-  if (parts.length === 0) throw new Error(`No ${PACKING} parts in ${packedDir}`);
+  const parts = readdirSync(packedDir)
+    .filter((name) => name.endsWith(PART_SUFFIX))
+    .sort();
+  if (parts.length === 0) return Promise.reject(new Error(`No ${PACKING} parts in ${packedDir}`));
+  const inflating = parts.map((name, index) =>
+    // One output chunk per part: zlib's default is 16 KiB, each a round trip to the thread pool, which alone made
+    // inflating twice as slow.
+    inflate(readFileSync(join(packedDir, name)), { chunkSize: PART_BYTES }).then((bytes) => {
+      if (bytes.length > PART_BYTES || (bytes.length < PART_BYTES && index < parts.length - 1)) {
+        throw new Error(`${name} inflates to ${bytes.length} bytes`);
+      }
+      return bytes;
+    }),
+  );
+  // Awaited below, once the file is open; a failure before then must not go unhandled meanwhile.
+  for (const part of inflating) part.catch(() => undefined);
+  return writeUnpacked(bundle, dir, inflating);
+}
+
+async function writeUnpacked(
+  bundle: BrowserBundle,
+  dir: string,
+  inflating: Promise<Buffer>[],
+): Promise<string> {
+  const executable = join(dir, 'chromium');
+  await mkdir(dir, { recursive: true });
   const libraries = dirname(bundle.executablePath);
   await Promise.all(
     readdirSync(libraries).map((name) =>
@@ -84,15 +114,9 @@ async function unpack(bundle: BrowserBundle, dir: string): Promise<string> {
   const partial = `${executable}.${process.pid}`;
   const file = await open(partial, 'w', 0o755);
   try {
-    // Each part goes to its own offset as soon as it is inflated: no copy of the whole binary in memory, and the
-    // writes overlap the other parts' inflating. One output chunk per part (zlib's default is 16 KiB, each a round
-    // trip to the thread pool: that alone made inflating twice as slow).
     await Promise.all(
-      parts.map(async (name, index) => {
-        const bytes = await inflate(await readFile(join(packedDir, name)), { chunkSize: PART_BYTES });
-        if (bytes.length > PART_BYTES || (bytes.length < PART_BYTES && index < parts.length - 1)) {
-          throw new Error(`${name} inflates to ${bytes.length} bytes`);
-        }
+      inflating.map(async (part, index) => {
+        const bytes = await part;
         await file.write(bytes, 0, bytes.length, index * PART_BYTES);
       }),
     );
@@ -104,6 +128,17 @@ async function unpack(bundle: BrowserBundle, dir: string): Promise<string> {
   await file.close();
   await rename(partial, executable);
   return executable;
+}
+
+/**
+ * CHROMIUM_PATH points at another binary (e.g. for debugging); by default the browser bundle's (the layer's when
+ * deployed, inflated into the temp folder at the first launch; an unpacked copy of the @sparticuz/chromium build
+ * locally).
+ */
+export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (env.CHROMIUM_PATH) return env.CHROMIUM_PATH;
+  const bundle = browserBundle(env);
+  return isPacked(bundle) ? unpackedChromium(bundle, env.TMPDIR ?? tmpdir()) : bundle.executablePath;
 }
 
 function manifestKey(bundle: BrowserBundle): string {
