@@ -11,7 +11,7 @@ import { type BrowserBundle, BUNDLE_MANIFEST, browserBundle } from './browserBun
  * which with the fonts would leave the renderer function no room under its 200 MiB budget; packed it is about 80 MB.
  * The parts are inflated side by side (zlib runs on libuv's thread pool) straight into their place in the function's
  * temp folder at the first launch of a sandbox, which costs a few hundred milliseconds of the cold start
- * (docs/performance.md). zstd, not gzip or brotli: it inflates about three times as fast as gzip, from fewer bytes.
+ * (docs/performance.md). zstd, not gzip or brotli: it inflates about 2.5 times as fast as gzip, from fewer bytes.
  */
 export const PACKED_CHROMIUM_DIR = 'chromium-packed';
 /** Names the packing: a packed tree of another format (an older cache, an older layer) is not mistaken for this one. */
@@ -20,8 +20,8 @@ const PART_SUFFIX = '.zst';
 /** Small enough that every thread of the pool has a part to inflate, large enough to compress well. */
 const PART_BYTES = 16 * 1024 * 1024;
 /**
- * Decompression speed barely depends on the level; a higher one packs smaller (this one 79 MB against level 3's
- * 88 MB) and costs the layer build a few seconds. Levels above about 12 take minutes for little more.
+ * Inflating speed barely depends on the level; a higher one packs smaller (this one 79 MB against level 3's 88 MB)
+ * for a few seconds more of the layer build. Level 19 took minutes here for 10 % less.
  */
 const LEVEL = 9;
 const inflate = promisify(zstdDecompress);
@@ -35,13 +35,7 @@ export function packChromium(executable: string, outDir: string): void {
     const bytes = binary.subarray(offset, offset + PART_BYTES);
     writeFileSync(
       join(outDir, name),
-      zstdCompressSync(bytes, {
-        params: {
-          [constants.ZSTD_c_compressionLevel]: LEVEL,
-          // The part's size in its frame header lets the inflating side check what it got.
-          [constants.ZSTD_c_contentSizeFlag]: 1,
-        },
-      }),
+      zstdCompressSync(bytes, { params: { [constants.ZSTD_c_compressionLevel]: LEVEL } }),
     );
   }
 }
@@ -77,32 +71,36 @@ export function unpackedChromium(bundle: BrowserBundle, tempRoot: string): Promi
 function unpack(bundle: BrowserBundle, dir: string): Promise<string> {
   const executable = join(dir, 'chromium');
   if (existsSync(executable)) return Promise.resolve(executable);
-  const packedDir = join(bundle.dir, PACKED_CHROMIUM_DIR);
-  const parts = readdirSync(packedDir)
-    .filter((name) => name.endsWith(PART_SUFFIX))
-    .sort();
-  if (parts.length === 0) return Promise.reject(new Error(`No ${PACKING} parts in ${packedDir}`));
-  const inflating = parts.map((name, index) =>
-    // One output chunk per part: zlib's default is 16 KiB, each a round trip to the thread pool, which alone made
-    // inflating twice as slow.
-    inflate(readFileSync(join(packedDir, name)), { chunkSize: PART_BYTES }).then((bytes) => {
-      if (bytes.length > PART_BYTES || (bytes.length < PART_BYTES && index < parts.length - 1)) {
-        throw new Error(`${name} inflates to ${bytes.length} bytes`);
-      }
-      return bytes;
-    }),
-  );
-  // Awaited below, once the file is open; a failure before then must not go unhandled meanwhile.
-  for (const part of inflating) part.catch(() => undefined);
-  return writeUnpacked(bundle, dir, inflating);
+  try {
+    const packedDir = join(bundle.dir, PACKED_CHROMIUM_DIR);
+    const parts = readdirSync(packedDir)
+      .filter((name) => name.endsWith(PART_SUFFIX))
+      .sort();
+    if (parts.length === 0) throw new Error(`No ${PACKING} parts in ${packedDir}`);
+    const inflating = parts.map((name, index) =>
+      // One output chunk per part: zlib's default is 16 KiB, each a round trip to the thread pool, which alone made
+      // inflating twice as slow.
+      inflate(readFileSync(join(packedDir, name)), { chunkSize: PART_BYTES }).then((bytes) => {
+        if (bytes.length > PART_BYTES || (bytes.length < PART_BYTES && index < parts.length - 1)) {
+          throw new Error(`${name} inflates to ${bytes.length} bytes`);
+        }
+        return bytes;
+      }),
+    );
+    // Awaited below, once the file is open; a failure before then must not go unhandled meanwhile.
+    for (const part of inflating) part.catch(() => undefined);
+    return writeUnpacked(bundle, executable, inflating);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 async function writeUnpacked(
   bundle: BrowserBundle,
-  dir: string,
+  executable: string,
   inflating: Promise<Buffer>[],
 ): Promise<string> {
-  const executable = join(dir, 'chromium');
+  const dir = dirname(executable);
   await mkdir(dir, { recursive: true });
   const libraries = dirname(bundle.executablePath);
   await Promise.all(
