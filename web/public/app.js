@@ -10,7 +10,7 @@ import {
   signInLocally,
   startHostedSignIn,
 } from './session.js';
-import { signedLink } from './signed-link.js';
+import { signedLink, signedLinkBase } from './signed-link.js';
 import { clearUsage, showUsage, usagePath } from './usage.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -295,7 +295,7 @@ function hideNewKey() {
   $('new-key').hidden = true;
 }
 
-/** Signs a link for the new key and shows it, with the image it loads (from this origin, as an <img> would). */
+/** Signs a link for the new key and shows it, with the image it loads (from where an <img> would load it). */
 async function buildLink(event) {
   event.preventDefault();
   if (!newKey) return;
@@ -305,7 +305,12 @@ async function buildLink(event) {
     width: Number(value('link-width')),
     height: Number(value('link-height')),
   };
-  const link = await signedLink(newKey.id, newKey.signingSecret, options);
+  const link = await signedLink(
+    signedLinkBase(config, location.origin),
+    newKey.id,
+    newKey.signingSecret,
+    options,
+  );
   say('signed-link', link);
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
   preview.alt = `Screenshot of ${options.url}`;
