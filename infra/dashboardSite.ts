@@ -80,6 +80,12 @@ export interface DashboardSiteProps {
   domainPrefix: string;
   /** A web ACL of scope CLOUDFRONT (created in us-east-1) for the distribution: infra/edgeStack.ts. */
   webAclArn: string;
+  /**
+   * Where the page points the signed links it builds (the signed-link CDN, `https://…` without a trailing slash):
+   * written to config.json, and allowed as an image source so the page can show the link's image. Without it, links
+   * point at the dashboard's own origin.
+   */
+  signedLinkBaseUrl?: string;
 }
 
 /**
@@ -127,7 +133,10 @@ export class DashboardSite extends Construct {
       securityHeadersBehavior: {
         // The token endpoint of the hosted sign-in is the one other origin the page fetches from.
         contentSecurityPolicy: {
-          contentSecurityPolicy: dashboardContentSecurityPolicy([signInOrigin]),
+          contentSecurityPolicy: dashboardContentSecurityPolicy(
+            [signInOrigin],
+            props.signedLinkBaseUrl === undefined ? [] : [props.signedLinkBaseUrl],
+          ),
           override: true,
         },
         contentTypeOptions: { override: true },
@@ -229,6 +238,7 @@ export class DashboardSite extends Construct {
             redirectUri: this.url,
             scope: SCOPES.map((scope) => scope.scopeName).join(' '),
           },
+          ...(props.signedLinkBaseUrl === undefined ? {} : { signedLinkBaseUrl: props.signedLinkBaseUrl }),
         }),
       ],
       // Files removed from web/public are removed from the bucket; a stack deletion empties it.

@@ -36,7 +36,8 @@ export class SignedLinkCdn extends Construct {
       queryStringBehavior: cloudfront.CacheQueryStringBehavior.all(),
       headerBehavior: cloudfront.CacheHeaderBehavior.none(),
       cookieBehavior: cloudfront.CacheCookieBehavior.none(),
-      // The API's Cache-Control decides; an answer without one (an error) is not kept.
+      // The API's Cache-Control decides (s-maxage: what is left of the link's own cacheTtl), up to a day; an answer
+      // without one (an error) is not kept.
       minTtl: Duration.seconds(0),
       defaultTtl: Duration.seconds(0),
       maxTtl: LINK_EDGE_MAX_TTL,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Lazy, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
@@ -171,20 +171,23 @@ export class ScreenshotServiceStack extends Stack {
       webAclArn: this.webAcl.acl.attrArn,
     });
 
-    // The dashboard (S3 + CloudFront, Cognito hosted sign-in) calls the API on its own origin.
+    // The dashboard (S3 + CloudFront, Cognito hosted sign-in) calls the API on its own origin, and builds signed links
+    // on the signed-link CDN (made below: it keeps its access logs in the dashboard's log bucket).
+    let signedLinks: SignedLinkCdn | undefined;
     this.dashboard = new DashboardSite(this, 'Dashboard', {
       api: this.api,
       stageName: STAGE_NAME,
       userPool: this.userPool,
       domainPrefix: settings.dashboardDomainPrefix,
       webAclArn: props.dashboardWebAclArn,
+      signedLinkBaseUrl: Lazy.string({ produce: () => signedLinks?.baseUrl }),
     });
     // One app client for every sign-in: the dashboard's code flow (hosted sign-in, PKCE) and, added here, the
     // operator's admin flow, which needs IAM credentials (cognito-idp:AdminInitiateAuth). No password or SRP flow
     // a browser could call: a leaked client id gives nobody a way to try passwords outside the hosted sign-in.
     // The session verifier accepts one client id (shared/config.ts), so both kinds of token come from this client.
     // Signed GET links from the edge: only cache misses reach the API.
-    new SignedLinkCdn(this, 'SignedLinks', {
+    signedLinks = new SignedLinkCdn(this, 'SignedLinks', {
       api: this.api,
       stageName: STAGE_NAME,
       webAclArn: props.dashboardWebAclArn,

@@ -25,10 +25,17 @@ const CONTENT_TYPES: Record<string, string> = {
 const FILE_NAME = /^[a-z0-9-]+\.(?:html|js|css|svg)$/;
 const MAX_SESSION_BODY_BYTES = 4096;
 
-/** What config.json tells the page: how to sign in. Deployed, infra/dashboardSite.ts writes the Cognito variant. */
+/**
+ * What config.json tells the page: how to sign in, and, deployed, where signed links point (the signed-link CDN;
+ * without it, the page's own origin). Deployed, infra/dashboardSite.ts writes the Cognito variant.
+ */
 export type DashboardConfig =
   | { mode: 'local' }
-  | { mode: 'cognito'; cognito: { domain: string; clientId: string; redirectUri: string; scope: string } };
+  | {
+      mode: 'cognito';
+      cognito: { domain: string; clientId: string; redirectUri: string; scope: string };
+      signedLinkBaseUrl?: string;
+    };
 
 const LOCAL_DASHBOARD_CONFIG: DashboardConfig = { mode: 'local' };
 
@@ -59,6 +66,7 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
   // As deployed: the page may fetch from the sign-in domain (its token endpoint) and nowhere else.
   const csp = dashboardContentSecurityPolicy(
     config.mode === 'cognito' ? [new URL(config.cognito.domain).origin] : [],
+    config.mode === 'cognito' && config.signedLinkBaseUrl ? [new URL(config.signedLinkBaseUrl).origin] : [],
   );
   const { port } = new URL(options.baseUrl);
   const ownHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);

@@ -6,14 +6,18 @@
 /**
  * Only the page's own files may run or style anything: no inline scripts or styles, no eval, and Trusted Types with
  * no policy, so no HTML string can ever become markup. `connectSources` adds origins fetch() may reach (the Cognito
- * token endpoint, deployed); `blob:` images are the captures shown on the page.
+ * token endpoint, deployed); `blob:` images are the captures shown on the page, `imageSources` the origins of other
+ * images it shows (the signed-link CDN, deployed, for a signed link's preview).
  */
-export function dashboardContentSecurityPolicy(connectSources: readonly string[] = []): string {
+export function dashboardContentSecurityPolicy(
+  connectSources: readonly string[] = [],
+  imageSources: readonly string[] = [],
+): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self' blob:",
+    ["img-src 'self' blob:", ...imageSources].join(' '),
     ["connect-src 'self'", ...connectSources].join(' '),
     "base-uri 'none'",
     "form-action 'self'",

@@ -8,7 +8,7 @@ import { logger } from '../logger';
 import type { DynamoCaptureSlots } from './dynamoCaptureSlots';
 import { LEASE_PREFIX, liveLeases } from './dynamoCaptureSlots';
 import type { DynamoKeyStore } from './dynamoKeyStore';
-import { accountAttribute, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
+import { accountAttribute, conditionHeld, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
 
 type Item = Record<string, unknown>;
 
@@ -54,11 +54,12 @@ export class DynamoAdmissionRound implements AdmissionRound {
   async admit(ask: AdmissionAsk): Promise<AdmissionVerdict> {
     const { accountId, keyId } = ask.identity;
     const start = windowStart(ask.now);
+    const window =
+      ask.budget === 'signedLink'
+        ? accountAttribute.signedLinkWindow(keyId, start)
+        : accountAttribute.apiWindow(start);
     const parts: Parts = {
-      window:
-        ask.budget === 'signedLink'
-          ? accountAttribute.signedLinkWindow(keyId, start)
-          : accountAttribute.apiWindow(start),
+      window,
       slot:
         typeof ask.slot === 'object'
           ? { take: { leaseId: randomUUID().replaceAll('-', ''), until: ask.slot.until } }
@@ -67,10 +68,9 @@ export class DynamoAdmissionRound implements AdmissionRound {
       ...(this.keys.claimLastUsed(keyId, ask.now)
         ? { lastUsed: { attribute: accountAttribute.lastUsed(keyId), at: ask.now } }
         : {}),
-      stale: [],
+      // A clock that went back (tests move it) must not remove the window it counts in.
+      stale: (this.staleWindows.get(accountId) ?? []).filter((name) => name !== window),
     };
-    // A clock that went back (tests move it) must not remove the window it counts in.
-    parts.stale = (this.staleWindows.get(accountId) ?? []).filter((name) => name !== parts.window);
     this.staleWindows.delete(accountId);
     const take = typeof parts.slot === 'object' ? parts.slot.take : undefined;
     const capacity = this.slots.capacity;
@@ -255,17 +255,22 @@ export class DynamoAdmissionRound implements AdmissionRound {
       .catch((error) => logger.warn('lastUsed not recorded', { error }));
   }
 
-  /** Gives back the account's part of an admission the shared capacity refused: the lease and the credits. */
+  /**
+   * Gives back the account's part of an admission the shared capacity refused: the lease and the credits, in one
+   * write, only while the lease is there (so never twice).
+   */
   private async giveBack(accountId: string, leaseId: string, cost: number | undefined): Promise<void> {
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: itemKey.account(accountId),
-        UpdateExpression: `ADD held :minusOne${cost === undefined ? '' : ', credits :cost'} REMOVE #lease`,
-        ConditionExpression: 'attribute_exists(#lease)',
-        ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
-        ExpressionAttributeValues: { ':minusOne': -1, ...(cost === undefined ? {} : { ':cost': cost }) },
-      }),
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: `ADD held :minusOne${cost === undefined ? '' : ', credits :cost'} REMOVE #lease`,
+          ConditionExpression: 'attribute_exists(#lease)',
+          ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
+          ExpressionAttributeValues: { ':minusOne': -1, ...(cost === undefined ? {} : { ':cost': cost }) },
+        }),
+      ),
     );
   }
 

@@ -267,7 +267,8 @@ function toRecord(
   account: Record<string, unknown>,
 ): ApiKeyRecord {
   const id = String(item.sk).slice(ACCOUNT_KEY_PREFIX.length);
-  const lastUsed = account[accountAttribute.lastUsed(id)];
+  // Keys used before lastUsed moved to the account item keep their last value on the listing until used again.
+  const lastUsed = account[accountAttribute.lastUsed(id)] ?? item.lastUsed;
   return {
     id,
     accountId,

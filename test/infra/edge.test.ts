@@ -268,6 +268,21 @@ describe('signed links through the CDN', () => {
     });
   });
 
+  it("are what the dashboard builds: config.json names the CDN, and the page may show the link's image from it", () => {
+    const linkId = ofType(synth.resources, 'AWS::CloudFront::Distribution').find(
+      ([, d]) => (d.Properties.DistributionConfig as Json).Comment === 'Signed screenshot links',
+    )?.[0] as string;
+    const linkDomain = JSON.stringify({ 'Fn::GetAtt': [linkId, 'DomainName'] });
+    const [[, deployment] = []] = ofType(synth.resources, 'Custom::CDKBucketDeployment');
+    expect(JSON.stringify(deployment?.Properties.SourceMarkers)).toContain(linkDomain);
+    const policies = ofType(synth.resources, 'AWS::CloudFront::ResponseHeadersPolicy').map(([, policy]) =>
+      JSON.stringify(policy.Properties),
+    );
+    const dashboardPolicy = policies.find((policy) => policy.includes('img-src'));
+    expect(dashboardPolicy).toContain(linkDomain);
+    expect(dashboardPolicy).toMatch(/img-src 'self' blob: https:\/\//);
+  });
+
   it('pass only GET and HEAD to the API stage, behind the edge web ACL, with access logs', () => {
     const config = linkDistribution();
     const behavior = config.DefaultCacheBehavior as Json;

@@ -1,4 +1,4 @@
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { AdmissionAsk } from '../../shared/accounts/admissionRound';
@@ -182,5 +182,29 @@ describe('the admission round in DynamoDB', () => {
     expect(refused.rateLimit.remaining).toBe(LIMIT - 1);
     expect(await credits.balance(second.accountId)).toBe(5);
     expect((await accountItem(second.accountId)).held).toBe(0);
+  });
+
+  it("records lastUsed in the admission write, and reads a key's older value from its listing until then", async () => {
+    const keys = new DynamoKeyStore(db, TEST_TABLE);
+    const admissions = round();
+    const identity = await newAccount(10);
+    // A listing written before lastUsed moved to the account item.
+    await db.send(
+      new PutCommand({
+        TableName: TEST_TABLE,
+        Item: {
+          ...itemKey.accountKey(identity.accountId, identity.keyId),
+          keyHash: 'h',
+          name: 'old',
+          last4: 'abcd',
+          isActive: true,
+          createdAt: NOW - 5_000,
+          lastUsed: NOW - 1_000,
+        },
+      }),
+    );
+    expect((await keys.get(identity.accountId, identity.keyId))?.lastUsed).toBe(NOW - 1_000);
+    expect((await admissions.admit({ ...capture(identity, 1), slot: 'none' })).admitted).toBe(true);
+    expect((await keys.list(identity.accountId))[0]?.lastUsed).toBe(NOW);
   });
 });

@@ -11,7 +11,7 @@ import {
   signInLocally,
   startHostedSignIn,
 } from './session.js';
-import { signedLink } from './signed-link.js';
+import { signedLink, signedLinkBase } from './signed-link.js';
 import { clearUsage, showUsage, usagePath } from './usage.js';
 import { clearWebhookSecret, initWebhookSecret } from './webhooks.js';
 
@@ -298,7 +298,7 @@ function hideNewKey() {
   $('new-key').hidden = true;
 }
 
-/** Signs a link for the new key and shows it, with the image it loads (from this origin, as an <img> would). */
+/** Signs a link for the new key and shows it, with the image it loads (from where an <img> would load it). */
 async function buildLink(event) {
   event.preventDefault();
   if (!newKey) return;
@@ -308,7 +308,12 @@ async function buildLink(event) {
     width: Number(value('link-width')),
     height: Number(value('link-height')),
   };
-  const link = await signedLink(newKey.id, newKey.signingSecret, options);
+  const link = await signedLink(
+    signedLinkBase(config, location.origin),
+    newKey.id,
+    newKey.signingSecret,
+    options,
+  );
   say('signed-link', link);
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
   preview.alt = `Screenshot of ${options.url}`;

@@ -5,11 +5,21 @@ const encode = (text) =>
   encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
- * `GET /api/screenshot?<options>&keyId=…&signature=…` on this page's origin: every option as text (arrays and objects
- * as JSON), keyId added, the parameters sorted by encoded name and signed with HMAC-SHA256 (WebCrypto).
- * @param {string} keyId @param {string} signingSecret @param {Record<string, unknown>} options
+ * Where signed links point: deployed, the signed-link CDN that config.json names (its edge answers repeated loads
+ * without reaching the API); locally, and whenever config.json names none, the page's own origin, which serves the API.
+ * @param {{ signedLinkBaseUrl?: unknown } | undefined} config @param {string} pageOrigin
  */
-export async function signedLink(keyId, signingSecret, options) {
+export function signedLinkBase(config, pageOrigin) {
+  const base = config?.signedLinkBaseUrl;
+  return typeof base === 'string' && base.startsWith('https://') ? base.replace(/\/+$/, '') : pageOrigin;
+}
+
+/**
+ * `GET <base>/api/screenshot?<options>&keyId=…&signature=…`: every option as text (arrays and objects as JSON), keyId
+ * added, the parameters sorted by encoded name and signed with HMAC-SHA256 (WebCrypto).
+ * @param {string} base @param {string} keyId @param {string} signingSecret @param {Record<string, unknown>} options
+ */
+export async function signedLink(base, keyId, signingSecret, options) {
   const params = { ...options, keyId };
   const canonical = Object.entries(params)
     .map(([name, value]) => [encode(name), encode(typeof value === 'string' ? value : JSON.stringify(value))])
@@ -26,5 +36,5 @@ export async function signedLink(keyId, signingSecret, options) {
   );
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, text.encode(canonical)));
   const signature = Array.from(mac, (byte) => byte.toString(16).padStart(2, '0')).join('');
-  return `${location.origin}/api/screenshot?${canonical}&signature=${signature}`;
+  return `${base}/api/screenshot?${canonical}&signature=${signature}`;
 }
