@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type AdmissionPorts, admissionOverPorts } from '../../shared/accounts/admissionRound';
-import type { CaptureSlots } from '../../shared/accounts/captureSlots';
+import type { CaptureSlots, SlotLease } from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
-import { type CaptureCapacity, mayStart } from '../../shared/accounts/fairShare';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
   RATE_WINDOW_MS,
@@ -150,35 +149,25 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 }
 
-/**
- * Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them; with a capacity, the leases of all
- * accounts together too, under the same fair-share rule.
- */
+/** Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them. */
 export class MemoryCaptureSlots implements CaptureSlots {
   private readonly leases = new Map<string, Map<string, number>>();
-  private readonly shared = new Map<string, number>();
   private nextId = 0;
 
-  constructor(
-    readonly limit: number,
-    private readonly capacity?: CaptureCapacity,
-  ) {}
+  constructor(readonly limit: number) {}
 
-  async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
+  async acquire(accountId: string, now: number, expiresAt: number): Promise<SlotLease | undefined> {
     const held = this.leases.get(accountId) ?? new Map<string, number>();
     for (const [id, expiry] of held) if (expiry <= now) held.delete(id);
-    for (const [id, expiry] of this.shared) if (expiry <= now) this.shared.delete(id);
     if (held.size >= this.limit) return undefined;
-    if (this.capacity && !mayStart(this.capacity, this.shared.size, held.size)) return undefined;
     const leaseId = String(++this.nextId);
+    const newcomer = held.size === 0;
     held.set(leaseId, expiresAt);
     this.leases.set(accountId, held);
-    if (this.capacity) this.shared.set(leaseId, expiresAt);
-    return leaseId;
+    return { leaseId, newcomer };
   }
 
   async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
-    this.shared.delete(leaseId);
     const held = this.leases.get(accountId);
     if (penaltyUntil === undefined) held?.delete(leaseId);
     else if (held?.has(leaseId)) held.set(leaseId, penaltyUntil);
@@ -187,11 +176,6 @@ export class MemoryCaptureSlots implements CaptureSlots {
   /** Leases the account holds now (lapsed ones included until someone reaps them). */
   held(accountId: string): number {
     return this.leases.get(accountId)?.size ?? 0;
-  }
-
-  /** Captures running now for all accounts together (with a capacity). */
-  running(): number {
-    return this.shared.size;
   }
 }
 
