@@ -124,14 +124,15 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 
   async reserve(accountId: string, cost: number): Promise<void> {
-    const balance = await this.balance(accountId);
+    // Read and written in one turn, as the store's conditional write is atomic: parallel reserves never lose one.
+    const balance = this.balances.get(accountId) ?? 0;
     if (balance < cost) throw new InsufficientCreditsError(cost, balance);
     this.balances.set(accountId, balance - cost);
   }
 
   async refund(accountId: string, cost: number): Promise<void> {
     if (this.failRefunds) throw new Error('store unavailable');
-    this.balances.set(accountId, (await this.balance(accountId)) + cost);
+    this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + cost);
   }
 
   async add(accountId: string, amount: number): Promise<number> {
