@@ -60,7 +60,7 @@ export function createScreenshotService(
  */
 export function invokedRenderer(
   env: NodeJS.ProcessEnv,
-  client = new LambdaClient({ maxAttempts: 1 }),
+  client: Pick<LambdaClient, 'send'> = new LambdaClient({ maxAttempts: 1 }),
 ): Renderer {
   const functionName = env.RENDERER_FUNCTION_NAME;
   if (!functionName) throw new Error('RENDERER_FUNCTION_NAME must be set');

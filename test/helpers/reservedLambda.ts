@@ -26,7 +26,8 @@ export class ReservedLambda {
   private readonly handler;
 
   constructor(
-    private readonly reserved: Record<string, number>,
+    /** Each function's reserved concurrency; a test may change it. */
+    readonly reserved: Record<string, number>,
     renderer: Renderer,
   ) {
     this.handler = rendererHandler(renderer);
