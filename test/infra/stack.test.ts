@@ -912,10 +912,10 @@ describe('The renderer boundary', () => {
     const roles = invoking.flatMap(([, policy]) => asList(policy.Properties.Roles).map(referencedId));
     expect(roles.sort()).toEqual(frontRoles);
     for (const [, policy] of invoking) {
-      const statement = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).find((s) =>
+      const statements = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).filter((s) =>
         asList(s.Action).includes('lambda:InvokeFunction'),
       );
-      expect(JSON.stringify(statement?.Resource)).toContain(aliasId);
+      expect(statements.map((statement) => JSON.stringify(statement.Resource)).join()).toContain(aliasId);
     }
     for (const handler of fronts) {
       const fn = functionOf(handler).Properties;
