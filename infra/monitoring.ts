@@ -197,7 +197,11 @@ export class Monitoring extends Construct {
     );
     atLeast(
       'RendererErrorsAlarm',
-      sumOver('Renderer errors', (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' }), props.renderers),
+      sumOver(
+        'Renderer errors',
+        (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' }),
+        props.renderers,
+      ),
       t.functionErrors,
       `${t.functionErrors} or more renderer invocation errors (Chromium crashes, timeouts) in 5 minutes.`,
     );

@@ -100,9 +100,12 @@ export class InvokedRenderer implements Renderer {
   private async invoke(request: RenderRequest, stop: AbortController, newcomer: boolean): Promise<Buffer> {
     const payload = Buffer.from(JSON.stringify(request));
     const start = (functionName: string) =>
-      this.client.send(new InvokeWithResponseStreamCommand({ FunctionName: functionName, Payload: payload }), {
-        abortSignal: stop.signal,
-      });
+      this.client.send(
+        new InvokeWithResponseStreamCommand({ FunctionName: functionName, Payload: payload }),
+        {
+          abortSignal: stop.signal,
+        },
+      );
     let response: Awaited<ReturnType<typeof start>>;
     try {
       response = await start(this.functionName);

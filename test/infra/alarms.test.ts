@@ -59,7 +59,9 @@ describe('alarms on our own faults', () => {
 
 describe('alarms on the renderers', () => {
   const rendererIds = () =>
-    [synth.stack.renderer, synth.stack.headroomRenderer].map((renderer) => synth.logicalId(renderer.fn as never));
+    [synth.stack.renderer, synth.stack.headroomRenderer].map((renderer) =>
+      synth.logicalId(renderer.fn as never),
+    );
 
   for (const [id, metricName] of [
     ['RendererErrorsAlarm', 'Errors'],

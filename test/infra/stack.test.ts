@@ -303,7 +303,8 @@ describe('Lambda functions', () => {
   });
 
   it('attaches the Chromium layer to the two renderer functions only', () => {
-    for (const [, renderer] of renderers()) expect(renderer.Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
+    for (const [, renderer] of renderers())
+      expect(renderer.Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
     for (const [id, fn] of ofType(synth.resources, 'AWS::Lambda::Function')) {
       if (rendererIds().includes(id)) continue;
       expect(asList(fn.Properties.Layers).map(referencedId), id).not.toContain(chromiumLayerId());
@@ -890,7 +891,8 @@ describe('The renderer boundary', () => {
   });
 
   it('lets the capturing fronts (screenshot and MCP), and no other function, invoke each renderer through its live alias', () => {
-    for (const renderer of [synth.stack.renderer, synth.stack.headroomRenderer]) invokedByFrontsOnly(renderer);
+    for (const renderer of [synth.stack.renderer, synth.stack.headroomRenderer])
+      invokedByFrontsOnly(renderer);
   });
 
   function invokedByFrontsOnly(renderer: typeof synth.stack.renderer) {
@@ -912,8 +914,8 @@ describe('The renderer boundary', () => {
     const roles = invoking.flatMap(([, policy]) => asList(policy.Properties.Roles).map(referencedId));
     expect(roles.sort()).toEqual(frontRoles);
     for (const [, policy] of invoking) {
-      const statements = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).filter((s) =>
-        asList(s.Action).includes('lambda:InvokeFunction'),
+      const statements = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).filter(
+        (s) => asList(s.Action).includes('lambda:InvokeFunction'),
       );
       expect(statements.map((statement) => JSON.stringify(statement.Resource)).join()).toContain(aliasId);
     }

@@ -87,7 +87,11 @@ describe('capture slots in DynamoDB tell a newcomer from an account that holds a
   it('write the account item only: no item shared by all accounts', async () => {
     await slots.acquire(newAccount(), NOW, NOW + 60_000);
     const { Items } = await DynamoDBDocumentClient.from(store.client).send(
-      new ScanCommand({ TableName: TEST_TABLE, FilterExpression: 'begins_with(pk, :captures)', ExpressionAttributeValues: { ':captures': 'CAPTURES' } }),
+      new ScanCommand({
+        TableName: TEST_TABLE,
+        FilterExpression: 'begins_with(pk, :captures)',
+        ExpressionAttributeValues: { ':captures': 'CAPTURES' },
+      }),
     );
     expect(Items).toEqual([]);
   });

@@ -160,7 +160,10 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
     const answers = await Promise.all(attacks);
     expect(answers.map(statusOf)).toEqual([200, 200]);
     // The two captures charged, the refused one given back.
-    const charged = answers.reduce((sum, answer) => sum + (answer.ok ? answer.screenshot.creditsCharged : 0), 0);
+    const charged = answers.reduce(
+      (sum, answer) => sum + (answer.ok ? answer.screenshot.creditsCharged : 0),
+      0,
+    );
     expect(charged).toBe(2);
     expect(await credits.balance('attacker')).toBe(10 - charged);
   });
@@ -190,7 +193,10 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
   });
 
   it('leaves a failure of the invocation that is not a throttle as it was: 500, no headroom, credits back', async () => {
-    lambda.throwOn.set(SHARED_RENDERER, Object.assign(new Error('Lambda is down'), { name: 'ServiceException' }));
+    lambda.throwOn.set(
+      SHARED_RENDERER,
+      Object.assign(new Error('Lambda is down'), { name: 'ServiceException' }),
+    );
     const outcome = await shoot('victim', 'https://a.test');
     expect(statusOf(outcome)).toBe(500);
     expect((outcome as { error: unknown }).error).toBeInstanceOf(CaptureFailedError);
@@ -231,6 +237,7 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
 
 /** Waits (a few macrotasks at a time) until `condition` holds: invocations go through streams and timers. */
 async function until(condition: () => boolean): Promise<void> {
-  for (let round = 0; round < 1_000 && !condition(); round++) await new Promise((resolve) => setTimeout(resolve, 1));
+  for (let round = 0; round < 1_000 && !condition(); round++)
+    await new Promise((resolve) => setTimeout(resolve, 1));
   expect(condition()).toBe(true);
 }
