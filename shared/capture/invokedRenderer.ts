@@ -8,7 +8,6 @@ import {
   CaptureFailedError,
   CaptureTimedOutError,
   ClientGoneError,
-  OverloadedError,
   ValidationError,
 } from '../errors';
 import { logger } from '../logger';
@@ -71,7 +70,6 @@ export class InvokedRenderer implements Renderer {
       if (
         error instanceof CaptureFailedError ||
         error instanceof CapacityFullError ||
-        error instanceof OverloadedError ||
         error instanceof ValidationError
       )
         throw error;
