@@ -81,6 +81,23 @@ describe('DynamoDB write requests per screenshot request', () => {
     }
   });
 
+  it('a capture refused for capacity (both renderers full): 5 (admission, the credits and the slot back, the usage record, its day)', async () => {
+    const { accountId, apiKey } = await harness.newAccount();
+    lambda.reserved[SHARED_RENDERER] = 0;
+    lambda.reserved[HEADROOM_RENDERER] = 0;
+    try {
+      const { status, writes } = await writesOf(() =>
+        harness.shoot(apiKey, { url: `${pages.origin}/red`, width: 322, height: 320 }),
+      );
+      expect(status).toBe(429);
+      expect(writes).toHaveLength(5);
+      expect(await harness.credits.balance(accountId)).toBe(100);
+    } finally {
+      lambda.reserved[SHARED_RENDERER] = 4;
+      lambda.reserved[HEADROOM_RENDERER] = 1;
+    }
+  });
+
   it('a signed link that captures: at most 4 as well', async () => {
     const account = await harness.newAccount();
     const query = { url: `${pages.origin}/red`, width: '340', keyId: account.keyId, cache: 'false' };
