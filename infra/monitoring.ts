@@ -33,6 +33,8 @@ export const ALARM_THRESHOLDS = {
   refundFailures: 1,
   /** Invocations Lambda refused (the screenshot function's reserved concurrency is full, or the account's). */
   throttles: 5,
+  /** Renderer invocations Lambda refused: captures answered 429 (or moved to the headroom) for capacity. */
+  rendererThrottles: 20,
   /** Crashes and timeouts of any function (handled errors are answered, not thrown). */
   functionErrors: 5,
   /** A single invocation of a management function that ran this share of its timeout. */
@@ -56,6 +58,8 @@ export interface MonitoringProps {
   api: apigateway.RestApi;
   functions: ReadonlyMap<Handler, lambda.Function>;
   aliases: ReadonlyMap<Handler, lambda.Alias>;
+  /** The renderers the screenshot front invokes: the shared one and the headroom one (docs/api.md 6.5). */
+  renderers: readonly lambda.Function[];
   /** The table whose throttle events page. */
   table: dynamodb.ITable;
   /** The `service` dimension of the business metrics: the stack sets POWERTOOLS_SERVICE_NAME to it. */
@@ -161,8 +165,14 @@ export class Monitoring extends Construct {
     );
 
     const functions = [...props.functions.entries()];
-    const sumOver = (label: string, metricOf: (fn: lambda.Function) => cloudwatch.Metric) => {
-      const usingMetrics = Object.fromEntries(functions.map(([, fn], index) => [`m${index}`, metricOf(fn)]));
+    const routeFunctions = functions.map(([, fn]) => fn);
+    // Each sum stays within CloudWatch's 10 metrics per alarm: the routes in one, the two renderers in their own.
+    const sumOver = (
+      label: string,
+      metricOf: (fn: lambda.Function) => cloudwatch.Metric,
+      over: readonly lambda.Function[] = routeFunctions,
+    ) => {
+      const usingMetrics = Object.fromEntries(over.map((fn, index) => [`m${index}`, metricOf(fn)]));
       return new cloudwatch.MathExpression({
         label,
         // FILL: a function nobody called has no datapoints, which would otherwise blank the whole sum.
@@ -184,6 +194,27 @@ export class Monitoring extends Construct {
       sumOver('Function throttles', (fn) => fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' })),
       t.throttles,
       `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
+    );
+    atLeast(
+      'RendererErrorsAlarm',
+      sumOver(
+        'Renderer errors',
+        (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' }),
+        props.renderers,
+      ),
+      t.functionErrors,
+      `${t.functionErrors} or more renderer invocation errors (Chromium crashes, timeouts) in 5 minutes.`,
+    );
+    atLeast(
+      'RendererThrottlesAlarm',
+      sumOver(
+        'Renderer throttles',
+        (fn) => fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+        props.renderers,
+      ),
+      t.rendererThrottles,
+      `${t.rendererThrottles} or more renderer invocations refused in 5 minutes: the capture capacity is full ` +
+        '(captures answered 429); raise screenshotReservedConcurrency if it stays so.',
     );
 
     atLeast(
@@ -319,9 +350,11 @@ export class Monitoring extends Construct {
             stage.metricClientError({ period: fiveMinutes, statistic: 'Sum' }),
             stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
           ]),
-          graph('Screenshot concurrency and throttles', [
-            screenshot.metric('ConcurrentExecutions', { period: fiveMinutes, statistic: 'Maximum' }),
-            screenshot.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+          graph('Screenshot and renderer concurrency, throttles', [
+            ...[screenshot, ...props.renderers].flatMap((fn) => [
+              fn.metric('ConcurrentExecutions', { period: fiveMinutes, statistic: 'Maximum' }),
+              fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+            ]),
           ]),
         ],
         [

@@ -1,6 +1,6 @@
 import { GetAccountSettingsCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import { GetCallerIdentityCommand, type STSClient } from '@aws-sdk/client-sts';
-import { type DeploymentSettings, parseSettings } from './settings';
+import { type DeploymentSettings, parseSettings, reservedConcurrencies } from './settings';
 
 /** Executions Lambda keeps unreserved in every account and region: no reservation may dip into them. */
 export const LAMBDA_UNRESERVED_MINIMUM = 100;
@@ -83,19 +83,23 @@ function concurrencyCheck(
   quota: number | undefined,
   unreserved: number | undefined,
 ): PreflightCheck {
-  const wanted = settings.screenshotReservedConcurrency;
+  const reserved = reservedConcurrencies(settings);
+  const wanted = reserved.total;
+  const what =
+    `reservations ${wanted} (screenshot front ${reserved.screenshot}, shared renderer ${reserved.sharedRenderer}, ` +
+    `headroom renderer ${reserved.headroomRenderer}, from screenshotReservedConcurrency ${settings.screenshotReservedConcurrency})`;
   const room = (unreserved ?? 0) - LAMBDA_UNRESERVED_MINIMUM;
   return wanted <= room
     ? {
         name: 'concurrency',
         ok: true,
-        detail: `screenshotReservedConcurrency ${wanted} fits: ${unreserved} of ${quota} unreserved, ${LAMBDA_UNRESERVED_MINIMUM} must stay so`,
+        detail: `${what} fit: ${unreserved} of ${quota} unreserved, ${LAMBDA_UNRESERVED_MINIMUM} must stay so`,
       }
     : {
         name: 'concurrency',
         ok: false,
         detail:
-          `screenshotReservedConcurrency ${wanted} does not fit: the quota is ${quota} with ${unreserved} unreserved, ` +
+          `${what} do not fit: the quota is ${quota} with ${unreserved} unreserved, ` +
           `and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} unreserved. Raise "Concurrent executions" in Service ` +
           `Quotas to at least ${(quota ?? 0) - (unreserved ?? 0) + LAMBDA_UNRESERVED_MINIMUM + wanted}, or lower the setting`,
       };

@@ -27,13 +27,17 @@ export interface RendererFunctionProps {
   chromiumLayer: lambda.ILayerVersion;
   /** The `service` dimension of its logs. */
   serviceName: string;
+  /** What this renderer is for, in its description and its role's (the shared capacity, or the headroom). */
+  purpose: string;
+  /** Captures it runs at once: its part of the capture capacity (docs/api.md 6.5). */
   reservedConcurrency: number;
   sourceMaps: boolean;
   liveAlias: string;
 }
 
 /**
- * The renderer function: Chromium (the layer) and the egress proxy, and nothing worth stealing. Its role may write
+ * A renderer function: Chromium (the layer) and the egress proxy, and nothing worth stealing. The stack makes two
+ * from the same code and layer, whose reserved concurrencies are the shared capacity and the headroom. Its role may write
  * its own log group and nothing else (no table, bucket, key or X-Ray); its environment names no resource and holds
  * no secret. Only the screenshot front may invoke it, through its live alias, with response streaming.
  */
@@ -47,7 +51,7 @@ export class RendererFunction extends Construct {
     const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH });
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'Renderer: writes its own logs, nothing else',
+      description: `Renderer (${props.purpose}): writes its own logs, nothing else`,
     });
     logGroup.grantWrite(this.role);
 
@@ -56,7 +60,7 @@ export class RendererFunction extends Construct {
       handler: 'handler',
       projectRoot: props.projectRoot,
       depsLockFilePath: path.join(props.projectRoot, 'package-lock.json'),
-      description: 'Renderer: Chromium, invoked by the screenshot front',
+      description: `Renderer (${props.purpose}): Chromium, invoked by the screenshot front`,
       runtime: props.runtime,
       architecture: props.architecture,
       memorySize: RENDERER_MEMORY_MB,

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { capacityOfReserved } from '../shared/accounts/fairShare';
 import { operationOf, ROUTES } from '../shared/routes';
 
 /** One committed file per environment, `infra/environments/<name>.json`: the settings are reviewed like code. */
@@ -45,9 +46,10 @@ const settingsFile = z
       )
       .default({}),
     /**
-     * Concurrent executions reserved for (and capping) the screenshot function, so the management routes always
-     * have room. Lambda keeps 100 of the account's quota unreserved, so the quota must be at least 100 plus the
-     * reservations of every stack in the account and region.
+     * Captures that may run at once: reserved for (and capping) the screenshot front, and as many again for the
+     * renderers, split between the shared renderer and the headroom renderer (reservedConcurrencies), so the
+     * management routes always have room. Lambda keeps 100 of the account's quota unreserved, so the quota must be
+     * at least 100 plus the reservations of every stack in the account and region.
      */
     screenshotReservedConcurrency: count(1, 50),
     /** Web ACL rate rules: requests per 5 minutes from one IP address, and with one Authorization value. */
@@ -193,4 +195,18 @@ export function loadEnvironments(dir = ENVIRONMENTS_DIR, options: ParseOptions =
         options,
       ),
     );
+}
+
+/**
+ * What the stack reserves of the account's concurrency: the screenshot front, and the renderers that capture for it,
+ * the shared one and the headroom one (docs/api.md 6.5). The preflight checks their total against the quota.
+ */
+export function reservedConcurrencies(settings: Pick<DeploymentSettings, 'screenshotReservedConcurrency'>) {
+  const capacity = capacityOfReserved(settings.screenshotReservedConcurrency);
+  const reserved = {
+    screenshot: settings.screenshotReservedConcurrency,
+    sharedRenderer: capacity.shared,
+    headroomRenderer: capacity.headroom,
+  };
+  return { ...reserved, total: reserved.screenshot + reserved.sharedRenderer + reserved.headroomRenderer };
 }

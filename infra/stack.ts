@@ -14,7 +14,6 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
-import { capacityOfReserved } from '../shared/accounts/fairShare';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
@@ -27,7 +26,7 @@ import { Monitoring, pascal } from './monitoring';
 import { PreTrafficHook } from './preTrafficHook';
 import { RendererFunction } from './rendererFunction';
 import { methodThrottles } from './routeThrottles';
-import type { DeploymentSettings } from './settings';
+import { type DeploymentSettings, reservedConcurrencies } from './settings';
 import { SignedLinkCdn } from './signedLinkCdn';
 import { TABLE_ACTIONS } from './tableAccess';
 import { ServiceWebAcl } from './webAcl';
@@ -94,6 +93,8 @@ export class ScreenshotServiceStack extends Stack {
   readonly images: ImageStorage;
   /** Chromium, invoked by the screenshot front; it holds no permission beyond its logs. */
   readonly renderer: RendererFunction;
+  /** The same renderer, reserved for the headroom newcomers may use when the shared one is full. */
+  readonly headroomRenderer: RendererFunction;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
     super(scope, id, props);
@@ -199,15 +200,11 @@ export class ScreenshotServiceStack extends Stack {
 
     // Exactly what aws-jwt-verify compares against the token's `iss` (shared/auth/sessionVerifier.ts).
     const issuer = `https://cognito-idp.${this.region}.${this.urlSuffix}/${this.userPool.userPoolId}`;
-    const capacity = capacityOfReserved(settings.screenshotReservedConcurrency);
     const environment: Record<string, string> = {
       TABLE_NAME: this.table.tableName,
       RATE_LIMIT_PER_HOUR: String(settings.rateLimitPerHour),
       FREE_CREDITS: String(settings.freeCredits),
       MAX_CONCURRENT_CAPTURES: String(settings.maxConcurrentCaptures),
-      // The reserved concurrency is all that can run at once: shared fairly, with headroom kept for newcomers.
-      CAPTURE_CAPACITY: String(capacity.shared),
-      CAPTURE_HEADROOM: String(capacity.headroom),
       SESSION_ISSUER: issuer,
       SESSION_CLIENT_ID: this.userPoolClient.userPoolClientId,
       SESSION_JWKS_URI: `${issuer}/.well-known/jwks.json`,
@@ -223,17 +220,24 @@ export class ScreenshotServiceStack extends Stack {
       architecture: ARCHITECTURE,
     });
 
-    // Chromium runs here only: a function whose role writes its logs and nothing else (docs/architecture.md).
-    this.renderer = new RendererFunction(this, 'Renderer', {
-      projectRoot: PROJECT_ROOT,
-      runtime: RUNTIME,
-      architecture: ARCHITECTURE,
-      chromiumLayer: chromium.layer,
-      serviceName: this.stackName,
-      reservedConcurrency: settings.screenshotReservedConcurrency,
-      sourceMaps: settings.sourceMaps,
-      liveAlias: LIVE_ALIAS,
-    });
+    // Chromium runs here only: functions whose roles write their logs and nothing else (docs/architecture.md).
+    // Their reserved concurrencies are the capture capacity, shared fairly (docs/api.md 6.5): anyone's capture runs
+    // on the shared renderer, a newcomer's on the headroom renderer when the shared one is full.
+    const reserved = reservedConcurrencies(settings);
+    const renderer = (id: string, purpose: string, reservedConcurrency: number) =>
+      new RendererFunction(this, id, {
+        projectRoot: PROJECT_ROOT,
+        runtime: RUNTIME,
+        architecture: ARCHITECTURE,
+        chromiumLayer: chromium.layer,
+        serviceName: this.stackName,
+        purpose,
+        reservedConcurrency,
+        sourceMaps: settings.sourceMaps,
+        liveAlias: LIVE_ALIAS,
+      });
+    this.renderer = renderer('Renderer', 'shared capacity', reserved.sharedRenderer);
+    this.headroomRenderer = renderer('HeadroomRenderer', 'headroom', reserved.headroomRenderer);
 
     const functions = new Map<RouteDefinition['handler'], NodejsFunction>();
     const aliases = new Map<RouteDefinition['handler'], lambda.Alias>();
@@ -284,6 +288,7 @@ export class ScreenshotServiceStack extends Stack {
       api: this.api,
       functions,
       aliases,
+      renderers: [this.renderer.fn, this.headroomRenderer.fn],
       table: this.table,
       serviceName: this.stackName,
       webAclName,
@@ -413,26 +418,33 @@ export class ScreenshotServiceStack extends Stack {
       memorySize: isScreenshot ? SCREENSHOT_MEMORY_MB : MANAGEMENT_MEMORY_MB,
       timeout: isScreenshot ? SCREENSHOT_TIMEOUT : MANAGEMENT_TIMEOUT,
       // Both a guarantee and a cap: captures can never take the whole account's concurrency, so the key and credit
-      // routes always have room. The renderer has the same reservation, one invocation per front invocation.
-      // The screenshot front's captures are reserved and capped; MCP calls share the pool (the renderer's own cap
-      // bounds every capture either way).
+      // routes always have room. The renderers together have the same reservation, one invocation per front
+      // invocation. The screenshot front's captures are reserved and capped; MCP calls share the pool (the
+      // renderers' own caps bound every capture either way).
       ...(route.handler === 'screenshot'
-        ? { reservedConcurrentExecutions: settings.screenshotReservedConcurrency }
+        ? { reservedConcurrentExecutions: reservedConcurrencies(settings).screenshot }
         : {}),
       environment: isScreenshot
-        ? { ...environment, RENDERER_FUNCTION_NAME: this.renderer.alias.functionArn }
+        ? {
+            ...environment,
+            RENDERER_FUNCTION_NAME: this.renderer.alias.functionArn,
+            RENDERER_HEADROOM_FUNCTION_NAME: this.headroomRenderer.alias.functionArn,
+          }
         : environment,
       role,
       logGroup,
       tracing: lambda.Tracing.ACTIVE,
-      // No Chromium and no fonts in any route's package: the renderer function alone has the layer. The fronts
+      // No Chromium and no fonts in any route's package: the renderer functions alone have the layer. The fronts
       // that capture carry the AVIF encoder beside their bundle.
       bundling: functionBundling(
         settings.sourceMaps,
         isScreenshot ? { externalModules: [SHARP_PACKAGE], commandHooks: encoderAssetHooks } : {},
       ),
     });
-    if (isScreenshot) this.renderer.alias.grantInvoke(role);
+    if (isScreenshot) {
+      this.renderer.alias.grantInvoke(role);
+      this.headroomRenderer.alias.grantInvoke(role);
+    }
     acknowledge(fn, 'L1', RUNTIME_REASON);
     return fn;
   }

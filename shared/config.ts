@@ -9,7 +9,6 @@ const envSchema = z.object({
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(100),
   FREE_CREDITS: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(100),
   MAX_CONCURRENT_CAPTURES: z.coerce.number().int().min(1).default(10),
-  CAPTURE_CAPACITY: z.coerce.number().int().min(1).optional(),
   CAPTURE_HEADROOM: z.coerce.number().int().min(0).default(2),
   ALLOW_PRIVATE_HOSTS: z.string().default(''),
   SESSION_ISSUER: z.string().min(1).optional(),
@@ -24,12 +23,10 @@ export interface ServiceConfig {
   /** Captures one account may have running at once (docs/api.md, "Concurrent captures"). */
   maxConcurrentCaptures: number;
   /**
-   * Captures all accounts share (docs/api.md, "Fair sharing of capture capacity"): CAPTURE_CAPACITY, which the
-   * deployed stack sets from the screenshot function's reserved concurrency; unset locally, where the capture queue
-   * shares LOCAL_MAX_CAPTURES instead.
+   * Captures beyond LOCAL_MAX_CAPTURES, only for accounts with nothing running (docs/api.md, "Fair sharing of capture
+   * capacity"): CAPTURE_HEADROOM, read by the local admission queue. Deployed, the headroom renderer's reserved
+   * concurrency is the headroom.
    */
-  captureCapacity: number | undefined;
-  /** Captures beyond the shared capacity, only for accounts with nothing running: CAPTURE_HEADROOM. */
   captureHeadroom: number;
   /** Raw ALLOW_PRIVATE_HOSTS: '' (refuse all private), '*' (allow all), or 'host:port,host:port'. */
   allowPrivateHosts: string;
@@ -48,7 +45,6 @@ export function readServiceConfig(env: NodeJS.ProcessEnv = process.env): Service
     rateLimitPerHour: parsed.RATE_LIMIT_PER_HOUR,
     freeCredits: parsed.FREE_CREDITS,
     maxConcurrentCaptures: parsed.MAX_CONCURRENT_CAPTURES,
-    captureCapacity: parsed.CAPTURE_CAPACITY,
     captureHeadroom: parsed.CAPTURE_HEADROOM,
     allowPrivateHosts: parsed.ALLOW_PRIVATE_HOSTS,
   };

@@ -129,6 +129,15 @@ export class TooManyCapturesError extends RateLimitedError {
 }
 
 /**
+ * Every renderer this capture may use is at its reserved concurrency (Lambda throttled the invocation at once): the
+ * capture never started. Not an answer of its own: the use case answers it as TooManyCapturesError, the same 429 as
+ * the account's bound (docs/api.md, "Fair sharing of capture capacity").
+ */
+export class CapacityFullError extends Error {
+  override readonly name = 'CapacityFullError';
+}
+
+/**
  * The client hung up before its image was delivered: the capture is stopped and nothing is charged. Nobody reads
  * this answer; its status (nginx's "client closed request") only labels the request in the log.
  */

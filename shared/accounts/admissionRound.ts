@@ -27,7 +27,13 @@ export interface AdmissionAsk {
  * reserved credits).
  */
 export type AdmissionVerdict =
-  | { admitted: true; rateLimit: RateLimitDecision; leaseId?: string }
+  | {
+      admitted: true;
+      rateLimit: RateLimitDecision;
+      /** With a slot taken: the lease, and whether the account held no other slot (SlotLease.newcomer). */
+      leaseId?: string;
+      newcomer?: boolean;
+    }
   | {
       admitted: false;
       rateLimit: RateLimitDecision;
@@ -81,7 +87,8 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
           .touchLastUsed(ask.identity, ask.now)
           .catch((error) => logger.warn('lastUsed not recorded', { error })),
       ]);
-      const leaseId = lease.status === 'fulfilled' ? lease.value : undefined;
+      const taken = lease.status === 'fulfilled' ? lease.value : undefined;
+      const leaseId = taken?.leaseId;
       const reserved = reservation.status === 'fulfilled' && reservation.value;
       /** Gives back what a refused request took. */
       const undo = async () => {
@@ -111,8 +118,8 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
         return fail(reservation.reason);
       }
       if (slot === 'check' && leaseId !== undefined) await release(accountId, leaseId);
-      return typeof slot === 'object' && leaseId !== undefined
-        ? { admitted: true, rateLimit, leaseId }
+      return typeof slot === 'object' && taken !== undefined
+        ? { admitted: true, rateLimit, leaseId: taken.leaseId, newcomer: taken.newcomer }
         : { admitted: true, rateLimit };
     },
   };

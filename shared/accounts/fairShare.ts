@@ -17,8 +17,10 @@ export function mayStart(capacity: CaptureCapacity, running: number, accountHold
 }
 
 /**
- * The split of the screenshot function's reserved concurrency (everything that can run at once deployed): a tenth,
- * at least one, kept as headroom once there are two or more.
+ * The split of the reserved capture concurrency (everything that can capture at once deployed) into the shared
+ * renderer's reservation and the headroom renderer's: a tenth, at least one, kept as headroom once there are two or
+ * more. Deployed, Lambda enforces this rule itself: the front asks the shared renderer, and only a newcomer the
+ * headroom one when the first is throttled (shared/capture/invokedRenderer.ts).
  */
 export function capacityOfReserved(reserved: number): CaptureCapacity {
   const headroom = reserved >= 2 ? Math.max(1, Math.floor(reserved / 10)) : 0;

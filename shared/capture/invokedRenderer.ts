@@ -4,10 +4,10 @@ import {
   type LambdaClient,
 } from '@aws-sdk/client-lambda';
 import {
+  CapacityFullError,
   CaptureFailedError,
   CaptureTimedOutError,
   ClientGoneError,
-  OverloadedError,
   ValidationError,
 } from '../errors';
 import { logger } from '../logger';
@@ -29,6 +29,11 @@ export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
  * process behind the same API) captures, the front only asks. Every answer is validated before it is believed; a
  * renderer that crashes, times out or answers garbage fails that capture (500, refunded by the use case) and
  * nothing else. The SDK never retries an invocation (the client is built with maxAttempts 1): a capture runs once.
+ *
+ * Deployed, the capture capacity is the renderers' reserved concurrency (docs/api.md 6.5): the shared renderer is
+ * asked first; when Lambda throttles it (at once, before anything ran), a newcomer's capture asks the headroom
+ * renderer, the same code with a reservation of its own. Any other capture, or a throttle there too, fails with
+ * CapacityFullError: nothing started, and the use case gives back what admission took.
  */
 export class InvokedRenderer implements Renderer {
   /** Answers already delivered whose streams are still open while the renderer finishes its leftover work. */
@@ -36,7 +41,10 @@ export class InvokedRenderer implements Renderer {
 
   constructor(
     private readonly client: Pick<LambdaClient, 'send'>,
+    /** The shared renderer (its live alias). */
     private readonly functionName: string,
+    /** The headroom renderer, for newcomers only; absent locally, where the admission queue keeps the headroom. */
+    private readonly headroomFunctionName?: string,
   ) {}
 
   async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
@@ -53,7 +61,7 @@ export class InvokedRenderer implements Renderer {
     const onAbort = () => stop.abort();
     limits.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const answer = await this.invoke({ spec, deadline: limits.deadline }, stop);
+      const answer = await this.invoke({ spec, deadline: limits.deadline }, stop, limits.newcomer === true);
       const decoded = decodeAnswer(answer);
       if (!decoded.ok) throw failureError(spec.url, decoded);
       return decoded.result;
@@ -61,11 +69,10 @@ export class InvokedRenderer implements Renderer {
       if (limits.signal?.aborted) throw new ClientGoneError();
       if (
         error instanceof CaptureFailedError ||
-        error instanceof OverloadedError ||
+        error instanceof CapacityFullError ||
         error instanceof ValidationError
       )
         throw error;
-      if (isThrottled(error)) throw new OverloadedError();
       if (timedOut) throw new CaptureFailedError(spec.url, 'The renderer did not answer in time');
       logger.error('Renderer failed', { error: error as Error });
       throw new CaptureFailedError(spec.url, 'The browser stopped during the capture');
@@ -88,14 +95,25 @@ export class InvokedRenderer implements Renderer {
   }
 
   /** The whole answer, read as soon as its header says how long it is; the rest of the stream drains aside. */
-  private async invoke(request: RenderRequest, stop: AbortController): Promise<Buffer> {
-    const response = await this.client.send(
-      new InvokeWithResponseStreamCommand({
-        FunctionName: this.functionName,
-        Payload: Buffer.from(JSON.stringify(request)),
-      }),
-      { abortSignal: stop.signal },
-    );
+  private async invoke(request: RenderRequest, stop: AbortController, newcomer: boolean): Promise<Buffer> {
+    const payload = Buffer.from(JSON.stringify(request));
+    const start = (functionName: string) =>
+      this.client.send(
+        new InvokeWithResponseStreamCommand({ FunctionName: functionName, Payload: payload }),
+        {
+          abortSignal: stop.signal,
+        },
+      );
+    let response: Awaited<ReturnType<typeof start>>;
+    try {
+      response = await start(this.functionName);
+    } catch (error) {
+      if (!isThrottled(error)) throw error;
+      if (!newcomer || !this.headroomFunctionName) throw new CapacityFullError();
+      response = await start(this.headroomFunctionName).catch((headroomError: unknown) => {
+        throw isThrottled(headroomError) ? new CapacityFullError() : headroomError;
+      });
+    }
     if (!response.EventStream) throw new Error('The invocation returned no stream');
     const events = response.EventStream[Symbol.asyncIterator]();
     const chunks: Buffer[] = [];
@@ -111,11 +129,11 @@ export class InvokedRenderer implements Renderer {
         }
         break;
       }
-      const payload = event.PayloadChunk?.Payload;
-      if (!payload) continue;
+      const chunk = event.PayloadChunk?.Payload;
+      if (!chunk) continue;
       // A view, not a copy: the decoder allocates each event's bytes; the image is copied once, into the answer.
-      chunks.push(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength));
-      received += payload.length;
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      received += chunk.length;
       if (received > MAX_ANSWER_BYTES) throw new Error('The answer is larger than any image');
       expected ??= expectedLength(Buffer.concat(chunks));
       if (expected !== undefined && received >= expected) {
@@ -140,7 +158,7 @@ export class InvokedRenderer implements Renderer {
   }
 }
 
-/** Lambda refused the invocation for concurrency: the capture did not start, and may be retried (503). */
+/** Lambda refused the invocation for the function's reserved concurrency: the capture did not start. */
 function isThrottled(error: unknown): boolean {
   return error instanceof Error && error.name === 'TooManyRequestsException';
 }

@@ -155,6 +155,11 @@ export interface CaptureLimits {
   deadline: number;
   /** Aborted when nobody waits for the image any more (the client hung up). */
   signal?: AbortSignal;
+  /**
+   * The account held no other slot when this capture was admitted: it may use the headroom beyond the shared
+   * capacity (docs/api.md, "Fair sharing of capture capacity"). Absent: the shared capacity only.
+   */
+  newcomer?: boolean;
 }
 
 /** Port for the browser. Failures surface as CaptureFailedError with a reason safe to show the customer. */

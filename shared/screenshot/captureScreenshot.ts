@@ -8,7 +8,13 @@ import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { CaptureFailedError, CaptureTimedOutError, ClientGoneError } from '../errors';
+import {
+  CapacityFullError,
+  CaptureFailedError,
+  CaptureTimedOutError,
+  ClientGoneError,
+  TooManyCapturesError,
+} from '../errors';
 import { validate } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
@@ -199,7 +205,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       rateLimit = verdict.rateLimit;
       if (!verdict.admitted) throw verdict.refusal;
       if (cached) return { ok: true, rateLimit, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
-      const { leaseId } = verdict;
+      const { leaseId, newcomer } = verdict;
       const release = async (penaltyUntil?: number) => {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
@@ -214,6 +220,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           const result = await deps.renderer.capture(spec, {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
+            ...(newcomer === undefined ? {} : { newcomer }),
           });
           const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
@@ -229,6 +236,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         } catch (error) {
           timedOut = error instanceof CaptureTimedOutError;
           await giveBack();
+          // The capacity is full for this account: the same 429 as its own bound, with what admission took given back.
+          if (error instanceof CapacityFullError) throw new TooManyCapturesError(admissions.slotLimit, now());
           throw error;
         }
         logger.info('screenshot', { accountId, cost, cache: screenshot.cache });

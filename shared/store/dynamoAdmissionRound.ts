@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AdmissionAsk, AdmissionRound, AdmissionVerdict } from '../accounts/admissionRound';
-import { mayStart } from '../accounts/fairShare';
 import { RATE_WINDOW_MS, type RateLimitDecision, windowStart } from '../accounts/rateLimiter';
 import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { logger } from '../logger';
 import type { DynamoCaptureSlots } from './dynamoCaptureSlots';
 import { LEASE_PREFIX, liveLeases } from './dynamoCaptureSlots';
 import type { DynamoKeyStore } from './dynamoKeyStore';
-import { accountAttribute, conditionHeld, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
+import { accountAttribute, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
 
 type Item = Record<string, unknown>;
 
@@ -27,8 +26,8 @@ interface Parts {
  * slots, the account's rate-limit windows, its keys' signed-link budgets and lastUsed (docs/data-model.md): the
  * window's count goes up if below the limit, a lease is added if fewer than the bound are held, the cost is taken if
  * the balance covers it, lastUsed is set when due. All or nothing, so credits and counts stay exact under any
- * concurrency. With a shared capacity, its item is written in parallel (the same round trip) and the fair-share rule
- * decides from both answers.
+ * concurrency. The item as it was tells whether the account held a slot before: a newcomer's capture may use the
+ * renderers' headroom (docs/api.md 6.5); the capacity itself is the renderers' reserved concurrency, not an item.
  *
  * When a condition fails, nothing was written: the item is read (consistently) and the verdict found in the order of
  * checks. Over the limit: refused, not counted. Slots full: lapsed leases are reaped and the round tried again, or
@@ -72,44 +71,9 @@ export class DynamoAdmissionRound implements AdmissionRound {
       stale: (this.staleWindows.get(accountId) ?? []).filter((name) => name !== window),
     };
     this.staleWindows.delete(accountId);
-    const take = typeof parts.slot === 'object' ? parts.slot.take : undefined;
-    const capacity = this.slots.capacity;
-    const [own, running] = await Promise.allSettled([
-      this.admitOnAccount(accountId, parts, ask, start),
-      take && capacity
-        ? this.slots.take(
-            itemKey.captureCapacity(),
-            take.leaseId,
-            take.until,
-            capacity.shared + capacity.headroom,
-            ask.now,
-          )
-        : Promise.resolve(0),
-    ]);
-    const sharedLease = running.status === 'fulfilled' && running.value !== undefined && take && capacity;
-    const dropShared = async () => {
-      if (sharedLease) await this.slots.drop(itemKey.captureCapacity(), take.leaseId).catch(() => false);
-    };
-    if (own.status === 'rejected') {
-      await dropShared();
-      throw own.reason;
-    }
-    const verdict = own.value.verdict;
-    if (!verdict.admitted || !take) {
-      await dropShared();
-      return verdict;
-    }
-    if (!capacity) return { ...verdict, leaseId: take.leaseId };
-    if (running.status === 'rejected') {
-      await this.giveBack(accountId, take.leaseId, parts.cost);
-      throw running.reason;
-    }
-    if (running.value === undefined || !mayStart(capacity, running.value, own.value.holdsBefore)) {
-      // The account's part was written: its lease and credits go back, the count stays (a slot's 429 counts).
-      await Promise.all([this.giveBack(accountId, take.leaseId, parts.cost), dropShared()]);
-      return { admitted: false, rateLimit: verdict.rateLimit, refusal: this.slotsFull(ask.now) };
-    }
-    return { ...verdict, leaseId: take.leaseId };
+    const { verdict, holdsBefore } = await this.admitOnAccount(accountId, parts, ask, start);
+    if (!verdict.admitted || typeof parts.slot !== 'object') return verdict;
+    return { ...verdict, leaseId: parts.slot.take.leaseId, newcomer: holdsBefore === 0 };
   }
 
   async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
@@ -253,25 +217,6 @@ export class DynamoAdmissionRound implements AdmissionRound {
     await this.keys
       .writeLastUsed(accountId, parts.lastUsed.attribute, parts.lastUsed.at)
       .catch((error) => logger.warn('lastUsed not recorded', { error }));
-  }
-
-  /**
-   * Gives back the account's part of an admission the shared capacity refused: the lease and the credits, in one
-   * write, only while the lease is there (so never twice).
-   */
-  private async giveBack(accountId: string, leaseId: string, cost: number | undefined): Promise<void> {
-    await conditionHeld(
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: itemKey.account(accountId),
-          UpdateExpression: `ADD held :minusOne${cost === undefined ? '' : ', credits :cost'} REMOVE #lease`,
-          ConditionExpression: 'attribute_exists(#lease)',
-          ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
-          ExpressionAttributeValues: { ':minusOne': -1, ...(cost === undefined ? {} : { ':cost': cost }) },
-        }),
-      ),
-    );
   }
 
   private slotsFull(now: number): TooManyCapturesError {

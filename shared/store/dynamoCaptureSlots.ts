@@ -1,61 +1,38 @@
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { CaptureSlots } from '../accounts/captureSlots';
-import { type CaptureCapacity, mayStart } from '../accounts/fairShare';
+import type { CaptureSlots, SlotLease } from '../accounts/captureSlots';
 import { conditionHeld, isConditionFailure, itemKey } from './table';
 
 /** Lease attributes are named `lease_<id>` and hold their expiry (ms since epoch). */
 export const LEASE_PREFIX = 'lease_';
 
-type ItemKey = ReturnType<typeof itemKey.captureCapacity>;
+type ItemKey = ReturnType<typeof itemKey.account>;
 
 /**
- * Leases kept in items of the table: the account's own item (`ACCOUNT#id / ACCOUNT`, beside its credits, so that
- * admission takes a slot and reserves credits in one write: shared/store/dynamoAdmissionRound.ts) and, when a
- * capacity is configured,
- * one the whole service shares (`CAPTURES / CAPACITY`). Each item has a `held` counter and one attribute per lease,
- * and every write changes both at once and is conditional, so the counter always equals the number of leases: taking
- * a lease needs `held < bound`, giving one back or reaping a lapsed one needs that lease to still be there. A lapsed
- * lease (its function died, or a penalty wore off) is reaped by the next request that finds the item full. No
- * transactions are needed (dynalite has none).
- *
- * Taking a slot writes both items at once (one round trip): the account's says how many slots it held, the shared
- * one how many captures ran, and the fair-share rule decides; a take the rule refuses is undone.
+ * Leases kept in the account's own item (`ACCOUNT#id / ACCOUNT`, beside its credits, so that admission takes a slot
+ * and reserves credits in one write: shared/store/dynamoAdmissionRound.ts). The item has a `held` counter and one
+ * attribute per lease, and every write changes both at once and is conditional, so the counter always equals the
+ * number of leases: taking a lease needs `held < bound`, giving one back or reaping a lapsed one needs that lease to
+ * still be there. A lapsed lease (its function died, or a penalty wore off) is reaped by the next request that finds
+ * the item full. No transactions are needed (dynalite has none). The capacity all accounts share has no item: the
+ * renderers' reserved concurrency is it (docs/api.md 6.5).
  */
 export class DynamoCaptureSlots implements CaptureSlots {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tableName: string,
     readonly limit: number,
-    readonly capacity?: CaptureCapacity,
   ) {}
 
-  async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
+  async acquire(accountId: string, now: number, expiresAt: number): Promise<SlotLease | undefined> {
     const leaseId = randomUUID().replaceAll('-', '');
-    const own = itemKey.account(accountId);
-    const capacity = this.capacity;
-    const [held, running] = await Promise.all([
-      this.take(own, leaseId, expiresAt, this.limit, now),
-      capacity
-        ? this.take(itemKey.captureCapacity(), leaseId, expiresAt, capacity.shared + capacity.headroom, now)
-        : 0,
-    ]);
-    if (held !== undefined && running !== undefined && (!capacity || mayStart(capacity, running, held))) {
-      return leaseId;
-    }
-    await Promise.all([
-      held !== undefined && this.drop(own, leaseId),
-      capacity && running !== undefined && this.drop(itemKey.captureCapacity(), leaseId),
-    ]);
-    return undefined;
+    const held = await this.take(itemKey.account(accountId), leaseId, expiresAt, this.limit, now);
+    return held === undefined ? undefined : { leaseId, newcomer: held === 0 };
   }
 
   async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
     const own = itemKey.account(accountId);
-    await Promise.all([
-      penaltyUntil === undefined ? this.drop(own, leaseId) : this.extend(own, leaseId, penaltyUntil),
-      this.capacity && this.drop(itemKey.captureCapacity(), leaseId),
-    ]);
+    await (penaltyUntil === undefined ? this.drop(own, leaseId) : this.extend(own, leaseId, penaltyUntil));
   }
 
   /**

@@ -24,7 +24,6 @@ export const itemKey = {
   /** The listing item of an API key, under its owner's partition, sorted by id (ids sort by creation time). */
   accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
   /** The captures running now for all accounts together: a counter and one lease per capture (docs/data-model.md). */
-  captureCapacity: () => ({ pk: CAPTURE_CAPACITY_PARTITION, sk: 'CAPACITY' }),
   /** The account's webhook secret (sealed), and the previous one during a rotation's overlap. */
   webhookSecret: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'WEBHOOKSECRET' }),
   /** A refund that failed, kept for an operator. One partition for all: they are rare, and listed together. */
@@ -55,7 +54,6 @@ export const accountAttribute = {
 export const WINDOW_ATTRIBUTE = /^(?:rate|signed#.+)#(\d+)$/;
 
 export const PENDING_REFUNDS_PARTITION = 'REFUNDS#PENDING';
-export const CAPTURE_CAPACITY_PARTITION = 'CAPTURES';
 export const USAGE_DAY_PREFIX = 'USAGE#DAY#';
 
 export const ACCOUNT_KEY_PREFIX = 'KEY#';

@@ -53,16 +53,21 @@ export function createScreenshotService(
 }
 
 /**
- * The deployed renderer: the function RENDERER_FUNCTION_NAME names (its live alias), invoked with response streaming.
+ * The deployed renderer: the function RENDERER_FUNCTION_NAME names (its live alias), invoked with response streaming,
+ * and for newcomers the headroom renderer RENDERER_HEADROOM_FUNCTION_NAME names when the first is at its reserved
+ * concurrency (docs/api.md 6.5).
  * `client` is given an endpoint and placeholder credentials locally (local/renderer/localRenderer.ts).
  */
 export function invokedRenderer(
   env: NodeJS.ProcessEnv,
-  client = new LambdaClient({ maxAttempts: 1 }),
+  client: Pick<LambdaClient, 'send'> = new LambdaClient({ maxAttempts: 1 }),
 ): Renderer {
   const functionName = env.RENDERER_FUNCTION_NAME;
   if (!functionName) throw new Error('RENDERER_FUNCTION_NAME must be set');
-  return new InvokedRenderer(client, functionName);
+  const headroomFunctionName = env.RENDERER_HEADROOM_FUNCTION_NAME;
+  return headroomFunctionName
+    ? new InvokedRenderer(client, functionName, headroomFunctionName)
+    : new InvokedRenderer(client, functionName);
 }
 
 /**

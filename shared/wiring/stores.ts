@@ -17,14 +17,7 @@ import { translateStoreOutages } from '../store/storeUnavailable';
 export function createStores(client: DynamoDBClient, config: ServiceConfig) {
   const db = documentClient(client);
   const keys = new DynamoKeyStore(db, config.tableName);
-  const captureSlots = new DynamoCaptureSlots(
-    db,
-    config.tableName,
-    config.maxConcurrentCaptures,
-    config.captureCapacity === undefined
-      ? undefined
-      : { shared: config.captureCapacity, headroom: config.captureHeadroom },
-  );
+  const captureSlots = new DynamoCaptureSlots(db, config.tableName, config.maxConcurrentCaptures);
   return {
     keys,
     credits: new DynamoCreditLedger(db, config.tableName),

@@ -3,7 +3,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../shared/store/dynamoClient';
-import { startScreenshotHarness } from './screenshotHarness';
+import { type HarnessOptions, startScreenshotHarness } from './screenshotHarness';
 
 /** DynamoDB operations that write, each one billed request whatever it holds. */
 const WRITE_OPERATIONS = new Set([
@@ -82,10 +82,14 @@ export async function startCountingRelay(target: string): Promise<CountingRelay>
  * A screenshot harness whose service talks to the store through a counting relay (the harness's own setup calls go
  * straight to the store).
  */
-export async function startCountedHarness(env: Record<string, string>) {
+export async function startCountedHarness(
+  env: Record<string, string>,
+  options: Omit<HarnessOptions, 'serviceClient'> = {},
+) {
   let relay: CountingRelay | undefined;
   let client: DynamoDBClient | undefined;
   const harness = await startScreenshotHarness(env, {
+    ...options,
     serviceClient: async (store) => {
       relay = await startCountingRelay(store.endpoint);
       client = createDynamoClient({

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type AdmissionPorts, admissionOverPorts } from '../../shared/accounts/admissionRound';
-import type { CaptureSlots } from '../../shared/accounts/captureSlots';
+import type { CaptureSlots, SlotLease } from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
-import { type CaptureCapacity, mayStart } from '../../shared/accounts/fairShare';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
   RATE_WINDOW_MS,
@@ -125,14 +124,15 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 
   async reserve(accountId: string, cost: number): Promise<void> {
-    const balance = await this.balance(accountId);
+    // Read and written in one turn, as the store's conditional write is atomic: parallel reserves never lose one.
+    const balance = this.balances.get(accountId) ?? 0;
     if (balance < cost) throw new InsufficientCreditsError(cost, balance);
     this.balances.set(accountId, balance - cost);
   }
 
   async refund(accountId: string, cost: number): Promise<void> {
     if (this.failRefunds) throw new Error('store unavailable');
-    this.balances.set(accountId, (await this.balance(accountId)) + cost);
+    this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + cost);
   }
 
   async add(accountId: string, amount: number): Promise<number> {
@@ -150,35 +150,25 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 }
 
-/**
- * Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them; with a capacity, the leases of all
- * accounts together too, under the same fair-share rule.
- */
+/** Leases per account, lapsing at their expiry, as the DynamoDB adapter keeps them. */
 export class MemoryCaptureSlots implements CaptureSlots {
   private readonly leases = new Map<string, Map<string, number>>();
-  private readonly shared = new Map<string, number>();
   private nextId = 0;
 
-  constructor(
-    readonly limit: number,
-    private readonly capacity?: CaptureCapacity,
-  ) {}
+  constructor(readonly limit: number) {}
 
-  async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
+  async acquire(accountId: string, now: number, expiresAt: number): Promise<SlotLease | undefined> {
     const held = this.leases.get(accountId) ?? new Map<string, number>();
     for (const [id, expiry] of held) if (expiry <= now) held.delete(id);
-    for (const [id, expiry] of this.shared) if (expiry <= now) this.shared.delete(id);
     if (held.size >= this.limit) return undefined;
-    if (this.capacity && !mayStart(this.capacity, this.shared.size, held.size)) return undefined;
     const leaseId = String(++this.nextId);
+    const newcomer = held.size === 0;
     held.set(leaseId, expiresAt);
     this.leases.set(accountId, held);
-    if (this.capacity) this.shared.set(leaseId, expiresAt);
-    return leaseId;
+    return { leaseId, newcomer };
   }
 
   async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
-    this.shared.delete(leaseId);
     const held = this.leases.get(accountId);
     if (penaltyUntil === undefined) held?.delete(leaseId);
     else if (held?.has(leaseId)) held.set(leaseId, penaltyUntil);
@@ -187,11 +177,6 @@ export class MemoryCaptureSlots implements CaptureSlots {
   /** Leases the account holds now (lapsed ones included until someone reaps them). */
   held(accountId: string): number {
     return this.leases.get(accountId)?.size ?? 0;
-  }
-
-  /** Captures running now for all accounts together (with a capacity). */
-  running(): number {
-    return this.shared.size;
   }
 }
 

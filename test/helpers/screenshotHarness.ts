@@ -7,6 +7,7 @@ import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
 import { type BufferedResponse, invokeStreaming } from '../../local/invokeStreaming';
 import { LocalRenderer } from '../../local/renderer/localRenderer';
+import type { Renderer } from '../../shared/capture/renderer';
 import { readServiceConfig } from '../../shared/config';
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import type { CaptureBudgets } from '../../shared/timing';
@@ -31,6 +32,8 @@ export interface HarnessOptions {
   serviceClient?: (store: EmbeddedDynamo) => Promise<DynamoDBClient>;
   /** Shorter capture budgets than the specified 30 s + 30 s, so time-limit tests run quickly. */
   budgets?: CaptureBudgets;
+  /** The renderer the front asks, over the local renderer process (e.g. behind Lambda's reserved concurrency). */
+  renderer?: (local: LocalRenderer) => Renderer;
 }
 
 /**
@@ -47,7 +50,7 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
   // Through the boundary, as deployed: the renderer is a process of its own, invoked with @aws-sdk/client-lambda.
   const renderer = new LocalRenderer({ env: { ...process.env, ...fullEnv }, budgets: options.budgets });
   const screenshot = createScreenshotService(serviceClient, fullEnv, {
-    renderer,
+    renderer: options.renderer ? options.renderer(renderer) : renderer,
     ...(options.budgets ? { budgets: options.budgets } : {}),
   });
   const screenshotHandler = screenshotLambda(screenshot);

@@ -57,6 +57,32 @@ describe('alarms on our own faults', () => {
   });
 });
 
+describe('alarms on the renderers', () => {
+  const rendererIds = () =>
+    [synth.stack.renderer, synth.stack.headroomRenderer].map((renderer) =>
+      synth.logicalId(renderer.fn as never),
+    );
+
+  for (const [id, metricName] of [
+    ['RendererErrorsAlarm', 'Errors'],
+    ['RendererThrottlesAlarm', 'Throttles'],
+  ] as const) {
+    it(`${id} sums the ${metricName} of both renderers, the shared and the headroom one`, () => {
+      const reads = readsOf(id);
+      for (const rendererId of rendererIds()) expect(reads).toContain(`{"Ref":"${rendererId}"}`);
+      expect(reads).toContain(`"MetricName":"${metricName}"`);
+      expect(alarm(id).AlarmActions).toBeDefined();
+    });
+  }
+
+  it('keeps every alarm within CloudWatch’s 10 metrics per alarm', () => {
+    for (const [id, resource] of ofType(synth.resources, 'AWS::CloudWatch::Alarm')) {
+      const metrics = asList(resource.Properties.Metrics) as Json[];
+      expect(metrics.filter((metric) => metric.MetricStat !== undefined).length, id).toBeLessThanOrEqual(10);
+    }
+  });
+});
+
 describe('alarms on the stores', () => {
   it('page on DynamoDB read and write throttle events of the table', () => {
     const reads = readsOf('DynamoThrottlesAlarm');

@@ -168,11 +168,11 @@ describe('re-attaching a restored table and a kept user pool', () => {
   });
 
   it('points every function, its grant and the sign-in at them', () => {
-    // Every function but the renderer, which holds no table or pool by design (docs/architecture.md).
+    // Every function but the renderers, which hold no table or pool by design (docs/architecture.md).
     const functions = Object.values(attached.resources).filter(
       (r) =>
         JSON.stringify(r.Properties).includes('POWERTOOLS_SERVICE_NAME') &&
-        !String(r.Properties.Description).startsWith('Renderer:'),
+        !String(r.Properties.Description).startsWith('Renderer ('),
     );
     expect(functions.length).toBeGreaterThan(0);
     for (const fn of functions) {

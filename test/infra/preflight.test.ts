@@ -81,18 +81,26 @@ describe('npm run preflight', () => {
       .resolves({ AccountLimit: { ConcurrentExecutions: 10, UnreservedConcurrentExecutions: 10 } });
     const concurrency = byName(await run()).concurrency;
     expect(concurrency?.ok).toBe(false);
-    expect(concurrency?.detail).toMatch(/at least 150/);
+    expect(concurrency?.detail).toMatch(/at least 200/);
   });
 
   it('counts the reservations other stacks already hold', async () => {
     lambda
       .on(GetAccountSettingsCommand)
-      .resolves({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 149 } });
+      .resolves({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 199 } });
     expect(byName(await run()).concurrency?.ok).toBe(false);
     lambda
       .on(GetAccountSettingsCommand)
-      .resolves({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 150 } });
+      .resolves({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 200 } });
     expect(byName(await run()).concurrency?.ok).toBe(true);
+  });
+
+  it('checks the sum of every reservation: the screenshot front’s and both renderers’', async () => {
+    lambda
+      .on(GetAccountSettingsCommand)
+      .resolves({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 1000 } });
+    const detail = byName(await run()).concurrency?.detail;
+    expect(detail).toMatch(/reservations 100 \(screenshot front 50, shared renderer 45, headroom renderer 5/);
   });
 
   it('fails a region where Lambda does not answer for the account', async () => {

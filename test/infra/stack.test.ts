@@ -23,6 +23,7 @@ import { SHARP_PACKAGE } from '../../infra/encoderAssets';
 import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import { RENDERER_MEMORY_MB, RENDERER_TIMEOUT } from '../../infra/rendererFunction';
+import { reservedConcurrencies } from '../../infra/settings';
 import {
   LIVE_ALIAS,
   MANAGEMENT_MEMORY_MB,
@@ -108,11 +109,15 @@ function allStatements(): Json[] {
 }
 
 const rendererId = () => synth.logicalId(synth.stack.renderer.fn);
-function rendererOf(): Resource {
-  const resource = synth.resources[rendererId()];
+const headroomRendererId = () => synth.logicalId(synth.stack.headroomRenderer.fn);
+const rendererIds = () => [rendererId(), headroomRendererId()];
+function rendererOf(id = rendererId()): Resource {
+  const resource = synth.resources[id];
   if (!resource) throw new Error('no renderer function');
   return resource;
 }
+/** Both renderers: the shared one and the headroom one, the same code and layer. */
+const renderers = () => rendererIds().map((id) => [id, rendererOf(id)] as const);
 const chromiumLayerId = () => synth.logicalId(synth.stack.node.findChild('Chromium').node.findChild('Layer'));
 const tableId = () => synth.logicalId(synth.stack.table);
 const aliasId = (handler: RouteDefinition['handler']) =>
@@ -232,11 +237,11 @@ describe('Lambda functions', () => {
   it('creates exactly one function per handler (routes that share a handler share its function)', () => {
     const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
     expect(ids.size).toBe(new Set(ROUTES.map((route) => route.handler)).size);
-    // The only other functions are CDK's handlers (one copies the dashboard's files to its bucket, one reads the
-    // edge stack's web ACL ARN across regions) and the screenshot function's pre-traffic hook.
+    // The only other functions are the two renderers, CDK's handlers (one copies the dashboard's files to its bucket,
+    // one reads the edge stack's web ACL ARN across regions) and the screenshot function's pre-traffic hook.
     const others = ofType(synth.resources, 'AWS::Lambda::Function')
       .map(([id]) => id)
-      .filter((id) => !ids.has(id) && id !== rendererId())
+      .filter((id) => !ids.has(id) && !rendererIds().includes(id))
       .sort();
     expect(others).toHaveLength(3);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
@@ -261,14 +266,21 @@ describe('Lambda functions', () => {
     }
   });
 
-  it('sizes the renderer function for Chromium and a 30-second delay plus navigation', () => {
-    const props = rendererOf().Properties;
-    expect(props.MemorySize).toBe(RENDERER_MEMORY_MB);
-    expect(props.MemorySize).toBeGreaterThanOrEqual(2048);
-    expect(props.Timeout).toBe(RENDERER_TIMEOUT.toSeconds());
-    // Twice the longest delay at least, so navigation and capture fit after it.
-    expect(props.Timeout).toBeGreaterThanOrEqual(60);
-    expect(props.EphemeralStorage).toEqual({ Size: 1024 });
+  it('sizes both renderer functions for Chromium and a 30-second delay plus navigation', () => {
+    for (const [id, renderer] of renderers()) {
+      const props = renderer.Properties;
+      expect(props.MemorySize, id).toBe(RENDERER_MEMORY_MB);
+      expect(props.MemorySize).toBeGreaterThanOrEqual(2048);
+      expect(props.Timeout).toBe(RENDERER_TIMEOUT.toSeconds());
+      // Twice the longest delay at least, so navigation and capture fit after it.
+      expect(props.Timeout).toBeGreaterThanOrEqual(60);
+      expect(props.EphemeralStorage).toEqual({ Size: 1024 });
+    }
+  });
+
+  it('makes both renderers from the same bundle', () => {
+    const [shared, headroom] = renderers().map(([, renderer]) => renderer.Properties.Code);
+    expect(headroom).toEqual(shared);
   });
 
   it('sizes the screenshot front for its work, with no browser: small memory, the whole capture time', () => {
@@ -290,10 +302,11 @@ describe('Lambda functions', () => {
     }
   });
 
-  it('attaches the Chromium layer to the renderer function only', () => {
-    expect(rendererOf().Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
+  it('attaches the Chromium layer to the two renderer functions only', () => {
+    for (const [, renderer] of renderers())
+      expect(renderer.Properties.Layers).toEqual([{ Ref: chromiumLayerId() }]);
     for (const [id, fn] of ofType(synth.resources, 'AWS::Lambda::Function')) {
-      if (id === rendererId()) continue;
+      if (rendererIds().includes(id)) continue;
       expect(asList(fn.Properties.Layers).map(referencedId), id).not.toContain(chromiumLayerId());
     }
     for (const route of ROUTES) expect(functionOf(route.handler).Properties.Layers).toBeUndefined();
@@ -426,6 +439,7 @@ describe('Lambda functions', () => {
               SESSION_ISSUER: 'https://issuer.example',
               SESSION_CLIENT_ID: 'client',
               RENDERER_FUNCTION_NAME: 'renderer',
+              RENDERER_HEADROOM_FUNCTION_NAME: 'headroom-renderer',
               CHROMIUM_PATH: path.join(dir, 'no-browser'),
               POWERTOOLS_LOG_LEVEL: 'SILENT',
             },
@@ -460,9 +474,6 @@ describe('Lambda functions', () => {
             RATE_LIMIT_PER_HOUR: String(TEST_SETTINGS.rateLimitPerHour),
             FREE_CREDITS: String(TEST_SETTINGS.freeCredits),
             MAX_CONCURRENT_CAPTURES: String(TEST_SETTINGS.maxConcurrentCaptures),
-            // 40 reserved: 36 shared fairly, 4 kept for accounts with nothing running.
-            CAPTURE_CAPACITY: '36',
-            CAPTURE_HEADROOM: '4',
             SESSION_ISSUER: { 'Fn::Join': ['', issuer] },
             SESSION_CLIENT_ID: { Ref: clientId },
             SESSION_JWKS_URI: { 'Fn::Join': ['', [...issuer, '/.well-known/jwks.json']] },
@@ -827,7 +838,7 @@ describe('Web ACL in front of the dashboard', () => {
 });
 
 describe('Capacity', () => {
-  it('reserves concurrency for the screenshot function only, as configured', () => {
+  it('reserves concurrency for the screenshot function only among the routes, as configured', () => {
     expect(functionOf(streamingRoute.handler).Properties.ReservedConcurrentExecutions).toBe(
       TEST_SETTINGS.screenshotReservedConcurrency,
     );
@@ -835,35 +846,62 @@ describe('Capacity', () => {
       expect(functionOf(route.handler).Properties.ReservedConcurrentExecutions).toBeUndefined();
     }
   });
+
+  it('makes the renderers’ reserved concurrency the capture capacity: 40 reserved, 36 shared, 4 headroom', () => {
+    expect(TEST_SETTINGS.screenshotReservedConcurrency).toBe(40);
+    expect(rendererOf(rendererId()).Properties.ReservedConcurrentExecutions).toBe(36);
+    expect(rendererOf(headroomRendererId()).Properties.ReservedConcurrentExecutions).toBe(4);
+    expect(reservedConcurrencies(TEST_SETTINGS)).toEqual({
+      screenshot: 40,
+      sharedRenderer: 36,
+      headroomRenderer: 4,
+      total: 80,
+    });
+  });
+
+  it('keeps no capacity setting in any environment: no DynamoDB item decides it', () => {
+    for (const [, fn] of ofType(synth.resources, 'AWS::Lambda::Function')) {
+      const variables = ((fn.Properties.Environment as Json | undefined)?.Variables ?? {}) as Json;
+      expect(variables).not.toHaveProperty('CAPTURE_CAPACITY');
+      expect(variables).not.toHaveProperty('CAPTURE_HEADROOM');
+    }
+  });
 });
 
 describe('The renderer boundary', () => {
-  const rendererRoleId = () => referencedId(rendererOf().Properties.Role) ?? '';
-
-  it('lets the renderer role write its own logs and nothing else: no DynamoDB, KMS or S3 action, no wildcard', () => {
-    const actions = statementsOfRole(rendererRoleId()).flatMap((statement) =>
-      asList(statement.Action).map(String),
-    );
-    expect(actions.length).toBeGreaterThan(0);
-    expect(actions.filter((action) => /^(dynamodb|kms|s3):/i.test(action))).toEqual([]);
-    expect(actions.filter((action) => !action.startsWith('logs:') || action.includes('*'))).toEqual([]);
-    expect(synth.resources[rendererRoleId()]?.Properties.ManagedPolicyArns).toBeUndefined();
+  it('lets each renderer role write its own logs and nothing else: no DynamoDB, KMS or S3 action, no wildcard', () => {
+    const roleIds = renderers().map(([, renderer]) => referencedId(renderer.Properties.Role) ?? '');
+    expect(new Set(roleIds).size).toBe(2);
+    for (const roleId of roleIds) {
+      const actions = statementsOfRole(roleId).flatMap((statement) => asList(statement.Action).map(String));
+      expect(actions.length).toBeGreaterThan(0);
+      expect(actions.filter((action) => /^(dynamodb|kms|s3):/i.test(action))).toEqual([]);
+      expect(actions.filter((action) => !action.startsWith('logs:') || action.includes('*'))).toEqual([]);
+      expect(synth.resources[roleId]?.Properties.ManagedPolicyArns).toBeUndefined();
+    }
     // No X-Ray either: active tracing would add its actions to the role.
-    expect(rendererOf().Properties.TracingConfig).toBeUndefined();
+    for (const [, renderer] of renderers()) expect(renderer.Properties.TracingConfig).toBeUndefined();
   });
 
-  it('gives the renderer no table, bucket, key, session setting or secret in its environment', () => {
-    const variables = ((rendererOf().Properties.Environment as Json).Variables ?? {}) as Json;
-    expect(Object.keys(variables)).toEqual(['POWERTOOLS_SERVICE_NAME']);
+  it('gives the renderers no table, bucket, key, session setting or secret in their environment', () => {
+    for (const [, renderer] of renderers()) {
+      const variables = ((renderer.Properties.Environment as Json).Variables ?? {}) as Json;
+      expect(Object.keys(variables)).toEqual(['POWERTOOLS_SERVICE_NAME']);
+    }
   });
 
-  it('lets the capturing fronts (screenshot and MCP), and no other function, invoke the renderer through its live alias', () => {
-    const aliasId = synth.stack.getLogicalId(synth.stack.renderer.alias.node.defaultChild as CfnResource);
+  it('lets the capturing fronts (screenshot and MCP), and no other function, invoke each renderer through its live alias', () => {
+    for (const renderer of [synth.stack.renderer, synth.stack.headroomRenderer])
+      invokedByFrontsOnly(renderer);
+  });
+
+  function invokedByFrontsOnly(renderer: typeof synth.stack.renderer) {
+    const aliasId = synth.stack.getLogicalId(renderer.alias.node.defaultChild as CfnResource);
     const fronts = ['screenshot', 'mcp'] as const;
     const frontRoles = fronts.map((handler) => referencedId(functionOf(handler).Properties.Role)).sort();
     // Policies that let a role invoke the renderer, its alias or its function (others invoke other functions: the
     // pre-traffic hook invokes the screenshot front's new version).
-    const rendererId = synth.stack.getLogicalId(synth.stack.renderer.fn.node.defaultChild as CfnResource);
+    const rendererId = synth.stack.getLogicalId(renderer.fn.node.defaultChild as CfnResource);
     const invokesRenderer = (statement: Json) => {
       const resource = JSON.stringify(statement.Resource);
       const invokes = asList(statement.Action).some((action) => String(action).startsWith('lambda:Invoke'));
@@ -876,20 +914,22 @@ describe('The renderer boundary', () => {
     const roles = invoking.flatMap(([, policy]) => asList(policy.Properties.Roles).map(referencedId));
     expect(roles.sort()).toEqual(frontRoles);
     for (const [, policy] of invoking) {
-      const statement = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).find((s) =>
-        asList(s.Action).includes('lambda:InvokeFunction'),
+      const statements = (asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]).filter(
+        (s) => asList(s.Action).includes('lambda:InvokeFunction'),
       );
-      expect(JSON.stringify(statement?.Resource)).toContain(aliasId);
+      expect(statements.map((statement) => JSON.stringify(statement.Resource)).join()).toContain(aliasId);
     }
     for (const handler of fronts) {
       const fn = functionOf(handler).Properties;
       expect((fn.Environment as Json).Variables as Json).toMatchObject({
-        RENDERER_FUNCTION_NAME: { Ref: aliasId },
+        [renderer === synth.stack.renderer ? 'RENDERER_FUNCTION_NAME' : 'RENDERER_HEADROOM_FUNCTION_NAME']: {
+          Ref: aliasId,
+        },
       });
       // A front: no browser layer.
       expect(fn.Layers).toBeUndefined();
     }
-  });
+  }
 
   it('reserves capture concurrency for the screenshot front only; MCP calls take the shared pool and the same renderer', () => {
     expect(functionOf('screenshot').Properties.ReservedConcurrentExecutions).toBeGreaterThan(0);

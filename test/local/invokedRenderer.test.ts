@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,7 +8,7 @@ import { type InvokeServer, startInvokeServer } from '../../local/renderer/invok
 import { ANSWER_GRACE_MS, InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import type { CaptureSpec } from '../../shared/capture/renderer';
 import { encodeResult } from '../../shared/capture/rendererProtocol';
-import { CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
+import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /**
@@ -181,5 +184,98 @@ describe('the use case across the boundary', () => {
     });
     expect(next.ok).toBe(true);
     expect(await service.credits.balance('acct')).toBe(4);
+  });
+});
+
+/**
+ * Lambda's throttle as the SDK reads it off the wire: 429 with `x-amzn-errortype: TooManyRequestsException`, at once.
+ * A gate before the local Invoke API throttles the function `shared` (the shared renderer at its reserved
+ * concurrency) and passes every other invocation through, so `renderer` plays the headroom renderer.
+ */
+describe('a shared renderer that Lambda throttles', () => {
+  let gate: Server;
+  let gated: LambdaClient;
+  const asked: string[] = [];
+
+  beforeAll(async () => {
+    const target = new URL(server.url);
+    gate = createServer((req, res) => {
+      const name = decodeURIComponent(/\/functions\/([^/]+)\//.exec(req.url ?? '')?.[1] ?? '');
+      asked.push(name);
+      if (name === 'shared') {
+        req.resume();
+        res
+          .writeHead(429, {
+            'Content-Type': 'application/json',
+            'x-amzn-errortype': 'TooManyRequestsException',
+          })
+          .end(
+            JSON.stringify({
+              Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded',
+              message: 'Rate Exceeded.',
+            }),
+          );
+        return;
+      }
+      const forwarded = request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(forwarded);
+    });
+    gate.listen(0, '127.0.0.1');
+    await once(gate, 'listening');
+    gated = new LambdaClient({
+      endpoint: `http://127.0.0.1:${(gate.address() as AddressInfo).port}`,
+      region: 'local',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
+  });
+
+  afterAll(async () => {
+    gated?.destroy();
+    gate?.closeAllConnections();
+    await new Promise((resolve) => gate?.close(resolve));
+  });
+
+  it('sends a newcomer’s capture to the headroom renderer', async () => {
+    behaviour = well;
+    asked.length = 0;
+    const pair = new InvokedRenderer(gated, 'shared', 'renderer');
+    const result = await pair.capture(spec, { deadline: soon(), newcomer: true });
+    expect(result.image.equals(PNG)).toBe(true);
+    expect(asked).toEqual(['shared', 'renderer']);
+  });
+
+  it('refuses any other capture for capacity at once, without asking the headroom renderer', async () => {
+    asked.length = 0;
+    const pair = new InvokedRenderer(gated, 'shared', 'renderer');
+    expect(await failureOf(pair.capture(spec, { deadline: soon(), newcomer: false }))).toBeInstanceOf(
+      CapacityFullError,
+    );
+    expect(await failureOf(pair.capture(spec, { deadline: soon() }))).toBeInstanceOf(CapacityFullError);
+    expect(asked).toEqual(['shared', 'shared']);
+  });
+
+  it('refuses a newcomer too when the headroom renderer is throttled as well', async () => {
+    asked.length = 0;
+    const bothFull = new InvokedRenderer(gated, 'shared', 'shared');
+    expect(await failureOf(bothFull.capture(spec, { deadline: soon(), newcomer: true }))).toBeInstanceOf(
+      CapacityFullError,
+    );
+    expect(asked).toEqual(['shared', 'shared']);
+  });
+
+  it('leaves a failure that is not a throttle as before: 500, no second renderer asked', async () => {
+    asked.length = 0;
+    const missing = new InvokedRenderer(gated, 'no-such-function', 'renderer');
+    const error = await failureOf(missing.capture(spec, { deadline: soon(), newcomer: true }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect(statusOf(error)).toBe(500);
+    expect(asked).toEqual(['no-such-function']);
   });
 });

@@ -1,4 +1,4 @@
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { AdmissionAsk } from '../../shared/accounts/admissionRound';
@@ -32,8 +32,8 @@ beforeAll(async () => {
 });
 afterAll(() => store?.close());
 
-function round(options: { capacity?: { shared: number; headroom: number }; limit?: number } = {}) {
-  const slots = new DynamoCaptureSlots(db, TEST_TABLE, SLOTS, options.capacity);
+function round(options: { limit?: number } = {}) {
+  const slots = new DynamoCaptureSlots(db, TEST_TABLE, SLOTS);
   return new DynamoAdmissionRound(
     db,
     TEST_TABLE,
@@ -172,16 +172,33 @@ describe('the admission round in DynamoDB', () => {
     expect((await admissions.admit({ ...signed, budget: 'api' })).rateLimit.remaining).toBe(1);
   });
 
-  it('with a shared capacity, gives the lease and the credits back when the fair share refuses, the count kept', async () => {
-    const admissions = round({ capacity: { shared: 1, headroom: 0 } });
-    const first = await newAccount(5);
-    const second = await newAccount(5);
-    expect((await admissions.admit(capture(first, 2))).admitted).toBe(true);
-    const refused = await admissions.admit(capture(second, 2));
-    expect(refused.admitted || refused.refusal).toBeInstanceOf(TooManyCapturesError);
-    expect(refused.rateLimit.remaining).toBe(LIMIT - 1);
-    expect(await credits.balance(second.accountId)).toBe(5);
-    expect((await accountItem(second.accountId)).held).toBe(0);
+  it('tells the renderer whether the account held a slot before, for the headroom, in the same one write', async () => {
+    const admissions = round();
+    const identity = await newAccount(5);
+    const first = await admissions.admit(capture(identity, 1));
+    expect(first).toMatchObject({ admitted: true, newcomer: true });
+    const second = await admissions.admit(capture(identity, 1));
+    expect(second).toMatchObject({ admitted: true, newcomer: false });
+    if (first.admitted && first.leaseId) await admissions.release(identity.accountId, first.leaseId);
+    if (second.admitted && second.leaseId) await admissions.release(identity.accountId, second.leaseId);
+    // A penalty is a slot held: no headroom until it wears off.
+    const timedOut = await admissions.admit(capture(identity, 1));
+    if (timedOut.admitted && timedOut.leaseId)
+      await admissions.release(identity.accountId, timedOut.leaseId, NOW + 120_000);
+    expect(await admissions.admit(capture(identity, 1, NOW + 1_000))).toMatchObject({ newcomer: false });
+  });
+
+  it('keeps no item shared by all accounts: the capacity is the renderers’ reserved concurrency', async () => {
+    const admissions = round();
+    await admissions.admit(capture(await newAccount(5), 1));
+    const { Items } = await db.send(
+      new ScanCommand({
+        TableName: TEST_TABLE,
+        FilterExpression: 'begins_with(pk, :captures)',
+        ExpressionAttributeValues: { ':captures': 'CAPTURES' },
+      }),
+    );
+    expect(Items).toEqual([]);
   });
 
   it("records lastUsed in the admission write, and reads a key's older value from its listing until then", async () => {

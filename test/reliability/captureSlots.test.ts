@@ -1,6 +1,7 @@
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import type { SlotLease } from '../../shared/accounts/captureSlots';
 import { DynamoCaptureSlots } from '../../shared/store/dynamoCaptureSlots';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 
@@ -25,7 +26,7 @@ describe('capture slots in DynamoDB', () => {
       Array.from({ length: 25 }, () => slots.acquire(account, NOW, NOW + 60_000)),
     );
     expect(leases.filter(Boolean)).toHaveLength(10);
-    expect(new Set(leases.filter(Boolean)).size).toBe(10);
+    expect(new Set(leases.map((lease) => lease?.leaseId).filter(Boolean)).size).toBe(10);
     expect(await slots.acquire(newAccount(), NOW, NOW + 60_000)).toBeDefined();
   });
 
@@ -35,7 +36,7 @@ describe('capture slots in DynamoDB', () => {
       Array.from({ length: 10 }, () => slots.acquire(account, NOW, NOW + 60_000)),
     );
     expect(await slots.acquire(account, NOW, NOW + 60_000)).toBeUndefined();
-    const first = leases[0] as string;
+    const first = (leases[0] as SlotLease).leaseId;
     await slots.release(account, first);
     await slots.release(account, first);
     expect(await slots.acquire(account, NOW, NOW + 60_000)).toBeDefined();
@@ -56,47 +57,42 @@ describe('capture slots in DynamoDB', () => {
   });
 });
 
-describe('capture slots in DynamoDB with a shared capacity', () => {
-  let shared: DynamoCaptureSlots;
-  beforeAll(() => {
-    shared = new DynamoCaptureSlots(DynamoDBDocumentClient.from(store.client), TEST_TABLE, 10, {
-      shared: 3,
-      headroom: 1,
-    });
-  });
-
-  it('give one account the shared part, a newcomer the headroom, and nobody more', async () => {
-    const [heavy, newcomer, late] = [newAccount(), newAccount(), newAccount()];
-    const burst = await Promise.all(
-      Array.from({ length: 8 }, () => shared.acquire(heavy, NOW, NOW + 60_000)),
-    );
-    expect(burst.filter(Boolean)).toHaveLength(3);
-    const first = await shared.acquire(newcomer, NOW, NOW + 60_000);
-    expect(first).toBeDefined();
-    expect(await shared.acquire(newcomer, NOW, NOW + 60_000)).toBeUndefined();
-    expect(await shared.acquire(late, NOW, NOW + 60_000)).toBeUndefined();
-    // Refused takes were undone: once one capture ends, exactly one more fits.
-    await shared.release(heavy, burst.find(Boolean) as string);
-    const lateLease = await shared.acquire(late, NOW, NOW + 60_000);
-    expect(lateLease).toBeDefined();
-    expect(await shared.acquire(late, NOW, NOW + 60_000)).toBeUndefined();
-    for (const lease of burst.filter(Boolean).slice(1)) await shared.release(heavy, lease as string);
-    await shared.release(newcomer, first as string);
-    await shared.release(late, lateLease as string);
-  });
-
-  it('keep the account slot of a penalised capture until the penalty wears off, and free the capacity at once', async () => {
+/**
+ * The capacity all accounts share has no item (the renderers' reserved concurrency is it): the slots only tell the
+ * renderer whether the account held any slot before, so that a newcomer's capture may use the headroom.
+ */
+describe('capture slots in DynamoDB tell a newcomer from an account that holds a slot', () => {
+  it('call the first slot of an account a newcomer’s, and none taken while it holds one', async () => {
     const account = newAccount();
-    const lease = (await shared.acquire(account, NOW, NOW + 60_000)) as string;
-    await shared.release(account, lease, NOW + 120_000);
-    // The capacity is free again: three others fit beside the penalty...
-    const others = await Promise.all(
-      Array.from({ length: 3 }, () => shared.acquire(newAccount(), NOW, NOW + 60_000)),
-    );
-    expect(others.every(Boolean)).toBe(true);
-    // ...but the penalised account holds a slot, so it gets no headroom, until the penalty has worn off.
-    expect(await shared.acquire(account, NOW + 1_000, NOW + 60_000)).toBeUndefined();
+    const first = (await slots.acquire(account, NOW, NOW + 60_000)) as SlotLease;
+    expect(first.newcomer).toBe(true);
+    const second = (await slots.acquire(account, NOW, NOW + 60_000)) as SlotLease;
+    expect(second.newcomer).toBe(false);
+    await slots.release(account, first.leaseId);
+    await slots.release(account, second.leaseId);
+    expect((await slots.acquire(account, NOW, NOW + 60_000))?.newcomer).toBe(true);
+  });
+
+  it('count a penalty as a slot held until it wears off, and a lapsed lease as none', async () => {
+    const account = newAccount();
+    const lease = (await slots.acquire(account, NOW, NOW + 60_000)) as SlotLease;
+    await slots.release(account, lease.leaseId, NOW + 120_000);
+    const during = (await slots.acquire(account, NOW + 1_000, NOW + 60_000)) as SlotLease;
+    expect(during.newcomer).toBe(false);
+    await slots.release(account, during.leaseId);
     const after = NOW + 120_000;
-    expect(await shared.acquire(account, after, after + 60_000)).toBeDefined();
+    expect((await slots.acquire(account, after, after + 60_000))?.newcomer).toBe(true);
+  });
+
+  it('write the account item only: no item shared by all accounts', async () => {
+    await slots.acquire(newAccount(), NOW, NOW + 60_000);
+    const { Items } = await DynamoDBDocumentClient.from(store.client).send(
+      new ScanCommand({
+        TableName: TEST_TABLE,
+        FilterExpression: 'begins_with(pk, :captures)',
+        ExpressionAttributeValues: { ':captures': 'CAPTURES' },
+      }),
+    );
+    expect(Items).toEqual([]);
   });
 });

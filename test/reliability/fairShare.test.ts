@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { HEADROOM_RENDERER, ReservedLambda, SHARED_RENDERER } from '../helpers/reservedLambda';
 import { startScreenshotHarness } from '../helpers/screenshotHarness';
 
 /**
  * Fair sharing with real Chromium. Through the local server: captures that are sure to fail, from other accounts,
  * hold every place the local server shares (LOCAL_MAX_CAPTURES, Lambda's concurrency played locally), and another
  * account's capture still runs at its normal speed; times are compared as a ratio measured in the same test, so a
- * loaded machine slows both sides alike. Through the deployed handler: the capacity shared in DynamoDB.
+ * loaded machine slows both sides alike. Through the deployed handler: the capacity is the renderers' reserved
+ * concurrency, the shared renderer first and the headroom renderer for newcomers.
  */
 
 /** The victim's page waits on an image the server holds this long, so its time is mostly waiting, not CPU. */
@@ -95,11 +98,18 @@ describe('four captures that are sure to fail, from other accounts, on every loc
   });
 });
 
-describe('the deployed handler with a capacity shared in DynamoDB (2 shared, 1 headroom)', () => {
+describe('the deployed handler over renderers that Lambda throttles (2 shared, 1 headroom)', () => {
   it('refuses an account beyond the shared part at once, and lets a newcomer in on the headroom, only one', async () => {
+    let lambda: ReservedLambda | undefined;
     const harness = await startScreenshotHarness(
-      { ALLOW_PRIVATE_HOSTS: pages.hostPort, CAPTURE_CAPACITY: '2', CAPTURE_HEADROOM: '1' },
-      { budgets: { navigationMs: 3_000, afterLoadMs: 3_000 } },
+      { ALLOW_PRIVATE_HOSTS: pages.hostPort },
+      {
+        budgets: { navigationMs: 3_000, afterLoadMs: 3_000 },
+        renderer: (local) => {
+          lambda = new ReservedLambda({ [SHARED_RENDERER]: 2, [HEADROOM_RENDERER]: 1 }, local);
+          return new InvokedRenderer(lambda.client, SHARED_RENDERER, HEADROOM_RENDERER);
+        },
+      },
     );
     try {
       const [attacker, victim, late, warm] = await Promise.all([
@@ -123,6 +133,13 @@ describe('the deployed handler with a capacity shared in DynamoDB (2 shared, 1 h
       // The headroom is taken by the victim: a third account is refused until a place frees.
       const refused = await harness.shoot(late.apiKey, { url: `${pages.origin}/victim`, ...shot });
       expect(refused.status).toBe(429);
+      expect(await harness.credits.balance(late.accountId)).toBe(100);
+      expect(lambda?.invocations.filter((call) => call.throttled).map((call) => call.functionName)).toEqual([
+        SHARED_RENDERER,
+        SHARED_RENDERER,
+        SHARED_RENDERER,
+        HEADROOM_RENDERER,
+      ]);
       expect((await victimShot).status).toBe(200);
       expect((await Promise.all(attacks)).map((answer) => answer.status)).toEqual([500, 500]);
       expect(await harness.credits.balance(attacker.accountId)).toBe(100);

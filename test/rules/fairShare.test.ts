@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
 import { capacityOfReserved, mayStart } from '../../shared/accounts/fairShare';
-import { AppError, TooManyCapturesError } from '../../shared/errors';
+import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
+import { AppError, CaptureFailedError, TooManyCapturesError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
@@ -15,8 +16,12 @@ import {
   MemoryKeyStore,
   memoryScreenshotDeps,
 } from '../helpers/memoryPorts';
+import { HEADROOM_RENDERER, ReservedLambda, SHARED_RENDERER } from '../helpers/reservedLambda';
 
-/** Fair sharing of the capture capacity: the rule, the local queue, and the use case over in-memory ports. */
+/**
+ * Fair sharing of the capture capacity: the rule, the local queue that plays it, and the use case as deployed, where
+ * the renderers' reserved concurrency plays it (the shared renderer first, the headroom renderer for newcomers).
+ */
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -94,11 +99,16 @@ describe('the local capture queue', () => {
   });
 });
 
-describe('the screenshot use case', () => {
+/**
+ * Deployed, the capacity is the renderers' reserved concurrency: the front over Lambda that throttles each renderer
+ * beyond its reservation (2 shared, 1 headroom), the account slots in memory (3 per account).
+ */
+describe('the screenshot use case over the shared and headroom renderers', () => {
   let clock: number;
   let credits: MemoryCreditLedger;
   let slots: MemoryCaptureSlots;
-  let renderer: FakeRenderer;
+  let browser: FakeRenderer;
+  let lambda: ReservedLambda;
   let capture: CaptureScreenshot;
   const apiKeys = new Map<string, string>();
 
@@ -106,8 +116,10 @@ describe('the screenshot use case', () => {
     clock = Date.UTC(2026, 0, 1, 10, 30);
     const keys = new MemoryKeyStore();
     credits = new MemoryCreditLedger();
-    slots = new MemoryCaptureSlots(3, { shared: 2, headroom: 1 });
-    renderer = new FakeRenderer();
+    slots = new MemoryCaptureSlots(3);
+    browser = new FakeRenderer();
+    lambda = new ReservedLambda({ [SHARED_RENDERER]: 2, [HEADROOM_RENDERER]: 1 }, browser);
+    const renderer = new InvokedRenderer(lambda.client, SHARED_RENDERER, HEADROOM_RENDERER);
     capture = captureScreenshot(
       memoryScreenshotDeps({ keys, credits, renderer, captureSlots: slots, now: () => clock }),
     );
@@ -128,32 +140,82 @@ describe('the screenshot use case', () => {
     capture({ apiKey: apiKeys.get(account), request: () => ({ url }), deadline: clock + 90_000 });
   const statusOf = (outcome: Awaited<ReturnType<CaptureScreenshot>>) =>
     outcome.ok ? 200 : outcome.error instanceof AppError ? outcome.error.status : 500;
+  /** Two slow captures of the attacker: the shared renderer is full. */
+  const fillShared = async () => {
+    const running = [shoot('attacker', 'https://slow.test/1'), shoot('attacker', 'https://slow.test/2')];
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 2);
+    return running;
+  };
 
-  it('refuses an account more than the shared capacity, and lets a newcomer in on the headroom', async () => {
-    const attacks = [shoot('attacker', 'https://slow.test'), shoot('attacker', 'https://slow.test')];
-    await tick();
-    const third = await shoot('attacker', 'https://slow.test');
+  it('refuses an account that holds a slot when the shared renderer is full: 429, its credits and slot back', async () => {
+    const attacks = await fillShared();
+    const third = await shoot('attacker', 'https://slow.test/3');
+    expect(third.ok).toBe(false);
     expect((third as { error: unknown }).error).toBeInstanceOf(TooManyCapturesError);
+    expect((third as { error: TooManyCapturesError }).error.headers(clock)).toEqual({ 'Retry-After': '1' });
+    // It never asked the headroom renderer: the headroom is for newcomers.
+    expect(lambda.invocations.filter((call) => call.functionName === HEADROOM_RENDERER)).toEqual([]);
+    expect(slots.held('attacker')).toBe(2);
+    browser.finishSlow();
+    const answers = await Promise.all(attacks);
+    expect(answers.map(statusOf)).toEqual([200, 200]);
+    // The two captures charged, the refused one given back.
+    const charged = answers.reduce(
+      (sum, answer) => sum + (answer.ok ? answer.screenshot.creditsCharged : 0),
+      0,
+    );
+    expect(charged).toBe(2);
+    expect(await credits.balance('attacker')).toBe(10 - charged);
+  });
+
+  it('lets a newcomer in on the headroom renderer when the shared one is full', async () => {
+    const attacks = await fillShared();
     const victim = shoot('victim', 'https://slow.test');
-    await tick();
-    expect(slots.running()).toBe(3);
-    // The headroom is taken: a third account waits for the shared part to free.
-    expect(statusOf(await shoot('other', 'https://a.test'))).toBe(429);
-    renderer.finishSlow();
+    await until(() => lambda.runningOn(HEADROOM_RENDERER) === 1);
+    expect(lambda.invocations.slice(-2)).toEqual([
+      { functionName: SHARED_RENDERER, throttled: true },
+      { functionName: HEADROOM_RENDERER, throttled: false },
+    ]);
+    browser.finishSlow();
     expect((await Promise.all([...attacks, victim])).map(statusOf)).toEqual([200, 200, 200]);
   });
 
-  it('holds the slot of a capture that ran out of its time budget for a while, but not the shared capacity', async () => {
+  it('refuses a newcomer when both renderers are full: 429, its credits and slot back', async () => {
+    const attacks = await fillShared();
+    const victim = shoot('victim', 'https://slow.test');
+    await until(() => lambda.runningOn(HEADROOM_RENDERER) === 1);
+    const other = await shoot('other', 'https://a.test');
+    expect((other as { error: unknown }).error).toBeInstanceOf(TooManyCapturesError);
+    expect(await credits.balance('other')).toBe(10);
+    expect(slots.held('other')).toBe(0);
+    browser.finishSlow();
+    await Promise.all([...attacks, victim]);
+  });
+
+  it('leaves a failure of the invocation that is not a throttle as it was: 500, no headroom, credits back', async () => {
+    lambda.throwOn.set(
+      SHARED_RENDERER,
+      Object.assign(new Error('Lambda is down'), { name: 'ServiceException' }),
+    );
+    const outcome = await shoot('victim', 'https://a.test');
+    expect(statusOf(outcome)).toBe(500);
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(CaptureFailedError);
+    expect(lambda.invocations).toEqual([]);
+    expect(await credits.balance('victim')).toBe(10);
+    expect(slots.held('victim')).toBe(0);
+  });
+
+  it('holds the slot of a capture that ran out of its time budget for a while, but not the renderer', async () => {
     const outcome = await shoot('attacker', 'https://timeout.test');
     expect(statusOf(outcome)).toBe(500);
     expect(await credits.balance('attacker')).toBe(10);
     expect(slots.held('attacker')).toBe(1);
-    expect(slots.running()).toBe(0);
+    expect(lambda.runningOn(SHARED_RENDERER)).toBe(0);
     // Holding a penalty, the account is no newcomer: it gets no headroom.
     const others = [shoot('other', 'https://slow.test'), shoot('other', 'https://slow.test')];
-    await tick();
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 2);
     expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(429);
-    renderer.finishSlow();
+    browser.finishSlow();
     await Promise.all(others);
     clock += TIMED_OUT_SLOT_PENALTY_MS;
     expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(200);
@@ -172,3 +234,10 @@ describe('the screenshot use case', () => {
     expect(slots.held('attacker')).toBe(0);
   });
 });
+
+/** Waits (a few macrotasks at a time) until `condition` holds: invocations go through streams and timers. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let round = 0; round < 1_000 && !condition(); round++)
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  expect(condition()).toBe(true);
+}

@@ -1,24 +1,41 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
+import { invokedRenderer } from '../../shared/wiring/screenshot';
 import { type CountingRelay, startCountedHarness } from '../helpers/countingRelay';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { HEADROOM_RENDERER, ReservedLambda, SHARED_RENDERER } from '../helpers/reservedLambda';
 import type { ScreenshotHarness } from '../helpers/screenshotHarness';
 
 /**
  * DynamoDB write requests per screenshot request, end to end (admission, the slot given back, the usage record and
  * its day), counted by a relay in front of the store; each PutItem, UpdateItem, DeleteItem, TransactWriteItems or
  * BatchWriteItem is one request. The Lambda adapter writes the usage before the invocation ends, so once the answer
- * is read every write has been sent. The per-1,000 cost in docs/performance.md follows from these counts.
+ * is read every write has been sent. The per-1,000 cost in docs/performance.md follows from these counts. The front
+ * is configured as deployed (two renderers whose reserved concurrency is the capacity): no capacity item is written.
  */
 
 let pages: PageServer;
 let counted: Awaited<ReturnType<typeof startCountedHarness>>;
 let harness: ScreenshotHarness;
 let relay: CountingRelay;
+let lambda: ReservedLambda;
 
 beforeAll(async () => {
   pages = await startPageServer({ '/red': solidPage('#ff0000') });
-  counted = await startCountedHarness({ ALLOW_PRIVATE_HOSTS: pages.hostPort, RATE_LIMIT_PER_HOUR: '5' });
+  // As deployed: the front names its two renderers (the stack's environment) and Lambda throttles each at its
+  // reserved concurrency; the renderer is built by the same wiring as the deployed front's.
+  const env = {
+    ALLOW_PRIVATE_HOSTS: pages.hostPort,
+    RATE_LIMIT_PER_HOUR: '5',
+    RENDERER_FUNCTION_NAME: SHARED_RENDERER,
+    RENDERER_HEADROOM_FUNCTION_NAME: HEADROOM_RENDERER,
+  };
+  counted = await startCountedHarness(env, {
+    renderer: (local) => {
+      lambda = new ReservedLambda({ [SHARED_RENDERER]: 4, [HEADROOM_RENDERER]: 1 }, local);
+      return invokedRenderer(env, lambda.client);
+    },
+  });
   ({ harness, relay } = counted);
 });
 
@@ -43,6 +60,41 @@ describe('DynamoDB write requests per screenshot request', () => {
       const { status, writes } = await writesOf(() => harness.shoot(apiKey, body));
       expect(status, use).toBe(200);
       expect(writes, use).toEqual(['UpdateItem', 'UpdateItem', 'PutItem', 'UpdateItem']);
+    }
+  });
+
+  it('a newcomer’s capture on the headroom renderer (the shared one full): 4 as well', async () => {
+    const { apiKey } = await harness.newAccount();
+    lambda.reserved[SHARED_RENDERER] = 0;
+    try {
+      const { status, writes } = await writesOf(() =>
+        harness.shoot(apiKey, { url: `${pages.origin}/red`, width: 321, height: 320 }),
+      );
+      expect(status).toBe(200);
+      expect(writes).toHaveLength(4);
+      expect(lambda.invocations.slice(-2)).toEqual([
+        { functionName: SHARED_RENDERER, throttled: true },
+        { functionName: HEADROOM_RENDERER, throttled: false },
+      ]);
+    } finally {
+      lambda.reserved[SHARED_RENDERER] = 4;
+    }
+  });
+
+  it('a capture refused for capacity (both renderers full): 5 (admission, the credits and the slot back, the usage record, its day)', async () => {
+    const { accountId, apiKey } = await harness.newAccount();
+    lambda.reserved[SHARED_RENDERER] = 0;
+    lambda.reserved[HEADROOM_RENDERER] = 0;
+    try {
+      const { status, writes } = await writesOf(() =>
+        harness.shoot(apiKey, { url: `${pages.origin}/red`, width: 322, height: 320 }),
+      );
+      expect(status).toBe(429);
+      expect(writes).toHaveLength(5);
+      expect(await harness.credits.balance(accountId)).toBe(100);
+    } finally {
+      lambda.reserved[SHARED_RENDERER] = 4;
+      lambda.reserved[HEADROOM_RENDERER] = 1;
     }
   });
 
