@@ -52,7 +52,7 @@ function isValidRequest(body: unknown): body is Record<string, unknown> {
     optional(body.format, (v) => v === 'png' || v === 'jpeg' || v === 'webp') &&
     optional(body.quality, (v) => isIntIn(v, 1, 100)) &&
     optional(body.fullPage, (v) => typeof v === 'boolean') &&
-    optional(body.device, (v) => typeof v === 'string' && v in PRESETS) &&
+    optional(body.device, (v) => typeof v === 'string' && Object.hasOwn(PRESETS, v)) &&
     optional(body.delay, (v) => isIntIn(v, 0, 30_000))
   );
 }
