@@ -65,6 +65,8 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
+  async: 'Queue the capture and answer 202 at once with the job (`Location`: its status URL); not on a signed link. The result is the `response: "json"` body, on GET /api/jobs/{id}',
+  webhookUrl: `With async: where to POST the job's outcome (Standard Webhooks signature), at most ${MAX_URL_LENGTH} characters; the same URL rules as url, at submission and at each delivery`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
   metadata:

@@ -8,6 +8,8 @@ import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
+import type { Job } from '../jobs/job';
+import type { AcceptJobs } from '../jobs/jobIntake';
 import {
   CaptureFailedError,
   CaptureTimedOutError,
@@ -59,6 +61,8 @@ export interface ScreenshotDeps {
   metrics: ServiceMetrics;
   /** Where a refund that could not be written is kept for an operator. */
   pendingRefunds: PendingRefunds;
+  /** Where `async: true` captures go (the job table and queue); an async request is refused without it. */
+  acceptJobs?: AcceptJobs;
   now?: () => number;
 }
 
@@ -87,6 +91,8 @@ export type ScreenshotInput = ScreenshotCredential & {
  */
 export type ScreenshotOutcome =
   | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
+  | { ok: true; queued: Job; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 const NOTHING_TO_GIVE_BACK = async () => undefined;
@@ -134,6 +140,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       .catch((error): ScreenshotOutcome => ({ ok: false, error }));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
+    // A queued job's usage is recorded when it finishes, as a capture's is (shared/jobs/runJob.ts).
+    if (outcome.ok && 'queued' in outcome) return outcome;
     const record = usageOf(identity, outcome, { at, durationMs }, request);
     if (input.via) record.via = input.via;
     deps.usage.record(record);
@@ -175,9 +183,11 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         (valid) => ({ valid }),
         (error: unknown) => ({ invalid: error }),
       );
+      // An async capture is answered before it runs: it takes no slot now, and looks in no cache.
+      const queued = 'valid' in checked ? checked.valid.fields.async === true : asksAsync(input.request);
       // A cache hit is no capture: it takes no slot and reserves nothing. A lookup that fails is a miss.
       const cached =
-        'valid' in checked
+        'valid' in checked && !queued
           ? await delivery
               .fromCache(accountId, checked.valid.fields, input.ifNoneMatch)
               .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
@@ -198,7 +208,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         'signed' in input
           ? deps.signedLinkBudget.hit(identity.keyId, now())
           : deps.rateLimiter.hit(accountId, now()),
-        cached ? Promise.resolve(undefined) : deps.captureSlots.acquire(accountId, now(), deadline),
+        cached || queued ? Promise.resolve(undefined) : deps.captureSlots.acquire(accountId, now(), deadline),
         cost === undefined ? Promise.resolve(false) : deps.credits.reserve(accountId, cost).then(() => true),
         touch(),
       ]);
@@ -224,6 +234,16 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         return await refuse(new RateLimitedError(decision.value.limit, decision.value.reset));
       if (cached)
         return { ok: true, rateLimit: decision.value, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+      if (queued) {
+        if ('invalid' in checked) return await refuse(checked.invalid);
+        if (reservation.status === 'rejected') throw reservation.reason;
+        if (!deps.acceptJobs) return await refuse(new Error('Async captures are not wired'));
+        const { async: _, webhookUrl, ...request } = checked.valid.fields;
+        const accepted = await deps
+          .acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl })
+          .catch(refuse);
+        return { ok: true, rateLimit: decision.value, queued: accepted.jobs[0] as Job, undelivered: NOTHING_TO_GIVE_BACK };
+      }
       if (slot.status === 'rejected') return await refuse(slot.reason);
       if (lease === undefined) return await refuse(new TooManyCapturesError(deps.captureSlots.limit, now()));
       let timedOut = false;
@@ -268,11 +288,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
 
 /** What the metrics count of one answer. */
 function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
+  const screenshot = outcome.ok && 'screenshot' in outcome ? outcome.screenshot : undefined;
   return {
     status: outcomeStatus(outcome),
     durationMs,
-    creditsCharged: outcome.ok ? outcome.screenshot.creditsCharged : 0,
-    cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
+    creditsCharged: screenshot?.creditsCharged ?? 0,
+    cacheHit: screenshot?.cache === 'HIT',
     pageFault: !outcome.ok && outcome.error instanceof CaptureFailedError && outcome.error.fault === 'page',
   };
 }
@@ -291,6 +312,16 @@ function readOnce(request: () => unknown): () => unknown {
     if ('error' in read) throw read.error;
     return read.value;
   };
+}
+
+/** Whether a body that failed validation asked for an async capture: its 400 must not wait for a slot either. */
+function asksAsync(request: () => unknown): boolean {
+  try {
+    const body = request();
+    return body !== null && typeof body === 'object' && (body as { async?: unknown }).async === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The request's fields and its capture spec, or a ValidationError (400). */
