@@ -123,18 +123,11 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       const key = request.cache
         ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
         : imageKey.linked(accountId, randomUUID());
-      const { width = 0, height = 0 } = sizeOf(captured);
-      const info: StoredImageInfo = {
-        contentType: captured.contentType,
-        etag: captured.etag,
-        bytes: captured.image.length,
-        width,
-        height,
-        truncated: captured.truncated,
-        storedAt: now,
-        expiresAt: now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
-        ...(captured.metadata ? { metadata: captured.metadata } : {}),
-      };
+      const info = storedInfoOf(
+        captured,
+        now,
+        now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+      );
       const stored = deps.images.put(key, captured.image, info);
       if (request.response === 'json') {
         await stored;
@@ -148,6 +141,22 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 }
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
+
+/** What is stored beside a fresh capture, kept from `storedAt` until `expiresAt` (ms). */
+export function storedInfoOf(captured: CapturedImage, storedAt: number, expiresAt: number): StoredImageInfo {
+  const { width = 0, height = 0 } = sizeOf(captured);
+  return {
+    contentType: captured.contentType,
+    etag: captured.etag,
+    bytes: captured.image.length,
+    width,
+    height,
+    truncated: captured.truncated,
+    storedAt,
+    expiresAt,
+    ...(captured.metadata ? { metadata: captured.metadata } : {}),
+  };
+}
 
 /** An image's pixel size, read from its header; a PDF's first page in points (1/72 in); text has none. */
 function sizeOf(captured: CapturedImage): { width?: number; height?: number } {

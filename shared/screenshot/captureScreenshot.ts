@@ -325,7 +325,7 @@ function asksAsync(request: () => unknown): boolean {
 }
 
 /** The request's fields and its capture spec, or a ValidationError (400). */
-async function specOf(
+export async function specOf(
   request: () => unknown,
   urlPolicy: UrlPolicy,
 ): Promise<{ fields: ScreenshotRequest; spec: CaptureSpec }> {
@@ -336,7 +336,7 @@ async function specOf(
 }
 
 /** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
-async function outputOf(
+export async function outputOf(
   fields: ScreenshotRequest,
   result: CaptureResult,
   capture: { url: string; deadline: number },

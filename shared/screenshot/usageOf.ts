@@ -37,7 +37,7 @@ export function outcomeStatus(outcome: ScreenshotOutcome): number {
  * which site a refused request was for too. Only the host: the path and query may carry the customer's secrets. A
  * document given as `html` is recorded as HTML_SOURCE, never its text.
  */
-function requestHost(request: () => unknown): string | undefined {
+export function requestHost(request: () => unknown): string | undefined {
   let body: { url?: unknown; html?: unknown } | null;
   try {
     body = request() as { url?: unknown; html?: unknown } | null;
