@@ -24,6 +24,8 @@ export const itemKey = {
   captureSlots: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'CAPTURES' }),
   /** The captures running now for all accounts together: a counter and one lease per capture (docs/data-model.md). */
   captureCapacity: () => ({ pk: CAPTURE_CAPACITY_PARTITION, sk: 'CAPACITY' }),
+  /** The account's webhook secret (sealed), and the previous one during a rotation's overlap. */
+  webhookSecret: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'WEBHOOKSECRET' }),
   /** One fixed rate-limit window of an account. */
   rateWindow: (accountId: string, windowStart: number) => ({
     pk: `ACCOUNT#${accountId}`,

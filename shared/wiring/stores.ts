@@ -16,8 +16,7 @@ import { itemKey } from '../store/table';
  * provider's JWKS.
  */
 export function createStores(client: DynamoDBClient, config: ServiceConfig) {
-  translateStoreOutages(client);
-  const db = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  const db = documentClient(client);
   return {
     keys: new DynamoKeyStore(db, config.tableName),
     credits: new DynamoCreditLedger(db, config.tableName),
@@ -40,4 +39,10 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     ),
     usageStore: new DynamoUsageStore(db, config.tableName),
   };
+}
+
+/** The document client every store uses, over `client` with its outages translated to 503s. */
+export function documentClient(client: DynamoDBClient): DynamoDBDocumentClient {
+  translateStoreOutages(client);
+  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 }

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hostsOnly, logger } from '../../shared/logger';
+import { logged } from '../helpers/logs';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
 
@@ -12,30 +13,6 @@ let site: PageServer;
 let harness: ScreenshotHarness;
 let apiKey: string;
 const SECRETS = ['alice', 'hunter2', 'tok-4711', 'private-path'];
-
-/**
- * What the logger writes (its own console on stdout and stderr) while `run` runs, at INFO; with `until`, until a line
- * holds it (the renderer process's lines reach this process's streams through a pipe, a moment after its answer).
- */
-async function logged(run: () => Promise<unknown>, until?: string): Promise<string> {
-  const lines: string[] = [];
-  const capture = (chunk: unknown) => {
-    lines.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture);
-  const level = logger.getLevelName();
-  logger.setLogLevel('INFO');
-  try {
-    await run();
-    if (until) await vi.waitFor(() => expect(lines.join('')).toContain(until), { timeout: 10_000 });
-  } finally {
-    logger.setLogLevel(level);
-    vi.restoreAllMocks();
-  }
-  return lines.join('');
-}
 
 beforeAll(async () => {
   site = await startPageServer({ '/private-path': solidPage('#0f0') });

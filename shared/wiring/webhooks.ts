@@ -1,0 +1,23 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { readServiceConfig } from '../config';
+import { createEgressGate, type HostLookup } from '../egress/egressGate';
+import { DynamoWebhookSecrets } from '../store/dynamoWebhookSecrets';
+import type { WebhookDeliveryDeps } from '../webhooks/deliverWebhook';
+import type { WebhookSecrets } from '../webhooks/webhookSecrets';
+import { createSecretCipher } from './delivery';
+import { documentClient } from './stores';
+
+/**
+ * The accounts' webhook secrets on the single table, sealed by the signing-secret cipher (SIGNING_KMS_KEY_ID
+ * deployed, SIGNING_KEY_FILE locally).
+ */
+export function createWebhookSecrets(client: DynamoDBClient, env: NodeJS.ProcessEnv): WebhookSecrets {
+  const { tableName } = readServiceConfig(env);
+  return new DynamoWebhookSecrets(documentClient(client), tableName, createSecretCipher(env));
+}
+
+/** What a delivery needs: the egress rules of a page, from ALLOW_PRIVATE_HOSTS. `lookup` is for tests. */
+export function createWebhookDeliveryDeps(env: NodeJS.ProcessEnv, lookup?: HostLookup): WebhookDeliveryDeps {
+  const { allowPrivateHosts } = readServiceConfig(env);
+  return { egress: createEgressGate(lookup ? { allowPrivateHosts, lookup } : { allowPrivateHosts }) };
+}
