@@ -27,4 +27,13 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   getOpenApi: [],
   // Each tool call is a screenshot request: the screenshot route's grant, and no more.
   mcp: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+  // Key lookup and the job (GetItem).
+  getJob: ['dynamodb:GetItem'],
+  // The latest jobs: a Query on the account's partition.
+  listJobs: ['dynamodb:Query'],
+  // Key lookup (GetItem); rate-limit window, credit reserve/refund, lastUsed (UpdateItem); the batch and its jobs,
+  // and a refund kept for an operator (PutItem); jobs the queue refused are ended (UpdateItem).
+  createBatch: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+  // Key lookup and the batch (GetItem); its jobs (BatchGetItem).
+  getBatch: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
 };

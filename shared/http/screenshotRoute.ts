@@ -152,7 +152,7 @@ function safeAnswerHeaders(contentType: string): Record<string, string> {
   };
 }
 
-function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
+export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
   return {
     'X-RateLimit-Limit': String(decision.limit),
     'X-RateLimit-Remaining': String(decision.remaining),

@@ -65,10 +65,15 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
     if (batch) batch.jobIds = jobs.map((job) => job.id);
     await deps.jobs.create(jobs, batch);
     try {
-      await deps.queue.send(jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id })));
+      await deps.queue.send(
+        jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id })),
+      );
     } catch (error) {
       logger.error('Jobs not queued', { count: jobs.length, error: error as Error });
-      const end = { status: 'failed', error: { status: 503, message: 'The job could not be queued' } } as const;
+      const end = {
+        status: 'failed',
+        error: { status: 503, message: 'The job could not be queued' },
+      } as const;
       await Promise.allSettled(jobs.map((job) => deps.jobs.finish(job.accountId, job.id, end, deps.now())));
       throw error;
     }

@@ -11,7 +11,7 @@ import type { Admission } from '../screenshot/admission';
 import { outputOf, specOf } from '../screenshot/captureScreenshot';
 import { requestHost } from '../screenshot/usageOf';
 import type { UsageRecorder } from '../usage/usageRecorder';
-import { type Job, JOB_RETENTION_MS, type StoredResult } from './job';
+import { JOB_RETENTION_MS, type Job, type StoredResult } from './job';
 import type { JobQueue } from './jobQueue';
 import type { JobEnd, JobStore } from './jobStore';
 

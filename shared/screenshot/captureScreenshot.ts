@@ -7,9 +7,7 @@ import { giveCreditsBack } from '../accounts/refund';
 import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
-import type { UrlPolicy } from '../egress/urlPolicy';
-import type { Job } from '../jobs/job';
-import type { AcceptJobs } from '../jobs/jobIntake';
+import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import {
   CaptureFailedError,
   CaptureTimedOutError,
@@ -18,6 +16,8 @@ import {
   TooManyCapturesError,
 } from '../errors';
 import { validate } from '../http/request';
+import type { Job } from '../jobs/job';
+import type { AcceptJobs } from '../jobs/jobIntake';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
@@ -242,7 +242,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         const accepted = await deps
           .acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl })
           .catch(refuse);
-        return { ok: true, rateLimit: decision.value, queued: accepted.jobs[0] as Job, undelivered: NOTHING_TO_GIVE_BACK };
+        return {
+          ok: true,
+          rateLimit: decision.value,
+          queued: accepted.jobs[0] as Job,
+          undelivered: NOTHING_TO_GIVE_BACK,
+        };
       }
       if (slot.status === 'rejected') return await refuse(slot.reason);
       if (lease === undefined) return await refuse(new TooManyCapturesError(deps.captureSlots.limit, now()));
@@ -332,6 +337,8 @@ export async function specOf(
   const fields = validate(screenshotRequest, request());
   // A document given as `html` has no address to check: what it loads is checked as it loads.
   if (fields.url !== undefined) await urlPolicy.assertAllowed(fields.url);
+  // A job's webhook is checked at submission too, and again at each delivery (shared/webhooks/).
+  if (fields.webhookUrl !== undefined) await assertAllowedAt(urlPolicy, fields.webhookUrl, ['webhookUrl']);
   return { fields, spec: captureSpecOf(fields) };
 }
 

@@ -51,7 +51,11 @@ const screenshotFields = z.strictObject({
 });
 
 export const screenshotRequest = screenshotFields.check((ctx) => {
-  for (const issue of [...combinationIssues(ctx.value), ...outputIssues(ctx.value), ...asyncIssues(ctx.value)])
+  for (const issue of [
+    ...combinationIssues(ctx.value),
+    ...outputIssues(ctx.value),
+    ...asyncIssues(ctx.value),
+  ])
     ctx.issues.push({ code: 'custom', input: ctx.value, ...issue });
 });
 

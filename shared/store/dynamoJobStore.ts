@@ -81,7 +81,8 @@ export class DynamoJobStore implements JobStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.job(accountId, jobId),
-          UpdateExpression: 'SET #status = :running, startedAt = if_not_exists(startedAt, :now) ADD runs :one',
+          UpdateExpression:
+            'SET #status = :running, startedAt = if_not_exists(startedAt, :now) ADD runs :one',
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':running': 'running', ':queued': 'queued', ':now': now, ':one': 1 },
@@ -133,7 +134,8 @@ export class DynamoJobStore implements JobStore {
           TableName: this.tableName,
           Key: key,
           UpdateExpression: 'SET webhook = :webhook',
-          ConditionExpression: 'attribute_exists(pk) AND (webhook.attempts <= :attempts OR attribute_type(webhook, :null))',
+          ConditionExpression:
+            'attribute_exists(pk) AND (webhook.attempts <= :attempts OR attribute_type(webhook, :null))',
           ExpressionAttributeValues: { ':webhook': webhook, ':attempts': webhook.attempts, ':null': 'NULL' },
         }),
       ),

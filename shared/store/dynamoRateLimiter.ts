@@ -24,7 +24,7 @@ export class DynamoRateLimiter implements RateLimiter {
     ) => Record<string, string> = itemKey.rateWindow,
   ) {}
 
-  async hit(subject: string, now: number): Promise<RateLimitDecision> {
+  async hit(subject: string, now: number, requests = 1): Promise<RateLimitDecision> {
     const start = windowStart(now);
     const reset = start + RATE_WINDOW_MS;
     try {
@@ -32,12 +32,12 @@ export class DynamoRateLimiter implements RateLimiter {
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.windowKey(subject, start),
-          UpdateExpression: 'ADD #count :one SET expiresAt = :expiresAt',
-          ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
+          UpdateExpression: 'ADD #count :count SET expiresAt = :expiresAt',
+          ConditionExpression: 'attribute_not_exists(#count) OR #count <= :room',
           ExpressionAttributeNames: { '#count': 'count' },
           ExpressionAttributeValues: {
-            ':one': 1,
-            ':limit': this.limit,
+            ':count': requests,
+            ':room': this.limit - requests,
             ':expiresAt': Math.ceil((reset + RATE_WINDOW_MS) / 1000),
           },
           ReturnValues: 'UPDATED_NEW',

@@ -1,8 +1,10 @@
 import type { Renderer } from '../capture/renderer';
 import { type BufferedLambdaHandler, bufferedHandler, streamingHandler } from '../http/adapter/apiGateway';
 import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
+import type { JobRouteName } from '../http/jobRoutes';
 import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
+import type { HttpRoute } from '../http/types';
 import { usageRoute } from '../http/usageRoute';
 import type { KeyManagement } from '../keys/keyManagement';
 import type { KeyStore } from '../keys/keyStore';
@@ -74,6 +76,17 @@ export function keyLambdas(keys: KeyManagement): Record<KeyRouteName, BufferedLa
 
 export function usageLambda(getUsage: GetUsage): BufferedLambdaHandler {
   return bufferedHandler(usageRoute(getUsage), { errors: 'management' });
+}
+
+export function jobLambdas(
+  routes: Record<JobRouteName, HttpRoute>,
+): Record<JobRouteName, BufferedLambdaHandler> {
+  return {
+    getJob: bufferedHandler(routes.getJob, { errors: 'management' }),
+    listJobs: bufferedHandler(routes.listJobs, { errors: 'management' }),
+    createBatch: bufferedHandler(routes.createBatch, { errors: 'screenshot' }),
+    getBatch: bufferedHandler(routes.getBatch, { errors: 'management' }),
+  };
 }
 
 export const openApiLambda: BufferedLambdaHandler = bufferedHandler(getOpenApi, { errors: 'management' });

@@ -3,6 +3,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ServiceConfig } from '../config';
 import { DynamoCaptureSlots } from '../store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
+import { DynamoJobStore } from '../store/dynamoJobStore';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
 import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
@@ -38,6 +39,7 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
         : { shared: config.captureCapacity, headroom: config.captureHeadroom },
     ),
     usageStore: new DynamoUsageStore(db, config.tableName),
+    jobs: new DynamoJobStore(db, config.tableName),
   };
 }
 
