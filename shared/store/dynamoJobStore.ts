@@ -35,7 +35,10 @@ export class DynamoJobStore implements JobStore {
       );
     // The batch first: a job that runs and finishes at once must find it to count itself.
     if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch);
-    await Promise.all(jobs.map((job) => put(itemKey.job(job.accountId, job.id), job)));
+    // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value).
+    await Promise.all(
+      jobs.map(({ startedAt: _, ...job }) => put(itemKey.job(job.accountId, job.id), job as Job)),
+    );
   }
 
   async get(accountId: string, jobId: string): Promise<Job | undefined> {
@@ -189,7 +192,7 @@ export class DynamoJobStore implements JobStore {
 
 function jobOf(item: Record<string, unknown>): Job {
   const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...job } = item;
-  return job as unknown as Job;
+  return { startedAt: null, ...job } as unknown as Job;
 }
 
 function batchOf(item: Record<string, unknown>): Batch {
