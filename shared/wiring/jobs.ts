@@ -7,6 +7,7 @@ import { createSessionVerifier } from '../auth/sessionVerifier';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig, readSessionConfig } from '../config';
 import { createUrlPolicy } from '../egress/urlPolicy';
+import { idempotentRoute } from '../http/idempotentRoute';
 import { jobRoutes } from '../http/jobRoutes';
 import { jobEnded } from '../jobs/jobEvents';
 import { jobIntake } from '../jobs/jobIntake';
@@ -107,7 +108,7 @@ export function createJobRoutes(
   const config = readServiceConfig(env);
   const stores = createStores(client, config);
   const now = () => Date.now();
-  return jobRoutes({
+  const routes = jobRoutes({
     ...stores,
     images: createDeliveryPorts(env).images,
     sessions: createSessionVerifier(readSessionConfig(env), options.jwks),
@@ -122,4 +123,12 @@ export function createJobRoutes(
       now,
     }),
   });
+  return {
+    ...routes,
+    createBatch: idempotentRoute(routes.createBatch, {
+      keys: stores.keys,
+      client,
+      tableName: config.tableName,
+    }),
+  };
 }

@@ -1,6 +1,7 @@
 import type { Renderer } from '../capture/renderer';
 import { type BufferedLambdaHandler, bufferedHandler, streamingHandler } from '../http/adapter/apiGateway';
 import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
+import { asksForAsync, type IdempotencyDeps, idempotentRoute } from '../http/idempotentRoute';
 import type { JobRouteName } from '../http/jobRoutes';
 import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
@@ -35,14 +36,20 @@ export function screenshotLambda(service: {
   renderer: Pick<Renderer, 'settle'>;
   usage: Pick<DeferredUsageRecorder, 'flush'>;
   metrics: Pick<ServiceMetrics, 'flush'>;
+  /** Idempotency-Key on async captures; absent where async captures are not wired. */
+  idempotency?: IdempotencyDeps;
 }): StreamingLambdaHandler {
-  return streamingHandler(screenshotRoute(service.capture), {
-    errors: 'screenshot',
-    afterResponse: async () => {
-      service.metrics.flush();
-      await Promise.all([service.renderer.settle(), service.usage.flush()]);
+  const route = screenshotRoute(service.capture);
+  return streamingHandler(
+    service.idempotency ? idempotentRoute(route, service.idempotency, asksForAsync) : route,
+    {
+      errors: 'screenshot',
+      afterResponse: async () => {
+        service.metrics.flush();
+        await Promise.all([service.renderer.settle(), service.usage.flush()]);
+      },
     },
-  });
+  );
 }
 
 /**

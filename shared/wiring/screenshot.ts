@@ -53,6 +53,7 @@ export function createScreenshotService(
   const { usage } = service;
   return {
     ...service,
+    ...(options.queue ? { idempotency: { keys: stores.keys, client, tableName: config.tableName } } : {}),
     async close() {
       await usage.flush();
       await options.renderer.close();

@@ -49,8 +49,17 @@ async function post(
   path: string,
   apiKey: string,
   body: unknown,
+  idempotencyKey?: string,
 ): Promise<{ status: number; headers: Headers; body: Json }> {
-  const response = await service.request(path, { bearer: apiKey, body });
+  const response = await fetch(`${service.url}${path}`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${apiKey}`,
+      'Content-Type': 'application/json',
+      ...(idempotencyKey === undefined ? {} : { 'Idempotency-Key': idempotencyKey }),
+    },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, headers: response.headers, body: (await response.json()) as Json };
 }
 
@@ -310,6 +319,64 @@ describe('a batch', () => {
     const refused = await post('/api/batches', account.apiKey, { requests });
     expect(refused.status).toBe(402);
     expect(refused.body).toMatchObject({ required: 22, available: BALANCE });
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('answers the same key and body with the first acceptance again, charging once', async () => {
+    const account = await service.newAccount();
+    const body = { url: `${pages.origin}/red`, async: true };
+    const first = await post('/api/screenshot', account.apiKey, body, 'order-1');
+    const again = await post('/api/screenshot', account.apiKey, { async: true, url: body.url }, 'order-1');
+    expect(first.status).toBe(202);
+    expect(again).toMatchObject({ status: 202, body: first.body });
+    expect(again.headers.get('location')).toBe(first.body.statusUrl);
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+    // Another account's same key is its own.
+    const other = await service.newAccount();
+    const theirs = await post('/api/screenshot', other.apiKey, body, 'order-1');
+    expect(theirs.body.id).not.toBe(first.body.id);
+  });
+
+  it('answers 422 for the same key with another body, and charges nothing for it', async () => {
+    const account = await service.newAccount();
+    await post('/api/screenshot', account.apiKey, { url: `${pages.origin}/red`, async: true }, 'order-2');
+    const other = await post(
+      '/api/screenshot',
+      account.apiKey,
+      { url: `${pages.origin}/red?x`, async: true },
+      'order-2',
+    );
+    expect(other).toMatchObject({ status: 422, body: { message: expect.any(String) } });
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it('answers 409 for the same key while the first is still being accepted, and makes one batch', async () => {
+    const account = await service.newAccount();
+    const requests = Array.from({ length: 10 }, (_, i) => ({ url: `${pages.origin}/red?${i}` }));
+    const answers = await Promise.all([
+      post('/api/batches', account.apiKey, { requests }, 'batch-1'),
+      post('/api/batches', account.apiKey, { requests }, 'batch-1'),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409]);
+    expect(answers.find((answer) => answer.status === 409)?.body).toEqual({ message: expect.any(String) });
+    expect(await balanceOf(account.token)).toBe(BALANCE - 10);
+    const replay = await post('/api/batches', account.apiKey, { requests }, 'batch-1');
+    expect(replay.body.id).toBe(answers.find((answer) => answer.status === 202)?.body.id);
+  });
+
+  it('refuses a key that is not 1 to 255 visible ASCII characters', async () => {
+    const account = await service.newAccount();
+    for (const key of ['x'.repeat(256), 'with space']) {
+      const refused = await post(
+        '/api/screenshot',
+        account.apiKey,
+        { url: `${pages.origin}/red`, async: true },
+        key,
+      );
+      expect(refused.status).toBe(400);
+    }
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 });

@@ -106,7 +106,9 @@ describe('a local service killed while jobs are queued and running', () => {
       ids.push((await api('/api/screenshot', { url: `${pages.origin}/slow?${i}`, async: true })).id);
     // Kill it once a capture is under way: some jobs running, the rest still queued.
     const until = Date.now() + 60_000;
-    while (!(await Promise.all(ids.map((id) => api(`/api/jobs/${id}`)))).some((job) => job.status === 'running')) {
+    while (
+      !(await Promise.all(ids.map((id) => api(`/api/jobs/${id}`)))).some((job) => job.status === 'running')
+    ) {
       if (Date.now() > until) throw new Error('No job started');
       await sleep(100);
     }
