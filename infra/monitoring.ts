@@ -1,6 +1,7 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -63,6 +64,8 @@ export interface MonitoringProps {
   /** Name and region of the API's web ACL, for its blocked-requests chart. */
   webAclName: string;
   alarmActions: cloudwatch.IAlarmAction[];
+  /** The job queue's dead-letter queue: a message there is a job nobody could end. */
+  deadLetterQueue?: sqs.IQueue;
 }
 
 /**
@@ -109,6 +112,15 @@ export class Monitoring extends Construct {
         }),
       );
     const t = ALARM_THRESHOLDS;
+
+    if (props.deadLetterQueue) {
+      atLeast(
+        'JobDeadLettersAlarm',
+        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }),
+        1,
+        'A job message reached the dead-letter queue: the worker could not even end it (docs/deploy.md, "Jobs").',
+      );
+    }
 
     // API Gateway's 5xx less the 500s answered for captures the customer's page made fail: our faults only.
     const ourServerErrors = {

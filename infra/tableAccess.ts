@@ -37,3 +37,15 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   // Key lookup and the batch (GetItem); its jobs (BatchGetItem).
   getBatch: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
 };
+
+/**
+ * The queue worker (not a route): the job and the batch (GetItem, BatchGetItem for a batch's webhook), their state
+ * changes, capture slots, refunds and the usage day's totals (UpdateItem), usage records, a refund kept for an
+ * operator and an account's first webhook secret (PutItem).
+ */
+export const WORKER_TABLE_ACTIONS: readonly string[] = [
+  'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:PutItem',
+];

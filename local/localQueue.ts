@@ -12,16 +12,11 @@ import {
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 import { ownPorts } from '../shared/egress/ownPorts';
-import { MAX_JOB_RUNS } from '../shared/jobs/runJob';
+import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { logger } from '../shared/logger';
 import type { JobWorkerHandler } from '../shared/wiring/jobs';
 
 const REGION = 'us-east-1';
-/**
- * Deliveries before SQS moves a message to the dead-letter queue, as deployed: the worker ends a job itself after
- * MAX_JOB_RUNS, so only a message that kills the worker every time gets there.
- */
-export const MAX_RECEIVE_COUNT = MAX_JOB_RUNS + 2;
 
 export interface LocalQueue {
   client: SQSClient;

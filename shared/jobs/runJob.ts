@@ -17,6 +17,11 @@ import type { JobEnd, JobStore } from './jobStore';
 
 /** How many times a job is started before a failure of ours ends it `failed` (and refunded). */
 export const MAX_JOB_RUNS = 3;
+/**
+ * Deliveries before SQS moves a message to the dead-letter queue (deployed and locally): the worker ends a job
+ * itself after MAX_JOB_RUNS, so only a message that kills the worker every time gets there.
+ */
+export const MAX_RECEIVE_COUNT = MAX_JOB_RUNS + 2;
 /** How long a job that found no free capture slot waits before it asks again. */
 export const NO_SLOT_DELAY_SECONDS = 2;
 

@@ -41,6 +41,8 @@ import {
   MAX_BODY_BYTES,
 } from '../../infra/webAcl';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
+import { JOB_VISIBILITY_TIMEOUT, WORKER_TIMEOUT } from '../../infra/jobProcessing';
+import { MAX_RECEIVE_COUNT } from '../../shared/jobs/runJob';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
 import {
@@ -238,10 +240,11 @@ describe('Lambda functions', () => {
       .map(([id]) => id)
       .filter((id) => !ids.has(id) && id !== rendererId())
       .sort();
-    expect(others).toHaveLength(3);
+    expect(others).toHaveLength(4);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
     expect(others[1]).toMatch(/^CustomCrossRegionExportReader/);
-    expect(others[2]).toMatch(/^ScreenshotPreTrafficHook/);
+    expect(others[2]).toMatch(/^JobProcessingWorker/);
+    expect(others[3]).toMatch(/^ScreenshotPreTrafficHook/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -1179,5 +1182,80 @@ describe('cdk-nag AwsSolutions checks', () => {
     const annotations = Annotations.fromStack(synth.stack);
     expect(annotations.findError('*', Match.anyValue())).toEqual([]);
     expect(annotations.findWarning('*', Match.anyValue())).toEqual([]);
+  });
+});
+
+describe('async jobs', () => {
+  const workerId = () =>
+    synth.logicalId(synth.stack.node.findChild('JobProcessing').node.findChild('Worker'));
+  const queueId = (name: string) =>
+    synth.logicalId(synth.stack.node.findChild('JobProcessing').node.findChild(name));
+  const workerRoleStatements = () =>
+    statementsOfRole(referencedId(synth.resources[workerId()]?.Properties.Role) ?? '');
+
+  it('has a job queue that sends to a dead-letter queue after a bounded number of deliveries', () => {
+    const queue = synth.resources[queueId('Jobs')] as Resource;
+    expect(queue.Type).toBe('AWS::SQS::Queue');
+    expect(queue.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': [queueId('DeadLetters'), 'Arn'] },
+      maxReceiveCount: MAX_RECEIVE_COUNT,
+    });
+    // Six times the worker's timeout: a message is not delivered twice while one run still goes on.
+    expect(queue.Properties.VisibilityTimeout).toBe(JOB_VISIBILITY_TIMEOUT.toSeconds());
+    expect(JOB_VISIBILITY_TIMEOUT.toSeconds()).toBeGreaterThanOrEqual(6 * WORKER_TIMEOUT.toSeconds());
+  });
+
+  it('alarms into the alarm topic as soon as one message is in the dead-letter queue', () => {
+    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([id]) => id.includes('JobDeadLetters'));
+    if (!alarm) throw new Error('no dead-letter alarm');
+    const props = alarm[1].Properties;
+    expect(props.MetricName).toBe('ApproximateNumberOfMessagesVisible');
+    expect(props.Dimensions).toEqual([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId('DeadLetters'), 'QueueName'] } }]);
+    expect(props.Threshold).toBe(1);
+    expect(JSON.stringify(props.AlarmActions)).toContain('AlarmTopic');
+  });
+
+  it('runs the worker from the queue with partial batch failures, without the Chromium layer', () => {
+    const worker = synth.resources[workerId()] as Resource;
+    expect(worker.Properties.Layers).toBeUndefined();
+    expect(worker.Properties.Timeout).toBe(WORKER_TIMEOUT.toSeconds());
+    const mapping = ofType(synth.resources, 'AWS::Lambda::EventSourceMapping').find(
+      ([, resource]) => referencedId(resource.Properties.FunctionName) === workerId(),
+    );
+    expect(mapping?.[1].Properties).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [queueId('Jobs'), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    // It asks the renderer, as the screenshot front does.
+    expect((worker.Properties.Environment as Json).Variables).toHaveProperty('RENDERER_FUNCTION_NAME');
+  });
+
+  it('grants the worker its table actions, the queue, the renderer and job results, and nothing else', () => {
+    const actions = workerRoleStatements().flatMap((statement) => asList(statement.Action).map(String));
+    for (const action of actions)
+      expect(action, action).toMatch(/^(dynamodb:(GetItem|BatchGetItem|UpdateItem|PutItem)|sqs:|s3:(GetObject|PutObject|PutObjectTagging)$|kms:(Decrypt|Encrypt)$|lambda:InvokeFunction|logs:|xray:)/);
+    expect(actions).not.toContain('dynamodb:DeleteItem');
+    expect(actions).not.toContain('dynamodb:Scan');
+    for (const statement of workerRoleStatements()) {
+      if (!asList(statement.Resource).includes('*')) continue;
+      for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
+    }
+  });
+
+  it('lets the functions that queue jobs send to the queue, and no route consume it', () => {
+    for (const handler of ['screenshot', 'createBatch'] as const) {
+      const actions = statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').flatMap((statement) =>
+        asList(statement.Action).map(String),
+      );
+      expect(actions).toContain('sqs:SendMessage');
+      expect(actions).not.toContain('sqs:ReceiveMessage');
+    }
+    for (const route of ROUTES) {
+      const actions = statementsOfRole(referencedId(functionOf(route.handler).Properties.Role) ?? '').flatMap((statement) =>
+        asList(statement.Action).map(String),
+      );
+      expect(actions, route.handler).not.toContain('sqs:ReceiveMessage');
+      expect(actions, route.handler).not.toContain('sqs:DeleteMessage');
+    }
   });
 });
