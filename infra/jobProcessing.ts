@@ -141,7 +141,8 @@ export class JobProcessing extends Construct {
           resources: [`${props.images.bucket.bucketArn}/${IMAGE_PREFIX}jobs/*`],
         }),
       );
-      if (reader instanceof NodejsFunction) reader.addEnvironment('IMAGE_BUCKET', props.images.bucket.bucketName);
+      if (reader instanceof NodejsFunction)
+        reader.addEnvironment('IMAGE_BUCKET', props.images.bucket.bucketName);
     }
 
     Validations.of(this.deadLetterQueue).acknowledge({

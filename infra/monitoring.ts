@@ -1,10 +1,10 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
   ALARMED_LOG_MESSAGES,
@@ -116,7 +116,10 @@ export class Monitoring extends Construct {
     if (props.deadLetterQueue) {
       atLeast(
         'JobDeadLettersAlarm',
-        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }),
+        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: fiveMinutes,
+          statistic: 'Maximum',
+        }),
         1,
         'A job message reached the dead-letter queue: the worker could not even end it (docs/deploy.md, "Jobs").',
       );

@@ -22,7 +22,8 @@ export interface JobRouteDeps {
   jobs: JobStore;
   images: Pick<ImageStore, 'signedUrl'>;
   sessions: SessionVerifier;
-  submitBatch: ReturnType<typeof submitBatch>;
+  /** Only the function that accepts batches has the queue. */
+  submitBatch?: ReturnType<typeof submitBatch>;
   now?: () => number;
 }
 
@@ -54,6 +55,7 @@ export function jobRoutes(deps: JobRouteDeps): Record<JobRouteName, HttpRoute> {
     },
 
     async createBatch(request) {
+      if (!deps.submitBatch) throw new Error('Batches are not wired here: no job queue');
       const outcome = await deps.submitBatch(
         bearerCredential(request),
         jsonBody(request, MAX_BATCH_BODY_BYTES),

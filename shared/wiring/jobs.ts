@@ -103,7 +103,7 @@ export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, 
 export function createJobRoutes(
   client: DynamoDBClient,
   env: NodeJS.ProcessEnv,
-  options: { queue: JobQueue; jwks?: Jwks; mentionAllowPrivateHosts?: boolean },
+  options: { queue?: JobQueue; jwks?: Jwks; mentionAllowPrivateHosts?: boolean } = {},
 ) {
   const config = readServiceConfig(env);
   const stores = createStores(client, config);
@@ -112,16 +112,20 @@ export function createJobRoutes(
     ...stores,
     images: createDeliveryPorts(env).images,
     sessions: createSessionVerifier(readSessionConfig(env), options.jwks),
-    submitBatch: submitBatch({
-      ...stores,
-      urlPolicy: createUrlPolicy({
-        allowPrivateHosts: config.allowPrivateHosts,
-        mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
-      }),
-      acceptJobs: jobIntake({ jobs: stores.jobs, queue: options.queue, now }),
-      metrics: new PowertoolsServiceMetrics(env),
-      now,
-    }),
+    ...(options.queue
+      ? {
+          submitBatch: submitBatch({
+            ...stores,
+            urlPolicy: createUrlPolicy({
+              allowPrivateHosts: config.allowPrivateHosts,
+              mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
+            }),
+            acceptJobs: jobIntake({ jobs: stores.jobs, queue: options.queue, now }),
+            metrics: new PowertoolsServiceMetrics(env),
+            now,
+          }),
+        }
+      : {}),
   });
   return {
     ...routes,

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
 import { SHARP_PACKAGE } from '../../infra/encoderAssets';
 import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
+import { JOB_VISIBILITY_TIMEOUT, WORKER_TIMEOUT } from '../../infra/jobProcessing';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import { RENDERER_MEMORY_MB, RENDERER_TIMEOUT } from '../../infra/rendererFunction';
 import {
@@ -40,9 +41,8 @@ import {
   decimalAbove,
   MAX_BODY_BYTES,
 } from '../../infra/webAcl';
-import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
-import { JOB_VISIBILITY_TIMEOUT, WORKER_TIMEOUT } from '../../infra/jobProcessing';
 import { MAX_RECEIVE_COUNT } from '../../shared/jobs/runJob';
+import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
 import {
@@ -1206,11 +1206,15 @@ describe('async jobs', () => {
   });
 
   it('alarms into the alarm topic as soon as one message is in the dead-letter queue', () => {
-    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([id]) => id.includes('JobDeadLetters'));
+    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([id]) =>
+      id.includes('JobDeadLetters'),
+    );
     if (!alarm) throw new Error('no dead-letter alarm');
     const props = alarm[1].Properties;
     expect(props.MetricName).toBe('ApproximateNumberOfMessagesVisible');
-    expect(props.Dimensions).toEqual([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId('DeadLetters'), 'QueueName'] } }]);
+    expect(props.Dimensions).toEqual([
+      { Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId('DeadLetters'), 'QueueName'] } },
+    ]);
     expect(props.Threshold).toBe(1);
     expect(JSON.stringify(props.AlarmActions)).toContain('AlarmTopic');
   });
@@ -1233,7 +1237,9 @@ describe('async jobs', () => {
   it('grants the worker its table actions, the queue, the renderer and job results, and nothing else', () => {
     const actions = workerRoleStatements().flatMap((statement) => asList(statement.Action).map(String));
     for (const action of actions)
-      expect(action, action).toMatch(/^(dynamodb:(GetItem|BatchGetItem|UpdateItem|PutItem)|sqs:|s3:(GetObject|PutObject|PutObjectTagging)$|kms:(Decrypt|Encrypt)$|lambda:InvokeFunction|logs:|xray:)/);
+      expect(action, action).toMatch(
+        /^(dynamodb:(GetItem|BatchGetItem|UpdateItem|PutItem)|sqs:|s3:(GetObject|PutObject|PutObjectTagging)$|kms:(Decrypt|Encrypt)$|lambda:InvokeFunction|logs:|xray:)/,
+      );
     expect(actions).not.toContain('dynamodb:DeleteItem');
     expect(actions).not.toContain('dynamodb:Scan');
     for (const statement of workerRoleStatements()) {
@@ -1244,15 +1250,15 @@ describe('async jobs', () => {
 
   it('lets the functions that queue jobs send to the queue, and no route consume it', () => {
     for (const handler of ['screenshot', 'createBatch'] as const) {
-      const actions = statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').flatMap((statement) =>
-        asList(statement.Action).map(String),
+      const actions = statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').flatMap(
+        (statement) => asList(statement.Action).map(String),
       );
       expect(actions).toContain('sqs:SendMessage');
       expect(actions).not.toContain('sqs:ReceiveMessage');
     }
     for (const route of ROUTES) {
-      const actions = statementsOfRole(referencedId(functionOf(route.handler).Properties.Role) ?? '').flatMap((statement) =>
-        asList(statement.Action).map(String),
+      const actions = statementsOfRole(referencedId(functionOf(route.handler).Properties.Role) ?? '').flatMap(
+        (statement) => asList(statement.Action).map(String),
       );
       expect(actions, route.handler).not.toContain('sqs:ReceiveMessage');
       expect(actions, route.handler).not.toContain('sqs:DeleteMessage');
