@@ -72,6 +72,9 @@ export interface MonitoringProps {
  * The service's alarms (sent to the alarm actions), the canary gates CodeDeploy watches, and the operations
  * dashboard. Business metrics come from shared/metrics/names.ts, the module the functions emit them with.
  */
+/** CloudWatch's bound on the metrics of one alarm's math expression. */
+const MAX_ALARM_METRICS = 10;
+
 export class Monitoring extends Construct {
   /** Alarms that page: every one sends to the alarm actions. */
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -176,8 +179,17 @@ export class Monitoring extends Construct {
     );
 
     const functions = [...props.functions.entries()];
-    const sumOver = (label: string, metricOf: (fn: lambda.Function) => cloudwatch.Metric) => {
-      const usingMetrics = Object.fromEntries(functions.map(([, fn], index) => [`m${index}`, metricOf(fn)]));
+    // An alarm's expression may hold at most 10 metrics: the functions are summed in groups of that size, one alarm
+    // per group (the first keeps the plain id).
+    const groups: lambda.Function[][] = [];
+    for (let at = 0; at < functions.length; at += MAX_ALARM_METRICS)
+      groups.push(functions.slice(at, at + MAX_ALARM_METRICS).map(([, fn]) => fn));
+    const sumOver = (
+      label: string,
+      group: lambda.Function[],
+      metricOf: (fn: lambda.Function) => cloudwatch.Metric,
+    ) => {
+      const usingMetrics = Object.fromEntries(group.map((fn, index) => [`m${index}`, metricOf(fn)]));
       return new cloudwatch.MathExpression({
         label,
         // FILL: a function nobody called has no datapoints, which would otherwise blank the whole sum.
@@ -188,18 +200,23 @@ export class Monitoring extends Construct {
         period: fiveMinutes,
       });
     };
-    atLeast(
-      'FunctionErrorsAlarm',
-      sumOver('Function errors', (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' })),
-      t.functionErrors,
-      `${t.functionErrors} or more Lambda invocation errors (crashes, timeouts) in 5 minutes.`,
-    );
-    atLeast(
-      'ThrottlesAlarm',
-      sumOver('Function throttles', (fn) => fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' })),
-      t.throttles,
-      `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
-    );
+    groups.forEach((group, index) => {
+      const suffix = index === 0 ? '' : String(index + 1);
+      atLeast(
+        `FunctionErrorsAlarm${suffix}`,
+        sumOver('Function errors', group, (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' })),
+        t.functionErrors,
+        `${t.functionErrors} or more Lambda invocation errors (crashes, timeouts) in 5 minutes.`,
+      );
+      atLeast(
+        `ThrottlesAlarm${suffix}`,
+        sumOver('Function throttles', group, (fn) =>
+          fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+        ),
+        t.throttles,
+        `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
+      );
+    });
 
     atLeast(
       'DynamoThrottlesAlarm',

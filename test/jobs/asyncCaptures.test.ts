@@ -43,6 +43,7 @@ afterAll(async () => {
   await pages?.close();
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON answers, read field by field
 type Json = Record<string, any>;
 
 async function post(

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLocalIdp } from '../../local/idp';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON answers, read field by field
+type Json = Record<string, any>;
+
 /**
  * Never lost, never twice: `npm start` killed with SIGKILL (its whole process group: the service, the renderer
  * process and Chromium) while jobs are queued and running, then started again on the same data directory.
@@ -99,7 +102,7 @@ describe('a local service killed while jobs are queued and running', () => {
           ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }).then(async (response) => (await response.json()) as Record<string, any>);
+      }).then(async (response) => (await response.json()) as Json);
 
     const ids: string[] = [];
     for (let i = 0; i < JOBS; i++)
@@ -119,7 +122,7 @@ describe('a local service killed while jobs are queued and running', () => {
     server = startServer();
     await ready();
     const done = Date.now() + 120_000;
-    let jobs: Record<string, any>[] = [];
+    let jobs: Json[] = [];
     for (;;) {
       jobs = await Promise.all(ids.map((id) => api(`/api/jobs/${id}`)));
       if (jobs.every((job) => job.status === 'succeeded' || job.status === 'failed')) break;
