@@ -1,6 +1,7 @@
 // The dashboard: sign-in, credit balance, usage, API keys and a try-it form. Plain DOM, text only (never HTML
 // strings).
 import { ApiError, callApi, capture } from './api.js';
+import { clearJobs, showJobs } from './jobs.js';
 import {
   currentSession,
   finishHostedSignIn,
@@ -77,6 +78,7 @@ function showDashboard() {
   refreshBalance();
   refreshUsage();
   refreshKeys();
+  refreshJobs();
 }
 
 function signOut(message = '') {
@@ -97,6 +99,7 @@ function clearSecrets() {
   tryKeyId = null;
   showImage(null);
   clearUsage();
+  clearJobs();
 }
 
 /** Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. */
@@ -137,6 +140,18 @@ async function refreshUsage() {
   } catch (error) {
     if (!session) return;
     say('usage-error', `Usage could not be loaded: ${error.message}`);
+  }
+}
+
+// ---- Jobs ----
+
+async function refreshJobs() {
+  try {
+    showJobs(await withSession((token) => callApi('/api/jobs', { token })));
+    say('jobs-error', '');
+  } catch (error) {
+    if (!session) return;
+    say('jobs-error', `Jobs could not be loaded: ${error.message}`);
   }
 }
 
@@ -435,6 +450,7 @@ async function start() {
     refreshBalance();
     refreshUsage();
     refreshKeys();
+    refreshJobs();
   });
   $('usage-range').addEventListener('change', refreshUsage);
   $('create-key').addEventListener('submit', createKey);
