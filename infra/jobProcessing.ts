@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { Duration, Validations } from 'aws-cdk-lib';
+import { type CfnResource, Duration, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -147,13 +147,30 @@ export class JobProcessing extends Construct {
 
     Validations.of(this.deadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This is the dead-letter queue of the job queue.',
+      reason:
+        'This is the dead-letter queue of the job queue: a queue for its messages would have none to catch.',
+    });
+    const bucketId = props.images.bucket.stack.getLogicalId(
+      props.images.bucket.node.defaultChild as CfnResource,
+    );
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_PREFIX}*]`,
+      reason:
+        'Result objects are named by account and job at run time; the grant is limited to the image prefix.',
     });
     Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5',
+      id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'Result objects are named by account and job at run time (the grant is limited to the image prefix); the ' +
-        "renderer alias's versions; the X-Ray statement has no resource-level permissions.",
+        'Only the X-Ray statement that active tracing adds (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "*": ' +
+        'those actions have no resource-level permissions.',
     });
+    for (const reader of props.readers) {
+      if (!reader.role) continue;
+      Validations.of(reader.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_PREFIX}jobs/*]`,
+        reason:
+          "Job results are named by account and job at run time; the grant is read-only, on the jobs' prefix.",
+      });
+    }
   }
 }

@@ -74,6 +74,14 @@ function functionOf(handler: RouteDefinition['handler']): Resource {
   return resource;
 }
 
+/** The job queue's worker: a function of its own, not a route's. */
+function workerOf(): Resource {
+  const id = synth.logicalId(synth.stack.jobs.worker);
+  const resource = synth.resources[id];
+  if (!resource) throw new Error('no worker function');
+  return resource;
+}
+
 function methodOf(route: RouteDefinition): Resource {
   const paths = apiResourcePaths(synth.resources);
   const found = ofType(synth.resources, 'AWS::ApiGateway::Method').find(
@@ -401,6 +409,7 @@ describe('Lambda functions', () => {
         false,
       ]),
       ['renderer', rendererOf(), true],
+      ['jobWorker', workerOf(), false],
     ];
     for (const [name, fn, withLayer] of bundles) {
       // Lambda puts the bundle in /var/task and the layer in /opt/nodejs/node_modules; a node_modules link next to
@@ -429,6 +438,7 @@ describe('Lambda functions', () => {
               SESSION_ISSUER: 'https://issuer.example',
               SESSION_CLIENT_ID: 'client',
               RENDERER_FUNCTION_NAME: 'renderer',
+              JOB_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/jobs',
               CHROMIUM_PATH: path.join(dir, 'no-browser'),
               POWERTOOLS_LOG_LEVEL: 'SILENT',
             },
@@ -834,10 +844,10 @@ describe('The renderer boundary', () => {
     expect(Object.keys(variables)).toEqual(['POWERTOOLS_SERVICE_NAME']);
   });
 
-  it('lets the capturing fronts (screenshot and MCP), and no other function, invoke the renderer through its live alias', () => {
+  it('lets the capturing fronts (screenshot, MCP and the job worker), and no other function, invoke the renderer through its live alias', () => {
     const aliasId = synth.stack.getLogicalId(synth.stack.renderer.alias.node.defaultChild as CfnResource);
-    const fronts = ['screenshot', 'mcp'] as const;
-    const frontRoles = fronts.map((handler) => referencedId(functionOf(handler).Properties.Role)).sort();
+    const fronts = [functionOf('screenshot'), functionOf('mcp'), workerOf()];
+    const frontRoles = fronts.map((fn) => referencedId(fn.Properties.Role)).sort();
     // Policies that let a role invoke the renderer, its alias or its function (others invoke other functions: the
     // pre-traffic hook invokes the screenshot front's new version).
     const rendererId = synth.stack.getLogicalId(synth.stack.renderer.fn.node.defaultChild as CfnResource);
@@ -858,8 +868,8 @@ describe('The renderer boundary', () => {
       );
       expect(JSON.stringify(statement?.Resource)).toContain(aliasId);
     }
-    for (const handler of fronts) {
-      const fn = functionOf(handler).Properties;
+    for (const front of fronts) {
+      const fn = front.Properties;
       expect((fn.Environment as Json).Variables as Json).toMatchObject({
         RENDERER_FUNCTION_NAME: { Ref: aliasId },
       });
@@ -1187,8 +1197,7 @@ describe('cdk-nag AwsSolutions checks', () => {
 });
 
 describe('async jobs', () => {
-  const workerId = () =>
-    synth.logicalId(synth.stack.node.findChild('JobProcessing').node.findChild('Worker'));
+  const workerId = () => synth.logicalId(synth.stack.jobs.worker);
   const queueId = (name: string) =>
     synth.logicalId(synth.stack.node.findChild('JobProcessing').node.findChild(name));
   const workerRoleStatements = () =>
