@@ -16,7 +16,8 @@ export function webhookEvent(
 
 /**
  * What follows the end of a job: its webhook, and the batch's count (whose last job sends batch.completed). Called
- * once per job, by the delivery whose write ended it.
+ * by the delivery whose write ended the job, and again by a later delivery of its message when the worker died in
+ * between: the batch counts a job once, and a webhook sent twice carries one webhook-id, for the receiver to drop.
  */
 export function jobEnded(deps: { jobs: JobStore; queue: JobQueue; now: () => number }) {
   return async (job: Job): Promise<void> => {
@@ -25,7 +26,7 @@ export function jobEnded(deps: { jobs: JobStore; queue: JobQueue; now: () => num
       await deps.queue.send([webhookEvent(job.accountId, job.id, type, deps.now())]);
     }
     if (job.batchId) {
-      const completed = await deps.jobs.batchJobFinished(job.accountId, job.batchId, deps.now());
+      const completed = await deps.jobs.batchJobFinished(job.accountId, job.batchId, job.id, deps.now());
       if (completed?.webhook)
         await deps.queue.send([webhookEvent(job.accountId, completed.id, 'batch.completed', deps.now())]);
     }

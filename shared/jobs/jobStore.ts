@@ -22,6 +22,14 @@ export interface JobStore {
   setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void>;
   getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;
   getMany(accountId: string, jobIds: string[]): Promise<Job[]>;
-  /** Counts one more finished job; the batch when that was its last one (once, whatever the retries). */
-  batchJobFinished(accountId: string, batchId: string, now: number): Promise<Batch | undefined>;
+  /**
+   * Counts a finished job of the batch (counting one twice changes nothing); the batch when that was its last one,
+   * once, whatever the retries.
+   */
+  batchJobFinished(
+    accountId: string,
+    batchId: string,
+    jobId: string,
+    now: number,
+  ): Promise<Batch | undefined>;
 }

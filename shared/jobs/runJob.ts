@@ -51,7 +51,13 @@ export interface RunJobDeps extends RefundDeps {
 export function runJob(deps: RunJobDeps) {
   return async (accountId: string, jobId: string, receiveCount: number): Promise<void> => {
     const job = await deps.jobs.get(accountId, jobId);
-    if (!job || job.status === 'succeeded' || job.status === 'failed') return;
+    if (!job) return;
+    // Ended, yet its message came back: the worker that ended it died before it was done. What follows the end is
+    // done again (idempotent); the charge or refund, made by the ending write's delivery, is not.
+    if (job.status === 'succeeded' || job.status === 'failed') {
+      await deps.ended?.(job);
+      return;
+    }
     if (receiveCount > MAX_JOB_RUNS) {
       await end(job, failure(new Error('The capture kept failing')));
       return;

@@ -156,19 +156,26 @@ export class DynamoJobStore implements JobStore {
     return Item && batchOf(Item);
   }
 
-  async batchJobFinished(accountId: string, batchId: string, now: number): Promise<Batch | undefined> {
+  async batchJobFinished(
+    accountId: string,
+    batchId: string,
+    jobId: string,
+    now: number,
+  ): Promise<Batch | undefined> {
     const key = itemKey.batch(accountId, batchId);
+    // A set of the finished jobs' ids, not a counter: a job counted again (its message delivered again after a
+    // worker died past the job's end) changes nothing.
     const { Attributes } = await this.db.send(
       new UpdateCommand({
         TableName: this.tableName,
         Key: key,
-        UpdateExpression: 'ADD finished :one',
+        UpdateExpression: 'ADD finishedJobs :job',
         ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':one': 1 },
+        ExpressionAttributeValues: { ':job': new Set([jobId]) },
         ReturnValues: 'ALL_NEW',
       }),
     );
-    if (!Attributes || Attributes.finished < Attributes.jobIds.length) return undefined;
+    if (!Attributes || batchOf(Attributes).finished < Attributes.jobIds.length) return undefined;
     // Only the write that marks it completed reports it: one batch.completed, whatever the retries.
     try {
       const completed = await this.db.send(
@@ -196,6 +203,6 @@ function jobOf(item: Record<string, unknown>): Job {
 }
 
 function batchOf(item: Record<string, unknown>): Batch {
-  const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...batch } = item;
-  return batch as unknown as Batch;
+  const { pk: _pk, sk: _sk, expiresAt: _expiresAt, finishedJobs, ...batch } = item;
+  return { ...batch, finished: (finishedJobs as Set<string> | undefined)?.size ?? 0 } as unknown as Batch;
 }
