@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import type { BrowserBundle } from '../shared/capture/browserBundle';
-import { PACKED_CHROMIUM_DIR, packChromium } from '../shared/capture/packedChromium';
+import { PACKED_CHROMIUM_DIR, PACKING, packChromium } from '../shared/capture/packedChromium';
 
 const ENTRY = fileURLToPath(new URL('./coldStartChild.ts', import.meta.url));
 /** Inside node_modules so that the external @sparticuz/chromium resolves as it does from the deployed bundle. */
@@ -23,11 +23,14 @@ export interface ColdStartSample {
 
 /**
  * The layer's stand-in: the local bundle laid out as infra/chromiumLayer.ts lays it out in the layer, Chromium
- * gzip-packed in parts. Built once per bundle version (packing takes tens of seconds), kept beside the bench bundle.
+ * packed in parts. Built once per bundle version and packing (packing takes seconds), kept beside the bench bundle.
  */
 export function packedLayerStandIn(local: BrowserBundle): string {
   const dir = fileURLToPath(
-    new URL(`../node_modules/.cache/screenshot-bench/layer-${basename(local.dir)}`, import.meta.url),
+    new URL(
+      `../node_modules/.cache/screenshot-bench/layer-${basename(local.dir)}-${PACKING}`,
+      import.meta.url,
+    ),
   );
   if (existsSync(dir)) return dir;
   const staging = `${dir}.${process.pid}`;

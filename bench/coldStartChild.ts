@@ -5,6 +5,8 @@
  * when the image is in hand. (The front's own cold start holds no browser and is not timed here.)
  */
 import './env';
+// As functions/renderer.ts, first.
+import '../shared/capture/earlyChromium';
 import { PassThrough } from 'node:stream';
 import chromium from '@sparticuz/chromium';
 import { invocationContext } from '../local/invocationContext';

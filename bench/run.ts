@@ -2,7 +2,7 @@
  * `npm run bench`: the warm capture path against what users would pick instead, in one run on this machine with
  * one Chromium binary. Prints Markdown tables, writes bench/results/latest.json and checks the speed targets (bench/targets.ts)
  * against that JSON. Options: --quick (a quarter of the runs, for trying changes), --only=core,variants,cold,
- * admission,memory, --out=<file>.
+ * admission,cache,memory (and `warm`: of core, only ours against the floor), --out=<file>.
  */
 import './env';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { browserBundle } from '../shared/capture/browserBundle';
-import { chromiumExecutable } from '../shared/capture/chromiumLaunch';
+import { chromiumExecutable } from '../shared/capture/packedChromium';
 import { egressChromiumArgs, startEgressProxy } from '../shared/egress/egressProxy';
 import { captureWebsiteCapturer, launchPerRequest, ourLaunch, startFloor, usualLaunch } from './alternatives';
 import { bundleColdStart, type ColdStartSample, coldStartOnce, packedLayerStandIn } from './coldStart';
@@ -28,7 +28,8 @@ import { round, seededRandom, summarize } from './stats';
 import { checkTargets, formatTargets } from './targets';
 
 const PHASES = ['core', 'variants', 'cold', 'admission', 'cache', 'memory'] as const;
-type Phase = (typeof PHASES)[number];
+/** `warm` asks for the core phase's first two rows only (ours and the floor), to try a change of the warm path. */
+type Phase = (typeof PHASES)[number] | 'warm';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -41,6 +42,7 @@ const outFile =
   fileURLToPath(new URL('./results/latest.json', import.meta.url));
 const runs = (n: number) => (quick ? Math.max(3, Math.round(n / 4)) : n);
 const phase = (name: Phase) => !only || only.includes(name);
+const warmOnly = phase('warm') && !phase('core');
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 const started = Date.now();
@@ -78,16 +80,13 @@ try {
   results.pixelsMatchFloor = (await differingPixels(ourImage, floorImage)) === 0;
   log(`our image ${results.pixelsMatchFloor ? 'matches' : 'DIFFERS FROM'} the floor's, pixel for pixel`);
 
-  if (phase('core')) {
+  if (phase('core') || warmOnly) {
     log(
-      'core: ours, floor, floor via proxy, capture-website (both launches), launch per request (interleaved)',
+      warmOnly
+        ? 'warm: ours and the floor (interleaved)'
+        : 'core: ours, floor, floor via proxy, capture-website (both launches), launch per request (interleaved)',
     );
-    const egress = await startEgressProxy({ allowPrivateHosts: pages.server.hostPort });
-    const floorProxy = await startFloor(executablePath, egressChromiumArgs(egress.url));
-    const cw = captureWebsiteCapturer(usualLaunch(executablePath));
-    const cwOurFlags = captureWebsiteCapturer(ourLaunch(executablePath));
-    const launch = launchPerRequest(usualLaunch(executablePath));
-    const contenders: Contender[] = [
+    const warm: Contender[] = [
       {
         key: 'oursWarm',
         runs: runs(40),
@@ -95,20 +94,33 @@ try {
         shoot: async () => answeredMs(await ours.shoot(simple), 'ours'),
       },
       { key: 'floor', runs: runs(40), warmUp: 5, shoot: () => floor.shoot(pages.simple) },
-      { key: 'floorProxy', runs: runs(20), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
-      { key: 'launchPerRequest', runs: runs(20), warmUp: 2, shoot: () => launch.shoot(pages.simple) },
-      { key: 'captureWebsite', runs: runs(20), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
-      {
-        key: 'captureWebsiteOurFlags',
-        runs: runs(15),
-        warmUp: 1,
-        shoot: () => cwOurFlags.shoot(pages.simple),
-      },
     ];
-    const samples = await interleave(contenders, random);
-    for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
-    await floorProxy.close();
-    await egress.close();
+    if (warmOnly) {
+      const samples = await interleave(warm, random);
+      for (const c of warm) record(c.key as ScenarioKey, samples.get(c.key));
+    } else {
+      const egress = await startEgressProxy({ allowPrivateHosts: pages.server.hostPort });
+      const floorProxy = await startFloor(executablePath, egressChromiumArgs(egress.url));
+      const cw = captureWebsiteCapturer(usualLaunch(executablePath));
+      const cwOurFlags = captureWebsiteCapturer(ourLaunch(executablePath));
+      const launch = launchPerRequest(usualLaunch(executablePath));
+      const contenders: Contender[] = [
+        ...warm,
+        { key: 'floorProxy', runs: runs(20), warmUp: 3, shoot: () => floorProxy.shoot(pages.simple) },
+        { key: 'launchPerRequest', runs: runs(20), warmUp: 2, shoot: () => launch.shoot(pages.simple) },
+        { key: 'captureWebsite', runs: runs(20), warmUp: 1, shoot: () => cw.shoot(pages.simple) },
+        {
+          key: 'captureWebsiteOurFlags',
+          runs: runs(15),
+          warmUp: 1,
+          shoot: () => cwOurFlags.shoot(pages.simple),
+        },
+      ];
+      const samples = await interleave(contenders, random);
+      for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
+      await floorProxy.close();
+      await egress.close();
+    }
   }
 
   if (phase('variants')) {
@@ -170,7 +182,10 @@ try {
       for (let i = 0; i < runs(8); i++) {
         empty.push(await inEmptyTemp());
         kept.push(await coldStartOnce({ ...env, TMPDIR: sandboxTemp }));
-        unpacking.push(await inEmptyTemp({ BENCH_UNPACK_INTO_TEMP: '1' }));
+        // The local bundle, with nothing packed: only @sparticuz/chromium's own unpacking runs, as before the layer.
+        unpacking.push(
+          await inEmptyTemp({ BENCH_UNPACK_INTO_TEMP: '1', BROWSER_BUNDLE_DIR: browserBundle().dir }),
+        );
       }
       record(
         'coldStartEmptyTemp',

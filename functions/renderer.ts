@@ -1,3 +1,5 @@
+// First, before the rest of the code loads: a new sandbox starts inflating Chromium (shared/capture/earlyChromium.ts).
+import '../shared/capture/earlyChromium';
 import { streamingRuntime } from '../shared/http/adapter/lambdaStreaming';
 import { logger } from '../shared/logger';
 import { createRendererFunction } from '../shared/wiring/renderer';

@@ -11,7 +11,7 @@ import {
   LAYER_BUNDLE_DIR,
   localBundleDir,
 } from '../shared/capture/browserBundle';
-import { PACKED_CHROMIUM_DIR, packChromium } from '../shared/capture/packedChromium';
+import { PACKED_CHROMIUM_DIR, PACKING, packChromium } from '../shared/capture/packedChromium';
 
 export const CHROMIUM_PACKAGE = '@sparticuz/chromium';
 
@@ -92,7 +92,7 @@ export const LAYER_BUNDLE_PATH = path.relative('/opt', LAYER_BUNDLE_DIR);
  * The browser bundle (shared/capture/browserBundle.ts: Chromium unpacked, its libraries, the font set and
  * fonts/fonts.conf) at /opt/browser, plus `@sparticuz/chromium`'s JS (our launch flags start from its `args`) and
  * its runtime dependencies under nodejs/node_modules. Built on this machine from the local bundle, which is built from
- * the installed npm packages: no Docker, no download. Chromium itself is gzip-packed in parts
+ * the installed npm packages: no Docker, no download. Chromium itself is zstd-packed in parts
  * (shared/capture/packedChromium.ts), which a new sandbox inflates in parallel into /tmp at its first launch: unpacked
  * it would not fit the renderer's 200 MiB budget. Everything else (fonts, libraries) is ready to use; the brotli
  * files are left out. The function marks the package external, so Node resolves it from /opt/nodejs/node_modules.
@@ -118,13 +118,15 @@ export class ChromiumLayer extends Construct {
     // hash: an unchanged layer is not re-uploaded, and a repeated synth reuses the staged copy.
     const assetHash = createHash('sha256')
       .update(
-        ['layer-v3', this.bundle.key, ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join('\n'),
+        ['layer-v3', PACKING, this.bundle.key, ...packages.map((p) => `${p.relativeDir}@${p.version}`)].join(
+          '\n',
+        ),
       )
       .digest('hex');
     const packedBrowser = path.join(chromium.dir, 'bin');
 
     this.layer = new lambda.LayerVersion(this, 'Layer', {
-      description: `${CHROMIUM_PACKAGE} ${chromium.version} gzip-packed, with ${this.bundle.fonts.length} font files`,
+      description: `${CHROMIUM_PACKAGE} ${chromium.version} zstd-packed, with ${this.bundle.fonts.length} font files`,
       compatibleRuntimes: [props.runtime],
       compatibleArchitectures: [props.architecture],
       code: lambda.Code.fromAsset(bundleDir, {

@@ -7,8 +7,10 @@ import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct, type IConstruct } from 'constructs';
 import { EXPIRY_DAYS, EXPIRY_TAG, IMAGE_KINDS, IMAGE_PREFIX } from '../shared/delivery/imageStore';
 import { JOB_RETENTION_MS } from '../shared/jobs/job';
+import { KEY_ID_PREFIX } from '../shared/keys/apiKey';
 import { CACHE_TTL } from '../shared/screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../shared/timing';
+import { WEBHOOK_SECRET_CONTEXT_PREFIX } from '../shared/webhooks/webhookSecrets';
 
 export interface ImageStorageProps {
   /** Reads and writes images, opens signing secrets. */
@@ -98,11 +100,15 @@ export class ImageStorage extends Construct {
         resources: [this.bucket.bucketArn],
       }),
     );
+    // Signing secrets are sealed under their key's id (`key_…`) as encryption context: these grants open and seal
+    // those only, never a webhook secret sealed with the same key.
+    const onlySigningSecrets = { StringLike: { 'kms:EncryptionContext:keyId': `${KEY_ID_PREFIX}*` } };
     props.screenshot.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'OpenSigningSecrets',
         actions: ['kms:Decrypt'],
         resources: [this.signingKey.keyArn],
+        conditions: onlySigningSecrets,
       }),
     );
     props.createKey.addToRolePolicy(
@@ -110,6 +116,7 @@ export class ImageStorage extends Construct {
         sid: 'SealSigningSecrets',
         actions: ['kms:Encrypt'],
         resources: [this.signingKey.keyArn],
+        conditions: onlySigningSecrets,
       }),
     );
     props.screenshot.addEnvironment('IMAGE_BUCKET', this.bucket.bucketName);
@@ -130,7 +137,29 @@ export class ImageStorage extends Construct {
         );
     }
   }
+
+  /**
+   * Lets `fn` seal or open webhook secrets with the signing key, and only those: the grant holds for the encryption
+   * context webhook secrets are sealed under (`webhook-secret:<accountId>`), never a key's signing secret.
+   */
+  grantWebhookSecrets(fn: lambda.Function, actions: readonly WebhookSecretKeyAction[]): void {
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'WebhookSecrets',
+        actions: [...actions],
+        resources: [this.signingKey.keyArn],
+        conditions: { StringLike: { 'kms:EncryptionContext:keyId': `${WEBHOOK_SECRET_CONTEXT_PREFIX}*` } },
+      }),
+    );
+    fn.addEnvironment('SIGNING_KMS_KEY_ID', this.signingKey.keyArn);
+  }
 }
+
+/**
+ * The KMS actions on webhook secrets: sealing a new one (first use, rotation) and opening one (reading it, signing a
+ * delivery).
+ */
+export type WebhookSecretKeyAction = 'kms:Encrypt' | 'kms:Decrypt';
 
 function idOf(bucket: s3.Bucket): string {
   return bucket.stack.getLogicalId(bucket.node.defaultChild as s3.CfnBucket);

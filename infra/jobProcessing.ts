@@ -86,14 +86,6 @@ export class JobProcessing extends Construct {
         resources: [`${props.images.bucket.bucketArn}/${IMAGE_PREFIX}*`],
       }),
     );
-    // Webhook secrets are sealed like signing secrets; the first delivery of an account creates its secret.
-    role.addToPolicy(
-      new iam.PolicyStatement({
-        sid: 'WebhookSecrets',
-        actions: ['kms:Decrypt', 'kms:Encrypt'],
-        resources: [props.images.signingKey.keyArn],
-      }),
-    );
     this.worker = new NodejsFunction(this, 'Worker', {
       entry: path.join(props.projectRoot, 'functions', 'jobWorker.ts'),
       handler: 'handler',
@@ -109,7 +101,6 @@ export class JobProcessing extends Construct {
         JOB_QUEUE_URL: this.queue.queueUrl,
         RENDERER_FUNCTION_NAME: props.renderer.alias.functionArn,
         IMAGE_BUCKET: props.images.bucket.bucketName,
-        SIGNING_KMS_KEY_ID: props.images.signingKey.keyArn,
       },
       role,
       logGroup,
@@ -124,6 +115,8 @@ export class JobProcessing extends Construct {
     this.worker.addEventSource(
       new SqsEventSource(this.queue, { batchSize: 10, reportBatchItemFailures: true, maxConcurrency: 10 }),
     );
+    // Webhook secrets, on their encryption context only: signing opens them, an account's first delivery seals one.
+    props.images.grantWebhookSecrets(this.worker, ['kms:Encrypt', 'kms:Decrypt']);
     // Sends again: a job with no free slot, and webhook retries.
     this.queue.grantSendMessages(role);
     props.renderer.alias.grantInvoke(role);

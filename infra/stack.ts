@@ -253,13 +253,17 @@ export class ScreenshotServiceStack extends Stack {
     }
     this.functions = functions;
     this.aliases = aliases;
-    const screenshotFunction = functions.get('screenshot');
-    const createKeyFunction = functions.get('createKey');
-    if (!screenshotFunction || !createKeyFunction) throw new Error('No screenshot or createKey function');
+    const routeFunction = (handler: RouteDefinition['handler']) => {
+      const fn = functions.get(handler);
+      if (!fn) throw new Error(`No ${handler} function`);
+      return fn;
+    };
     this.images = new ImageStorage(this, 'ImageStorage', {
-      screenshot: screenshotFunction,
-      createKey: createKeyFunction,
+      screenshot: routeFunction('screenshot'),
+      createKey: routeFunction('createKey'),
     });
+    // Reading the secret may create it (seal) and opens it; a rotation seals the new one.
+    this.images.grantWebhookSecrets(routeFunction('webhookSecret'), ['kms:Encrypt', 'kms:Decrypt']);
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
       displayName: `${this.stackName} alarms`,
@@ -275,11 +279,6 @@ export class ScreenshotServiceStack extends Stack {
         : []),
     ];
 
-    const routeFunction = (handler: RouteDefinition['handler']) => {
-      const fn = functions.get(handler);
-      if (!fn) throw new Error(`No ${handler} function`);
-      return fn;
-    };
     this.jobs = new JobProcessing(this, 'JobProcessing', {
       projectRoot: PROJECT_ROOT,
       runtime: RUNTIME,
@@ -289,7 +288,7 @@ export class ScreenshotServiceStack extends Stack {
       renderer: this.renderer,
       images: this.images,
       sourceMaps: settings.sourceMaps,
-      senders: [screenshotFunction, routeFunction('createBatch')],
+      senders: [routeFunction('screenshot'), routeFunction('createBatch')],
       readers: [routeFunction('getJob'), routeFunction('getBatch'), routeFunction('listJobs')],
     });
     acknowledge(this.jobs.worker, 'L1', RUNTIME_REASON);

@@ -23,6 +23,9 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
   // The usage days and the key names: two Queries on the account's partition. A read-only route: no free grant.
   getUsage: ['dynamodb:Query'],
+  // The webhook-secret item (GetItem); its creation on first use (PutItem) and its rotation (UpdateItem), both
+  // conditional. No free grant.
+  webhookSecret: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   // The public API description is built from the schemas in code: no table access at all.
   getOpenApi: [],
   // Each tool call is a screenshot request: the screenshot route's grant, and no more.

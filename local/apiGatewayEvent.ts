@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { ROUTES, type RouteDefinition } from '../shared/routes';
+import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../shared/routes';
 
 export interface HttpRequestParts {
   method: string;
@@ -85,13 +85,18 @@ export interface RouteEventOptions {
   headers?: Record<string, string>;
 }
 
-/** The event the deployed API would send for a route of the table, with a JSON body (tests and the benchmark). */
+/**
+ * The event the deployed API would send for a route of the table, named by its operation (or its handler: the first
+ * route of it), with a JSON body (tests and the benchmark).
+ */
 export function routeEvent(
-  handler: RouteDefinition['handler'],
+  name: OperationName | RouteDefinition['handler'],
   options: RouteEventOptions = {},
 ): APIGatewayProxyEvent {
-  const route = ROUTES.find((candidate) => candidate.handler === handler);
-  if (!route) throw new Error(`no route ${handler}`);
+  const route =
+    ROUTES.find((candidate) => operationOf(candidate) === name) ??
+    ROUTES.find((candidate) => candidate.handler === name);
+  if (!route) throw new Error(`no route ${name}`);
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => options.pathParameters?.[name] ?? '');
   const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
   if (options.bearer !== undefined) headers.authorization = `Bearer ${options.bearer}`;

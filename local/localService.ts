@@ -17,9 +17,11 @@ import {
   openApiLambda,
   screenshotLambda,
   usageLambda,
+  webhookSecretLambda,
 } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService } from '../shared/wiring/screenshot';
 import { createUsageHistory } from '../shared/wiring/usage';
+import { createWebhookSecretManagement } from '../shared/wiring/webhooks';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
@@ -158,6 +160,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       screenshot: screenshotLambda(screenshot),
       ...keyLambdas(keys),
       getUsage: usageLambda(createUsageHistory(dynamo.client, env, idp.jwks)),
+      webhookSecret: webhookSecretLambda(createWebhookSecretManagement(dynamo.client, env, idp.jwks)),
       getOpenApi: openApiLambda,
       mcp: mcpLambda(screenshot),
       ...jobLambdas(

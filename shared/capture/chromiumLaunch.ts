@@ -4,7 +4,7 @@ import puppeteer, { type Browser } from 'puppeteer-core';
 import { allowedVariables } from '../allowedVariables';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
-import { isPacked, unpackedChromium } from './packedChromium';
+import { chromiumExecutable } from './packedChromium';
 import { blockServiceWorkers } from './serviceWorkerBlock';
 
 /**
@@ -50,18 +50,6 @@ const EXTRA_FLAGS = [
 
 export function chromiumArgs(extra: string[] = []): string[] {
   return [...chromium.args.filter((flag) => !REFUSED_FLAGS.has(flag)), ...EXTRA_FLAGS, ...extra];
-}
-
-/**
- * CHROMIUM_PATH points at another binary (e.g. for debugging); by default the browser bundle's (the layer's when
- * deployed, inflated into the temp folder at the first launch; an unpacked copy of the @sparticuz/chromium build
- * locally).
- */
-export async function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  if (env.CHROMIUM_PATH) return env.CHROMIUM_PATH;
-  const bundle = browserBundle(env);
-  // The layer carries Chromium packed (shared/capture/packedChromium.ts); the local bundle, ready to run.
-  return isPacked(bundle) ? unpackedChromium(bundle, env.TMPDIR ?? tmpdir()) : bundle.executablePath;
 }
 
 /**

@@ -113,7 +113,8 @@ export class InvokedRenderer implements Renderer {
       }
       const payload = event.PayloadChunk?.Payload;
       if (!payload) continue;
-      chunks.push(Buffer.from(payload));
+      // A view, not a copy: the decoder allocates each event's bytes; the image is copied once, into the answer.
+      chunks.push(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength));
       received += payload.length;
       if (received > MAX_ANSWER_BYTES) throw new Error('The answer is larger than any image');
       expected ??= expectedLength(Buffer.concat(chunks));
@@ -122,7 +123,7 @@ export class InvokedRenderer implements Renderer {
         break;
       }
     }
-    return Buffer.concat(chunks);
+    return Buffer.concat(chunks, received);
   }
 
   private drain(events: AsyncIterator<unknown>, stop: AbortController): void {

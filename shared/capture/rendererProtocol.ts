@@ -111,7 +111,7 @@ export function decodeAnswer(answer: Buffer): { ok: true; result: CaptureResult 
   }
   const { ok: _ok, size, ...fields } = header.data;
   if (body.length !== size) throw new GarbledAnswerError(`expected ${size} bytes, got ${body.length}`);
-  return { ok: true, result: { ...fields, image: Buffer.from(body) } };
+  return { ok: true, result: { ...fields, image: body } };
 }
 
 /** How many bytes a complete answer has, once its header line has arrived; undefined until then. */

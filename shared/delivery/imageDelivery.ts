@@ -41,11 +41,13 @@ export interface Screenshot {
   credentialed?: true;
   /** What the page said about itself, when the request asked for it (`metadata: true`). */
   metadata?: PageMetadata;
+  /** For an image in the cache: how many more seconds it answers this request's `cacheTtl` (a shared cache's lifetime). */
+  freshForSeconds?: number;
 }
 
 /** A fresh capture, before delivery. */
 export type CapturedImage = Required<Pick<Screenshot, 'image'>> &
-  Omit<Screenshot, 'cache' | 'link' | 'notModified' | 'credentialed'>;
+  Omit<Screenshot, 'cache' | 'link' | 'notModified' | 'credentialed' | 'freshForSeconds'>;
 
 export interface ImageDeliveryDeps {
   images: ImageStore;
@@ -83,8 +85,9 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       if (!request.cache) return undefined;
       const key = imageKey.cached(accountId, cacheKeyOf(accountId, request));
       const now = deps.now();
-      const fresh = (info: StoredImageInfo) =>
-        now < info.expiresAt && now < info.storedAt + request.cacheTtl * 1000;
+      const freshUntil = (info: StoredImageInfo) =>
+        Math.min(info.expiresAt, info.storedAt + request.cacheTtl * 1000);
+      const fresh = (info: StoredImageInfo) => now < freshUntil(info);
       const answer = (info: StoredImageInfo): Screenshot => ({
         contentType: info.contentType,
         etag: info.etag,
@@ -92,6 +95,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         truncated: info.truncated,
         cache: 'HIT',
         ...(info.metadata ? { metadata: info.metadata } : {}),
+        freshForSeconds: secondsUntil(freshUntil(info), now),
       });
 
       if (ifNoneMatch !== undefined || request.response === 'json') {
@@ -134,8 +138,19 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         const { image: _, ...rest } = captured;
         return { ...rest, ...cache, link: await linkTo(key, info) };
       }
-      await stored.catch((error) => logger.warn('Cache entry not stored', { error }));
-      return { ...captured, ...cache };
+      // Not stored, not in the cache: no shared cache should keep it for the entry's lifetime either.
+      const kept = await stored.then(
+        () => true,
+        (error) => {
+          logger.warn('Cache entry not stored', { error });
+          return false;
+        },
+      );
+      return {
+        ...captured,
+        ...cache,
+        ...(kept ? { freshForSeconds: secondsUntil(info.expiresAt, now) } : {}),
+      };
     },
   };
 }
@@ -156,6 +171,11 @@ export function storedInfoOf(captured: CapturedImage, storedAt: number, expiresA
     expiresAt,
     ...(captured.metadata ? { metadata: captured.metadata } : {}),
   };
+}
+
+/** Whole seconds from `now` until `until` (ms), rounded down: a shared cache never keeps an entry past its freshness. */
+function secondsUntil(until: number, now: number): number {
+  return Math.max(0, Math.floor((until - now) / 1000));
 }
 
 /** An image's pixel size, read from its header; a PDF's first page in points (1/72 in); text has none. */

@@ -12,6 +12,8 @@ import { bearerCredential, jsonBody } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
+/** A browser keeps an image at most this long (CACHE_CONTROL's max-age). */
+const BROWSER_MAX_AGE_SECONDS = 3600;
 /** For an image captured with the caller's headers or cookies: the caller's browser may keep it, no shared cache. */
 export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
 
@@ -40,7 +42,8 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
     if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', { ...NO_SNIFF, ...rateHeaders });
     if ('queued' in outcome) return acceptedAnswer(outcome.queued, request.baseUrl, rateHeaders);
     // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
-    return { ...answer(outcome.screenshot, rateHeaders), undelivered: outcome.undelivered };
+    const signedLink = request.method === 'GET';
+    return { ...answer(outcome.screenshot, rateHeaders, signedLink), undelivered: outcome.undelivered };
   };
 }
 
@@ -96,7 +99,11 @@ export function acceptedAnswer(job: Job, baseUrl: string, headers: Record<string
   );
 }
 
-function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): HttpResponse {
+function answer(
+  screenshot: Screenshot,
+  rateHeaders: Record<string, string>,
+  signedLink: boolean,
+): HttpResponse {
   const headers: Record<string, string> = {
     ETag: screenshot.etag,
     // On the 304 and the link too: they stand for the same stored bytes.
@@ -106,7 +113,7 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
     ...(screenshot.truncated ? { 'X-Screenshot-Truncated': 'true' } : {}),
     ...rateHeaders,
   };
-  const cacheControl = screenshot.credentialed ? PRIVATE_CACHE_CONTROL : CACHE_CONTROL;
+  const cacheControl = cacheControlOf(screenshot, signedLink);
   if (screenshot.notModified) {
     return { status: 304, headers: { ...headers, 'Cache-Control': cacheControl }, body: '' };
   }
@@ -138,6 +145,18 @@ function answer(screenshot: Screenshot, rateHeaders: Record<string, string>): Ht
     },
     body: screenshot.image ?? Buffer.alloc(0),
   };
+}
+
+/**
+ * A signed link's image in the cache is kept by shared caches (the signed-link CDN) for what is left of its `cacheTtl`
+ * (`s-maxage`), and by a browser no longer than that either; no stale copy is served past it. Every other answer has
+ * the fixed lifetime of docs/api.md 5.3.
+ */
+function cacheControlOf(screenshot: Screenshot, signedLink: boolean): string {
+  if (screenshot.credentialed) return PRIVATE_CACHE_CONTROL;
+  const fresh = screenshot.freshForSeconds;
+  if (!signedLink || fresh === undefined) return CACHE_CONTROL;
+  return `public, max-age=${Math.min(BROWSER_MAX_AGE_SECONDS, fresh)}, s-maxage=${fresh}`;
 }
 
 /**

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import type { CreditLedger } from '../accounts/creditLedger';
-import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
+import type { AdmissionRound } from '../accounts/admissionRound';
+import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
-import { RateLimitedError, type ValidationDetail, ValidationError } from '../errors';
+import { type ValidationDetail, ValidationError } from '../errors';
 import { detailsFromZod } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
-import { logger } from '../logger';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { captureSpecOf } from '../screenshot/captureSpec';
 import { creditCost } from '../screenshot/cost';
@@ -30,8 +29,7 @@ const batchBody = z.strictObject({
 
 export interface SubmitBatchDeps extends RefundDeps {
   keys: KeyStore;
-  rateLimiter: RateLimiter;
-  credits: CreditLedger;
+  admissions: AdmissionRound;
   urlPolicy: UrlPolicy;
   acceptJobs: AcceptJobs;
 }
@@ -43,7 +41,8 @@ export type BatchOutcome =
 /**
  * POST /api/batches, all or nothing, in the order of checks of one capture: the API key (401), room in the rate
  * window for every capture (429), every body valid and every URL allowed (400, each problem named by its place,
- * `requests[3].width`), the balance covering the sum (402); then one job per capture, queued.
+ * `requests[3].width`), the balance covering the sum (402); then one job per capture, queued. The window and the
+ * credits are asked in one admission round, as for one capture; no slot is taken (each job takes one when it runs).
  */
 export function submitBatch(deps: SubmitBatchDeps) {
   return async (apiKey: string | undefined, body: () => unknown): Promise<BatchOutcome> => {
@@ -53,41 +52,52 @@ export function submitBatch(deps: SubmitBatchDeps) {
     } catch (error) {
       return { ok: false, error };
     }
-    const { accountId } = identity;
-    // How many captures the window is asked for: as many as the body holds, whatever else is wrong with it.
-    const read = (() => {
-      try {
-        return { value: body() };
-      } catch (error) {
-        return { error };
-      }
-    })();
-    const requests = 'value' in read ? (read.value as { requests?: unknown } | null)?.requests : undefined;
-    const count = Array.isArray(requests) ? Math.min(Math.max(requests.length, 1), MAX_BATCH_SIZE) : 1;
-    const rateLimit = await deps.rateLimiter.hit(accountId, deps.now(), count);
-    if (!rateLimit.allowed)
-      return { ok: false, rateLimit, error: new RateLimitedError(rateLimit.limit, rateLimit.reset) };
+    let rateLimit: RateLimitDecision | undefined;
     try {
-      if ('error' in read) throw read.error;
-      const { captures, webhookUrl } = await validBatch(read.value, deps.urlPolicy);
-      const total = captures.reduce((sum, capture) => sum + capture.cost, 0);
-      await deps.credits.reserve(accountId, total);
+      const checked = await (async () => validBatch(body(), deps.urlPolicy))().then(
+        (valid) => ({ valid }),
+        (error: unknown) => ({ invalid: error }),
+      );
+      const total =
+        'valid' in checked
+          ? checked.valid.captures.reduce((sum, capture) => sum + capture.cost, 0)
+          : undefined;
+      const verdict = await deps.admissions.admit({
+        identity,
+        budget: 'api',
+        now: deps.now(),
+        slot: 'none',
+        // Every capture the body holds counts, whatever else is wrong with it.
+        requests: 'valid' in checked ? checked.valid.captures.length : requestCount(body),
+        ...(total === undefined ? {} : { cost: total }),
+      });
+      const admittedRate = verdict.rateLimit;
+      rateLimit = admittedRate;
+      if (!verdict.admitted) throw verdict.refusal;
+      if ('invalid' in checked) throw checked.invalid;
       try {
+        const { captures, webhookUrl } = checked.valid;
         const accepted = await deps.acceptJobs(identity, captures, { webhookUrl, batch: true });
-        await deps.keys
-          .touchLastUsed(identity, deps.now())
-          .catch((error) => logger.warn('lastUsed not recorded', { error }));
-        return { ok: true, rateLimit, jobs: accepted.jobs, batch: accepted.batch as Batch };
+        return { ok: true, rateLimit: admittedRate, jobs: accepted.jobs, batch: accepted.batch as Batch };
       } catch (error) {
-        await giveCreditsBack(deps, accountId, total);
+        await giveCreditsBack(deps, identity.accountId, total ?? 0);
         throw error;
       }
     } catch (error) {
-      return { ok: false, rateLimit, error };
+      return rateLimit ? { ok: false, rateLimit, error } : { ok: false, error };
     }
   };
 }
 
+/** How many captures a body that failed validation holds, for the window: 1 to MAX_BATCH_SIZE. */
+function requestCount(body: () => unknown): number {
+  try {
+    const requests = (body() as { requests?: unknown } | null)?.requests;
+    return Array.isArray(requests) ? Math.min(Math.max(requests.length, 1), MAX_BATCH_SIZE) : 1;
+  } catch {
+    return 1;
+  }
+}
 /** Every problem of the batch at once, each named by its place in the body. */
 async function validBatch(value: unknown, urlPolicy: UrlPolicy) {
   const parsed = batchBody.safeParse(value);

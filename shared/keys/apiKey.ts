@@ -30,8 +30,11 @@ export function maskApiKey(last4: string): string {
  * Key ids sort by creation time (base-36 milliseconds, fixed width) so a descending query lists newest first;
  * the random tail keeps ids unique and unguessable.
  */
+/** Every key id begins so; it is also the encryption context of the key's sealed signing secret. */
+export const KEY_ID_PREFIX = 'key_';
+
 export function newKeyId(now: number): string {
-  return `key_${now.toString(36).padStart(9, '0')}${randomBytes(6).toString('hex')}`;
+  return `${KEY_ID_PREFIX}${now.toString(36).padStart(9, '0')}${randomBytes(6).toString('hex')}`;
 }
 
 export const KEY_ID_PATTERN = /^key_[0-9a-z]{9}[0-9a-f]{12}$/;

@@ -14,7 +14,7 @@ import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
-import { operationOf, ROUTES, type RouteDefinition } from '../routes';
+import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
 import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
@@ -48,6 +48,7 @@ import {
   screenshotError,
   screenshotValidationError,
   usageReport,
+  webhookSecret,
 } from './schemas';
 
 /**
@@ -308,7 +309,7 @@ const usageParameters = z.strictObject({
   to: moment('End of the window, milliseconds since the epoch (default: now): its UTC day is the last one'),
 });
 
-const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObject> = {
+const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
   screenshot: {
     tags: ['Screenshots'],
     summary: 'Capture a web page',
@@ -392,7 +393,7 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
     description:
       `The window covers whole UTC days, from the day of \`from\` to the day of \`to\` (both included), at most ` +
       `${MAX_USAGE_DAYS} days. Without \`to\`, now; without \`from\`, the ${DEFAULT_USAGE_DAYS} days ending with the day ` +
-      `of \`to\`. Usage records are kept ${USAGE_RETENTION_DAYS} days; older days answer zeros. Each request counts ` +
+      `of \`to\`. Daily totals are kept ${USAGE_RETENTION_DAYS} days; older days answer zeros. Each request counts ` +
       'once its answer has been sent.',
     requestParams: { query: usageParameters },
     responses: {
@@ -402,6 +403,29 @@ const OPERATIONS: Record<ReturnType<typeof operationOf>, ZodOpenApiOperationObje
           `${MAX_USAGE_DAYS} days, or an unknown parameter; see details`,
       ),
       ...sessionFailures,
+    },
+  },
+  getWebhookSecret: {
+    tags: ['Webhooks'],
+    summary: "The account's webhook secret, created on first use",
+    description:
+      'Deliveries carry webhook-id, webhook-timestamp (seconds) and webhook-signature: v1,<base64 HMAC-SHA256 of ' +
+      '"{id}.{timestamp}.{body}"> under this secret, by the Standard Webhooks scheme. Stored sealed.',
+    responses: {
+      '200': { description: 'The current secret', content: json(webhookSecret) },
+      ...sessionFailures,
+    },
+  },
+  rotateWebhookSecret: {
+    tags: ['Webhooks'],
+    summary: 'Replace the webhook secret',
+    description:
+      'For 24 hours after a rotation every delivery is signed by both the new and the previous secret ' +
+      '(two v1 signatures, space-separated), so receivers can switch without missing one; after that, by the new one only.',
+    responses: {
+      '200': { description: 'The new secret', content: json(webhookSecret) },
+      ...sessionFailures,
+      '409': managementFailure('Another rotation of the same secret ran at the same moment; try again'),
     },
   },
   mcp: {
@@ -572,7 +596,7 @@ export function openApiDocument(): oas31.OpenAPIObject {
         version: '1.0.0',
         description:
           'Captures web pages as PNG, JPEG or WebP. Screenshots authenticate with an API key; key management, the ' +
-          'credit balance and the usage history with a session token from the identity provider. All timestamps are milliseconds since ' +
+          'credit balance, the usage history and the webhook secret with a session token from the identity provider. All timestamps are milliseconds since ' +
           'the epoch.',
       },
       // Relative to where this document is served (<base>/api/openapi.json), so it is right locally, on the API
@@ -583,6 +607,7 @@ export function openApiDocument(): oas31.OpenAPIObject {
         { name: 'API keys' },
         { name: 'Credits' },
         { name: 'Usage' },
+        { name: 'Webhooks', description: 'The secret that signs webhook deliveries; session token' },
         { name: 'Meta', description: 'Public, no authentication' },
       ],
       components: {

@@ -132,6 +132,19 @@ export const creditBalance = z
   .object({ balance: z.number().int().min(0).meta({ description: 'Credits available for screenshots' }) })
   .meta({ id: 'CreditBalance' });
 
+export const webhookSecret = z
+  .object({
+    secret: z
+      .string()
+      .regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/)
+      .meta({
+        description:
+          'The Standard Webhooks secret that signs deliveries: whsec_ and 32 random bytes in base64. Verify with it, e.g. new Webhook(secret).verify(body, headers) from the standardwebhooks package',
+        example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw5mTMIJMF+uc=',
+      }),
+  })
+  .meta({ id: 'WebhookSecret' });
+
 const nullableText = (description: string) => z.string().nullable().meta({ description });
 const properties = (description: string) => z.record(z.string(), z.string()).meta({ description });
 

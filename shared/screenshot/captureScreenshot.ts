@@ -1,20 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { CaptureSlots } from '../accounts/captureSlots';
+import type { AdmissionRound } from '../accounts/admissionRound';
 import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
-import type { RateLimitDecision, RateLimiter } from '../accounts/rateLimiter';
+import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
 import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
-import {
-  CaptureFailedError,
-  CaptureTimedOutError,
-  ClientGoneError,
-  RateLimitedError,
-  TooManyCapturesError,
-} from '../errors';
+import { CaptureFailedError, CaptureTimedOutError, ClientGoneError } from '../errors';
 import { validate } from '../http/request';
 import type { Job } from '../jobs/job';
 import type { AcceptJobs } from '../jobs/jobIntake';
@@ -40,11 +34,13 @@ export type { Screenshot } from '../delivery/imageDelivery';
 
 export interface ScreenshotDeps {
   keys: KeyStore;
-  rateLimiter: RateLimiter;
-  /** Signed links' hourly budget, per key: never the account's API window. */
-  signedLinkBudget: RateLimiter;
+  /**
+   * The rate limit (the account's API window, or a signed link's own budget per key), the capture slot, the credit
+   * reservation and lastUsed, asked in one round.
+   */
+  admissions: AdmissionRound;
+  /** Where failed captures' credits go back. */
   credits: CreditLedger;
-  captureSlots: CaptureSlots;
   renderer: Renderer;
   urlPolicy: UrlPolicy;
   /** Where authenticated requests wait for their turn (the local queue); by default they run at once. */
@@ -112,6 +108,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   const now = deps.now ?? (() => Date.now());
   const admission = deps.admission ?? IMMEDIATE_ADMISSION;
   const budgetMs = deps.captureBudgetMs ?? CAPTURE_BUDGET_MS;
+  const { admissions } = deps;
   const delivery = imageDelivery({ images: deps.images, now });
   const refundDeps = {
     credits: deps.credits,
@@ -156,6 +153,24 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     };
   };
 
+  /** Queues an admitted async capture; when that fails, its credits go back. */
+  async function accept(
+    identity: KeyIdentity,
+    checked: { valid: { fields: ScreenshotRequest } } | { invalid: unknown },
+    cost: number | undefined,
+  ): Promise<Job> {
+    if ('invalid' in checked) throw checked.invalid;
+    const { async: _, webhookUrl, ...request } = checked.valid.fields;
+    try {
+      if (!deps.acceptJobs) throw new Error('Async captures are not wired');
+      const accepted = await deps.acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl });
+      return accepted.jobs[0] as Job;
+    } catch (error) {
+      if (cost !== undefined) await giveCreditsBack(refundDeps, identity.accountId, cost);
+      throw error;
+    }
+  }
+
   async function admitted(
     identity: KeyIdentity,
     input: ScreenshotInput,
@@ -170,9 +185,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       if (input.signal?.aborted) throw new ClientGoneError();
       const { accountId } = identity;
       // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
-      // for the cache looks there (the image store, not the table): both come first, so that every write of
-      // admission goes to the table in one round. With the key's lookup that is two sequential round trips before
-      // the renderer is asked. Their verdicts are read in the order of checks (401, 429, 400, 402) all the same.
+      // for the cache looks there (the image store, not the table): both come first, so that admission is one round
+      // (one write of the account item, deployed). With the key's lookup that is two sequential round trips before
+      // the renderer is asked. The verdicts keep the order of checks (401, 429, cache, slot 429, 400, 402).
       const checked = await specOf(
         // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
         'signed' in input
@@ -193,68 +208,41 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
               .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
               .catch(() => undefined)
           : undefined;
-      const touch = () =>
-        deps.keys
-          .touchLastUsed(identity, now())
-          .catch((error) => logger.warn('lastUsed not recorded', { error }));
       // A signed link answered from the cache (or by a 304) costs none of its budget.
       if ('signed' in input && cached) {
-        await touch();
+        await deps.keys
+          .touchLastUsed(identity, now())
+          .catch((error) => logger.warn('lastUsed not recorded', { error }));
         return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
       }
       const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
-      const [decision, slot, reservation] = await Promise.allSettled([
+      const verdict = await admissions.admit({
+        identity,
         // A signed link spends its key's own budget, never the account's API window.
-        'signed' in input
-          ? deps.signedLinkBudget.hit(identity.keyId, now())
-          : deps.rateLimiter.hit(accountId, now()),
-        cached || queued ? Promise.resolve(undefined) : deps.captureSlots.acquire(accountId, now(), deadline),
-        cost === undefined ? Promise.resolve(false) : deps.credits.reserve(accountId, cost).then(() => true),
-        touch(),
-      ]);
-      const lease = slot.status === 'fulfilled' ? slot.value : undefined;
+        budget: 'signed' in input ? 'signedLink' : 'api',
+        now: now(),
+        slot: cached || queued ? 'none' : cost === undefined ? 'check' : { until: deadline },
+        ...(cost === undefined ? {} : { cost }),
+      });
+      rateLimit = verdict.rateLimit;
+      if (!verdict.admitted) throw verdict.refusal;
+      if (cached) return { ok: true, rateLimit, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+      if (queued)
+        return {
+          ok: true,
+          rateLimit,
+          queued: await accept(identity, checked, cost),
+          undelivered: NOTHING_TO_GIVE_BACK,
+        };
+      const { leaseId } = verdict;
       const release = async (penaltyUntil?: number) => {
-        // A release that fails leaves the lease to lapse at the deadline.
-        if (lease !== undefined)
-          await deps.captureSlots
-            .release(accountId, lease, penaltyUntil)
-            .catch((error) => logger.warn('Capture slot not released', { error }));
+        if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
       const giveBack = () =>
         cost === undefined ? NOTHING_TO_GIVE_BACK() : giveCreditsBack(refundDeps, accountId, cost);
-      const reserved = reservation.status === 'fulfilled' && reservation.value;
-      /** Undoes what the round took when an earlier check refuses the request. */
-      const refuse = async (error: unknown): Promise<never> => {
-        await Promise.all([release(), reserved ? giveBack() : undefined]);
-        throw error;
-      };
-      if (decision.status === 'rejected') return await refuse(decision.reason);
-      rateLimit = decision.value;
-      if (!decision.value.allowed)
-        return await refuse(new RateLimitedError(decision.value.limit, decision.value.reset));
-      if (cached)
-        return { ok: true, rateLimit: decision.value, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
-      if (queued) {
-        if ('invalid' in checked) return await refuse(checked.invalid);
-        if (reservation.status === 'rejected') throw reservation.reason;
-        if (!deps.acceptJobs) return await refuse(new Error('Async captures are not wired'));
-        const { async: _, webhookUrl, ...request } = checked.valid.fields;
-        const accepted = await deps
-          .acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl })
-          .catch(refuse);
-        return {
-          ok: true,
-          rateLimit: decision.value,
-          queued: accepted.jobs[0] as Job,
-          undelivered: NOTHING_TO_GIVE_BACK,
-        };
-      }
-      if (slot.status === 'rejected') return await refuse(slot.reason);
-      if (lease === undefined) return await refuse(new TooManyCapturesError(deps.captureSlots.limit, now()));
       let timedOut = false;
       try {
         if ('invalid' in checked) throw checked.invalid;
-        if (reservation.status === 'rejected') throw reservation.reason;
         const { fields, spec } = checked.valid;
         let screenshot: Screenshot;
         try {
@@ -279,7 +267,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           throw error;
         }
         logger.info('screenshot', { accountId, cost, cache: screenshot.cache });
-        return { ok: true, rateLimit: decision.value, screenshot, undelivered: giveBack };
+        return { ok: true, rateLimit, screenshot, undelivered: giveBack };
       } finally {
         // A capture that ran out of its time budget is free, so what it costs its account is the slot, for a while
         // longer.

@@ -5,12 +5,14 @@ import { type CaptureCapacity, mayStart } from '../accounts/fairShare';
 import { conditionHeld, isConditionFailure, itemKey } from './table';
 
 /** Lease attributes are named `lease_<id>` and hold their expiry (ms since epoch). */
-const LEASE_PREFIX = 'lease_';
+export const LEASE_PREFIX = 'lease_';
 
 type ItemKey = ReturnType<typeof itemKey.captureCapacity>;
 
 /**
- * Leases kept in items of the table: one per account (`ACCOUNT#id / CAPTURES`) and, when a capacity is configured,
+ * Leases kept in items of the table: the account's own item (`ACCOUNT#id / ACCOUNT`, beside its credits, so that
+ * admission takes a slot and reserves credits in one write: shared/store/dynamoAdmissionRound.ts) and, when a
+ * capacity is configured,
  * one the whole service shares (`CAPTURES / CAPACITY`). Each item has a `held` counter and one attribute per lease,
  * and every write changes both at once and is conditional, so the counter always equals the number of leases: taking
  * a lease needs `held < bound`, giving one back or reaping a lapsed one needs that lease to still be there. A lapsed
@@ -25,12 +27,12 @@ export class DynamoCaptureSlots implements CaptureSlots {
     private readonly db: DynamoDBDocumentClient,
     private readonly tableName: string,
     readonly limit: number,
-    private readonly capacity?: CaptureCapacity,
+    readonly capacity?: CaptureCapacity,
   ) {}
 
   async acquire(accountId: string, now: number, expiresAt: number): Promise<string | undefined> {
     const leaseId = randomUUID().replaceAll('-', '');
-    const own = itemKey.captureSlots(accountId);
+    const own = itemKey.account(accountId);
     const capacity = this.capacity;
     const [held, running] = await Promise.all([
       this.take(own, leaseId, expiresAt, this.limit, now),
@@ -49,7 +51,7 @@ export class DynamoCaptureSlots implements CaptureSlots {
   }
 
   async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
-    const own = itemKey.captureSlots(accountId);
+    const own = itemKey.account(accountId);
     await Promise.all([
       penaltyUntil === undefined ? this.drop(own, leaseId) : this.extend(own, leaseId, penaltyUntil),
       this.capacity && this.drop(itemKey.captureCapacity(), leaseId),
@@ -62,7 +64,7 @@ export class DynamoCaptureSlots implements CaptureSlots {
    * Full: free the leases that lapsed (others may be reaping them too), then try again. Each round finds fewer lapsed
    * leases, so this ends; the bound on rounds only guards against a store that misbehaves.
    */
-  private async take(
+  async take(
     key: ItemKey,
     leaseId: string,
     expiresAt: number,
@@ -108,7 +110,7 @@ export class DynamoCaptureSlots implements CaptureSlots {
   }
 
   /** Removes one lease and its count, if it is still there (and, with `lapsedBy`, only if it lapsed by then). */
-  private drop(key: ItemKey, leaseId: string, lapsedBy?: number): Promise<boolean> {
+  drop(key: ItemKey, leaseId: string, lapsedBy?: number): Promise<boolean> {
     return conditionHeld(
       this.db.send(
         new UpdateCommand({
@@ -130,7 +132,7 @@ export class DynamoCaptureSlots implements CaptureSlots {
   }
 
   /** Drops every lease of the item that lapsed by `now`; false when there was none. */
-  private async reapLapsed(key: ItemKey, now: number): Promise<boolean> {
+  async reapLapsed(key: ItemKey, now: number): Promise<boolean> {
     const { Item } = await this.db.send(
       new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }),
     );
@@ -149,6 +151,6 @@ function leasesOf(item: Record<string, unknown> | undefined): [string, number][]
   );
 }
 
-function liveLeases(item: Record<string, unknown> | undefined, now: number): [string, number][] {
+export function liveLeases(item: Record<string, unknown> | undefined, now: number): [string, number][] {
   return leasesOf(item).filter(([, expiresAt]) => expiresAt > now);
 }

@@ -7,7 +7,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../keys/keyStore';
-import { ACCOUNT_KEY_PREFIX, conditionHeld, itemKey } from './table';
+import { ACCOUNT_KEY_PREFIX, accountAttribute, conditionHeld, itemKey } from './table';
 
 /** lastUsed may lag by up to this much (docs/api.md); within it, repeated uses of a key cost no write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -83,7 +83,12 @@ export class DynamoKeyStore implements KeyStore {
   }
 
   async list(accountId: string): Promise<ApiKeyRecord[]> {
-    const records: ApiKeyRecord[] = [];
+    const [items, account] = await Promise.all([this.listingItems(accountId), this.accountItem(accountId)]);
+    return items.map((item) => toRecord(accountId, item, account));
+  }
+
+  private async listingItems(accountId: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await this.db.send(
@@ -96,15 +101,26 @@ export class DynamoKeyStore implements KeyStore {
           ExclusiveStartKey: startKey,
         }),
       );
-      for (const item of page.Items ?? []) records.push(toRecord(accountId, item));
+      items.push(...(page.Items ?? []));
       startKey = page.LastEvaluatedKey;
     } while (startKey);
-    return records;
+    return items;
   }
 
   async get(accountId: string, keyId: string): Promise<ApiKeyRecord | undefined> {
-    const item = await this.listingItem(accountId, keyId);
-    return item && toRecord(accountId, item);
+    const [item, account] = await Promise.all([
+      this.listingItem(accountId, keyId),
+      this.accountItem(accountId),
+    ]);
+    return item && toRecord(accountId, item, account);
+  }
+
+  /** The account item, where lastUsed of each key lives (docs/data-model.md). */
+  private async accountItem(accountId: string): Promise<Record<string, unknown>> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.account(accountId), ConsistentRead: true }),
+    );
+    return Item ?? {};
   }
 
   async revoke(accountId: string, keyId: string): Promise<boolean> {
@@ -172,17 +188,32 @@ export class DynamoKeyStore implements KeyStore {
   }
 
   async touchLastUsed(identity: KeyIdentity, now: number): Promise<void> {
-    const previous = this.lastUsedWritten.get(identity.keyId);
-    if (previous !== undefined && now - previous < LAST_USED_RESOLUTION_MS) return;
-    this.lastUsedWritten.set(identity.keyId, now);
-    // Never moves lastUsed backwards, and never recreates a listing item that a delete removed.
+    if (this.claimLastUsed(identity.keyId, now))
+      await this.writeLastUsed(identity.accountId, accountAttribute.lastUsed(identity.keyId), now);
+  }
+
+  /**
+   * Whether this use of the key is due a lastUsed write, taking it if so: at most one a minute per key and process.
+   * The admission round writes it with the rest of the account item (shared/store/dynamoAdmissionRound.ts).
+   */
+  claimLastUsed(keyId: string, now: number): boolean {
+    const previous = this.lastUsedWritten.get(keyId);
+    if (previous !== undefined && now - previous < LAST_USED_RESOLUTION_MS) return false;
+    this.lastUsedWritten.set(keyId, now);
+    return true;
+  }
+
+  /** lastUsed on its own write, which never moves it backwards and never recreates a deleted account. */
+  async writeLastUsed(accountId: string, attribute: string, now: number): Promise<void> {
     await conditionHeld(
       this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: itemKey.accountKey(identity.accountId, identity.keyId),
-          UpdateExpression: 'SET lastUsed = :now',
-          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(lastUsed) OR lastUsed < :now)',
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'SET #lastUsed = :now',
+          ConditionExpression:
+            'attribute_exists(pk) AND (attribute_not_exists(#lastUsed) OR #lastUsed < :now)',
+          ExpressionAttributeNames: { '#lastUsed': attribute },
           ExpressionAttributeValues: { ':now': now },
         }),
       ),
@@ -220,7 +251,8 @@ export class DynamoKeyStore implements KeyStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
-          UpdateExpression: 'ADD keyCount :minusOne',
+          UpdateExpression: 'ADD keyCount :minusOne REMOVE #lastUsed',
+          ExpressionAttributeNames: { '#lastUsed': accountAttribute.lastUsed(keyId) },
           ExpressionAttributeValues: { ':minusOne': -1 },
         }),
       );
@@ -229,14 +261,20 @@ export class DynamoKeyStore implements KeyStore {
   }
 }
 
-function toRecord(accountId: string, item: Record<string, unknown>): ApiKeyRecord {
+function toRecord(
+  accountId: string,
+  item: Record<string, unknown>,
+  account: Record<string, unknown>,
+): ApiKeyRecord {
+  const id = String(item.sk).slice(ACCOUNT_KEY_PREFIX.length);
+  const lastUsed = account[accountAttribute.lastUsed(id)];
   return {
-    id: String(item.sk).slice(ACCOUNT_KEY_PREFIX.length),
+    id,
     accountId,
     name: String(item.name),
     last4: String(item.last4),
     isActive: item.isActive === true,
     createdAt: Number(item.createdAt),
-    lastUsed: typeof item.lastUsed === 'number' ? item.lastUsed : null,
+    lastUsed: typeof lastUsed === 'number' ? lastUsed : null,
   };
 }

@@ -5,6 +5,7 @@ import {
   type DayTotals,
   dayStart,
   isCapture,
+  USAGE_RECORD_RETENTION_DAYS,
   USAGE_RETENTION_DAYS,
   type UsageRecord,
   type UsageStore,
@@ -12,7 +13,8 @@ import {
 } from '../usage/usageStore';
 import { itemKey, USAGE_DAY_PREFIX } from './table';
 
-const RETENTION_MS = USAGE_RETENTION_DAYS * DAY_MS;
+const DAY_RETENTION_MS = USAGE_RETENTION_DAYS * DAY_MS;
+const RECORD_RETENTION_MS = USAGE_RECORD_RETENTION_DAYS * DAY_MS;
 
 /** Per-key counters live on the day item as `keyCaptures#<keyId>` and `keyCredits#<keyId>`. */
 const KEY_COUNTER = /^key(Captures|Credits)#(.+)$/;
@@ -21,7 +23,8 @@ const KEY_COUNTER = /^key(Captures|Credits)#(.+)$/;
  * Usage in the account's partition (docs/data-model.md): each request as its own item, and one item per UTC day
  * whose counters (the day's and each key's) one UpdateItem raises with atomic ADDs, so the totals stay exact
  * under concurrent requests and a day's per-key counts always add up to its totals. The usage history is then a
- * single Query over the window's day items. Both kinds of item expire by TTL.
+ * single Query over the window's day items. Both kinds of item expire by TTL: the records after a week, the days
+ * (the rollup the history reads) after 90 days.
  */
 export class DynamoUsageStore implements UsageStore {
   constructor(
@@ -45,7 +48,7 @@ export class DynamoUsageStore implements UsageStore {
             durationMs: record.durationMs,
             host: record.host,
             via: record.via,
-            expiresAt: Math.ceil((record.at + RETENTION_MS) / 1000),
+            expiresAt: Math.ceil((record.at + RECORD_RETENTION_MS) / 1000),
           },
         }),
       ),
@@ -67,7 +70,7 @@ export class DynamoUsageStore implements UsageStore {
             ':cacheHits': record.cacheHit ? 1 : 0,
             ':credits': record.credits,
             // Kept for whole days: the day's last request is kept its full retention too.
-            ':expiresAt': Math.ceil((dayStart(record.at) + DAY_MS + RETENTION_MS) / 1000),
+            ':expiresAt': Math.ceil((dayStart(record.at) + DAY_MS + DAY_RETENTION_MS) / 1000),
           },
         }),
       ),

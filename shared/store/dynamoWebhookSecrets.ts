@@ -1,7 +1,12 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConflictError } from '../errors';
 import type { SecretCipher } from '../signing/secretCipher';
-import { generateWebhookSecret, ROTATION_OVERLAP_MS, type WebhookSecrets } from '../webhooks/webhookSecrets';
+import {
+  generateWebhookSecret,
+  ROTATION_OVERLAP_MS,
+  WEBHOOK_SECRET_CONTEXT_PREFIX,
+  type WebhookSecrets,
+} from '../webhooks/webhookSecrets';
 import { conditionHeld, itemKey } from './table';
 
 interface WebhookSecretItem {
@@ -116,5 +121,5 @@ export class DynamoWebhookSecrets implements WebhookSecrets {
 
 /** The encryption context: what the sealed value is, and whose. */
 function context(accountId: string): string {
-  return `webhook-secret:${accountId}`;
+  return `${WEBHOOK_SECRET_CONTEXT_PREFIX}${accountId}`;
 }

@@ -2,7 +2,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 /**
  * The single table (see docs/data-model.md). Generic key names so every entity fits; `expiresAt` (epoch seconds)
- * is the TTL attribute, set on rate-limit windows, usage items, jobs, batches and idempotency records.
+ * is the TTL attribute, set on usage items, jobs, batches and idempotency records.
  */
 export const TABLE_SCHEMA = {
   partitionKey: 'pk',
@@ -16,26 +16,17 @@ export const itemKey = {
   apiKey: (keyHash: string) => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' }),
   /** The signing secret of an API key (sealed), found by the key's id as signed links name it. */
   signingKey: (keyId: string) => ({ pk: `SIGNKEY#${keyId}`, sk: 'SIGNKEY' }),
-  /** An account: credit balance, key count, free-grant marker. */
+  /**
+   * An account: credit balance, key count, free-grant marker, and what admission writes in one request (its capture
+   * slots, its rate-limit windows, its keys' signed-link budgets and lastUsed; docs/data-model.md).
+   */
   account: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT' }),
   /** The listing item of an API key, under its owner's partition, sorted by id (ids sort by creation time). */
   accountKey: (accountId: string, keyId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `KEY#${keyId}` }),
-  /** The account's captures running now: a counter and one lease per capture (docs/data-model.md). */
-  captureSlots: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'CAPTURES' }),
   /** The captures running now for all accounts together: a counter and one lease per capture (docs/data-model.md). */
   captureCapacity: () => ({ pk: CAPTURE_CAPACITY_PARTITION, sk: 'CAPACITY' }),
   /** The account's webhook secret (sealed), and the previous one during a rotation's overlap. */
   webhookSecret: (accountId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: 'WEBHOOKSECRET' }),
-  /** One fixed rate-limit window of an account. */
-  rateWindow: (accountId: string, windowStart: number) => ({
-    pk: `ACCOUNT#${accountId}`,
-    sk: `RATE#${windowStart}`,
-  }),
-  /** One fixed window of the signed links of one API key: a partition per key, apart from the account's. */
-  signedLinkWindow: (keyId: string, windowStart: number) => ({
-    pk: `SIGNED#${keyId}`,
-    sk: `RATE#${windowStart}`,
-  }),
   /** A refund that failed, kept for an operator. One partition for all: they are rare, and listed together. */
   pendingRefund: (refundId: string) => ({ pk: PENDING_REFUNDS_PARTITION, sk: `REFUND#${refundId}` }),
   /** An account's usage totals of one UTC day (YYYY-MM-DD): the days of a window sort together. */
@@ -55,6 +46,20 @@ export const itemKey = {
 };
 
 export const JOB_PREFIX = 'JOB#';
+
+/** Attributes of the account item (docs/data-model.md). */
+export const accountAttribute = {
+  /** The count of the account's API window starting at `windowStart` (ms). */
+  apiWindow: (windowStart: number) => `rate#${windowStart}`,
+  /** The count of one key's signed-link budget in the window starting at `windowStart` (ms). */
+  signedLinkWindow: (keyId: string, windowStart: number) => `signed#${keyId}#${windowStart}`,
+  /** When the key last authenticated a screenshot request (ms). */
+  lastUsed: (keyId: string) => `lastUsed#${keyId}`,
+};
+
+/** Matches a window attribute of the account item; group 1 is its window start. */
+export const WINDOW_ATTRIBUTE = /^(?:rate|signed#.+)#(\d+)$/;
+
 export const PENDING_REFUNDS_PARTITION = 'REFUNDS#PENDING';
 export const CAPTURE_CAPACITY_PARTITION = 'CAPTURES';
 export const USAGE_DAY_PREFIX = 'USAGE#DAY#';

@@ -3,8 +3,13 @@
  * of each account that answer the usage history with one query (docs/data-model.md).
  */
 
-/** Records and day totals are kept this long; the store deletes them by TTL. */
+/** Day totals, which answer the usage history, are kept this long; the store deletes them by TTL. */
 export const USAGE_RETENTION_DAYS = 90;
+/**
+ * Each request's own record is kept this long: no answer reads it (the day totals do), so it stays only as long as an
+ * operator may want to look into a recent request (docs/data-model.md, "Usage").
+ */
+export const USAGE_RECORD_RETENTION_DAYS = 7;
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 

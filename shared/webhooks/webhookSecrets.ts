@@ -18,6 +18,12 @@ export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 const SECRET_PREFIX = 'whsec_';
 
+/**
+ * Webhook secrets are sealed with `webhook-secret:<accountId>` as encryption context: they open only as that account's
+ * webhook secret, and IAM grants on them name this prefix (infra/imageStorage.ts).
+ */
+export const WEBHOOK_SECRET_CONTEXT_PREFIX = 'webhook-secret:';
+
 /** A fresh secret in the Standard Webhooks form: `whsec_` and 32 random bytes in base64. */
 export function generateWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;

@@ -7,6 +7,7 @@ import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
 import type { HttpRoute } from '../http/types';
 import { usageRoute } from '../http/usageRoute';
+import { webhookSecretRoute } from '../http/webhookSecretRoutes';
 import type { KeyManagement } from '../keys/keyManagement';
 import type { KeyStore } from '../keys/keyStore';
 import { mcpRoute } from '../mcp/mcpRoute';
@@ -16,6 +17,7 @@ import type { RouteDefinition } from '../routes';
 import type { CaptureScreenshot } from '../screenshot/captureScreenshot';
 import type { GetUsage } from '../usage/usageHistory';
 import type { DeferredUsageRecorder } from '../usage/usageRecorder';
+import type { WebhookSecretManagement } from '../webhooks/webhookSecretManagement';
 
 /**
  * The Lambda handler of every route, as the functions export them: each route through the one HTTP adapter. The
@@ -79,6 +81,10 @@ export function keyLambdas(keys: KeyManagement): Record<KeyRouteName, BufferedLa
     bufferedHandler(route, { errors: 'management' }),
   ]);
   return Object.fromEntries(routes) as Record<KeyRouteName, BufferedLambdaHandler>;
+}
+
+export function webhookSecretLambda(management: WebhookSecretManagement): BufferedLambdaHandler {
+  return bufferedHandler(webhookSecretRoute(management), { errors: 'management' });
 }
 
 export function usageLambda(getUsage: GetUsage): BufferedLambdaHandler {

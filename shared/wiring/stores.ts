@@ -1,15 +1,14 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ServiceConfig } from '../config';
+import { DynamoAdmissionRound } from '../store/dynamoAdmissionRound';
 import { DynamoCaptureSlots } from '../store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoJobStore } from '../store/dynamoJobStore';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
-import { DynamoRateLimiter } from '../store/dynamoRateLimiter';
 import { DynamoUsageStore } from '../store/dynamoUsageStore';
 import { translateStoreOutages } from '../store/storeUnavailable';
-import { itemKey } from '../store/table';
 
 /**
  * Wiring: builds the domain's dependencies from a DynamoDB client and the environment. Lambda entries call these
@@ -18,26 +17,23 @@ import { itemKey } from '../store/table';
  */
 export function createStores(client: DynamoDBClient, config: ServiceConfig) {
   const db = documentClient(client);
+  const keys = new DynamoKeyStore(db, config.tableName);
+  const captureSlots = new DynamoCaptureSlots(
+    db,
+    config.tableName,
+    config.maxConcurrentCaptures,
+    config.captureCapacity === undefined
+      ? undefined
+      : { shared: config.captureCapacity, headroom: config.captureHeadroom },
+  );
   return {
-    keys: new DynamoKeyStore(db, config.tableName),
+    keys,
     credits: new DynamoCreditLedger(db, config.tableName),
-    rateLimiter: new DynamoRateLimiter(db, config.tableName, config.rateLimitPerHour),
-    // Signed links: a budget of their own per key, with the same number (docs/api.md, "Signed links").
-    signedLinkBudget: new DynamoRateLimiter(
-      db,
-      config.tableName,
-      config.rateLimitPerHour,
-      itemKey.signedLinkWindow,
-    ),
+    // The rate limit, the signed links' own budget per key (the same number, docs/api.md "Signed links"), the
+    // account's capture slots, its credits and lastUsed, written together.
+    admissions: new DynamoAdmissionRound(db, config.tableName, config.rateLimitPerHour, captureSlots, keys),
+    captureSlots,
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
-    captureSlots: new DynamoCaptureSlots(
-      db,
-      config.tableName,
-      config.maxConcurrentCaptures,
-      config.captureCapacity === undefined
-        ? undefined
-        : { shared: config.captureCapacity, headroom: config.captureHeadroom },
-    ),
     usageStore: new DynamoUsageStore(db, config.tableName),
     jobs: new DynamoJobStore(db, config.tableName),
   };

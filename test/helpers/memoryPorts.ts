@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { type AdmissionPorts, admissionOverPorts } from '../../shared/accounts/admissionRound';
 import type { CaptureSlots } from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
 import { type CaptureCapacity, mayStart } from '../../shared/accounts/fairShare';
@@ -316,14 +317,26 @@ export class MemoryImageStore implements ImageStore {
   }
 }
 
-/** Every port of the screenshot use case in memory; a test passes the ones it looks at. */
-export function memoryScreenshotDeps(overrides: Partial<ScreenshotDeps> = {}): ScreenshotDeps {
+/**
+ * Every port of the screenshot use case in memory; a test passes the ones it looks at, the admission round's separate
+ * ports included.
+ */
+export function memoryScreenshotDeps(
+  overrides: Partial<ScreenshotDeps & Omit<AdmissionPorts, 'keys' | 'credits'>> = {},
+): ScreenshotDeps {
+  const { rateLimiter, signedLinkBudget, captureSlots, ...rest } = overrides;
+  const keys = rest.keys ?? new MemoryKeyStore();
+  const credits = rest.credits ?? new MemoryCreditLedger();
   return {
-    keys: new MemoryKeyStore(),
-    credits: new MemoryCreditLedger(),
-    rateLimiter: new MemoryRateLimiter(100),
-    signedLinkBudget: new MemoryRateLimiter(100),
-    captureSlots: new MemoryCaptureSlots(10),
+    keys,
+    credits,
+    admissions: admissionOverPorts({
+      keys,
+      credits,
+      rateLimiter: rateLimiter ?? new MemoryRateLimiter(100),
+      signedLinkBudget: signedLinkBudget ?? new MemoryRateLimiter(100),
+      captureSlots: captureSlots ?? new MemoryCaptureSlots(10),
+    }),
     renderer: new FakeRenderer(),
     urlPolicy: fakeUrlPolicy,
     images: new MemoryImageStore(),
@@ -331,7 +344,7 @@ export function memoryScreenshotDeps(overrides: Partial<ScreenshotDeps> = {}): S
     usage: { record: () => undefined },
     metrics: new InMemoryServiceMetrics(),
     pendingRefunds: new MemoryPendingRefunds(),
-    ...overrides,
+    ...rest,
   };
 }
 

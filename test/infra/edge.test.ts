@@ -252,11 +252,13 @@ describe('signed links through the CDN', () => {
       ([, d]) => (d.Properties.DistributionConfig as Json).Comment === 'Signed screenshot links',
     )?.[1].Properties.DistributionConfig as Json;
 
-  it('key the cache on the whole query string and nothing else, leaving the lifetime to the API', () => {
+  it('key the cache on the whole query string and nothing else, leaving the lifetime to the API within a day', () => {
     synth.template.hasResourceProperties('AWS::CloudFront::CachePolicy', {
       CachePolicyConfig: Match.objectLike({
+        // The answer's s-maxage (what is left of the link's cacheTtl) decides, up to a day; no header, not kept.
         MinTTL: 0,
         DefaultTTL: 0,
+        MaxTTL: 86_400,
         ParametersInCacheKeyAndForwardedToOrigin: Match.objectLike({
           QueryStringsConfig: { QueryStringBehavior: 'all' },
           HeadersConfig: { HeaderBehavior: 'none' },

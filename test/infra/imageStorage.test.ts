@@ -24,6 +24,9 @@ let template: Template;
 let storage: ImageStorage;
 let screenshot: lambda.Function;
 let createKey: lambda.Function;
+let webhooks: lambda.Function;
+/** Signing secrets are sealed under their key id: the grants on them name that context. */
+const ONLY_SIGNING_SECRETS = { StringLike: { 'kms:EncryptionContext:keyId': 'key_*' } };
 
 beforeAll(() => {
   stack = new Stack(new App(), 'ImageStorageTest');
@@ -35,7 +38,9 @@ beforeAll(() => {
     });
   screenshot = stub('Screenshot');
   createKey = stub('CreateKey');
+  webhooks = stub('Webhooks');
   storage = new ImageStorage(stack, 'ImageStorage', { screenshot, createKey });
+  storage.grantWebhookSecrets(webhooks, ['kms:Encrypt', 'kms:Decrypt']);
   template = Template.fromStack(stack);
 });
 
@@ -140,6 +145,7 @@ describe('least privilege', () => {
     expect(JSON.stringify(objects?.Resource)).toContain('/images/*');
     const kms = statements.find((statement) => statement.Action === 'kms:Decrypt');
     expect(kms?.Resource).toEqual({ 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] });
+    expect(kms?.Condition).toEqual(ONLY_SIGNING_SECRETS);
   });
 
   it('lets key creation only encrypt with the key', () => {
@@ -148,8 +154,22 @@ describe('least privilege', () => {
       expect.objectContaining({
         Action: 'kms:Encrypt',
         Resource: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
+        Condition: ONLY_SIGNING_SECRETS,
       }),
     ]);
+  });
+
+  it('lets a function given webhook secrets seal and open those only, and tells it the key', () => {
+    const statements = statementsOf(webhooks);
+    expect(statements).toEqual([
+      expect.objectContaining({
+        Action: ['kms:Encrypt', 'kms:Decrypt'],
+        Resource: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
+        Condition: { StringLike: { 'kms:EncryptionContext:keyId': 'webhook-secret:*' } },
+      }),
+    ]);
+    const variables = template.toJSON().Resources[idOf(webhooks)].Properties.Environment.Variables;
+    expect(variables).toEqual({ SIGNING_KMS_KEY_ID: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] } });
   });
 
   it('rotates the key and keeps it when the stack goes', () => {

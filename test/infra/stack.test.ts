@@ -566,6 +566,32 @@ describe('IAM', () => {
     }
   });
 
+  it('lets every route function use KMS only as its route needs, and each only on its own kind of secret', () => {
+    const kmsStatements = (handler: RouteDefinition['handler']) =>
+      statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').filter((statement) =>
+        asList(statement.Action).some((action) => String(action).startsWith('kms:')),
+      );
+    const onlyWebhookSecrets = { StringLike: { 'kms:EncryptionContext:keyId': 'webhook-secret:*' } };
+    const onlySigningSecrets = { StringLike: { 'kms:EncryptionContext:keyId': 'key_*' } };
+    const expected: Partial<Record<RouteDefinition['handler'], string[]>> = {
+      screenshot: ['kms:Decrypt'],
+      createKey: ['kms:Encrypt'],
+      webhookSecret: ['kms:Decrypt', 'kms:Encrypt'],
+    };
+    for (const route of ROUTES) {
+      const statements = kmsStatements(route.handler);
+      const actions = statements.flatMap((statement) => asList(statement.Action).map(String)).sort();
+      expect(actions, route.handler).toEqual(expected[route.handler] ?? []);
+      const context = route.handler === 'webhookSecret' ? onlyWebhookSecrets : onlySigningSecrets;
+      for (const statement of statements) expect(statement.Condition, route.handler).toEqual(context);
+      if (route.handler === 'webhookSecret') {
+        expect(
+          ((functionOf(route.handler).Properties.Environment as Json).Variables as Json).SIGNING_KMS_KEY_ID,
+        ).toBeDefined();
+      }
+    }
+  });
+
   it('never grants a DynamoDB wildcard action', () => {
     const actions = allStatements().flatMap((statement) => asList(statement.Action).map(String));
     expect(actions.filter((action) => action === '*' || /^dynamodb:.*\*/.test(action))).toEqual([]);

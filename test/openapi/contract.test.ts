@@ -222,3 +222,14 @@ describe('the usage answers', () => {
     });
   });
 });
+
+describe('the webhook secret answers', () => {
+  it('answers GET /api/webhook-secret and its rotation (200) as described', async () => {
+    const read = await service.request('/api/webhook-secret', { bearer: token });
+    expect(read.status).toBe(200);
+    const { secret } = (await expectDescribed('GET', '/api/webhook-secret', read)) as { secret: string };
+    const rotated = await service.request('/api/webhook-secret/rotate', { method: 'POST', bearer: token });
+    expect(rotated.status).toBe(200);
+    expect(await expectDescribed('POST', '/api/webhook-secret/rotate', rotated)).not.toEqual({ secret });
+  });
+});

@@ -161,14 +161,15 @@ describe('a write that DynamoDB applies but answers too late', () => {
   });
 
   it('counts a timed-out rate-limit hit once, never replaying it', async () => {
-    const fresh = `late-${Date.now()}`;
+    const identity = { accountId: `late-${Date.now()}`, keyId: 'key_late', isActive: true };
     const now = Date.now();
-    await expect(stores.rateLimiter.hit(fresh, now)).rejects.toBeInstanceOf(StoreUnavailableError);
+    const ask = { identity, budget: 'api', now, slot: 'none' } as const;
+    await expect(stores.admissions.admit(ask)).rejects.toBeInstanceOf(StoreUnavailableError);
     await settle();
     const direct = createStores(
       harness.store.client,
       readServiceConfig({ TABLE_NAME: TEST_TABLE, RATE_LIMIT_PER_HOUR: '100' }),
     );
-    expect((await direct.rateLimiter.hit(fresh, now)).remaining).toBe(100 - 2);
+    expect((await direct.admissions.admit(ask)).rateLimit.remaining).toBe(100 - 2);
   });
 });

@@ -107,8 +107,28 @@ describe('records of every answer after authentication', () => {
     for (const record of records) {
       expect(Number(record.durationMs.N)).toBeGreaterThanOrEqual(0);
       expect(Math.abs(Number(record.at.N) - Date.now())).toBeLessThan(5 * 60_000);
-      // Kept 90 days by TTL (epoch seconds).
-      expect(Number(record.expiresAt.N) - Number(record.at.N) / 1000).toBeCloseTo(90 * 86_400, -1);
+      // Kept 7 days by TTL (epoch seconds): the day totals answer the history.
+      expect(Number(record.expiresAt.N) - Number(record.at.N) / 1000).toBeCloseTo(7 * 86_400, -1);
+    }
+  });
+
+  it('rolls them up into day totals kept 90 days after their day', async () => {
+    const items = JSON.parse(await dumpTable(harness.store)) as {
+      pk: { S: string };
+      sk: { S: string };
+      captures: { N: string };
+      failed: { N: string };
+      expiresAt: { N: string };
+    }[];
+    const days = items.filter(
+      (item) => item.pk.S === `ACCOUNT#${account.accountId}` && item.sk.S.startsWith('USAGE#DAY#'),
+    );
+    expect(days.length).toBeGreaterThanOrEqual(1);
+    const counted = days.reduce((sum, day) => sum + Number(day.captures.N) + Number(day.failed.N), 0);
+    expect(counted).toBe(statuses.length);
+    for (const day of days) {
+      const dayEnd = Date.parse(`${day.sk.S.slice('USAGE#DAY#'.length)}T00:00:00Z`) / 1000 + 86_400;
+      expect(Number(day.expiresAt.N) - dayEnd).toBe(90 * 86_400);
     }
   });
 

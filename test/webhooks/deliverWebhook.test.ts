@@ -1,3 +1,7 @@
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEgressGate } from '../../shared/egress/egressGate';
@@ -184,6 +188,46 @@ describe('deliverWebhook egress rules at delivery', () => {
       leave();
     }
     expect(hook.connections).toBe(0);
+  });
+});
+
+describe('deliverWebhook over https', () => {
+  it('names the URL host to TLS at the pinned address, and refuses a certificate nobody vouches for', async () => {
+    const fixture = (name: string) => readFile(new URL(`./fixtures/${name}`, import.meta.url));
+    const names: string[] = [];
+    let requests = 0;
+    const server = createHttpsServer(
+      {
+        cert: await fixture('hook.example.crt'),
+        key: await fixture('hook.example.key'),
+        SNICallback: (servername, done) => {
+          names.push(servername);
+          done(null);
+        },
+      },
+      (_request, response) => {
+        requests += 1;
+        response.writeHead(204).end();
+      },
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    try {
+      const result = await deliverWebhook(message(`https://hook.example:${port}/in`), [secret], {
+        egress: egress(`hook.example:${port}`, { 'hook.example': [['127.0.0.1']] }),
+      });
+      expect(result).toEqual({
+        delivered: false,
+        status: null,
+        error: 'request failed (DEPTH_ZERO_SELF_SIGNED_CERT)',
+      });
+      expect(names).toEqual(['hook.example']);
+      expect(requests).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 

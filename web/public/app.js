@@ -1,6 +1,7 @@
-// The dashboard: sign-in, credit balance, usage, API keys and a try-it form. Plain DOM, text only (never HTML
+// The dashboard: sign-in, credit balance, usage, API keys, the webhook secret and a try-it form. Plain DOM, text only (never HTML
 // strings).
 import { ApiError, callApi, capture } from './api.js';
+import { copyShown } from './clipboard.js';
 import { clearJobs, showJobs } from './jobs.js';
 import {
   currentSession,
@@ -13,6 +14,7 @@ import {
 } from './session.js';
 import { signedLink } from './signed-link.js';
 import { clearUsage, showUsage, usagePath } from './usage.js';
+import { clearWebhookSecret, initWebhookSecret } from './webhooks.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
@@ -100,6 +102,7 @@ function clearSecrets() {
   showImage(null);
   clearUsage();
   clearJobs();
+  clearWebhookSecret();
 }
 
 /** Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. */
@@ -330,15 +333,7 @@ async function buildLink(event) {
 }
 
 async function copyNewKey() {
-  const value = $('new-key-value').textContent ?? '';
-  try {
-    await navigator.clipboard.writeText(value);
-    say('notice', 'Key copied to the clipboard.');
-  } catch {
-    // No clipboard access (permissions, an insecure origin): select it so the user can copy by hand.
-    getSelection()?.selectAllChildren($('new-key-value'));
-    say('notice', 'Copying was not allowed here; the key is selected, copy it with your keyboard.');
-  }
+  say('notice', await copyShown($('new-key-value'), 'Key'));
 }
 
 // ---- Try it ----
@@ -461,6 +456,7 @@ async function start() {
     $('key-name').focus();
   });
   $('try-it').addEventListener('submit', tryCapture);
+  initWebhookSecret({ withSession, confirmAction });
   $('try-format').addEventListener('change', (event) => {
     $('try-pdf').hidden = /** @type {HTMLSelectElement} */ (event.currentTarget).value !== 'pdf';
   });

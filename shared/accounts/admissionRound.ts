@@ -1,0 +1,128 @@
+import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../errors';
+import type { KeyIdentity, KeyStore } from '../keys/keyStore';
+import { logger } from '../logger';
+import type { CaptureSlots } from './captureSlots';
+import type { CreditLedger } from './creditLedger';
+import type { RateLimitDecision, RateLimiter } from './rateLimiter';
+
+/** What one request asks of admission, all decided in one round (docs/api.md 5.4, steps 2, 2b and 4). */
+export interface AdmissionAsk {
+  identity: KeyIdentity;
+  /** The window it counts against: the account's API window, or its key's own signed-link budget. */
+  budget: 'api' | 'signedLink';
+  now: number;
+  /**
+   * `{ until }`: take one of the account's capture slots until then (a capture starting now). `check`: refuse when no
+   * slot is free but take none (a body that will be refused with 400: the slot's 429 comes first). `none`: a cache
+   * hit, or a job accepted now whose worker takes its slot later (CaptureSlots.acquire).
+   */
+  slot: { until: number } | 'check' | 'none';
+  /** Credits to reserve; absent when nothing is charged (a cache hit, an invalid body). */
+  cost?: number;
+  /** Requests counted against the window, all or none: a batch's captures (1 by default). */
+  requests?: number;
+}
+
+/**
+ * The verdict, read in the order of checks: refused by the rate limit (nothing counted or taken), by the slots or by
+ * the credits (counted against the window, nothing else taken), or admitted holding what was asked (the lease, the
+ * reserved credits).
+ */
+export type AdmissionVerdict =
+  | { admitted: true; rateLimit: RateLimitDecision; leaseId?: string }
+  | {
+      admitted: false;
+      rateLimit: RateLimitDecision;
+      refusal: RateLimitedError | TooManyCapturesError | InsufficientCreditsError;
+    };
+
+/**
+ * Port for the admission round of a screenshot request: the rate limit, the capture slot, the credit reservation and
+ * the key's lastUsed, in one round trip to the store. A store failure throws, after undoing what the round took.
+ */
+export interface AdmissionRound {
+  /** How many slots one account may hold at once. */
+  readonly slotLimit: number;
+  admit(ask: AdmissionAsk): Promise<AdmissionVerdict>;
+  /** Gives a slot back, as CaptureSlots.release does; never throws (a lease not given back lapses on its own). */
+  release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void>;
+}
+
+export interface AdmissionPorts {
+  keys: Pick<KeyStore, 'touchLastUsed'>;
+  rateLimiter: RateLimiter;
+  signedLinkBudget: RateLimiter;
+  credits: CreditLedger;
+  captureSlots: CaptureSlots;
+}
+
+/**
+ * The admission round over the separate ports, each asked at once and the round's verdict read from their answers in
+ * the order of checks; what a refused request took is given back. The in-memory ports of the rule tests use it; the
+ * DynamoDB store has its own (shared/store/dynamoAdmissionRound.ts), which writes the account's item once.
+ */
+export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
+  const release = async (accountId: string, leaseId: string, penaltyUntil?: number) => {
+    await ports.captureSlots
+      .release(accountId, leaseId, penaltyUntil)
+      .catch((error) => logger.warn('Capture slot not released', { error }));
+  };
+  return {
+    slotLimit: ports.captureSlots.limit,
+    release,
+    async admit(ask) {
+      const { accountId, keyId } = ask.identity;
+      const { slot, cost } = ask;
+      const [decision, lease, reservation] = await Promise.allSettled([
+        ask.budget === 'signedLink'
+          ? ports.signedLinkBudget.hit(keyId, ask.now, ask.requests)
+          : ports.rateLimiter.hit(accountId, ask.now, ask.requests),
+        slot === 'none' ? undefined : ports.captureSlots.acquire(accountId, ask.now, slotEnd(slot, ask.now)),
+        cost === undefined ? false : ports.credits.reserve(accountId, cost).then(() => true),
+        ports.keys
+          .touchLastUsed(ask.identity, ask.now)
+          .catch((error) => logger.warn('lastUsed not recorded', { error })),
+      ]);
+      const leaseId = lease.status === 'fulfilled' ? lease.value : undefined;
+      const reserved = reservation.status === 'fulfilled' && reservation.value;
+      /** Gives back what a refused request took. */
+      const undo = async () => {
+        await Promise.all([
+          leaseId !== undefined && release(accountId, leaseId),
+          reserved && cost !== undefined && ports.credits.refund(accountId, cost),
+        ]);
+      };
+      const refuse = async (rateLimit: RateLimitDecision, refusal: Refusal): Promise<AdmissionVerdict> => {
+        await undo();
+        return { admitted: false, rateLimit, refusal };
+      };
+      const fail = async (error: unknown): Promise<never> => {
+        await undo();
+        throw error;
+      };
+      if (decision.status === 'rejected') return fail(decision.reason);
+      const rateLimit = decision.value;
+      if (!rateLimit.allowed)
+        return refuse(rateLimit, new RateLimitedError(rateLimit.limit, rateLimit.reset));
+      if (lease.status === 'rejected') return fail(lease.reason);
+      if (slot !== 'none' && leaseId === undefined)
+        return refuse(rateLimit, new TooManyCapturesError(ports.captureSlots.limit, ask.now));
+      if (reservation.status === 'rejected') {
+        if (reservation.reason instanceof InsufficientCreditsError)
+          return refuse(rateLimit, reservation.reason);
+        return fail(reservation.reason);
+      }
+      if (slot === 'check' && leaseId !== undefined) await release(accountId, leaseId);
+      return typeof slot === 'object' && leaseId !== undefined
+        ? { admitted: true, rateLimit, leaseId }
+        : { admitted: true, rateLimit };
+    },
+  };
+}
+
+type Refusal = RateLimitedError | TooManyCapturesError | InsufficientCreditsError;
+
+/** Until when a slot is held: a check takes one only for the moment it is given back. */
+function slotEnd(slot: { until: number } | 'check', now: number): number {
+  return slot === 'check' ? now + 1 : slot.until;
+}

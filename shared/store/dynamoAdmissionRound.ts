@@ -1,0 +1,298 @@
+import { randomUUID } from 'node:crypto';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { AdmissionAsk, AdmissionRound, AdmissionVerdict } from '../accounts/admissionRound';
+import { mayStart } from '../accounts/fairShare';
+import { RATE_WINDOW_MS, type RateLimitDecision, windowStart } from '../accounts/rateLimiter';
+import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../errors';
+import { logger } from '../logger';
+import type { DynamoCaptureSlots } from './dynamoCaptureSlots';
+import { LEASE_PREFIX, liveLeases } from './dynamoCaptureSlots';
+import type { DynamoKeyStore } from './dynamoKeyStore';
+import { accountAttribute, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
+
+type Item = Record<string, unknown>;
+
+/** What one write of the account item asks: its parts, each with its own condition. */
+interface Parts {
+  window: string;
+  /** How many requests the window counts (a batch's captures). */
+  requests: number;
+  slot: { take: { leaseId: string; until: number } } | 'check' | 'none';
+  cost?: number;
+  lastUsed?: { attribute: string; at: number };
+  /** Window attributes of past windows, removed on the way. */
+  stale: string[];
+}
+
+/**
+ * The admission round in one conditional UpdateItem of the account item, which holds the credits, the capture
+ * slots, the account's rate-limit windows, its keys' signed-link budgets and lastUsed (docs/data-model.md): the
+ * window's count goes up if below the limit, a lease is added if fewer than the bound are held, the cost is taken if
+ * the balance covers it, lastUsed is set when due. All or nothing, so credits and counts stay exact under any
+ * concurrency. With a shared capacity, its item is written in parallel (the same round trip) and the fair-share rule
+ * decides from both answers.
+ *
+ * When a condition fails, nothing was written: the item is read (consistently) and the verdict found in the order of
+ * checks. Over the limit: refused, not counted. Slots full: lapsed leases are reaped and the round tried again, or
+ * refused. Balance short: refused. A request refused by the slots or the credits still counts against its window,
+ * with one more conditional write. Only refused requests pay those extra calls.
+ */
+export class DynamoAdmissionRound implements AdmissionRound {
+  /** Past windows this process saw on an account's item, removed by its next write there. */
+  private readonly staleWindows = new Map<string, string[]>();
+
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly rateLimitPerHour: number,
+    private readonly slots: DynamoCaptureSlots,
+    private readonly keys: DynamoKeyStore,
+  ) {}
+
+  get slotLimit(): number {
+    return this.slots.limit;
+  }
+
+  async admit(ask: AdmissionAsk): Promise<AdmissionVerdict> {
+    const { accountId, keyId } = ask.identity;
+    const start = windowStart(ask.now);
+    const parts: Parts = {
+      requests: ask.requests ?? 1,
+      window:
+        ask.budget === 'signedLink'
+          ? accountAttribute.signedLinkWindow(keyId, start)
+          : accountAttribute.apiWindow(start),
+      slot:
+        typeof ask.slot === 'object'
+          ? { take: { leaseId: randomUUID().replaceAll('-', ''), until: ask.slot.until } }
+          : ask.slot,
+      ...(ask.cost === undefined ? {} : { cost: ask.cost }),
+      ...(this.keys.claimLastUsed(keyId, ask.now)
+        ? { lastUsed: { attribute: accountAttribute.lastUsed(keyId), at: ask.now } }
+        : {}),
+      stale: [],
+    };
+    // A clock that went back (tests move it) must not remove the window it counts in.
+    parts.stale = (this.staleWindows.get(accountId) ?? []).filter((name) => name !== parts.window);
+    this.staleWindows.delete(accountId);
+    const take = typeof parts.slot === 'object' ? parts.slot.take : undefined;
+    const capacity = this.slots.capacity;
+    const [own, running] = await Promise.allSettled([
+      this.admitOnAccount(accountId, parts, ask, start),
+      take && capacity
+        ? this.slots.take(
+            itemKey.captureCapacity(),
+            take.leaseId,
+            take.until,
+            capacity.shared + capacity.headroom,
+            ask.now,
+          )
+        : Promise.resolve(0),
+    ]);
+    const sharedLease = running.status === 'fulfilled' && running.value !== undefined && take && capacity;
+    const dropShared = async () => {
+      if (sharedLease) await this.slots.drop(itemKey.captureCapacity(), take.leaseId).catch(() => false);
+    };
+    if (own.status === 'rejected') {
+      await dropShared();
+      throw own.reason;
+    }
+    const verdict = own.value.verdict;
+    if (!verdict.admitted || !take) {
+      await dropShared();
+      return verdict;
+    }
+    if (!capacity) return { ...verdict, leaseId: take.leaseId };
+    if (running.status === 'rejected') {
+      await this.giveBack(accountId, take.leaseId, parts.cost);
+      throw running.reason;
+    }
+    if (running.value === undefined || !mayStart(capacity, running.value, own.value.holdsBefore)) {
+      // The account's part was written: its lease and credits go back, the count stays (a slot's 429 counts).
+      await Promise.all([this.giveBack(accountId, take.leaseId, parts.cost), dropShared()]);
+      return { admitted: false, rateLimit: verdict.rateLimit, refusal: this.slotsFull(ask.now) };
+    }
+    return { ...verdict, leaseId: take.leaseId };
+  }
+
+  async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
+    await this.slots
+      .release(accountId, leaseId, penaltyUntil)
+      .catch((error) => logger.warn('Capture slot not released', { error }));
+  }
+
+  /**
+   * The account item's part of the round; `holdsBefore` is how many live leases the account held before this one.
+   * Each pass either decides or found the item changed (a lease lapsed and was reaped, a refund came in); the bound
+   * only guards against a store that misbehaves.
+   */
+  private async admitOnAccount(
+    accountId: string,
+    parts: Parts,
+    ask: AdmissionAsk,
+    start: number,
+  ): Promise<{ verdict: AdmissionVerdict; holdsBefore: number }> {
+    const reset = start + RATE_WINDOW_MS;
+    const limit = this.rateLimitPerHour;
+    const decision = (count: number): RateLimitDecision => ({
+      allowed: true,
+      limit,
+      remaining: Math.max(0, limit - count),
+      reset,
+    });
+    const refusedByRate: AdmissionVerdict = {
+      admitted: false,
+      rateLimit: { allowed: false, limit, remaining: 0, reset },
+      refusal: new RateLimitedError(limit, reset),
+    };
+    for (let pass = 0; pass <= this.slots.limit + MAX_CHANGED_PASSES; pass++) {
+      const written = await this.write(accountId, parts, ask.now);
+      if (written) {
+        this.noteStale(accountId, written, start);
+        const own = typeof parts.slot === 'object' ? parts.slot.take.leaseId : undefined;
+        const holdsBefore = liveLeases(written, ask.now).filter(([id]) => id !== own).length;
+        return {
+          verdict: { admitted: true, rateLimit: decision(Number(written[parts.window])) },
+          holdsBefore,
+        };
+      }
+      const item = await this.read(accountId);
+      this.noteStale(accountId, item, start);
+      if (Number(item[parts.window] ?? 0) > limit - parts.requests) {
+        await this.recordLastUsed(accountId, parts);
+        return { verdict: refusedByRate, holdsBefore: 0 };
+      }
+      let refusal: TooManyCapturesError | InsufficientCreditsError | undefined;
+      if (parts.slot !== 'none' && Number(item.held ?? 0) >= this.slots.limit) {
+        if (await this.slots.reapLapsed(itemKey.account(accountId), ask.now)) continue;
+        refusal = this.slotsFull(ask.now);
+      } else if (parts.cost !== undefined && Number(item.credits ?? 0) < parts.cost) {
+        refusal = new InsufficientCreditsError(parts.cost, Number(item.credits ?? 0));
+      }
+      if (!refusal) continue;
+      // Refused after the rate limit: the request still counts against its window.
+      const counted = await this.write(accountId, { ...parts, slot: 'none', stale: [] }, ask.now, true);
+      if (!counted) return { verdict: refusedByRate, holdsBefore: 0 };
+      return {
+        verdict: { admitted: false, rateLimit: decision(Number(counted[parts.window])), refusal },
+        holdsBefore: 0,
+      };
+    }
+    throw new Error('Admission did not settle: the account item kept changing');
+  }
+
+  /**
+   * The conditional write of the account item: the item as it stands after it, or undefined when a condition did not
+   * hold. `countOnly`: just the window (and lastUsed), for a request refused after the rate limit.
+   */
+  private async write(
+    accountId: string,
+    parts: Parts,
+    now: number,
+    countOnly = false,
+  ): Promise<Item | undefined> {
+    const set: string[] = [];
+    // All of a batch's requests, or none: the window must have room for every one.
+    const add = ['#window :requests'];
+    const conditions = ['(attribute_not_exists(#window) OR #window <= :room)'];
+    const names: Record<string, string> = { '#window': parts.window };
+    const values: Record<string, unknown> = {
+      ':requests': parts.requests,
+      ':room': this.rateLimitPerHour - parts.requests,
+    };
+    if (!countOnly && parts.slot !== 'none') {
+      conditions.push('(attribute_not_exists(held) OR held < :bound)');
+      values[':bound'] = this.slots.limit;
+      if (typeof parts.slot === 'object') {
+        add.push('held :one');
+        values[':one'] = 1;
+        set.push('#lease = :until');
+        names['#lease'] = `${LEASE_PREFIX}${parts.slot.take.leaseId}`;
+        values[':until'] = parts.slot.take.until;
+      }
+    }
+    if (!countOnly && parts.cost !== undefined) {
+      set.push('credits = credits - :cost');
+      conditions.push('credits >= :cost');
+      values[':cost'] = parts.cost;
+    }
+    if (parts.lastUsed) {
+      set.push('#lastUsed = :now');
+      names['#lastUsed'] = parts.lastUsed.attribute;
+      values[':now'] = now;
+    }
+    const remove = parts.stale.map((name, index) => {
+      names[`#stale${index}`] = name;
+      return `#stale${index}`;
+    });
+    try {
+      const { Attributes } = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: [
+            set.length > 0 ? `SET ${set.join(', ')}` : '',
+            `ADD ${add.join(', ')}`,
+            remove.length > 0 ? `REMOVE ${remove.join(', ')}` : '',
+          ].join(' '),
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return Attributes ?? {};
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  private async read(accountId: string): Promise<Item> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.account(accountId), ConsistentRead: true }),
+    );
+    return Item ?? {};
+  }
+
+  /** lastUsed of a request the rate limit refused, which wrote nothing else (docs/api.md: from step 2 on). */
+  private async recordLastUsed(accountId: string, parts: Parts): Promise<void> {
+    if (!parts.lastUsed) return;
+    await this.keys
+      .writeLastUsed(accountId, parts.lastUsed.attribute, parts.lastUsed.at)
+      .catch((error) => logger.warn('lastUsed not recorded', { error }));
+  }
+
+  /** Gives back the account's part of an admission the shared capacity refused: the lease and the credits. */
+  private async giveBack(accountId: string, leaseId: string, cost: number | undefined): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.account(accountId),
+        UpdateExpression: `ADD held :minusOne${cost === undefined ? '' : ', credits :cost'} REMOVE #lease`,
+        ConditionExpression: 'attribute_exists(#lease)',
+        ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
+        ExpressionAttributeValues: { ':minusOne': -1, ...(cost === undefined ? {} : { ':cost': cost }) },
+      }),
+    );
+  }
+
+  private slotsFull(now: number): TooManyCapturesError {
+    return new TooManyCapturesError(this.slots.limit, now);
+  }
+
+  /** Remembers window attributes older than the previous window, for this process's next write of the item. */
+  private noteStale(accountId: string, item: Item, start: number): void {
+    const stale = Object.keys(item).filter((name) => {
+      const match = WINDOW_ATTRIBUTE.exec(name);
+      return match?.[1] !== undefined && Number(match[1]) < start;
+    });
+    if (stale.length > 0) this.staleWindows.set(accountId, stale.slice(0, MAX_STALE_PER_WRITE));
+  }
+}
+
+/** Passes of the round that may find the item changed by others, beyond one per lapsed lease. */
+const MAX_CHANGED_PASSES = 10;
+
+/** Past windows removed by one write, so the expression stays small. */
+const MAX_STALE_PER_WRITE = 20;

@@ -1,0 +1,186 @@
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import type { AdmissionAsk } from '../../shared/accounts/admissionRound';
+import { RATE_WINDOW_MS } from '../../shared/accounts/rateLimiter';
+import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../../shared/errors';
+import { DynamoAdmissionRound } from '../../shared/store/dynamoAdmissionRound';
+import { DynamoCaptureSlots } from '../../shared/store/dynamoCaptureSlots';
+import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
+import { DynamoKeyStore } from '../../shared/store/dynamoKeyStore';
+import { itemKey } from '../../shared/store/table';
+import { startTestStore, TEST_TABLE } from '../helpers/store';
+
+/**
+ * The admission round in one write of the account item, against dynalite: exact under parallel requests, the order
+ * of checks kept when several parts fail at once, nothing taken by a refused request but its count.
+ */
+
+const NOW = Date.UTC(2026, 0, 1, 12, 10);
+const LIMIT = 100;
+const SLOTS = 10;
+
+let store: EmbeddedDynamo;
+let db: DynamoDBDocumentClient;
+let credits: DynamoCreditLedger;
+let accounts = 0;
+
+beforeAll(async () => {
+  store = await startTestStore();
+  db = DynamoDBDocumentClient.from(store.client);
+  credits = new DynamoCreditLedger(db, TEST_TABLE);
+});
+afterAll(() => store?.close());
+
+function round(options: { capacity?: { shared: number; headroom: number }; limit?: number } = {}) {
+  const slots = new DynamoCaptureSlots(db, TEST_TABLE, SLOTS, options.capacity);
+  return new DynamoAdmissionRound(
+    db,
+    TEST_TABLE,
+    options.limit ?? LIMIT,
+    slots,
+    new DynamoKeyStore(db, TEST_TABLE),
+  );
+}
+
+async function newAccount(balance: number) {
+  const accountId = `admit-${++accounts}`;
+  await credits.set(accountId, balance);
+  return { accountId, keyId: `key_${accounts}`, isActive: true };
+}
+
+const capture = (identity: AdmissionAsk['identity'], cost: number, at = NOW): AdmissionAsk => ({
+  identity,
+  budget: 'api',
+  now: at,
+  slot: { until: at + 60_000 },
+  cost,
+});
+
+async function accountItem(accountId: string) {
+  const { Item } = await db.send(
+    new GetCommand({ TableName: TEST_TABLE, Key: itemKey.account(accountId), ConsistentRead: true }),
+  );
+  return Item ?? {};
+}
+
+describe('the admission round in DynamoDB', () => {
+  it('admits exactly the free slots of a parallel burst, takes only their credits, and counts every request', async () => {
+    const admissions = round();
+    const identity = await newAccount(25);
+    const verdicts = await Promise.all(
+      Array.from({ length: 30 }, () => admissions.admit(capture(identity, 2))),
+    );
+    const admitted = verdicts.filter((verdict) => verdict.admitted);
+    expect(admitted).toHaveLength(SLOTS);
+    expect(new Set(admitted.map((verdict) => verdict.admitted && verdict.leaseId)).size).toBe(SLOTS);
+    const refusals = verdicts.flatMap((verdict) => (verdict.admitted ? [] : [verdict.refusal]));
+    expect(refusals.every((refusal) => refusal instanceof TooManyCapturesError)).toBe(true);
+    expect(await credits.balance(identity.accountId)).toBe(25 - 2 * SLOTS);
+    const remaining = verdicts.map((verdict) => verdict.rateLimit.remaining).sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: 30 }, (_, i) => LIMIT - 30 + i));
+  });
+
+  it('takes exactly the balance from a parallel burst and answers the rest 402 with what was left', async () => {
+    const admissions = round();
+    const identity = await newAccount(7);
+    const verdicts = await Promise.all(
+      Array.from({ length: 8 }, () => admissions.admit({ ...capture(identity, 1), slot: 'none' })),
+    );
+    expect(verdicts.filter((verdict) => verdict.admitted)).toHaveLength(7);
+    const [refused] = verdicts.flatMap((verdict) => (verdict.admitted ? [] : [verdict.refusal]));
+    expect(refused).toBeInstanceOf(InsufficientCreditsError);
+    expect((refused as InsufficientCreditsError).available).toBe(0);
+    expect(await credits.balance(identity.accountId)).toBe(0);
+  });
+
+  it('keeps the order of checks: the rate limit first (nothing counted), then the slots, then the credits', async () => {
+    const admissions = round({ limit: SLOTS + 2 });
+    const identity = await newAccount(SLOTS);
+    for (let i = 0; i < SLOTS; i++)
+      expect((await admissions.admit(capture(identity, 1))).admitted).toBe(true);
+    // Slots full and no credits left: the slot's 429 comes first, and the request counts.
+    const both = await admissions.admit(capture(identity, 1));
+    expect(both.admitted || both.refusal).toBeInstanceOf(TooManyCapturesError);
+    expect(both.rateLimit.remaining).toBe(1);
+    // A slot free again: now the credits refuse, and the request counts.
+    const leases = await accountItem(identity.accountId);
+    const leaseId = Object.keys(leases)
+      .find((name) => name.startsWith('lease_'))
+      ?.slice('lease_'.length);
+    await admissions.release(identity.accountId, leaseId as string);
+    const broke = await admissions.admit(capture(identity, 1));
+    expect(broke.admitted || broke.refusal).toBeInstanceOf(InsufficientCreditsError);
+    expect(broke.rateLimit.remaining).toBe(0);
+    // The window is full: refused by the rate limit, not counted, nothing taken.
+    const before = await accountItem(identity.accountId);
+    const limited = await admissions.admit(capture(identity, 1));
+    expect(limited.admitted || limited.refusal).toBeInstanceOf(RateLimitedError);
+    expect(limited.admitted || limited.refusal).not.toBeInstanceOf(TooManyCapturesError);
+    expect(limited.rateLimit).toMatchObject({ allowed: false, remaining: 0 });
+    const after = await accountItem(identity.accountId);
+    expect(after.held).toBe(before.held);
+    expect(after[`rate#${NOW - (NOW % RATE_WINDOW_MS)}`]).toBe(SLOTS + 2);
+  });
+
+  it('accepts without a slot (a job whose worker takes its slot later): counted and reserved, no slot held', async () => {
+    const admissions = round();
+    const identity = await newAccount(20);
+    // Every slot taken: an accept needs none.
+    for (let i = 0; i < SLOTS; i++)
+      expect((await admissions.admit(capture(identity, 1))).admitted).toBe(true);
+    const accepted = await admissions.admit({ ...capture(identity, 3), slot: 'none' });
+    expect(accepted).toEqual({
+      admitted: true,
+      rateLimit: expect.objectContaining({ allowed: true, remaining: LIMIT - SLOTS - 1 }),
+    });
+    expect(await credits.balance(identity.accountId)).toBe(20 - SLOTS - 3);
+    expect((await accountItem(identity.accountId)).held).toBe(SLOTS);
+  });
+
+  it('reaps the leases of functions that died, and only those', async () => {
+    const admissions = round();
+    const identity = await newAccount(100);
+    const short = (at: number) => ({ ...capture(identity, 1, at), slot: { until: at + 1_000 } });
+    for (let i = 0; i < SLOTS; i++) expect((await admissions.admit(short(NOW))).admitted).toBe(true);
+    expect((await admissions.admit(capture(identity, 1, NOW + 999))).admitted).toBe(false);
+    expect((await admissions.admit(capture(identity, 1, NOW + 1_000))).admitted).toBe(true);
+    expect((await accountItem(identity.accountId)).held).toBe(1);
+  });
+
+  it('removes the windows of past hours as it goes, never the current one', async () => {
+    const admissions = round();
+    const identity = await newAccount(100);
+    const ask = (at: number) => ({ ...capture(identity, 1, at), slot: 'none' as const });
+    await admissions.admit(ask(NOW));
+    const later = NOW + 2 * RATE_WINDOW_MS;
+    expect((await admissions.admit(ask(later))).rateLimit.remaining).toBe(LIMIT - 1);
+    expect((await admissions.admit(ask(later))).rateLimit.remaining).toBe(LIMIT - 2);
+    const windows = Object.keys(await accountItem(identity.accountId)).filter((name) =>
+      name.startsWith('rate#'),
+    );
+    expect(windows).toEqual([`rate#${later - (later % RATE_WINDOW_MS)}`]);
+  });
+
+  it('keeps a signed link budget apart from the API window of the same account', async () => {
+    const admissions = round({ limit: 2 });
+    const identity = await newAccount(100);
+    const signed = { ...capture(identity, 1), slot: 'none' as const, budget: 'signedLink' as const };
+    expect((await admissions.admit(signed)).admitted).toBe(true);
+    expect((await admissions.admit(signed)).admitted).toBe(true);
+    expect((await admissions.admit(signed)).admitted).toBe(false);
+    expect((await admissions.admit({ ...signed, budget: 'api' })).rateLimit.remaining).toBe(1);
+  });
+
+  it('with a shared capacity, gives the lease and the credits back when the fair share refuses, the count kept', async () => {
+    const admissions = round({ capacity: { shared: 1, headroom: 0 } });
+    const first = await newAccount(5);
+    const second = await newAccount(5);
+    expect((await admissions.admit(capture(first, 2))).admitted).toBe(true);
+    const refused = await admissions.admit(capture(second, 2));
+    expect(refused.admitted || refused.refusal).toBeInstanceOf(TooManyCapturesError);
+    expect(refused.rateLimit.remaining).toBe(LIMIT - 1);
+    expect(await credits.balance(second.accountId)).toBe(5);
+    expect((await accountItem(second.accountId)).held).toBe(0);
+  });
+});
