@@ -314,6 +314,22 @@ describe('a batch', () => {
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 
+  it('answers 429 when the rate window has no room for all of them, counting none of them', async () => {
+    const account = await service.newAccount();
+    // 99 bodies refused with 400 still count, as one refused capture does.
+    const invalid = Array.from({ length: 99 }, () => ({ url: `${pages.origin}/red`, width: 1 }));
+    expect((await post('/api/batches', account.apiKey, { requests: invalid })).status).toBe(400);
+    const two = Array.from({ length: 2 }, () => ({ url: `${pages.origin}/red` }));
+    const refused = await post('/api/batches', account.apiKey, { requests: two });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
+    // The one request left is still there.
+    const one = await post('/api/batches', account.apiKey, { requests: two.slice(1) });
+    expect(one.status).toBe(202);
+    expect(one.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
   it('answers 402 with the sum required when the balance does not cover them all', async () => {
     const account = await service.newAccount();
     const requests = Array.from({ length: 11 }, () => ({ url: `${pages.origin}/red`, fullPage: true }));
