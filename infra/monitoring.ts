@@ -124,7 +124,7 @@ export class Monitoring extends Construct {
           statistic: 'Maximum',
         }),
         1,
-        'A job message reached the dead-letter queue: the worker could not even end it (docs/deploy.md, "Jobs").',
+        'A job message reached the dead-letter queue: the worker could not even end it (docs/deploy.md, "When an alarm fires").',
       );
     }
 
