@@ -298,6 +298,13 @@ const conditionalRequestHeader = z.object({
   }),
 });
 
+const idempotencyHeader = {
+  'Idempotency-Key': z.string().min(1).max(255).optional().meta({
+    description:
+      'On async captures and batches: 1 to 255 visible ASCII characters. The same key and body within 24 hours answer the first 202 again, charging nothing',
+  }),
+};
+
 const moment = (description: string) =>
   z.string().regex(MOMENT_PATTERN).optional().meta({ description, example: '1767225600000' });
 // The query as it travels (text); the handler's usageQuery turns it into numbers.
@@ -318,9 +325,13 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       'account (429), body (400, 413, 415), credits (402), then captures: the page has ' +
       `${NAVIGATION_BUDGET_MS / 1000} s to load, then ${AFTER_LOAD_BUDGET_MS / 1000} s for delay and the image. ` +
       'Only a new capture that was delivered is charged.',
-    requestParams: { header: conditionalRequestHeader },
     requestBody: requestBody('ScreenshotRequest', screenshotBody),
-    responses: screenshotResponses,
+    requestParams: { header: conditionalRequestHeader.extend(idempotencyHeader) },
+    responses: {
+      ...screenshotResponses,
+      '409': managementFailure('async: the same Idempotency-Key is still being accepted'),
+      '422': managementFailure('async: the same Idempotency-Key with another body'),
+    },
   },
   signedScreenshot: {
     tags: ['Screenshots'],
@@ -477,6 +488,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       'Each body is a screenshot body without async, webhookUrl or response. Every one is validated (details name ' +
       'requests[i].field), the rate window must have room for all, and the balance must cover their sum. ' +
       'Idempotency-Key makes a retry safe.',
+    requestParams: { header: z.object(idempotencyHeader) },
     requestBody: requestBody(
       'BatchRequest',
       z.object({
