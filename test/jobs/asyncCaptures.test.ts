@@ -199,6 +199,11 @@ describe('an async capture', () => {
     expect(foreign).toEqual({ status: 404, body: { message: 'Job not found' } });
     expect(missing).toEqual(foreign);
     expect((await get(`/api/jobs/${accepted.body.id}`, 'not-a-key')).status).toBe(401);
+    // The list is the session's account's own: an API key is not a session token.
+    expect((await get('/api/jobs', owner.apiKey)).status).toBe(401);
+    const owned = await get('/api/jobs', owner.token);
+    expect(owned.body.jobs.map((job: Json) => job.id)).toEqual([accepted.body.id]);
+    expect((await get('/api/jobs', other.token)).body).toEqual({ jobs: [] });
   });
 
   it('refuses a webhook URL on a private address at submission, naming webhookUrl, and charges nothing', async () => {
