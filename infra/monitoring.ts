@@ -56,6 +56,8 @@ export const ALARM_THRESHOLDS = {
 export interface MonitoringProps {
   api: apigateway.RestApi;
   functions: ReadonlyMap<Handler, lambda.Function>;
+  /** Functions that serve no route (the job worker): their errors, throttles and alarmed log lines count too. */
+  workers?: Readonly<Record<string, lambda.Function>>;
   aliases: ReadonlyMap<Handler, lambda.Alias>;
   /** The table whose throttle events page. */
   table: dynamodb.ITable;
@@ -179,11 +181,12 @@ export class Monitoring extends Construct {
     );
 
     const functions = [...props.functions.entries()];
+    const watched: [string, lambda.Function][] = [...functions, ...Object.entries(props.workers ?? {})];
     // An alarm's expression may hold at most 10 metrics: the functions are summed in groups of that size, one alarm
     // per group (the first keeps the plain id).
     const groups: lambda.Function[][] = [];
-    for (let at = 0; at < functions.length; at += MAX_ALARM_METRICS)
-      groups.push(functions.slice(at, at + MAX_ALARM_METRICS).map(([, fn]) => fn));
+    for (let at = 0; at < watched.length; at += MAX_ALARM_METRICS)
+      groups.push(watched.slice(at, at + MAX_ALARM_METRICS).map(([, fn]) => fn));
     const sumOver = (
       label: string,
       group: lambda.Function[],
@@ -242,7 +245,7 @@ export class Monitoring extends Construct {
     );
     // Counted from the functions' structured logs (ALARMED_LOG_MESSAGES): the code already logs each failure.
     for (const [metricName, message] of Object.entries(ALARMED_LOG_MESSAGES)) {
-      for (const [handler, fn] of functions) {
+      for (const [handler, fn] of watched) {
         new logs.MetricFilter(this, `${pascal(handler)}${pascal(metricName)}Filter`, {
           logGroup: fn.logGroup,
           metricNamespace: METRICS_NAMESPACE,

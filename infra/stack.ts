@@ -296,6 +296,7 @@ export class ScreenshotServiceStack extends Stack {
     this.addRoutes(aliases);
     this.monitoring = new Monitoring(this, 'Monitoring', {
       deadLetterQueue: this.jobs.deadLetterQueue,
+      workers: { jobWorker: this.jobs.worker },
       api: this.api,
       functions,
       aliases,

@@ -1101,6 +1101,7 @@ describe('Alarms', () => {
       const watched = [id, `${id}2`].map((name) => JSON.stringify(alarm(name).Metrics)).join('');
       expect(watched).toContain(`"MetricName":"${metricName}"`);
       for (const route of ROUTES) expect(watched).toContain(`"Ref":"${synth.functionId(route.handler)}"`);
+      expect(watched).toContain(`"Ref":"${synth.logicalId(synth.stack.jobs.worker)}"`);
     }
     expect(alarm('ThrottlesAlarm').Threshold).toBe(ALARM_THRESHOLDS.throttles);
   });
