@@ -24,6 +24,9 @@ export const SCENARIOS = {
   oursClean: 'ours, blockAds + blockCookieBanners',
   oursLazy: 'ours, full page 15,000 px of lazy images',
   admission: 'admission alone (no capture)',
+  asyncAccept: 'accepting an async capture (202, job written and queued)',
+  batch100: 'a batch of 100 captures, submission to its last job',
+  sequential100: '100 sequential warm captures (the yardstick of the batch row)',
   cacheHit: 'cache hit (same page as ours, warm)',
 } as const;
 export type ScenarioKey = keyof typeof SCENARIOS;

@@ -2,7 +2,7 @@
  * `npm run bench`: the warm capture path against what users would pick instead, in one run on this machine with
  * one Chromium binary. Prints Markdown tables, writes bench/results/latest.json and checks the speed targets (bench/targets.ts)
  * against that JSON. Options: --quick (a quarter of the runs, for trying changes), --only=core,variants,cold,
- * admission,cache,memory (and `warm`: of core, only ours against the floor), --out=<file>.
+ * admission,async,cache,memory (and `warm`: of core, only ours against the floor), --out=<file>.
  */
 import './env';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -23,11 +23,11 @@ import { differingPixels } from './pixels';
 import { machineLine, markdownReport } from './report';
 import { type BenchResults, type MemoryResult, SCENARIOS, type ScenarioKey } from './results';
 import { type Contender, interleave } from './sampler';
-import { admissionOnly, BENCH_TABLE, startBenchStore, startOurService } from './service';
+import { admissionOnly, BENCH_TABLE, startBenchJobs, startBenchStore, startOurService } from './service';
 import { round, seededRandom, summarize } from './stats';
 import { checkTargets, formatTargets } from './targets';
 
-const PHASES = ['core', 'variants', 'cold', 'admission', 'cache', 'memory'] as const;
+const PHASES = ['core', 'variants', 'cold', 'admission', 'async', 'cache', 'memory'] as const;
 /** `warm` asks for the core phase's first two rows only (ours and the floor), to try a change of the warm path. */
 type Phase = (typeof PHASES)[number] | 'warm';
 
@@ -217,6 +217,41 @@ try {
       samples.push(answeredMs(await admission.shoot(simple), 'admission'));
     }
     record('admission', samples);
+  }
+
+  if (phase('async')) {
+    log(
+      'async: accepting a capture (against admission alone, interleaved), and a batch of 100 through the queue',
+    );
+    const jobs = await startBenchJobs(store);
+    try {
+      const admission = admissionOnly(store);
+      const accepted = (response: Awaited<ReturnType<typeof jobs.accept>>) => {
+        if (response.status !== 202) throw new Error(`async: expected 202, got ${response.status}`);
+        return response.answeredMs;
+      };
+      for (let i = 0; i < 20; i++) {
+        expectImage(await admission.shoot(simple), 'admission');
+        accepted(await jobs.accept(simple));
+      }
+      const acceptSamples: number[] = [];
+      const admissionSamples: number[] = [];
+      for (let i = 0; i < runs(200); i++) {
+        admissionSamples.push(answeredMs(await admission.shoot(simple), 'admission'));
+        acceptSamples.push(accepted(await jobs.accept(simple)));
+      }
+      record('asyncAccept', acceptSamples);
+      if (!phase('admission')) record('admission', admissionSamples);
+      // Let the accepted jobs drain before the batch is timed.
+      await jobs.batch([simple]);
+      const hundred = Array.from({ length: 100 }, () => simple);
+      const sequentialStart = performance.now();
+      for (const body of hundred) expectImage(await ours.shoot(body), 'sequential');
+      record('sequential100', [performance.now() - sequentialStart]);
+      record('batch100', [await jobs.batch(hundred)]);
+    } finally {
+      await jobs.close();
+    }
   }
 
   if (phase('cache')) {

@@ -1,13 +1,18 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../local/embeddedDynamo';
 import { localSigningKeyFile, startEmbeddedS3 } from '../local/embeddedS3';
 import { ephemeralIdentityProvider } from '../local/ephemeralIdp';
+import { startLocalQueue, startQueuePoller } from '../local/localQueue';
 import { LocalRenderer } from '../local/renderer/localRenderer';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
+import { jobIntake } from '../shared/jobs/jobIntake';
+import { SqsJobQueue } from '../shared/store/sqsJobQueue';
+import { createJobRoutes, createJobWorker } from '../shared/wiring/jobs';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService, screenshotUseCase } from '../shared/wiring/screenshot';
@@ -15,6 +20,7 @@ import { createStores } from '../shared/wiring/stores';
 import { type BenchResponse, invokeStreaming, screenshotEvent } from './invoke';
 
 export const BENCH_TABLE = 'screenshot-bench';
+const BENCH_ACCOUNT = 'bench-account';
 /** Enough credits and rate-limit room that no scenario is ever refused. */
 const PLENTY = 1_000_000_000;
 
@@ -46,7 +52,7 @@ export async function startBenchStore(allowPrivateHosts: string): Promise<BenchS
     ...idp.env,
   };
   const management = createKeyManagement(dynamo.client, env, idp.jwks);
-  const accountId = 'bench-account';
+  const accountId = BENCH_ACCOUNT;
   const created = await management.createKey(idp.token(accountId), () => ({ name: 'bench' }));
   await createStores(dynamo.client, readServiceConfig(env)).credits.set(accountId, PLENTY);
   return {
@@ -112,4 +118,74 @@ export function admissionOnly(store: BenchStore): {
     ),
   );
   return { shoot: (body) => invokeStreaming(handler, screenshotEvent(store.apiKey, body)) };
+}
+
+/**
+ * Async captures for the bench: the front with an instant renderer (what accepting costs), and the local SQS API
+ * with the worker asking a renderer process of its own (what a batch of real captures takes from submission to its
+ * last job).
+ */
+export async function startBenchJobs(store: BenchStore) {
+  const env = { ...process.env, ...store.env };
+  const config = readServiceConfig(env);
+  const stores = createStores(store.dynamo.client, config);
+  const local = await startLocalQueue({ visibilityTimeoutSeconds: 30 });
+  const queue = new SqsJobQueue(local.client, local.queueUrl);
+  const front = screenshotLambda(
+    screenshotUseCase(
+      stores,
+      instantRenderer,
+      createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
+      env,
+      { acceptJobs: jobIntake({ jobs: stores.jobs, queue, now: Date.now }) },
+    ),
+  );
+  const renderer = new LocalRenderer({ env });
+  await renderer.warmUp();
+  const worker = createJobWorker(store.dynamo.client, env, { renderer, queue });
+  const poller = startQueuePoller({
+    queue: local,
+    handler: worker.handler,
+    concurrency: 4,
+    visibilityTimeoutSeconds: 30,
+  });
+  const routes = createJobRoutes(store.dynamo.client, env, { queue });
+  return {
+    /** POST /api/screenshot with `async: true`: the 202 answer. */
+    accept: (body: Record<string, unknown>) =>
+      invokeStreaming(front, screenshotEvent(store.apiKey, { ...body, async: true })),
+    /** Submits a batch and waits for its last job: ms from submission to completion. */
+    async batch(requests: Record<string, unknown>[]): Promise<number> {
+      const started = performance.now();
+      const answer = await routes.createBatch({
+        method: 'POST',
+        path: '/api/batches',
+        headers: { authorization: `Bearer ${store.apiKey}`, 'content-type': 'application/json' },
+        pathParameters: {},
+        query: {},
+        body: JSON.stringify({ requests }),
+        requestId: 'bench',
+        baseUrl: 'http://bench',
+        deadline: Date.now() + 30_000,
+        signal: new AbortController().signal,
+      });
+      if (answer.status !== 202) throw new Error(`batch: ${answer.status} ${answer.body.toString()}`);
+      const { id } = JSON.parse(answer.body.toString()) as { id: string };
+      for (;;) {
+        const batch = await stores.jobs.getBatch(BENCH_ACCOUNT, id);
+        if (batch?.status === 'completed') {
+          const jobs = await stores.jobs.getMany(BENCH_ACCOUNT, batch.jobIds);
+          if (jobs.some((job) => job.status !== 'succeeded')) throw new Error('batch: a capture failed');
+          return performance.now() - started;
+        }
+        await sleep(20);
+      }
+    },
+    async close() {
+      await poller.stop();
+      await worker.close();
+      await local.close();
+      await renderer.close();
+    },
+  };
 }

@@ -65,6 +65,18 @@ export function checkTargets(results: BenchResults): TargetResult[] {
     (v) => `${v.toFixed(1)} ms`,
   );
   add(
+    'accepting an async capture <= admission + 5 ms',
+    s.asyncAccept && s.admission ? s.asyncAccept.median - s.admission.median : undefined,
+    (v) => v <= 5,
+    (v) => `+${v.toFixed(1)} ms`,
+  );
+  add(
+    'a batch of 100 captures <= 1.2 x 100 sequential warm captures',
+    ratio(s.batch100?.median, s.sequential100?.median),
+    (v) => v <= 1.2,
+    (v) => `${v.toFixed(2)} x`,
+  );
+  add(
     'cache hit <= 15 ms',
     s.cacheHit?.median,
     (v) => v <= 15,

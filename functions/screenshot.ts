@@ -1,6 +1,7 @@
 import { streamingRuntime } from '../shared/http/adapter/lambdaStreaming';
 import { withSelfTest } from '../shared/rollout/selfTest';
 import { createDynamoClient } from '../shared/store/dynamoClient';
+import { createJobQueue } from '../shared/wiring/jobs';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
 import { createScreenshotService, invokedRenderer } from '../shared/wiring/screenshot';
 
@@ -8,6 +9,7 @@ import { createScreenshotService, invokedRenderer } from '../shared/wiring/scree
 // renderer function, which holds no credentials (docs/architecture.md).
 const service = createScreenshotService(createDynamoClient(), process.env, {
   renderer: invokedRenderer(process.env),
+  queue: createJobQueue(process.env),
 });
 
 // A new version captures a known page for the pre-traffic hook before CodeDeploy shifts traffic to it.

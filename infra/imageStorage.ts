@@ -6,6 +6,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct, type IConstruct } from 'constructs';
 import { EXPIRY_DAYS, EXPIRY_TAG, IMAGE_KINDS, IMAGE_PREFIX } from '../shared/delivery/imageStore';
+import { JOB_RETENTION_MS } from '../shared/jobs/job';
 import { KEY_ID_PREFIX } from '../shared/keys/apiKey';
 import { CACHE_TTL } from '../shared/screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../shared/timing';
@@ -22,6 +23,8 @@ const DAY_SECONDS = 86_400;
 /** Whole days an object of each kind must outlive (lifecycle rules count in days), plus one day of margin. */
 export const CACHE_EXPIRY_DAYS = Math.ceil(CACHE_TTL.max / DAY_SECONDS) + 1;
 export const LINKED_EXPIRY_DAYS = Math.ceil(IMAGE_LINK_LIFETIME_SECONDS / DAY_SECONDS) + 1;
+/** Async jobs' results: as long as their jobs, plus a day of margin. */
+export const JOB_RESULT_EXPIRY_DAYS = Math.ceil(JOB_RETENTION_MS / 1000 / DAY_SECONDS) + 1;
 
 /**
  * Delivery's storage (docs/api.md, "Delivery"): a private bucket for cached and linked images whose objects expire by
@@ -59,6 +62,7 @@ export class ImageStorage extends Construct {
       lifecycleRules: [
         { id: 'CacheEntries', prefix: IMAGE_KINDS.cache, expiration: Duration.days(CACHE_EXPIRY_DAYS) },
         { id: 'LinkedImages', prefix: IMAGE_KINDS.linked, expiration: Duration.days(LINKED_EXPIRY_DAYS) },
+        { id: 'JobResults', prefix: IMAGE_KINDS.job, expiration: Duration.days(JOB_RESULT_EXPIRY_DAYS) },
         // Each object expires by its own tag (its cacheTtl); the two rules above catch objects stored untagged.
         ...EXPIRY_DAYS.map((days) => ({
           id: `ExpiresAfter${days}Days`,

@@ -4,6 +4,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
   ALARMED_LOG_MESSAGES,
@@ -57,6 +58,8 @@ export const ALARM_THRESHOLDS = {
 export interface MonitoringProps {
   api: apigateway.RestApi;
   functions: ReadonlyMap<Handler, lambda.Function>;
+  /** Functions that serve no route (the job worker): their errors, throttles and alarmed log lines count too. */
+  workers?: Readonly<Record<string, lambda.Function>>;
   aliases: ReadonlyMap<Handler, lambda.Alias>;
   /** The renderers the screenshot front invokes: the shared one and the headroom one (docs/api.md 6.5). */
   renderers: readonly lambda.Function[];
@@ -67,12 +70,17 @@ export interface MonitoringProps {
   /** Name and region of the API's web ACL, for its blocked-requests chart. */
   webAclName: string;
   alarmActions: cloudwatch.IAlarmAction[];
+  /** The job queue's dead-letter queue: a message there is a job nobody could end. */
+  deadLetterQueue?: sqs.IQueue;
 }
 
 /**
  * The service's alarms (sent to the alarm actions), the canary gates CodeDeploy watches, and the operations
  * dashboard. Business metrics come from shared/metrics/names.ts, the module the functions emit them with.
  */
+/** CloudWatch's bound on the metrics of one alarm's math expression. */
+const MAX_ALARM_METRICS = 10;
+
 export class Monitoring extends Construct {
   /** Alarms that page: every one sends to the alarm actions. */
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -113,6 +121,18 @@ export class Monitoring extends Construct {
         }),
       );
     const t = ALARM_THRESHOLDS;
+
+    if (props.deadLetterQueue) {
+      atLeast(
+        'JobDeadLettersAlarm',
+        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: fiveMinutes,
+          statistic: 'Maximum',
+        }),
+        1,
+        'A job message reached the dead-letter queue: the worker could not even end it (docs/deploy.md, "When an alarm fires").',
+      );
+    }
 
     // API Gateway's 5xx less the 500s answered for captures the customer's page made fail: our faults only.
     const ourServerErrors = {
@@ -165,14 +185,18 @@ export class Monitoring extends Construct {
     );
 
     const functions = [...props.functions.entries()];
-    const routeFunctions = functions.map(([, fn]) => fn);
-    // Each sum stays within CloudWatch's 10 metrics per alarm: the routes in one, the two renderers in their own.
+    const watched: [string, lambda.Function][] = [...functions, ...Object.entries(props.workers ?? {})];
+    // An alarm's expression may hold at most 10 metrics: the functions are summed in groups of that size, one alarm
+    // per group (the first keeps the plain id).
+    const groups: lambda.Function[][] = [];
+    for (let at = 0; at < watched.length; at += MAX_ALARM_METRICS)
+      groups.push(watched.slice(at, at + MAX_ALARM_METRICS).map(([, fn]) => fn));
     const sumOver = (
       label: string,
+      group: readonly lambda.Function[],
       metricOf: (fn: lambda.Function) => cloudwatch.Metric,
-      over: readonly lambda.Function[] = routeFunctions,
     ) => {
-      const usingMetrics = Object.fromEntries(over.map((fn, index) => [`m${index}`, metricOf(fn)]));
+      const usingMetrics = Object.fromEntries(group.map((fn, index) => [`m${index}`, metricOf(fn)]));
       return new cloudwatch.MathExpression({
         label,
         // FILL: a function nobody called has no datapoints, which would otherwise blank the whole sum.
@@ -183,34 +207,35 @@ export class Monitoring extends Construct {
         period: fiveMinutes,
       });
     };
-    atLeast(
-      'FunctionErrorsAlarm',
-      sumOver('Function errors', (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' })),
-      t.functionErrors,
-      `${t.functionErrors} or more Lambda invocation errors (crashes, timeouts) in 5 minutes.`,
-    );
-    atLeast(
-      'ThrottlesAlarm',
-      sumOver('Function throttles', (fn) => fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' })),
-      t.throttles,
-      `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
-    );
+    groups.forEach((group, index) => {
+      const suffix = index === 0 ? '' : String(index + 1);
+      atLeast(
+        `FunctionErrorsAlarm${suffix}`,
+        sumOver('Function errors', group, (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' })),
+        t.functionErrors,
+        `${t.functionErrors} or more Lambda invocation errors (crashes, timeouts) in 5 minutes.`,
+      );
+      atLeast(
+        `ThrottlesAlarm${suffix}`,
+        sumOver('Function throttles', group, (fn) =>
+          fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+        ),
+        t.throttles,
+        `${t.throttles} or more invocations refused by Lambda in 5 minutes (reserved or account concurrency full).`,
+      );
+    });
     atLeast(
       'RendererErrorsAlarm',
-      sumOver(
-        'Renderer errors',
-        (fn) => fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' }),
-        props.renderers,
+      sumOver('Renderer errors', props.renderers, (fn) =>
+        fn.metricErrors({ period: fiveMinutes, statistic: 'Sum' }),
       ),
       t.functionErrors,
       `${t.functionErrors} or more renderer invocation errors (Chromium crashes, timeouts) in 5 minutes.`,
     );
     atLeast(
       'RendererThrottlesAlarm',
-      sumOver(
-        'Renderer throttles',
-        (fn) => fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
-        props.renderers,
+      sumOver('Renderer throttles', props.renderers, (fn) =>
+        fn.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
       ),
       t.rendererThrottles,
       `${t.rendererThrottles} or more renderer invocations refused in 5 minutes: the capture capacity is full ` +
@@ -241,7 +266,7 @@ export class Monitoring extends Construct {
     );
     // Counted from the functions' structured logs (ALARMED_LOG_MESSAGES): the code already logs each failure.
     for (const [metricName, message] of Object.entries(ALARMED_LOG_MESSAGES)) {
-      for (const [handler, fn] of functions) {
+      for (const [handler, fn] of watched) {
         new logs.MetricFilter(this, `${pascal(handler)}${pascal(metricName)}Filter`, {
           logGroup: fn.logGroup,
           metricNamespace: METRICS_NAMESPACE,

@@ -22,6 +22,7 @@ import { DashboardSite } from './dashboardSite';
 import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling, sourceMapEnvironment } from './functionBundling';
 import { ImageStorage } from './imageStorage';
+import { JobProcessing } from './jobProcessing';
 import { Monitoring, pascal } from './monitoring';
 import { PreTrafficHook } from './preTrafficHook';
 import { RendererFunction } from './rendererFunction';
@@ -91,10 +92,12 @@ export class ScreenshotServiceStack extends Stack {
   readonly monitoring: Monitoring;
   /** Stored images and the key that seals signing secrets. */
   readonly images: ImageStorage;
-  /** Chromium, invoked by the screenshot front; it holds no permission beyond its logs. */
+  /** Chromium, invoked by the screenshot front and the job worker; it holds no permission beyond its logs. */
   readonly renderer: RendererFunction;
   /** The same renderer, reserved for the headroom newcomers may use when the shared one is full. */
   readonly headroomRenderer: RendererFunction;
+  /** The job queue, its dead-letter queue and the worker (async captures and batches). */
+  readonly jobs: JobProcessing;
 
   constructor(scope: Construct, id: string, props: ScreenshotServiceStackProps) {
     super(scope, id, props);
@@ -283,8 +286,24 @@ export class ScreenshotServiceStack extends Stack {
         : []),
     ];
 
+    this.jobs = new JobProcessing(this, 'JobProcessing', {
+      projectRoot: PROJECT_ROOT,
+      runtime: RUNTIME,
+      architecture: ARCHITECTURE,
+      environment,
+      table: this.table,
+      renderers: { shared: this.renderer, headroom: this.headroomRenderer },
+      images: this.images,
+      sourceMaps: settings.sourceMaps,
+      senders: [routeFunction('screenshot'), routeFunction('createBatch')],
+      readers: [routeFunction('getJob'), routeFunction('getBatch'), routeFunction('listJobs')],
+    });
+    acknowledge(this.jobs.worker, 'L1', RUNTIME_REASON);
+
     this.addRoutes(aliases);
     this.monitoring = new Monitoring(this, 'Monitoring', {
+      deadLetterQueue: this.jobs.deadLetterQueue,
+      workers: { jobWorker: this.jobs.worker },
       api: this.api,
       functions,
       aliases,

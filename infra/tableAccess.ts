@@ -30,4 +30,25 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   getOpenApi: [],
   // Each tool call is a screenshot request: the screenshot route's grant, and no more.
   mcp: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+  // Key lookup and the job (GetItem).
+  getJob: ['dynamodb:GetItem'],
+  // The latest jobs: a Query on the account's partition.
+  listJobs: ['dynamodb:Query'],
+  // Key lookup (GetItem); rate-limit window, credit reserve/refund, lastUsed (UpdateItem); the batch and its jobs,
+  // and a refund kept for an operator (PutItem); jobs the queue refused are ended (UpdateItem).
+  createBatch: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+  // Key lookup and the batch (GetItem); its jobs (BatchGetItem).
+  getBatch: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
 };
+
+/**
+ * The queue worker (not a route): the job and the batch (GetItem, BatchGetItem for a batch's webhook), their state
+ * changes, capture slots, refunds and the usage day's totals (UpdateItem), usage records, a refund kept for an
+ * operator and an account's first webhook secret (PutItem).
+ */
+export const WORKER_TABLE_ACTIONS: readonly string[] = [
+  'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:PutItem',
+];

@@ -20,7 +20,8 @@ export interface HttpRequestParts {
  * both build events here, so the handlers never see anything Lambda would not give them.
  */
 export function apiGatewayEvent(parts: HttpRequestParts): APIGatewayProxyEvent {
-  const headers = parts.headers ?? {};
+  // API Gateway sets X-Forwarded-Proto itself, whatever the client sent; the local server speaks plain HTTP.
+  const headers: Record<string, string> = { ...parts.headers, 'x-forwarded-proto': 'http' };
   const multiValueHeaders = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]]));
   const query = parts.query && [...parts.query.keys()].length > 0 ? parts.query : undefined;
   const now = Date.now();
@@ -44,7 +45,9 @@ export function apiGatewayEvent(parts: HttpRequestParts): APIGatewayProxyEvent {
       authorizer: null,
       protocol: 'HTTP/1.1',
       httpMethod: parts.method,
-      path: `/local${parts.path}`,
+      // As a custom domain without a base path: the API at the root of the local server's origin.
+      path: parts.path,
+      domainName: headers.host ?? '127.0.0.1',
       stage: 'local',
       requestId: randomUUID(),
       requestTimeEpoch: now,

@@ -7,8 +7,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { readServiceConfig } from '../shared/config';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { logger } from '../shared/logger';
+import { SqsJobQueue } from '../shared/store/sqsJobQueue';
+import { createJobRoutes, createJobWorker } from '../shared/wiring/jobs';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import {
+  jobLambdas,
   keyLambdas,
   mcpLambda,
   openApiLambda,
@@ -25,6 +28,7 @@ import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { type LocalQueue, startLocalQueue, startQueuePoller } from './localQueue';
 import { LocalRenderer } from './renderer/localRenderer';
 import { STATE_FILE } from './stateFile';
 
@@ -39,6 +43,16 @@ export interface LocalServiceOptions {
   inMemoryStore?: boolean;
   /** Settings (RATE_LIMIT_PER_HOUR, FREE_CREDITS, ALLOW_PRIVATE_HOSTS, ...); defaults to process.env. */
   env?: NodeJS.ProcessEnv;
+  /** The webhook backoff, shortened by tests only. */
+  webhookRetryDelaySeconds?: (attempt: number) => number | undefined;
+}
+
+/**
+ * How long a received message stays hidden locally: the poller keeps it hidden while its job runs, so this is how
+ * soon a job whose process was killed runs again after a restart (LOCAL_QUEUE_VISIBILITY_SECONDS).
+ */
+function visibilityTimeoutSeconds(env: NodeJS.ProcessEnv): number {
+  return Number(env.LOCAL_QUEUE_VISIBILITY_SECONDS) || 10;
 }
 
 /**
@@ -57,6 +71,8 @@ export interface LocalService {
   idp: LocalIdp;
   dynamo: EmbeddedDynamo;
   s3: EmbeddedS3;
+  /** The local SQS API the jobs are queued on. */
+  queue: LocalQueue;
   /** The renderer process the front invokes. */
   renderer: LocalRenderer;
   close(): Promise<void>;
@@ -104,10 +120,33 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
   // Chromium runs in a process of its own, which gets none of this environment but an allow-list of it.
   const renderer = new LocalRenderer({ env });
+  const visibility = visibilityTimeoutSeconds(env);
+  const localQueue = await startLocalQueue({
+    visibilityTimeoutSeconds: visibility,
+    ...(options.inMemoryStore ? {} : { dataDir: join(options.dataDir, 'queue') }),
+  }).catch(stopListening);
+  const queue = new SqsJobQueue(localQueue.client, localQueue.queueUrl);
+  // The front's requests and the worker's jobs share the local Chromium fairly, as Lambda's concurrency would.
+  const admission = captureQueue(env, config.captureHeadroom);
   const screenshot = createScreenshotService(dynamo.client, env, {
     renderer,
-    admission: captureQueue(env, config.captureHeadroom),
+    admission,
+    queue,
     mentionAllowPrivateHosts: true,
+  });
+  const worker = createJobWorker(dynamo.client, env, {
+    renderer,
+    queue,
+    admission,
+    ...(options.webhookRetryDelaySeconds
+      ? { webhookRetryDelaySeconds: options.webhookRetryDelaySeconds }
+      : {}),
+  });
+  const poller = startQueuePoller({
+    queue: localQueue,
+    handler: worker.handler,
+    concurrency: Number(env.LOCAL_MAX_CAPTURES) || 4,
+    visibilityTimeoutSeconds: visibility,
   });
   // Start the renderer process (which launches Chromium) now, as the renderer function does in its cold start.
   renderer.warmUp().catch((error) => logger.error('Renderer warm-up failed', { error }));
@@ -124,6 +163,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       webhookSecret: webhookSecretLambda(createWebhookSecretManagement(dynamo.client, env, idp.jwks)),
       getOpenApi: openApiLambda,
       mcp: mcpLambda(screenshot),
+      ...jobLambdas(
+        createJobRoutes(dynamo.client, env, { queue, jwks: idp.jwks, mentionAllowPrivateHosts: true }),
+      ),
     },
     { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url })] },
   );
@@ -137,6 +179,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     idp,
     dynamo,
     s3,
+    queue: localQueue,
     renderer,
     async close() {
       server.closeAllConnections();
@@ -144,6 +187,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       // Requests still running (captures whose clients just went) write their refunds and usage to the store:
       // they end before the store does. Their clients are gone, so they stop at once; the bound is for a stuck one.
       await Promise.race([listener.idle(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
+      // Jobs being run finish; those not yet received stay in the queue (on disk) for the next start.
+      await Promise.race([poller.stop(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
+      await worker.close();
+      await localQueue.close();
       await screenshot.close();
       await dynamo.close();
       await s3.close();

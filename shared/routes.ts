@@ -21,7 +21,11 @@ export interface RouteDefinition {
     | 'getUsage'
     | 'webhookSecret'
     | 'getOpenApi'
-    | 'mcp';
+    | 'mcp'
+    | 'getJob'
+    | 'listJobs'
+    | 'createBatch'
+    | 'getBatch';
   /**
    * Session token (key management, usage, the webhook secret), API key (screenshot), a signed link's keyId and
    * signature (the screenshot GET), or none (the public API description).
@@ -82,4 +86,8 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   { method: 'GET', path: '/api/openapi.json', handler: 'getOpenApi', auth: 'none', streaming: false },
   { method: 'POST', path: '/mcp', handler: 'mcp', auth: 'apiKey', streaming: true },
+  { method: 'GET', path: '/api/jobs/{id}', handler: 'getJob', auth: 'apiKey', streaming: false },
+  { method: 'GET', path: '/api/jobs', handler: 'listJobs', auth: 'session', streaming: false },
+  { method: 'POST', path: '/api/batches', handler: 'createBatch', auth: 'apiKey', streaming: false },
+  { method: 'GET', path: '/api/batches/{id}', handler: 'getBatch', auth: 'apiKey', streaming: false },
 ];

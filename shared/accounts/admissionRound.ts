@@ -19,6 +19,8 @@ export interface AdmissionAsk {
   slot: { until: number } | 'check' | 'none';
   /** Credits to reserve; absent when nothing is charged (a cache hit, an invalid body). */
   cost?: number;
+  /** Requests counted against the window, all or none: a batch's captures (1 by default). */
+  requests?: number;
 }
 
 /**
@@ -79,8 +81,8 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
       const { slot, cost } = ask;
       const [decision, lease, reservation] = await Promise.allSettled([
         ask.budget === 'signedLink'
-          ? ports.signedLinkBudget.hit(keyId, ask.now)
-          : ports.rateLimiter.hit(accountId, ask.now),
+          ? ports.signedLinkBudget.hit(keyId, ask.now, ask.requests)
+          : ports.rateLimiter.hit(accountId, ask.now, ask.requests),
         slot === 'none' ? undefined : ports.captureSlots.acquire(accountId, ask.now, slotEnd(slot, ask.now)),
         cost === undefined ? false : ports.credits.reserve(accountId, cost).then(() => true),
         ports.keys

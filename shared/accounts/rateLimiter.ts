@@ -12,7 +12,8 @@ export interface RateLimitDecision {
  * API window (the subject is the account id), or a key's signed-link budget (the subject is the key id).
  */
 export interface RateLimiter {
-  hit(subject: string, now: number): Promise<RateLimitDecision>;
+  /** Counts `count` requests (a batch's captures) at once: all of them, or none when the window lacks room. */
+  hit(subject: string, now: number, count?: number): Promise<RateLimitDecision>;
 }
 
 export const RATE_WINDOW_MS = 60 * 60 * 1000;

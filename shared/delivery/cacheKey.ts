@@ -10,6 +10,8 @@ const DELIVERY_FIELDS: ReadonlySet<string> = new Set<keyof ScreenshotRequest>([
   'cache',
   'cacheTtl',
   'response',
+  'async',
+  'webhookUrl',
 ]);
 
 /**

@@ -127,18 +127,11 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       const key = request.cache
         ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
         : imageKey.linked(accountId, randomUUID());
-      const { width = 0, height = 0 } = sizeOf(captured);
-      const info: StoredImageInfo = {
-        contentType: captured.contentType,
-        etag: captured.etag,
-        bytes: captured.image.length,
-        width,
-        height,
-        truncated: captured.truncated,
-        storedAt: now,
-        expiresAt: now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
-        ...(captured.metadata ? { metadata: captured.metadata } : {}),
-      };
+      const info = storedInfoOf(
+        captured,
+        now,
+        now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+      );
       const stored = deps.images.put(key, captured.image, info);
       if (request.response === 'json') {
         await stored;
@@ -163,6 +156,22 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 }
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
+
+/** What is stored beside a fresh capture, kept from `storedAt` until `expiresAt` (ms). */
+export function storedInfoOf(captured: CapturedImage, storedAt: number, expiresAt: number): StoredImageInfo {
+  const { width = 0, height = 0 } = sizeOf(captured);
+  return {
+    contentType: captured.contentType,
+    etag: captured.etag,
+    bytes: captured.image.length,
+    width,
+    height,
+    truncated: captured.truncated,
+    storedAt,
+    expiresAt,
+    ...(captured.metadata ? { metadata: captured.metadata } : {}),
+  };
+}
 
 /** Whole seconds from `now` until `until` (ms), rounded down: a shared cache never keeps an entry past its freshness. */
 function secondsUntil(until: number, now: number): number {

@@ -41,7 +41,12 @@ export const IMAGE_PREFIX = 'images/';
  * as long as the longest cache TTL allows, images stored only to be linked to (`response: "json"` without the cache)
  * as long as their link.
  */
-export const IMAGE_KINDS = { cache: `${IMAGE_PREFIX}cache/`, linked: `${IMAGE_PREFIX}linked/` } as const;
+export const IMAGE_KINDS = {
+  cache: `${IMAGE_PREFIX}cache/`,
+  linked: `${IMAGE_PREFIX}linked/`,
+  /** Async jobs' results, kept as long as their jobs (7 days). */
+  job: `${IMAGE_PREFIX}jobs/`,
+} as const;
 
 /**
  * Every stored object is tagged with the first of these day counts that outlives it (its `cacheTtl`, or a link's
@@ -71,4 +76,6 @@ export const imageKey = {
     `${IMAGE_KINDS.cache}${accountFolder(accountId)}/${cacheKey}`,
   /** An image stored only to be linked to. */
   linked: (accountId: string, id: string) => `${IMAGE_KINDS.linked}${accountFolder(accountId)}/${id}`,
+  /** The result of an async job. */
+  job: (accountId: string, jobId: string) => `${IMAGE_KINDS.job}${accountFolder(accountId)}/${jobId}`,
 };

@@ -44,6 +44,30 @@ export function createUrlPolicy(options: UrlPolicyOptions): UrlPolicy {
   };
 }
 
+/**
+ * The policy's verdict on a URL held by another field than `url` (a `webhookUrl`, a batch's `requests[3].url`): the
+ * same rules, the refusal naming that field.
+ */
+export async function assertAllowedAt(
+  policy: UrlPolicy,
+  url: string,
+  path: (string | number)[],
+): Promise<void> {
+  try {
+    await policy.assertAllowed(url);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new ValidationError(
+      error.details.map((detail) => ({
+        ...detail,
+        path,
+        message: detail.message.replace(/^url\b/, String(path.at(-1))),
+      })),
+      error.message,
+    );
+  }
+}
+
 function notAllowed(message: string): ValidationError {
   return new ValidationError([{ code: 'url_not_allowed', path: ['url'], message }]);
 }

@@ -1,6 +1,7 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
 import { PayloadTooLargeError, ValidationError } from '../errors';
+import type { Job } from '../jobs/job';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
 import { MAX_HTML_BYTES } from '../screenshot/outputFields';
 import { screenshotRequest } from '../screenshot/schema';
@@ -39,6 +40,7 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
     });
     const rateHeaders = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
     if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', { ...NO_SNIFF, ...rateHeaders });
+    if ('queued' in outcome) return acceptedAnswer(outcome.queued, request.baseUrl, rateHeaders);
     // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
     const signedLink = request.method === 'GET';
     return { ...answer(outcome.screenshot, rateHeaders, signedLink), undelivered: outcome.undelivered };
@@ -85,6 +87,16 @@ function screenshotBody(request: HttpRequest): () => unknown {
     }
     return body;
   };
+}
+
+/** 202: the job, and where to ask about it (docs/api.md, "Async captures"). */
+export function acceptedAnswer(job: Job, baseUrl: string, headers: Record<string, string>): HttpResponse {
+  const statusUrl = `${baseUrl}/api/jobs/${job.id}`;
+  return jsonResponse(
+    202,
+    { id: job.id, status: job.status, createdAt: job.createdAt, statusUrl },
+    { ...headers, Location: statusUrl },
+  );
 }
 
 function answer(
@@ -159,7 +171,7 @@ function safeAnswerHeaders(contentType: string): Record<string, string> {
   };
 }
 
-function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
+export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
   return {
     'X-RateLimit-Limit': String(decision.limit),
     'X-RateLimit-Remaining': String(decision.remaining),

@@ -15,6 +15,8 @@ export interface HttpRequest {
   /** The body as text ('' when there is none). */
   body: string;
   requestId: string;
+  /** The API's public base URL as the client called it (`https://host/stage`), for the links an answer gives. */
+  baseUrl: string;
   /** The latest the request may run, ms since epoch: what the runtime lets the function use, less a reserve. */
   deadline: number;
   /** Aborted when the client hangs up, where the runtime reports it. */

@@ -61,6 +61,8 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       if (!outcome.ok) {
         return { isError: true, content: [{ type: 'text', text: errorText(outcome.error) }] };
       }
+      // The tools' input schemas have no `async`: a tool's answer is its result.
+      if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
       return toolResult(name, outcome.screenshot, download);
     }
   };

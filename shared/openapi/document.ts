@@ -12,6 +12,7 @@ import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
+import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
@@ -30,12 +31,17 @@ import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
 import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
 import { OUTPUT_DESCRIPTIONS } from './outputDescriptions';
 import {
+  acceptedBatch,
+  acceptedJob,
   apiKeyList,
+  batch,
   captureFailedError,
   createdApiKey,
   creditBalance,
   imageLink,
   insufficientCreditsError,
+  job,
+  jobList,
   keyChangeResult,
   managementError,
   rateLimitedError,
@@ -66,6 +72,9 @@ const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
   device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
   delay: 'Milliseconds to wait after the load event, before capturing',
   cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
+  async:
+    'Queue the capture and answer 202 at once with the job (`Location`: its status URL); not on a signed link. The result is the `response: "json"` body, on GET /api/jobs/{id}',
+  webhookUrl: `With async: where to POST the job's outcome (Standard Webhooks signature), at most ${MAX_URL_LENGTH} characters; the same URL rules as url, at submission and at each delivery`,
   cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
   response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
   metadata:
@@ -210,6 +219,7 @@ const bodyFailures = {
 const keyNotFound = managementFailure(
   'No such key, or it belongs to another account (same answer either way)',
 );
+const jobIdParameter = { path: z.object({ id: z.string().meta({ description: 'The id from the 202' }) }) };
 const keyIdParameter = {
   path: z.object({ id: z.string().meta({ description: 'Key id from the list or creation' }) }),
 };
@@ -238,6 +248,11 @@ const deliveredResponses = {
 /** Every answer of POST /api/screenshot; the signed GET has the same except those about a body. */
 const screenshotResponses = {
   ...deliveredResponses,
+  '202': {
+    description: 'async: true, accepted: the job, and its status URL in Location too',
+    headers: linkHeaders,
+    content: json(acceptedJob),
+  },
   '400': screenshotFailure(
     'Invalid body or a URL that is not allowed; see details',
     screenshotValidationError,
@@ -283,6 +298,13 @@ const conditionalRequestHeader = z.object({
   }),
 });
 
+const idempotencyHeader = {
+  'Idempotency-Key': z.string().min(1).max(255).optional().meta({
+    description:
+      'On async captures and batches: 1 to 255 visible ASCII characters. The same key and body within 24 hours answer the first 202 again, charging nothing',
+  }),
+};
+
 const moment = (description: string) =>
   z.string().regex(MOMENT_PATTERN).optional().meta({ description, example: '1767225600000' });
 // The query as it travels (text); the handler's usageQuery turns it into numbers.
@@ -303,9 +325,13 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       'account (429), body (400, 413, 415), credits (402), then captures: the page has ' +
       `${NAVIGATION_BUDGET_MS / 1000} s to load, then ${AFTER_LOAD_BUDGET_MS / 1000} s for delay and the image. ` +
       'Only a new capture that was delivered is charged.',
-    requestParams: { header: conditionalRequestHeader },
     requestBody: requestBody('ScreenshotRequest', screenshotBody),
-    responses: screenshotResponses,
+    requestParams: { header: conditionalRequestHeader.extend(idempotencyHeader) },
+    responses: {
+      ...screenshotResponses,
+      '409': managementFailure('async: the same Idempotency-Key is still being accepted'),
+      '422': managementFailure('async: the same Idempotency-Key with another body'),
+    },
   },
   signedScreenshot: {
     tags: ['Screenshots'],
@@ -434,6 +460,70 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       },
       '202': { description: 'A notification, accepted; no body' },
       '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
+    },
+  },
+  getJob: {
+    tags: ['Jobs'],
+    summary: 'An async capture: its status and, once succeeded, its result',
+    description: 'The API key of the account that submitted it. Jobs are kept 7 days.',
+    requestParams: jobIdParameter,
+    responses: {
+      '200': { description: 'The job', content: json(job) },
+      '401': { description: 'API key missing, unknown or revoked', content: json(managementError) },
+      '404': managementFailure("No such job, or another account's (same answer either way)"),
+    },
+  },
+  listJobs: {
+    tags: ['Jobs'],
+    summary: "The account's latest jobs (the dashboard's jobs view)",
+    responses: {
+      '200': { description: 'The latest 50 jobs, newest first', content: json(jobList) },
+      ...sessionFailures,
+    },
+  },
+  createBatch: {
+    tags: ['Jobs'],
+    summary: 'Submit 1 to 100 captures at once, all or nothing',
+    description:
+      'Each body is a screenshot body without async, webhookUrl or response. Every one is validated (details name ' +
+      'requests[i].field), the rate window must have room for all, and the balance must cover their sum. ' +
+      'Idempotency-Key makes a retry safe.',
+    requestParams: { header: z.object(idempotencyHeader) },
+    requestBody: requestBody(
+      'BatchRequest',
+      z.object({
+        requests: z.array(screenshotRequest).min(1).max(MAX_BATCH_SIZE),
+        webhookUrl: z.string().optional().meta({ description: 'Where batch.completed is sent' }),
+      }),
+    ),
+    responses: {
+      '202': {
+        description: 'Accepted: one job per capture',
+        headers: linkHeaders,
+        content: json(acceptedBatch),
+      },
+      '400': screenshotFailure(
+        'Invalid body or a URL that is not allowed; see details',
+        screenshotValidationError,
+      ),
+      '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
+      '402': screenshotFailure(
+        'Not enough credits for all of them (required: the sum)',
+        insufficientCreditsError,
+      ),
+      '409': managementFailure('The same Idempotency-Key is still being accepted'),
+      '422': managementFailure('The same Idempotency-Key with another body'),
+      '429': screenshotFailure('The rate window has no room for all of them', rateLimitedError),
+    },
+  },
+  getBatch: {
+    tags: ['Jobs'],
+    summary: 'A batch: counts and every job',
+    requestParams: jobIdParameter,
+    responses: {
+      '200': { description: 'The batch', content: json(batch) },
+      '401': { description: 'API key missing, unknown or revoked', content: json(managementError) },
+      '404': managementFailure("No such batch, or another account's (same answer either way)"),
     },
   },
   getOpenApi: {

@@ -221,3 +221,80 @@ export const usageReport = z
       }),
   })
   .meta({ id: 'UsageReport' });
+
+const jobId = z.string().meta({ description: 'The job id', example: 'job_0mhx3k2a0f3c2b1a09e8d7c6' });
+const jobStatus = z.enum(['queued', 'running', 'succeeded', 'failed']);
+const nullableMoment = (description: string) => timestamp.nullable().meta({ description });
+
+export const acceptedJob = z
+  .object({
+    id: jobId,
+    status: z.literal('queued'),
+    createdAt: timestamp,
+    statusUrl: z.string().meta({ description: 'GET it for the outcome (also the Location header)' }),
+  })
+  .meta({ id: 'AcceptedJob', description: 'async: true, accepted: the capture runs from the queue' });
+
+export const webhookOutcome = z
+  .object({
+    url: z.string(),
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: count('Delivery attempts made'),
+    lastStatus: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "The receiver's last status; null when none" }),
+  })
+  .nullable()
+  .meta({ id: 'WebhookOutcome', description: "The webhook's outcome; null without a webhookUrl" });
+
+export const job = z
+  .object({
+    id: jobId,
+    status: jobStatus,
+    createdAt: timestamp,
+    startedAt: nullableMoment('When a worker first started it'),
+    finishedAt: nullableMoment('When it succeeded or failed'),
+    result: imageLink
+      .nullable()
+      .meta({ description: 'When succeeded: the response: json body, its url valid 1 hour' }),
+    error: z
+      .object({
+        status: z.number().int().meta({ description: 'What a synchronous capture would have answered' }),
+        message: errorText,
+      })
+      .nullable(),
+    webhook: webhookOutcome,
+  })
+  .meta({ id: 'Job', description: 'An async capture (kept 7 days)' });
+
+export const jobList = z
+  .object({ jobs: z.array(job) })
+  .meta({ id: 'JobList', description: 'The latest 50, newest first' });
+
+export const acceptedBatch = z
+  .object({
+    id: z.string().meta({ example: 'bat_0mhx3k2a0f3c2b1a09e8d7c6' }),
+    status: z.literal('running'),
+    createdAt: timestamp,
+    statusUrl: z.string(),
+    jobs: z.array(z.object({ id: jobId, status: z.literal('queued') })),
+  })
+  .meta({ id: 'AcceptedBatch' });
+
+export const batch = z
+  .object({
+    id: z.string(),
+    status: z.enum(['running', 'completed']),
+    createdAt: timestamp,
+    finishedAt: nullableMoment('When its last job finished'),
+    counts: z.object({
+      queued: count('Jobs waiting'),
+      running: count('Jobs running'),
+      succeeded: count('Jobs succeeded'),
+      failed: count('Jobs failed'),
+    }),
+    jobs: z.array(job),
+  })
+  .meta({ id: 'Batch' });

@@ -7,7 +7,7 @@ import { giveCreditsBack } from '../accounts/refund';
 import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
-import type { UrlPolicy } from '../egress/urlPolicy';
+import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import {
   CapacityFullError,
   CaptureFailedError,
@@ -16,6 +16,8 @@ import {
   TooManyCapturesError,
 } from '../errors';
 import { validate } from '../http/request';
+import type { Job } from '../jobs/job';
+import type { AcceptJobs } from '../jobs/jobIntake';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
@@ -61,6 +63,8 @@ export interface ScreenshotDeps {
   metrics: ServiceMetrics;
   /** Where a refund that could not be written is kept for an operator. */
   pendingRefunds: PendingRefunds;
+  /** Where `async: true` captures go (the job table and queue); an async request is refused without it. */
+  acceptJobs?: AcceptJobs;
   now?: () => number;
 }
 
@@ -89,6 +93,8 @@ export type ScreenshotInput = ScreenshotCredential & {
  */
 export type ScreenshotOutcome =
   | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
+  | { ok: true; queued: Job; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 const NOTHING_TO_GIVE_BACK = async () => undefined;
@@ -137,6 +143,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       .catch((error): ScreenshotOutcome => ({ ok: false, error }));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
+    // A queued job's usage is recorded when it finishes, as a capture's is (shared/jobs/runJob.ts).
+    if (outcome.ok && 'queued' in outcome) return outcome;
     const record = usageOf(identity, outcome, { at, durationMs }, request);
     if (input.via) record.via = input.via;
     deps.usage.record(record);
@@ -150,6 +158,24 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       },
     };
   };
+
+  /** Queues an admitted async capture; when that fails, its credits go back. */
+  async function accept(
+    identity: KeyIdentity,
+    checked: { valid: { fields: ScreenshotRequest } } | { invalid: unknown },
+    cost: number | undefined,
+  ): Promise<Job> {
+    if ('invalid' in checked) throw checked.invalid;
+    const { async: _, webhookUrl, ...request } = checked.valid.fields;
+    try {
+      if (!deps.acceptJobs) throw new Error('Async captures are not wired');
+      const accepted = await deps.acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl });
+      return accepted.jobs[0] as Job;
+    } catch (error) {
+      if (cost !== undefined) await giveCreditsBack(refundDeps, identity.accountId, cost);
+      throw error;
+    }
+  }
 
   async function admitted(
     identity: KeyIdentity,
@@ -178,9 +204,11 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         (valid) => ({ valid }),
         (error: unknown) => ({ invalid: error }),
       );
+      // An async capture is answered before it runs: it takes no slot now, and looks in no cache.
+      const queued = 'valid' in checked ? checked.valid.fields.async === true : asksAsync(input.request);
       // A cache hit is no capture: it takes no slot and reserves nothing. A lookup that fails is a miss.
       const cached =
-        'valid' in checked
+        'valid' in checked && !queued
           ? await delivery
               .fromCache(accountId, checked.valid.fields, input.ifNoneMatch)
               .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
@@ -199,12 +227,19 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         // A signed link spends its key's own budget, never the account's API window.
         budget: 'signed' in input ? 'signedLink' : 'api',
         now: now(),
-        slot: cached ? 'none' : cost === undefined ? 'check' : { until: deadline },
+        slot: cached || queued ? 'none' : cost === undefined ? 'check' : { until: deadline },
         ...(cost === undefined ? {} : { cost }),
       });
       rateLimit = verdict.rateLimit;
       if (!verdict.admitted) throw verdict.refusal;
       if (cached) return { ok: true, rateLimit, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
+      if (queued)
+        return {
+          ok: true,
+          rateLimit,
+          queued: await accept(identity, checked, cost),
+          undelivered: NOTHING_TO_GIVE_BACK,
+        };
       const { leaseId, newcomer } = verdict;
       const release = async (penaltyUntil?: number) => {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
@@ -255,11 +290,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
 
 /** What the metrics count of one answer. */
 function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
+  const screenshot = outcome.ok && 'screenshot' in outcome ? outcome.screenshot : undefined;
   return {
     status: outcomeStatus(outcome),
     durationMs,
-    creditsCharged: outcome.ok ? outcome.screenshot.creditsCharged : 0,
-    cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
+    creditsCharged: screenshot?.creditsCharged ?? 0,
+    cacheHit: screenshot?.cache === 'HIT',
     pageFault: !outcome.ok && outcome.error instanceof CaptureFailedError && outcome.error.fault === 'page',
   };
 }
@@ -280,19 +316,31 @@ function readOnce(request: () => unknown): () => unknown {
   };
 }
 
+/** Whether a body that failed validation asked for an async capture: its 400 must not wait for a slot either. */
+function asksAsync(request: () => unknown): boolean {
+  try {
+    const body = request();
+    return body !== null && typeof body === 'object' && (body as { async?: unknown }).async === true;
+  } catch {
+    return false;
+  }
+}
+
 /** The request's fields and its capture spec, or a ValidationError (400). */
-async function specOf(
+export async function specOf(
   request: () => unknown,
   urlPolicy: UrlPolicy,
 ): Promise<{ fields: ScreenshotRequest; spec: CaptureSpec }> {
   const fields = validate(screenshotRequest, request());
   // A document given as `html` has no address to check: what it loads is checked as it loads.
   if (fields.url !== undefined) await urlPolicy.assertAllowed(fields.url);
+  // A job's webhook is checked at submission too, and again at each delivery (shared/webhooks/).
+  if (fields.webhookUrl !== undefined) await assertAllowedAt(urlPolicy, fields.webhookUrl, ['webhookUrl']);
   return { fields, spec: captureSpecOf(fields) };
 }
 
 /** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
-async function outputOf(
+export async function outputOf(
   fields: ScreenshotRequest,
   result: CaptureResult,
   capture: { url: string; deadline: number },

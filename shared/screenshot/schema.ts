@@ -39,13 +39,31 @@ const screenshotFields = z.strictObject({
   response: z.enum(RESPONSE_KINDS).default('image'),
   // Optional, not defaulted: a request without it keeps the cache key it had before the field existed.
   metadata: z.boolean().optional(),
+  // Async captures (docs/api.md, "Async captures"): answered 202 with a job; the capture runs from the queue.
+  async: z.boolean().optional(),
+  webhookUrl: z
+    .string()
+    .max(MAX_URL_LENGTH, `webhookUrl must be at most ${MAX_URL_LENGTH} characters`)
+    .pipe(z.url({ protocol: /^https?$/, message: 'webhookUrl must be a valid http:// or https:// URL' }))
+    .optional(),
   ...captureOptionFields,
   ...outputFields,
 });
 
 export const screenshotRequest = screenshotFields.check((ctx) => {
-  for (const issue of [...combinationIssues(ctx.value), ...outputIssues(ctx.value)])
+  for (const issue of [
+    ...combinationIssues(ctx.value),
+    ...outputIssues(ctx.value),
+    ...asyncIssues(ctx.value),
+  ])
     ctx.issues.push({ code: 'custom', input: ctx.value, ...issue });
 });
+
+/** A webhook is for a job: it needs `async: true`, whose result is the `response: "json"` body. */
+function asyncIssues(value: { async?: boolean | undefined; webhookUrl?: string | undefined }) {
+  return value.webhookUrl !== undefined && value.async !== true
+    ? [{ path: ['webhookUrl'], message: 'webhookUrl is only allowed with async: true (or on a batch)' }]
+    : [];
+}
 
 export type ScreenshotRequest = z.infer<typeof screenshotRequest>;

@@ -4,9 +4,15 @@ import { ValidationError } from '../errors';
  * Fields a signed link refuses (400 naming the field). A link is public: it ends up in `<img>` tags, pages, logs and
  * browser histories, so it must carry no origin credentials (`headers`, `cookies`), nor a document of the caller's
  * (`html`, which a link could not hold anyway). Fields a link cannot honour join this one list as they are added
- * (`async` is refused on links by the contract).
+ * (`async` and its `webhookUrl`: a link answers with the image itself).
  */
-export const FIELDS_REFUSED_ON_SIGNED_LINKS: readonly string[] = ['headers', 'cookies', 'html'];
+export const FIELDS_REFUSED_ON_SIGNED_LINKS: readonly string[] = [
+  'headers',
+  'cookies',
+  'html',
+  'async',
+  'webhookUrl',
+];
 
 /** The request of a signed link, or a ValidationError naming each refused field it carries. */
 export function refuseOnSignedLink(request: unknown): unknown {

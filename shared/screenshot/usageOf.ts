@@ -18,8 +18,8 @@ export function usageOf(
     keyId: identity.keyId,
     at: timing.at,
     status: outcomeStatus(outcome),
-    credits: outcome.ok ? outcome.screenshot.creditsCharged : 0,
-    cacheHit: outcome.ok && outcome.screenshot.cache === 'HIT',
+    credits: outcome.ok && 'screenshot' in outcome ? outcome.screenshot.creditsCharged : 0,
+    cacheHit: outcome.ok && 'screenshot' in outcome && outcome.screenshot.cache === 'HIT',
     durationMs: timing.durationMs,
     ...(host ? { host } : {}),
   };
@@ -28,6 +28,7 @@ export function usageOf(
 /** The HTTP status an outcome is answered with. */
 export function outcomeStatus(outcome: ScreenshotOutcome): number {
   if (!outcome.ok) return statusOf(outcome.error);
+  if ('queued' in outcome) return 202;
   return outcome.screenshot.notModified ? 304 : 200;
 }
 
@@ -36,7 +37,7 @@ export function outcomeStatus(outcome: ScreenshotOutcome): number {
  * which site a refused request was for too. Only the host: the path and query may carry the customer's secrets. A
  * document given as `html` is recorded as HTML_SOURCE, never its text.
  */
-function requestHost(request: () => unknown): string | undefined {
+export function requestHost(request: () => unknown): string | undefined {
   let body: { url?: unknown; html?: unknown } | null;
   try {
     body = request() as { url?: unknown; html?: unknown } | null;

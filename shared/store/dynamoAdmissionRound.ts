@@ -14,6 +14,8 @@ type Item = Record<string, unknown>;
 /** What one write of the account item asks: its parts, each with its own condition. */
 interface Parts {
   window: string;
+  /** How many requests the window counts (a batch's captures). */
+  requests: number;
   slot: { take: { leaseId: string; until: number } } | 'check' | 'none';
   cost?: number;
   lastUsed?: { attribute: string; at: number };
@@ -58,6 +60,7 @@ export class DynamoAdmissionRound implements AdmissionRound {
         ? accountAttribute.signedLinkWindow(keyId, start)
         : accountAttribute.apiWindow(start);
     const parts: Parts = {
+      requests: ask.requests ?? 1,
       window,
       slot:
         typeof ask.slot === 'object'
@@ -119,7 +122,7 @@ export class DynamoAdmissionRound implements AdmissionRound {
       }
       const item = await this.read(accountId);
       this.noteStale(accountId, item, start);
-      if (Number(item[parts.window] ?? 0) >= limit) {
+      if (Number(item[parts.window] ?? 0) > limit - parts.requests) {
         await this.recordLastUsed(accountId, parts);
         return { verdict: refusedByRate, holdsBefore: 0 };
       }
@@ -153,15 +156,20 @@ export class DynamoAdmissionRound implements AdmissionRound {
     countOnly = false,
   ): Promise<Item | undefined> {
     const set: string[] = [];
-    const add = ['#window :one'];
-    const conditions = ['(attribute_not_exists(#window) OR #window < :limit)'];
+    // All of a batch's requests, or none: the window must have room for every one.
+    const add = ['#window :requests'];
+    const conditions = ['(attribute_not_exists(#window) OR #window <= :room)'];
     const names: Record<string, string> = { '#window': parts.window };
-    const values: Record<string, unknown> = { ':one': 1, ':limit': this.rateLimitPerHour };
+    const values: Record<string, unknown> = {
+      ':requests': parts.requests,
+      ':room': this.rateLimitPerHour - parts.requests,
+    };
     if (!countOnly && parts.slot !== 'none') {
       conditions.push('(attribute_not_exists(held) OR held < :bound)');
       values[':bound'] = this.slots.limit;
       if (typeof parts.slot === 'object') {
         add.push('held :one');
+        values[':one'] = 1;
         set.push('#lease = :until');
         names['#lease'] = `${LEASE_PREFIX}${parts.slot.take.leaseId}`;
         values[':until'] = parts.slot.take.until;

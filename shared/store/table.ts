@@ -2,7 +2,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 /**
  * The single table (see docs/data-model.md). Generic key names so every entity fits; `expiresAt` (epoch seconds)
- * is the TTL attribute, set on usage items only.
+ * is the TTL attribute, set on usage items, jobs, batches and idempotency records.
  */
 export const TABLE_SCHEMA = {
   partitionKey: 'pk',
@@ -38,7 +38,13 @@ export const itemKey = {
     pk: `ACCOUNT#${accountId}`,
     sk: `USAGE#REQUEST#${String(at).padStart(13, '0')}#${id}`,
   }),
+  /** An async capture, under its account's partition; ids sort by creation time, so the latest list first. */
+  job: (accountId: string, jobId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `${JOB_PREFIX}${jobId}` }),
+  /** A batch of async captures: its job ids and how many have finished. */
+  batch: (accountId: string, batchId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `BATCH#${batchId}` }),
 };
+
+export const JOB_PREFIX = 'JOB#';
 
 /** Attributes of the account item (docs/data-model.md). */
 export const accountAttribute = {

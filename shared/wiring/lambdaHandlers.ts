@@ -1,8 +1,11 @@
 import type { Renderer } from '../capture/renderer';
 import { type BufferedLambdaHandler, bufferedHandler, streamingHandler } from '../http/adapter/apiGateway';
 import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
+import { asksForAsync, type IdempotencyDeps, idempotentRoute } from '../http/idempotentRoute';
+import type { JobRouteName } from '../http/jobRoutes';
 import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
 import { screenshotRoute } from '../http/screenshotRoute';
+import type { HttpRoute } from '../http/types';
 import { usageRoute } from '../http/usageRoute';
 import { webhookSecretRoute } from '../http/webhookSecretRoutes';
 import type { KeyManagement } from '../keys/keyManagement';
@@ -35,14 +38,20 @@ export function screenshotLambda(service: {
   renderer: Pick<Renderer, 'settle'>;
   usage: Pick<DeferredUsageRecorder, 'flush'>;
   metrics: Pick<ServiceMetrics, 'flush'>;
+  /** Idempotency-Key on async captures; absent where async captures are not wired. */
+  idempotency?: IdempotencyDeps;
 }): StreamingLambdaHandler {
-  return streamingHandler(screenshotRoute(service.capture), {
-    errors: 'screenshot',
-    afterResponse: async () => {
-      service.metrics.flush();
-      await Promise.all([service.renderer.settle(), service.usage.flush()]);
+  const route = screenshotRoute(service.capture);
+  return streamingHandler(
+    service.idempotency ? idempotentRoute(route, service.idempotency, asksForAsync) : route,
+    {
+      errors: 'screenshot',
+      afterResponse: async () => {
+        service.metrics.flush();
+        await Promise.all([service.renderer.settle(), service.usage.flush()]);
+      },
     },
-  });
+  );
 }
 
 /**
@@ -80,6 +89,17 @@ export function webhookSecretLambda(management: WebhookSecretManagement): Buffer
 
 export function usageLambda(getUsage: GetUsage): BufferedLambdaHandler {
   return bufferedHandler(usageRoute(getUsage), { errors: 'management' });
+}
+
+export function jobLambdas(
+  routes: Record<JobRouteName, HttpRoute>,
+): Record<JobRouteName, BufferedLambdaHandler> {
+  return {
+    getJob: bufferedHandler(routes.getJob, { errors: 'management' }),
+    listJobs: bufferedHandler(routes.listJobs, { errors: 'management' }),
+    createBatch: bufferedHandler(routes.createBatch, { errors: 'screenshot' }),
+    getBatch: bufferedHandler(routes.getBatch, { errors: 'management' }),
+  };
 }
 
 export const openApiLambda: BufferedLambdaHandler = bufferedHandler(getOpenApi, { errors: 'management' });

@@ -4,6 +4,8 @@ import { InvokedRenderer } from '../capture/invokedRenderer';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
 import { createUrlPolicy, type UrlPolicy } from '../egress/urlPolicy';
+import { jobIntake } from '../jobs/jobIntake';
+import type { JobQueue } from '../jobs/jobQueue';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import type { Admission } from '../screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
@@ -21,6 +23,8 @@ export interface ScreenshotServiceOptions {
   budgets?: CaptureBudgets;
   /** The local server: a refused private address names ALLOW_PRIVATE_HOSTS. */
   mentionAllowPrivateHosts?: boolean;
+  /** Where async captures are queued (JOB_QUEUE_URL deployed, the local SQS API locally); none for MCP. */
+  queue?: JobQueue;
 }
 
 /**
@@ -38,18 +42,28 @@ export function createScreenshotService(
     allowPrivateHosts: config.allowPrivateHosts,
     mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
   });
-  const service = screenshotUseCase(createStores(client, config), options.renderer, policy, env, {
-    captureBudgetMs: budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS,
+  const stores = createStores(client, config);
+  const service = screenshotUseCase(stores, options.renderer, policy, env, {
+    captureBudgetMs: captureBudgetOf(budgets),
+    ...(options.queue
+      ? { acceptJobs: jobIntake({ jobs: stores.jobs, queue: options.queue, now: Date.now }) }
+      : {}),
     ...(options.admission ? { admission: options.admission } : {}),
   });
   const { usage } = service;
   return {
     ...service,
+    ...(options.queue ? { idempotency: { keys: stores.keys, client, tableName: config.tableName } } : {}),
     async close() {
       await usage.flush();
       await options.renderer.close();
     },
   };
+}
+
+/** The time one capture has from admission, for budgets the renderer is given too. */
+export function captureBudgetOf(budgets: CaptureBudgets): number {
+  return budgets.navigationMs + budgets.afterLoadMs + MAX_DELAY_MS;
 }
 
 /**
@@ -80,7 +94,7 @@ export function screenshotUseCase(
   renderer: Renderer,
   urlPolicy: UrlPolicy,
   env: NodeJS.ProcessEnv,
-  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs'> = {},
+  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs' | 'acceptJobs'> = {},
 ) {
   const usage = new DeferredUsageRecorder(stores.usageStore);
   const metrics = new PowertoolsServiceMetrics(env);

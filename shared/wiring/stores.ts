@@ -4,6 +4,7 @@ import type { ServiceConfig } from '../config';
 import { DynamoAdmissionRound } from '../store/dynamoAdmissionRound';
 import { DynamoCaptureSlots } from '../store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
+import { DynamoJobStore } from '../store/dynamoJobStore';
 import { DynamoKeyStore } from '../store/dynamoKeyStore';
 import { DynamoPendingRefunds } from '../store/dynamoPendingRefunds';
 import { DynamoUsageStore } from '../store/dynamoUsageStore';
@@ -27,6 +28,7 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     captureSlots,
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
     usageStore: new DynamoUsageStore(db, config.tableName),
+    jobs: new DynamoJobStore(db, config.tableName),
   };
 }
 

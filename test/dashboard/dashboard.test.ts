@@ -543,6 +543,39 @@ describe('an account owner in the dashboard', () => {
     expect(await page.$$eval('#usage-days tr', (rows) => rows.length)).toBe(7);
   });
 
+  it('lists the latest jobs with their status, a link to the result and the webhook outcome', async () => {
+    const token = service.idp.mintToken(ACCOUNT);
+    const key = await (await service.request('/api/keys', { bearer: token, body: { name: 'jobs' } })).json();
+    // The page server answers the webhook 404: the outcome shown is a pending retry after one attempt.
+    const accepted = await (
+      await service.request('/api/screenshot', {
+        bearer: key.key,
+        body: { url: `${pages.origin}/hello`, async: true, webhookUrl: `${pages.origin}/hook` },
+      })
+    ).json();
+    const until = Date.now() + 60_000;
+    for (;;) {
+      const job = await (await service.request(`/api/jobs/${accepted.id}`, { bearer: key.key })).json();
+      if (job.status === 'succeeded' && job.webhook.attempts >= 1) break;
+      if (Date.now() > until) throw new Error(`job not done: ${JSON.stringify(job)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await page.click('#refresh');
+    const row = `#jobs-body tr[data-job-id="${accepted.id}"]`;
+    await waitShown(row);
+    expect(await page.$eval(row, (element) => (element as HTMLElement).dataset.status)).toBe('succeeded');
+    expect(await text(`${row} td[data-label="Status"]`)).toBe('Succeeded');
+    expect(await text(`${row} td[data-label="Webhook"]`)).toBe('Pending (1 attempt, last 404)');
+    const link = await page.$eval(`${row} td[data-label="Result"] a`, (element) => ({
+      href: (element as HTMLAnchorElement).href,
+      rel: (element as HTMLAnchorElement).rel,
+      text: element.textContent,
+    }));
+    expect(link).toMatchObject({ rel: 'noopener noreferrer', text: 'Result (image/png)' });
+    const image = await fetch(link.href);
+    expect(image.headers.get('content-type')).toBe('image/png');
+  });
+
   it('fits a phone-sized screen without sideways scrolling', async () => {
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     expect(width).toBeLessThanOrEqual(PHONE.width);

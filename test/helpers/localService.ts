@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalService, startLocalService } from '../../local/localService';
+import { type LocalService, type LocalServiceOptions, startLocalService } from '../../local/localService';
 
 export interface TestLocalService extends LocalService {
   dataDir: string;
@@ -12,9 +12,17 @@ export interface TestLocalService extends LocalService {
 }
 
 /** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
-export async function startTestLocalService(env: Record<string, string> = {}): Promise<TestLocalService> {
+export async function startTestLocalService(
+  env: Record<string, string> = {},
+  options: Pick<LocalServiceOptions, 'webhookRetryDelaySeconds'> = {},
+): Promise<TestLocalService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-service-'));
-  const service = await startLocalService({ dataDir, inMemoryStore: true, env: { ...process.env, ...env } });
+  const service = await startLocalService({
+    dataDir,
+    inMemoryStore: true,
+    env: { ...process.env, ...env },
+    ...options,
+  });
   let accounts = 0;
   const request: TestLocalService['request'] = (path, init = {}) =>
     fetch(`${service.url}${path}`, {

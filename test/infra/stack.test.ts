@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
 import { SHARP_PACKAGE } from '../../infra/encoderAssets';
 import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
+import { JOB_VISIBILITY_TIMEOUT, WORKER_TIMEOUT } from '../../infra/jobProcessing';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import { RENDERER_MEMORY_MB, RENDERER_TIMEOUT } from '../../infra/rendererFunction';
 import { reservedConcurrencies } from '../../infra/settings';
@@ -41,6 +42,7 @@ import {
   decimalAbove,
   MAX_BODY_BYTES,
 } from '../../infra/webAcl';
+import { MAX_RECEIVE_COUNT } from '../../shared/jobs/runJob';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
 import { TABLE_SCHEMA } from '../../shared/store/table';
@@ -70,6 +72,14 @@ const streamingRoute = ROUTES.find((route) => route.streaming) as RouteDefinitio
 function functionOf(handler: RouteDefinition['handler']): Resource {
   const resource = synth.resources[synth.functionId(handler)];
   if (!resource) throw new Error(`no function resource for ${handler}`);
+  return resource;
+}
+
+/** The job queue's worker: a function of its own, not a route's. */
+function workerOf(): Resource {
+  const id = synth.logicalId(synth.stack.jobs.worker);
+  const resource = synth.resources[id];
+  if (!resource) throw new Error('no worker function');
   return resource;
 }
 
@@ -243,10 +253,11 @@ describe('Lambda functions', () => {
       .map(([id]) => id)
       .filter((id) => !ids.has(id) && !rendererIds().includes(id))
       .sort();
-    expect(others).toHaveLength(3);
+    expect(others).toHaveLength(4);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
     expect(others[1]).toMatch(/^CustomCrossRegionExportReader/);
-    expect(others[2]).toMatch(/^ScreenshotPreTrafficHook/);
+    expect(others[2]).toMatch(/^JobProcessingWorker/);
+    expect(others[3]).toMatch(/^ScreenshotPreTrafficHook/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -411,6 +422,7 @@ describe('Lambda functions', () => {
         false,
       ]),
       ['renderer', rendererOf(), true],
+      ['jobWorker', workerOf(), false],
     ];
     for (const [name, fn, withLayer] of bundles) {
       // Lambda puts the bundle in /var/task and the layer in /opt/nodejs/node_modules; a node_modules link next to
@@ -440,6 +452,7 @@ describe('Lambda functions', () => {
               SESSION_CLIENT_ID: 'client',
               RENDERER_FUNCTION_NAME: 'renderer',
               RENDERER_HEADROOM_FUNCTION_NAME: 'headroom-renderer',
+              JOB_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/jobs',
               CHROMIUM_PATH: path.join(dir, 'no-browser'),
               POWERTOOLS_LOG_LEVEL: 'SILENT',
             },
@@ -890,15 +903,15 @@ describe('The renderer boundary', () => {
     }
   });
 
-  it('lets the capturing fronts (screenshot and MCP), and no other function, invoke each renderer through its live alias', () => {
+  it('lets the capturing fronts (screenshot, MCP and the job worker), and no other function, invoke each renderer through its live alias', () => {
     for (const renderer of [synth.stack.renderer, synth.stack.headroomRenderer])
       invokedByFrontsOnly(renderer);
   });
 
   function invokedByFrontsOnly(renderer: typeof synth.stack.renderer) {
     const aliasId = synth.stack.getLogicalId(renderer.alias.node.defaultChild as CfnResource);
-    const fronts = ['screenshot', 'mcp'] as const;
-    const frontRoles = fronts.map((handler) => referencedId(functionOf(handler).Properties.Role)).sort();
+    const fronts = [functionOf('screenshot'), functionOf('mcp'), workerOf()];
+    const frontRoles = fronts.map((fn) => referencedId(fn.Properties.Role)).sort();
     // Policies that let a role invoke the renderer, its alias or its function (others invoke other functions: the
     // pre-traffic hook invokes the screenshot front's new version).
     const rendererId = synth.stack.getLogicalId(renderer.fn.node.defaultChild as CfnResource);
@@ -919,8 +932,8 @@ describe('The renderer boundary', () => {
       );
       expect(statements.map((statement) => JSON.stringify(statement.Resource)).join()).toContain(aliasId);
     }
-    for (const handler of fronts) {
-      const fn = functionOf(handler).Properties;
+    for (const front of fronts) {
+      const fn = front.Properties;
       expect((fn.Environment as Json).Variables as Json).toMatchObject({
         [renderer === synth.stack.renderer ? 'RENDERER_FUNCTION_NAME' : 'RENDERER_HEADROOM_FUNCTION_NAME']: {
           Ref: aliasId,
@@ -1124,9 +1137,11 @@ describe('Alarms', () => {
       ['FunctionErrorsAlarm', 'Errors'],
       ['ThrottlesAlarm', 'Throttles'],
     ] as const) {
-      const watched = JSON.stringify(alarm(id).Metrics);
+      // In groups of at most 10 metrics (CloudWatch's bound), one alarm each: FunctionErrorsAlarm, …Alarm2.
+      const watched = [id, `${id}2`].map((name) => JSON.stringify(alarm(name).Metrics)).join('');
       expect(watched).toContain(`"MetricName":"${metricName}"`);
       for (const route of ROUTES) expect(watched).toContain(`"Ref":"${synth.functionId(route.handler)}"`);
+      expect(watched).toContain(`"Ref":"${synth.logicalId(synth.stack.jobs.worker)}"`);
     }
     expect(alarm('ThrottlesAlarm').Threshold).toBe(ALARM_THRESHOLDS.throttles);
   });
@@ -1245,5 +1260,85 @@ describe('cdk-nag AwsSolutions checks', () => {
     const annotations = Annotations.fromStack(synth.stack);
     expect(annotations.findError('*', Match.anyValue())).toEqual([]);
     expect(annotations.findWarning('*', Match.anyValue())).toEqual([]);
+  });
+});
+
+describe('async jobs', () => {
+  const workerId = () => synth.logicalId(synth.stack.jobs.worker);
+  const queueId = (name: string) =>
+    synth.logicalId(synth.stack.node.findChild('JobProcessing').node.findChild(name));
+  const workerRoleStatements = () =>
+    statementsOfRole(referencedId(synth.resources[workerId()]?.Properties.Role) ?? '');
+
+  it('has a job queue that sends to a dead-letter queue after a bounded number of deliveries', () => {
+    const queue = synth.resources[queueId('Jobs')] as Resource;
+    expect(queue.Type).toBe('AWS::SQS::Queue');
+    expect(queue.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': [queueId('DeadLetters'), 'Arn'] },
+      maxReceiveCount: MAX_RECEIVE_COUNT,
+    });
+    // Six times the worker's timeout: a message is not delivered twice while one run still goes on.
+    expect(queue.Properties.VisibilityTimeout).toBe(JOB_VISIBILITY_TIMEOUT.toSeconds());
+    expect(JOB_VISIBILITY_TIMEOUT.toSeconds()).toBeGreaterThanOrEqual(6 * WORKER_TIMEOUT.toSeconds());
+  });
+
+  it('alarms into the alarm topic as soon as one message is in the dead-letter queue', () => {
+    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([id]) =>
+      id.includes('JobDeadLetters'),
+    );
+    if (!alarm) throw new Error('no dead-letter alarm');
+    const props = alarm[1].Properties;
+    expect(props.MetricName).toBe('ApproximateNumberOfMessagesVisible');
+    expect(props.Dimensions).toEqual([
+      { Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId('DeadLetters'), 'QueueName'] } },
+    ]);
+    expect(props.Threshold).toBe(1);
+    expect(JSON.stringify(props.AlarmActions)).toContain('AlarmTopic');
+  });
+
+  it('runs the worker from the queue with partial batch failures, without the Chromium layer', () => {
+    const worker = synth.resources[workerId()] as Resource;
+    expect(worker.Properties.Layers).toBeUndefined();
+    expect(worker.Properties.Timeout).toBe(WORKER_TIMEOUT.toSeconds());
+    const mapping = ofType(synth.resources, 'AWS::Lambda::EventSourceMapping').find(
+      ([, resource]) => referencedId(resource.Properties.FunctionName) === workerId(),
+    );
+    expect(mapping?.[1].Properties).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [queueId('Jobs'), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    // It asks the renderer, as the screenshot front does.
+    expect((worker.Properties.Environment as Json).Variables).toHaveProperty('RENDERER_FUNCTION_NAME');
+  });
+
+  it('grants the worker its table actions, the queue, the renderer and job results, and nothing else', () => {
+    const actions = workerRoleStatements().flatMap((statement) => asList(statement.Action).map(String));
+    for (const action of actions)
+      expect(action, action).toMatch(
+        /^(dynamodb:(GetItem|BatchGetItem|UpdateItem|PutItem)|sqs:|s3:(GetObject|PutObject|PutObjectTagging)$|kms:(Decrypt|Encrypt)$|lambda:InvokeFunction|logs:|xray:)/,
+      );
+    expect(actions).not.toContain('dynamodb:DeleteItem');
+    expect(actions).not.toContain('dynamodb:Scan');
+    for (const statement of workerRoleStatements()) {
+      if (!asList(statement.Resource).includes('*')) continue;
+      for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
+    }
+  });
+
+  it('lets the functions that queue jobs send to the queue, and no route consume it', () => {
+    for (const handler of ['screenshot', 'createBatch'] as const) {
+      const actions = statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').flatMap(
+        (statement) => asList(statement.Action).map(String),
+      );
+      expect(actions).toContain('sqs:SendMessage');
+      expect(actions).not.toContain('sqs:ReceiveMessage');
+    }
+    for (const route of ROUTES) {
+      const actions = statementsOfRole(referencedId(functionOf(route.handler).Properties.Role) ?? '').flatMap(
+        (statement) => asList(statement.Action).map(String),
+      );
+      expect(actions, route.handler).not.toContain('sqs:ReceiveMessage');
+      expect(actions, route.handler).not.toContain('sqs:DeleteMessage');
+    }
   });
 });

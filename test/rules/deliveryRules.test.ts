@@ -67,6 +67,7 @@ const shoot = (body: unknown, options: { key?: string; ifNoneMatch?: string } = 
 async function ok(outcome: Promise<Awaited<ReturnType<CaptureScreenshot>>>) {
   const answer = await outcome;
   if (!answer.ok) throw answer.error;
+  if (!('screenshot' in answer)) throw new Error('Queued instead of captured');
   return answer;
 }
 

@@ -255,6 +255,7 @@ describe('body limits', () => {
   const post = (body: string): HttpRequest => ({
     method: 'POST',
     path: '/api/screenshot',
+    baseUrl: 'https://api.test',
     headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
     pathParameters: {},
     query: {},

@@ -58,8 +58,8 @@ beforeAll(async () => {
   ({ apiKey } = await service.newAccount());
   // One capture first, so the renderer process and its Chromium are up.
   expect((await shoot({ url: `${site.origin}/plain`, width: 320, height: 320 })).status).toBe(200);
-  const known = [service.url, service.dynamo.endpoint, service.s3.endpoint].map((url) =>
-    Number(new URL(url).port),
+  const known = [service.url, service.dynamo.endpoint, service.s3.endpoint, service.queue.endpoint].map(
+    (url) => Number(new URL(url).port),
   );
   const ports = ownPorts.list();
   // The front's list holds the ones the test can name, and more (s3rver behind its gate); the renderer process was
@@ -93,6 +93,16 @@ async function expectGreen(response: Response): Promise<void> {
 }
 
 describe("under ALLOW_PRIVATE_HOSTS='*', the service's own ports", () => {
+  it('are refused as a webhook URL at submission: the local SQS API, the API itself', async () => {
+    for (const endpoint of [service.queue.endpoint, service.url]) {
+      const refused = await shoot({ url: `${site.origin}/plain`, async: true, webhookUrl: `${endpoint}/` });
+      expect(refused.status).toBe(400);
+      expect((await refused.json()).details).toEqual([
+        expect.objectContaining({ code: 'url_not_allowed', path: ['webhookUrl'] }),
+      ]);
+    }
+  });
+
   it("are refused to a page's scripts, while the page's own loopback origin still answers", async () => {
     const before = ownOriginHits;
     const url = `${site.origin}/probe?targets=${encodeURIComponent(JSON.stringify(targets))}`;

@@ -2,6 +2,7 @@
 // strings).
 import { ApiError, callApi, capture } from './api.js';
 import { copyShown } from './clipboard.js';
+import { clearJobs, showJobs } from './jobs.js';
 import {
   currentSession,
   finishHostedSignIn,
@@ -79,6 +80,7 @@ function showDashboard() {
   refreshBalance();
   refreshUsage();
   refreshKeys();
+  refreshJobs();
 }
 
 function signOut(message = '') {
@@ -99,6 +101,7 @@ function clearSecrets() {
   tryKeyId = null;
   showImage(null);
   clearUsage();
+  clearJobs();
   clearWebhookSecret();
 }
 
@@ -140,6 +143,18 @@ async function refreshUsage() {
   } catch (error) {
     if (!session) return;
     say('usage-error', `Usage could not be loaded: ${error.message}`);
+  }
+}
+
+// ---- Jobs ----
+
+async function refreshJobs() {
+  try {
+    showJobs(await withSession((token) => callApi('/api/jobs', { token })));
+    say('jobs-error', '');
+  } catch (error) {
+    if (!session) return;
+    say('jobs-error', `Jobs could not be loaded: ${error.message}`);
   }
 }
 
@@ -435,6 +450,7 @@ async function start() {
     refreshBalance();
     refreshUsage();
     refreshKeys();
+    refreshJobs();
   });
   $('usage-range').addEventListener('change', refreshUsage);
   $('create-key').addEventListener('submit', createKey);

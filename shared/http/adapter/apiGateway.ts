@@ -136,7 +136,20 @@ function httpRequest(
     repeatedQueryNames,
     body: event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw,
     requestId: context.awsRequestId,
+    baseUrl: baseUrlOf(event, headers),
     deadline: now + Math.max(MIN_BUDGET_MS, context.getRemainingTimeInMillis() - RESPONSE_RESERVE_MS),
     signal,
   };
+}
+
+/**
+ * The API's public base URL as the client called it: the host API Gateway answered on, and the stage's path when the
+ * request came through it (requestContext.path is the event's path behind that prefix; a custom domain has none).
+ */
+function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>): string {
+  const { domainName, path } = event.requestContext;
+  const host = domainName ?? headers.host ?? 'localhost';
+  const prefix = path?.endsWith(event.path) ? path.slice(0, path.length - event.path.length) : '';
+  const scheme = headers['x-forwarded-proto'] ?? 'https';
+  return `${scheme}://${host}${prefix}`;
 }

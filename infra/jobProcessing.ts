@@ -1,0 +1,172 @@
+import path from 'node:path';
+import { type CfnResource, Duration, Validations } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { IMAGE_PREFIX } from '../shared/delivery/imageStore';
+import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
+import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
+import { functionBundling } from './functionBundling';
+import type { ImageStorage } from './imageStorage';
+import type { RendererFunction } from './rendererFunction';
+import { WORKER_TABLE_ACTIONS } from './tableAccess';
+
+/**
+ * The worker's timeout: one capture as the screenshot front allows it (its longest budget), the store writes, and a
+ * webhook attempt's 10 s.
+ */
+export const WORKER_TIMEOUT = Duration.seconds(120);
+/** SQS's advice: six times the function's timeout, so a message is not delivered again while a retry runs. */
+export const JOB_VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
+export const WORKER_MEMORY_MB = 1024;
+
+export interface JobProcessingProps {
+  projectRoot: string;
+  runtime: lambda.Runtime;
+  architecture: lambda.Architecture;
+  environment: Record<string, string>;
+  table: dynamodb.ITable;
+  /** The shared renderer, and the headroom one a newcomer may use when the shared one is full (docs/api.md 6.5). */
+  renderers: { shared: RendererFunction; headroom: RendererFunction };
+  images: ImageStorage;
+  sourceMaps: boolean;
+  /** Functions that queue jobs (async captures, batches). */
+  senders: lambda.IFunction[];
+  /** Functions that show jobs, with a fresh link to each result. */
+  readers: lambda.IFunction[];
+}
+
+/**
+ * Async captures (docs/api.md, "Async captures"): the job queue, its dead-letter queue, and the worker that
+ * consumes it. The worker holds no browser (no Chromium layer): it asks the renderer function, as the screenshot
+ * front does. Each grant is the least its user needs.
+ */
+export class JobProcessing extends Construct {
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly worker: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: JobProcessingProps) {
+    super(scope, id);
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetters', {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.queue = new sqs.Queue(this, 'Jobs', {
+      visibilityTimeout: JOB_VISIBILITY_TIMEOUT,
+      // As long as a job is kept: a message delayed by webhook backoff still finds its job.
+      retentionPeriod: Duration.days(4),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
+    });
+
+    const logGroup = new logs.LogGroup(this, 'WorkerLogs', { retention: logs.RetentionDays.ONE_MONTH });
+    const role = new iam.Role(this, 'WorkerRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'The job queue worker',
+    });
+    logGroup.grantWrite(role);
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'TableAccess',
+        actions: [...WORKER_TABLE_ACTIONS],
+        resources: [props.table.tableArn],
+      }),
+    );
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'JobResults',
+        actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
+        resources: [`${props.images.bucket.bucketArn}/${IMAGE_PREFIX}*`],
+      }),
+    );
+    this.worker = new NodejsFunction(this, 'Worker', {
+      entry: path.join(props.projectRoot, 'functions', 'jobWorker.ts'),
+      handler: 'handler',
+      projectRoot: props.projectRoot,
+      depsLockFilePath: path.join(props.projectRoot, 'package-lock.json'),
+      description: 'Runs queued captures (through the renderer) and sends webhooks',
+      runtime: props.runtime,
+      architecture: props.architecture,
+      memorySize: WORKER_MEMORY_MB,
+      timeout: WORKER_TIMEOUT,
+      environment: {
+        ...props.environment,
+        JOB_QUEUE_URL: this.queue.queueUrl,
+        RENDERER_FUNCTION_NAME: props.renderers.shared.alias.functionArn,
+        RENDERER_HEADROOM_FUNCTION_NAME: props.renderers.headroom.alias.functionArn,
+        IMAGE_BUCKET: props.images.bucket.bucketName,
+      },
+      role,
+      logGroup,
+      // No layer: Chromium is the renderer's alone. AVIF is encoded from the renderer's PNG, as the front does, so
+      // the encoder travels beside the bundle.
+      bundling: functionBundling(props.sourceMaps, {
+        externalModules: [SHARP_PACKAGE],
+        commandHooks: encoderAssetHooks,
+      }),
+      tracing: lambda.Tracing.ACTIVE,
+    });
+    this.worker.addEventSource(
+      new SqsEventSource(this.queue, { batchSize: 10, reportBatchItemFailures: true, maxConcurrency: 10 }),
+    );
+    // Webhook secrets, on their encryption context only: signing opens them, an account's first delivery seals one.
+    props.images.grantWebhookSecrets(this.worker, ['kms:Encrypt', 'kms:Decrypt']);
+    // Sends again: a job with no free slot, and webhook retries.
+    this.queue.grantSendMessages(role);
+    props.renderers.shared.alias.grantInvoke(role);
+    props.renderers.headroom.alias.grantInvoke(role);
+
+    for (const sender of props.senders) {
+      this.queue.grantSendMessages(sender);
+      if (sender instanceof NodejsFunction) sender.addEnvironment('JOB_QUEUE_URL', this.queue.queueUrl);
+    }
+    for (const reader of props.readers) {
+      // A pre-signed link works only if its signer may read the object.
+      reader.addToRolePolicy(
+        new iam.PolicyStatement({
+          sid: 'JobResultLinks',
+          actions: ['s3:GetObject'],
+          resources: [`${props.images.bucket.bucketArn}/${IMAGE_PREFIX}jobs/*`],
+        }),
+      );
+      if (reader instanceof NodejsFunction)
+        reader.addEnvironment('IMAGE_BUCKET', props.images.bucket.bucketName);
+    }
+
+    Validations.of(this.deadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This is the dead-letter queue of the job queue: a queue for its messages would have none to catch.',
+    });
+    const bucketId = props.images.bucket.stack.getLogicalId(
+      props.images.bucket.node.defaultChild as CfnResource,
+    );
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_PREFIX}*]`,
+      reason:
+        'Result objects are named by account and job at run time; the grant is limited to the image prefix.',
+    });
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Only the X-Ray statement that active tracing adds (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "*": ' +
+        'those actions have no resource-level permissions.',
+    });
+    for (const reader of props.readers) {
+      if (!reader.role) continue;
+      Validations.of(reader.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_PREFIX}jobs/*]`,
+        reason:
+          "Job results are named by account and job at run time; the grant is read-only, on the jobs' prefix.",
+      });
+    }
+  }
+}

@@ -1,0 +1,203 @@
+import { Server } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { startFauxqs } from 'fauxqs';
+import { ownPorts } from '../shared/egress/ownPorts';
+import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
+import { logger } from '../shared/logger';
+import type { JobWorkerHandler } from '../shared/wiring/jobs';
+
+const REGION = 'us-east-1';
+
+export interface LocalQueue {
+  client: SQSClient;
+  queueUrl: string;
+  deadLetterQueueUrl: string;
+  endpoint: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A real SQS API on a local port (fauxqs: SQS's AWS JSON 1.0 protocol, visibility timeouts, delays, long polling,
+ * dead-letter redrive). With `dataDir` every message is written through to SQLite there, so messages accepted,
+ * delayed or in flight when the process was killed are still there when it starts again. The port is one of our
+ * own: no page or webhook may reach it.
+ */
+export async function startLocalQueue(options: {
+  dataDir?: string;
+  visibilityTimeoutSeconds: number;
+}): Promise<LocalQueue> {
+  const server = await loopbackOnly(() =>
+    startFauxqs({ port: 0, logger: false, ...(options.dataDir ? { dataDir: options.dataDir } : {}) }),
+  );
+  const leaveOwnPorts = ownPorts.add(server.port);
+  const endpoint = `http://127.0.0.1:${server.port}`;
+  // fauxqs checks no signature; the SDK needs credentials to sign with all the same.
+  const client = new SQSClient({
+    endpoint,
+    region: REGION,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  try {
+    const dlq = await client.send(new CreateQueueCommand({ QueueName: 'jobs-dlq' }));
+    const { Attributes } = await client.send(
+      new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    const queue = await client.send(
+      new CreateQueueCommand({
+        QueueName: 'jobs',
+        Attributes: {
+          VisibilityTimeout: String(options.visibilityTimeoutSeconds),
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: Attributes?.QueueArn,
+            maxReceiveCount: MAX_RECEIVE_COUNT,
+          }),
+        },
+      }),
+    );
+    return {
+      client,
+      queueUrl: queue.QueueUrl as string,
+      deadLetterQueueUrl: dlq.QueueUrl as string,
+      endpoint,
+      async close() {
+        client.destroy();
+        await server.stop();
+        leaveOwnPorts();
+      },
+    };
+  } catch (error) {
+    await server.stop();
+    leaveOwnPorts();
+    throw error;
+  }
+}
+
+/**
+ * fauxqs listens on every interface; the local service listens on loopback only. While it starts, a listen on the
+ * unspecified address is made on 127.0.0.1 instead (fastify passes its host to net.Server#listen).
+ */
+async function loopbackOnly<T>(start: () => Promise<T>): Promise<T> {
+  const listen = Server.prototype.listen;
+  Server.prototype.listen = function (this: Server, ...args: unknown[]) {
+    const [first] = args;
+    if (first && typeof first === 'object' && 'host' in first) {
+      const host = (first as { host?: string }).host;
+      if (host === '0.0.0.0' || host === '::') args[0] = { ...first, host: '127.0.0.1' };
+    }
+    return (listen as (...rest: unknown[]) => Server).apply(this, args);
+  } as typeof listen;
+  try {
+    return await start();
+  } finally {
+    Server.prototype.listen = listen;
+  }
+}
+
+/**
+ * Plays Lambda's SQS event source for the local service: `concurrency` pollers long-poll the queue, hand each
+ * message to the worker's handler as the SQS event Lambda would build, delete what it did not report failed, and
+ * keep a message invisible while its handler runs (a killed process stops doing so, and the message comes back).
+ */
+export function startQueuePoller(options: {
+  queue: LocalQueue;
+  handler: JobWorkerHandler;
+  concurrency: number;
+  visibilityTimeoutSeconds: number;
+}) {
+  const { client, queueUrl } = options.queue;
+  let stopped = false;
+  const abort = new AbortController();
+
+  async function poll(): Promise<void> {
+    while (!stopped) {
+      let messages: Message[] = [];
+      try {
+        const answer = await client.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 1,
+            WaitTimeSeconds: 1,
+            MessageSystemAttributeNames: ['All'],
+          }),
+          { abortSignal: abort.signal },
+        );
+        messages = answer.Messages ?? [];
+      } catch (error) {
+        if (stopped) return;
+        logger.warn('Local queue not polled', { error: error as Error });
+        await sleep(500);
+        continue;
+      }
+      for (const message of messages) await handle(message);
+    }
+  }
+
+  async function handle(message: Message): Promise<void> {
+    const keepHidden = setInterval(
+      () => {
+        client
+          .send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: queueUrl,
+              ReceiptHandle: message.ReceiptHandle,
+              VisibilityTimeout: options.visibilityTimeoutSeconds,
+            }),
+          )
+          .catch(() => undefined);
+      },
+      (options.visibilityTimeoutSeconds * 1000) / 3,
+    );
+    try {
+      const answer = await options.handler({ Records: [sqsRecord(message, queueUrl)] } satisfies SQSEvent);
+      if (answer.batchItemFailures.length === 0)
+        await client.send(
+          new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }),
+        );
+    } catch (error) {
+      logger.error('Local worker failed', { error: error as Error });
+    } finally {
+      clearInterval(keepHidden);
+    }
+  }
+
+  const pollers = Array.from({ length: options.concurrency }, () => poll());
+  return {
+    /** Stops receiving and waits for the messages being handled (their handlers end on their own). */
+    async stop() {
+      stopped = true;
+      abort.abort();
+      await Promise.all(pollers);
+    },
+  };
+}
+
+/** The record Lambda's SQS event source would give the worker for `message`. */
+function sqsRecord(message: Message, queueUrl: string): SQSRecord {
+  const attributes = message.Attributes ?? {};
+  return {
+    messageId: message.MessageId ?? '',
+    receiptHandle: message.ReceiptHandle ?? '',
+    body: message.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
+      SentTimestamp: attributes.SentTimestamp ?? '0',
+      SenderId: attributes.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? '0',
+    },
+    messageAttributes: {},
+    md5OfBody: message.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: `arn:aws:sqs:${REGION}:000000000000:${queueUrl.split('/').pop()}`,
+    awsRegion: REGION,
+  };
+}

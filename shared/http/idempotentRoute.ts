@@ -1,0 +1,121 @@
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ValidationError } from '../errors';
+import type { KeyStore } from '../keys/keyStore';
+import { authenticateApiKey } from '../screenshot/apiKeyAuth';
+import { TABLE_SCHEMA } from '../store/table';
+import { bearerCredential } from './request';
+import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
+
+/** How long an Idempotency-Key answers with its first answer (docs/api.md, "Idempotency"). */
+export const IDEMPOTENCY_SECONDS = 24 * 60 * 60;
+/** 1 to 255 visible ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** How long a first request may stay "being accepted" before a crashed one stops answering 409. */
+const IN_PROGRESS_MS = 60_000;
+
+/** The stored answer: what a replay answers. */
+interface StoredAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** An answer that is not to be kept (anything but an acceptance): thrown so the record is removed, then answered. */
+class NotKept extends Error {
+  constructor(readonly answer: HttpResponse) {
+    super('not kept');
+  }
+}
+
+export interface IdempotencyDeps {
+  keys: KeyStore;
+  /** The single table, through Powertools' DynamoDB persistence layer. */
+  client: DynamoDBClient;
+  tableName: string;
+}
+
+/**
+ * Idempotency-Key on a route that accepts jobs (docs/api.md, "Idempotency"): per account, the same key and body
+ * within 24 hours answer the first acceptance again (nothing more is charged or queued), the same key with another
+ * body 422, and the same key while the first is still being accepted 409. Only acceptances (202) are kept: a
+ * refused request may be sent again with its key. Records live on the single table (pk IDEMPOTENCY, the key's
+ * hash as sk) with the table's TTL. `applies` says which requests the header counts for (async captures only).
+ */
+export function idempotentRoute(
+  route: HttpRoute,
+  deps: IdempotencyDeps,
+  applies: (request: HttpRequest) => boolean = () => true,
+): HttpRoute {
+  const persistenceStore = new DynamoDBPersistenceLayer({
+    tableName: deps.tableName,
+    keyAttr: TABLE_SCHEMA.partitionKey,
+    sortKeyAttr: TABLE_SCHEMA.sortKey,
+    staticPkValue: 'IDEMPOTENCY',
+    expiryAttr: TABLE_SCHEMA.ttlAttribute,
+    awsSdkV3Client: deps.client,
+  });
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: '[accountId, key]',
+    payloadValidationJmesPath: 'body',
+    expiresAfterSeconds: IDEMPOTENCY_SECONDS,
+  });
+  // Outside Lambda's handler wrapper the in-progress record's lifetime comes from this context's remaining time.
+  config.registerLambdaContext({ getRemainingTimeInMillis: () => IN_PROGRESS_MS } as never);
+
+  return async (request) => {
+    const key = request.headers['idempotency-key'];
+    if (key === undefined || !applies(request)) return route(request);
+    if (!IDEMPOTENCY_KEY.test(key)) {
+      throw new ValidationError([
+        {
+          code: 'invalid_idempotency_key',
+          path: ['Idempotency-Key'],
+          message: 'Idempotency-Key must be 1 to 255 visible ASCII characters',
+        },
+      ]);
+    }
+    const identity = await authenticateApiKey(bearerCredential(request), deps.keys).catch(() => undefined);
+    // Not authenticated: the route gives its own 401.
+    if (!identity) return route(request);
+    const accept = makeIdempotent(
+      async (_payload: { accountId: string; key: string; body: unknown }): Promise<StoredAnswer> => {
+        const answer = await route(request);
+        if (answer.status !== 202) throw new NotKept(answer);
+        return { status: answer.status, headers: answer.headers, body: answer.body.toString() };
+      },
+      { persistenceStore, config },
+    );
+    try {
+      return await accept({ accountId: identity.accountId, key, body: parsedBody(request) });
+    } catch (error) {
+      if (error instanceof NotKept) return error.answer;
+      if (error instanceof IdempotencyValidationError)
+        return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' });
+      if (error instanceof IdempotencyAlreadyInProgressError)
+        return jsonResponse(409, { message: 'A request with this Idempotency-Key is still being accepted' });
+      throw error;
+    }
+  };
+}
+
+/** The body as JSON when it is JSON (so formatting does not make another body), its text otherwise. */
+function parsedBody(request: HttpRequest): unknown {
+  try {
+    return JSON.parse(request.body);
+  } catch {
+    return request.body;
+  }
+}
+
+/** POST /api/screenshot: the header counts for async captures only. */
+export function asksForAsync(request: HttpRequest): boolean {
+  const body = parsedBody(request);
+  return body !== null && typeof body === 'object' && (body as { async?: unknown }).async === true;
+}

@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import type { PageMetadata } from '../capture/renderer';
+
+/** How long a job (and its batch, and its stored result) is kept: docs/api.md, "Async captures". */
+export const JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+/** How long the `url` of a job's result is valid from the GET that shows it. */
+export const RESULT_LINK_SECONDS = 60 * 60;
+
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
+export type WebhookStatus = 'pending' | 'delivered' | 'failed';
+
+/** The outcome of a job's webhook, as GET /api/jobs/{id} shows it. */
+export interface WebhookOutcome {
+  url: string;
+  status: WebhookStatus;
+  attempts: number;
+  lastStatus: number | null;
+}
+
+/** What a succeeded job keeps of its image: enough to answer the `response: "json"` body with a fresh link. */
+export interface StoredResult {
+  key: string;
+  contentType: string;
+  width: number | null;
+  height: number | null;
+  bytes: number;
+  etag: string;
+  creditsCharged: number;
+  metadata?: PageMetadata;
+}
+
+/** One async capture, as the table keeps it. */
+export interface Job {
+  id: string;
+  accountId: string;
+  keyId: string;
+  status: JobStatus;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  /** The request's fields as submitted (validated again when the job runs: DNS may have changed since). */
+  request: Record<string, unknown>;
+  /** The credits reserved at acceptance: kept on success, given back on failure. */
+  cost: number;
+  result: StoredResult | null;
+  /** What a synchronous capture would have answered. */
+  error: { status: number; message: string } | null;
+  webhook: WebhookOutcome | null;
+  batchId?: string;
+  /** How many times a worker started it. */
+  runs: number;
+}
+
+export interface Batch {
+  id: string;
+  accountId: string;
+  status: 'running' | 'completed';
+  createdAt: number;
+  finishedAt: number | null;
+  jobIds: string[];
+  /** How many of its jobs have finished. */
+  finished: number;
+  webhook: WebhookOutcome | null;
+}
+
+/** Ids that sort by creation time (the table lists an account's latest jobs by them), then 64 random bits. */
+function sortableId(prefix: string, now: number): string {
+  return `${prefix}${now.toString(36).padStart(9, '0')}${randomBytes(8).toString('hex')}`;
+}
+
+export const newJobId = (now: number) => sortableId('job_', now);
+export const newBatchId = (now: number) => sortableId('bat_', now);
+
+export const JOB_ID_PATTERN = /^job_[0-9a-z]{9}[0-9a-f]{16}$/;
+export const BATCH_ID_PATTERN = /^bat_[0-9a-z]{9}[0-9a-f]{16}$/;
+
+export function isFinished(status: JobStatus): boolean {
+  return status === 'succeeded' || status === 'failed';
+}

@@ -1,0 +1,82 @@
+import type { KeyIdentity } from '../keys/keyStore';
+import { logger } from '../logger';
+import { type Batch, type Job, newBatchId, newJobId, type WebhookOutcome } from './job';
+import type { JobQueue } from './jobQueue';
+import type { JobStore } from './jobStore';
+
+export interface JobIntakeDeps {
+  jobs: JobStore;
+  queue: JobQueue;
+  now: () => number;
+}
+
+/** One capture to queue: its validated fields and the credits reserved for it. */
+export interface QueuedCapture {
+  request: Record<string, unknown>;
+  cost: number;
+}
+
+export type AcceptJobs = (
+  identity: KeyIdentity,
+  captures: QueuedCapture[],
+  options: { webhookUrl?: string | undefined; batch?: boolean },
+) => Promise<{ jobs: Job[]; batch?: Batch }>;
+
+/**
+ * Accepted captures become jobs: written to the table (the record of what is owed), then queued. When the queue
+ * refuses them they end `failed` at once and the error goes up, so the caller gives the credits back.
+ */
+export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
+  return async (identity, captures, options) => {
+    const now = deps.now();
+    const webhook = (url: string | undefined): WebhookOutcome | null =>
+      url === undefined ? null : { url, status: 'pending', attempts: 0, lastStatus: null };
+    const batch: Batch | undefined = options.batch
+      ? {
+          id: newBatchId(now),
+          accountId: identity.accountId,
+          status: 'running',
+          createdAt: now,
+          finishedAt: null,
+          jobIds: [],
+          finished: 0,
+          webhook: webhook(options.webhookUrl),
+        }
+      : undefined;
+    const jobs = captures.map(
+      (capture): Job => ({
+        id: newJobId(now),
+        accountId: identity.accountId,
+        keyId: identity.keyId,
+        status: 'queued',
+        createdAt: now,
+        startedAt: null,
+        finishedAt: null,
+        request: capture.request,
+        cost: capture.cost,
+        result: null,
+        error: null,
+        // A batch's webhook is the batch's own (batch.completed), not one per job.
+        webhook: batch ? null : webhook(options.webhookUrl),
+        runs: 0,
+        ...(batch ? { batchId: batch.id } : {}),
+      }),
+    );
+    if (batch) batch.jobIds = jobs.map((job) => job.id);
+    await deps.jobs.create(jobs, batch);
+    try {
+      await deps.queue.send(
+        jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id })),
+      );
+    } catch (error) {
+      logger.error('Jobs not queued', { count: jobs.length, error: error as Error });
+      const end = {
+        status: 'failed',
+        error: { status: 503, message: 'The job could not be queued' },
+      } as const;
+      await Promise.allSettled(jobs.map((job) => deps.jobs.finish(job.accountId, job.id, end, deps.now())));
+      throw error;
+    }
+    return batch ? { jobs, batch } : { jobs };
+  };
+}

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+
+/** SQS's longest delay on a message. Longer waits (webhook backoff) are sent again until they are over. */
+export const MAX_QUEUE_DELAY_SECONDS = 900;
+
+/** What the queue carries: names only, never a request's fields (the job item holds those). */
+export const queueMessage = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('capture'), accountId: z.string(), jobId: z.string() }),
+  z.object({
+    kind: z.literal('webhook'),
+    accountId: z.string(),
+    /** The job or batch the event is about. */
+    subjectId: z.string(),
+    /** The `webhook-id`: the same on every attempt of one event. */
+    eventId: z.string(),
+    type: z.enum(['screenshot.succeeded', 'screenshot.failed', 'batch.completed']),
+    /** When the event happened, ms. */
+    timestamp: z.number(),
+    /** Attempts made before this one. */
+    attempt: z.number().int().min(0),
+    /** Not to be tried before this (ms): a backoff longer than one queue delay. */
+    notBefore: z.number().optional(),
+  }),
+]);
+
+export type QueueMessage = z.infer<typeof queueMessage>;
+
+/** Port for the job queue: SQS deployed, a real SQS API on a local port locally. */
+export interface JobQueue {
+  send(messages: QueueMessage[], delaySeconds?: number): Promise<void>;
+}

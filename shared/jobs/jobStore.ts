@@ -1,0 +1,35 @@
+import type { Batch, Job, StoredResult, WebhookOutcome } from './job';
+
+/** How a job ended: its stored image, or what a synchronous capture would have answered. */
+export type JobEnd =
+  | { status: 'succeeded'; result: StoredResult }
+  | { status: 'failed'; error: { status: number; message: string } };
+
+/**
+ * Port for jobs and batches (the single table deployed and locally). Every change of a job's status is a conditional
+ * write, so a job is started by any number of deliveries of its message but ends once: that one end is what charges
+ * or refunds it.
+ */
+export interface JobStore {
+  create(jobs: Job[], batch?: Batch): Promise<void>;
+  get(accountId: string, jobId: string): Promise<Job | undefined>;
+  /** The account's latest jobs, newest first. */
+  latest(accountId: string, limit: number): Promise<Job[]>;
+  /** Marks the job running (again, after a worker died); undefined when it had already ended. */
+  start(accountId: string, jobId: string, now: number): Promise<Job | undefined>;
+  /** Ends a job that has not ended yet; the job as it ended, or undefined when another delivery ended it first. */
+  finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined>;
+  setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void>;
+  getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;
+  getMany(accountId: string, jobIds: string[]): Promise<Job[]>;
+  /**
+   * Counts a finished job of the batch (counting one twice changes nothing); the batch when that was its last one,
+   * once, whatever the retries.
+   */
+  batchJobFinished(
+    accountId: string,
+    batchId: string,
+    jobId: string,
+    now: number,
+  ): Promise<Batch | undefined>;
+}

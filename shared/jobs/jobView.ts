@@ -1,0 +1,50 @@
+import type { ImageStore } from '../delivery/imageStore';
+import { type Batch, type Job, RESULT_LINK_SECONDS } from './job';
+
+/** A job exactly as GET /api/jobs/{id} answers it (and as its webhook's `data` carries it). */
+export async function jobView(job: Job, images: Pick<ImageStore, 'signedUrl'>, now: number) {
+  const { result } = job;
+  return {
+    id: job.id,
+    status: job.status,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    finishedAt: job.finishedAt,
+    // The `response: "json"` body, with a link valid for an hour from now.
+    result: result && {
+      url: await images.signedUrl(result.key, RESULT_LINK_SECONDS),
+      expiresAt: now + RESULT_LINK_SECONDS * 1000,
+      contentType: result.contentType,
+      width: result.width,
+      height: result.height,
+      bytes: result.bytes,
+      etag: result.etag,
+      creditsCharged: result.creditsCharged,
+      cache: 'BYPASS',
+      ...(result.metadata ? { metadata: result.metadata } : {}),
+    },
+    error: job.error,
+    webhook: job.webhook,
+  };
+}
+
+export type JobView = Awaited<ReturnType<typeof jobView>>;
+
+/** A batch exactly as GET /api/batches/{id} answers it. */
+export async function batchView(
+  batch: Batch,
+  jobs: Job[],
+  images: Pick<ImageStore, 'signedUrl'>,
+  now: number,
+) {
+  const counts = { queued: 0, running: 0, succeeded: 0, failed: 0 };
+  for (const job of jobs) counts[job.status]++;
+  return {
+    id: batch.id,
+    status: batch.status,
+    createdAt: batch.createdAt,
+    finishedAt: batch.finishedAt,
+    counts,
+    jobs: await Promise.all(jobs.map((job) => jobView(job, images, now))),
+  };
+}

@@ -1,0 +1,167 @@
+import { createHash } from 'node:crypto';
+import type { CaptureSlots } from '../accounts/captureSlots';
+import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
+import type { Renderer } from '../capture/renderer';
+import { storedInfoOf } from '../delivery/imageDelivery';
+import { type ImageStore, imageKey } from '../delivery/imageStore';
+import type { UrlPolicy } from '../egress/urlPolicy';
+import { AppError, CapacityFullError, CaptureFailedError, statusOf } from '../errors';
+import { logger } from '../logger';
+import type { Admission } from '../screenshot/admission';
+import { outputOf, specOf } from '../screenshot/captureScreenshot';
+import { requestHost } from '../screenshot/usageOf';
+import type { UsageRecorder } from '../usage/usageRecorder';
+import { JOB_RETENTION_MS, type Job, type StoredResult } from './job';
+import type { JobQueue } from './jobQueue';
+import type { JobEnd, JobStore } from './jobStore';
+
+/** How many times a job is started before a failure of ours ends it `failed` (and refunded). */
+export const MAX_JOB_RUNS = 3;
+/**
+ * Deliveries before SQS moves a message to the dead-letter queue (deployed and locally): the worker ends a job
+ * itself after MAX_JOB_RUNS, so only a message that kills the worker every time gets there.
+ */
+export const MAX_RECEIVE_COUNT = MAX_JOB_RUNS + 2;
+/** How long a job that found no free capture slot waits before it asks again. */
+export const NO_SLOT_DELAY_SECONDS = 2;
+
+export interface RunJobDeps extends RefundDeps {
+  jobs: JobStore;
+  queue: JobQueue;
+  captureSlots: CaptureSlots;
+  renderer: Renderer;
+  urlPolicy: UrlPolicy;
+  images: ImageStore;
+  usage: UsageRecorder;
+  /** The local capture queue (its fair share of Chromium); deployed, jobs run at once. */
+  admission: Admission;
+  captureBudgetMs: number;
+  /** Called with each job that ended (webhooks, batches). */
+  ended?: (job: Job) => Promise<void>;
+}
+
+/**
+ * Runs one queued capture, for one delivery of its message (`receiveCount` is SQS's count of deliveries). A job
+ * takes one of its account's capture slots only now; without one it is sent again a little later, never refused. It
+ * ends once, by a conditional write: a success keeps the credits reserved at acceptance, a failure gives them back.
+ * A failure of ours (not the page's) is thrown so the queue delivers it again, up to MAX_JOB_RUNS; after that the
+ * job ends `failed`. A worker that died mid-capture leaves the job `running`: the next delivery runs it again, and
+ * nothing is charged twice because nothing is charged at the end of a success.
+ */
+export function runJob(deps: RunJobDeps) {
+  return async (accountId: string, jobId: string, receiveCount: number): Promise<void> => {
+    const job = await deps.jobs.get(accountId, jobId);
+    if (!job) return;
+    // Ended, yet its message came back: the worker that ended it died before it was done. What follows the end is
+    // done again (idempotent); the charge or refund, made by the ending write's delivery, is not.
+    if (job.status === 'succeeded' || job.status === 'failed') {
+      await deps.ended?.(job);
+      return;
+    }
+    if (receiveCount > MAX_JOB_RUNS) {
+      await end(job, failure(new Error('The capture kept failing')));
+      return;
+    }
+    await deps.admission.run(accountId, async () => {
+      const deadline = deps.now() + deps.captureBudgetMs;
+      const lease = await deps.captureSlots.acquire(accountId, deps.now(), deadline);
+      if (lease === undefined) {
+        await deps.queue.send([{ kind: 'capture', accountId, jobId }], NO_SLOT_DELAY_SECONDS);
+        return;
+      }
+      try {
+        const running = await deps.jobs.start(accountId, jobId, deps.now());
+        if (!running) return;
+        let result: StoredResult;
+        try {
+          result = await capture(running, deadline, lease.newcomer);
+        } catch (error) {
+          // Every renderer is busy (deployed: their reserved concurrency is full): a queued job is never refused for
+          // concurrency, so it waits as for a slot.
+          if (error instanceof CapacityFullError) {
+            await deps.queue.send([{ kind: 'capture', accountId, jobId }], NO_SLOT_DELAY_SECONDS);
+            return;
+          }
+          // Ours and not yet the last try: the queue delivers it again.
+          if (!isFinal(error) && receiveCount < MAX_JOB_RUNS) throw error;
+          await end(running, failure(error));
+          return;
+        }
+        await end(running, { status: 'succeeded', result });
+      } finally {
+        await deps.captureSlots
+          .release(accountId, lease.leaseId)
+          .catch((error) => logger.warn('Capture slot not released', { error }));
+      }
+    });
+  };
+
+  async function capture(job: Job, deadline: number, newcomer: boolean): Promise<StoredResult> {
+    // Checked again: what the host resolves to may have changed since the job was accepted.
+    const { fields, spec } = await specOf(() => ({ ...job.request, response: 'json' }), deps.urlPolicy);
+    const output = await outputOf(fields, await deps.renderer.capture(spec, { deadline, newcomer }), {
+      url: spec.url,
+      deadline,
+    });
+    const key = imageKey.job(job.accountId, job.id);
+    const captured = {
+      image: output.image,
+      contentType: output.contentType,
+      etag: `"${createHash('md5').update(output.image).digest('hex')}"`,
+      creditsCharged: job.cost,
+      truncated: output.truncated,
+      ...(output.metadata ? { metadata: output.metadata } : {}),
+    };
+    const info = storedInfoOf(captured, deps.now(), job.createdAt + JOB_RETENTION_MS);
+    await deps.images.put(key, captured.image, info);
+    const text = !info.contentType.startsWith('image/') && info.contentType !== 'application/pdf';
+    return {
+      key,
+      contentType: info.contentType,
+      width: text ? null : info.width,
+      height: text ? null : info.height,
+      bytes: info.bytes,
+      etag: info.etag,
+      creditsCharged: job.cost,
+      ...(info.metadata ? { metadata: info.metadata } : {}),
+    };
+  }
+
+  /** Ends the job once: the one write that wins refunds a failure and leaves the usage record. */
+  async function end(job: Job, outcome: JobEnd): Promise<void> {
+    const at = deps.now();
+    const ended = await deps.jobs.finish(job.accountId, job.id, outcome, at);
+    if (!ended) return;
+    if (outcome.status === 'failed') await giveCreditsBack(deps, job.accountId, job.cost);
+    const host = requestHost(() => job.request);
+    deps.usage.record({
+      accountId: job.accountId,
+      keyId: job.keyId,
+      at,
+      status: outcome.status === 'succeeded' ? 200 : outcome.error.status,
+      credits: outcome.status === 'succeeded' ? job.cost : 0,
+      cacheHit: false,
+      durationMs: at - (ended.startedAt ?? at),
+      ...(host ? { host } : {}),
+    });
+    await deps.ended?.(ended);
+  }
+}
+
+/** A failure the next try would meet again: the page's, or the request's own (a 4xx). */
+function isFinal(error: unknown): boolean {
+  if (error instanceof CaptureFailedError) return error.fault === 'page';
+  return error instanceof AppError && error.status < 500;
+}
+
+/** What a synchronous capture would have answered: its status and message, never internals. */
+function failure(error: unknown): JobEnd {
+  const status = statusOf(error);
+  const message =
+    error instanceof CaptureFailedError
+      ? error.reason
+      : error instanceof AppError
+        ? error.message
+        : 'Screenshot capture failed';
+  return { status: 'failed', error: { status: status === 499 ? 500 : status, message } };
+}

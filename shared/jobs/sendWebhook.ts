@@ -1,0 +1,75 @@
+import type { ImageStore } from '../delivery/imageStore';
+import { deliverWebhook, type WebhookDeliveryDeps } from '../webhooks/deliverWebhook';
+import { webhookRetryDelaySeconds } from '../webhooks/retrySchedule';
+import type { WebhookSecrets } from '../webhooks/webhookSecrets';
+import type { WebhookOutcome } from './job';
+import { type JobQueue, MAX_QUEUE_DELAY_SECONDS, type QueueMessage } from './jobQueue';
+import type { JobStore } from './jobStore';
+import { batchView, jobView } from './jobView';
+
+export interface SendWebhookDeps {
+  jobs: JobStore;
+  queue: JobQueue;
+  images: Pick<ImageStore, 'signedUrl'>;
+  secrets: Pick<WebhookSecrets, 'signingSecrets'>;
+  delivery: WebhookDeliveryDeps;
+  now: () => number;
+  /** The backoff schedule; shortened only by tests. */
+  retryDelaySeconds?: (attempt: number) => number | undefined;
+}
+
+/**
+ * One attempt of a webhook event, from its queue message. `data` is the job or batch as its GET answers now. A
+ * failed attempt is queued again after the schedule's delay (a delay longer than the queue's is waited out in
+ * steps), with the same `webhook-id`; the outcome is written on the job or batch.
+ */
+export function sendWebhook(deps: SendWebhookDeps) {
+  const retryDelay = deps.retryDelaySeconds ?? webhookRetryDelaySeconds;
+  return async (message: Extract<QueueMessage, { kind: 'webhook' }>): Promise<void> => {
+    const now = deps.now();
+    if (message.notBefore !== undefined && message.notBefore > now) {
+      await deps.queue.send([message], Math.min(MAX_QUEUE_DELAY_SECONDS, (message.notBefore - now) / 1000));
+      return;
+    }
+    const subject = await subjectOf(message.accountId, message.subjectId);
+    const webhook = subject?.webhook;
+    // Gone (expired), or settled by another delivery of the same message.
+    if (!subject || !webhook || webhook.status !== 'pending' || webhook.attempts > message.attempt) return;
+    const secrets = await deps.secrets.signingSecrets(message.accountId, now);
+    const answer = await deliverWebhook(
+      {
+        url: webhook.url,
+        id: message.eventId,
+        type: message.type,
+        timestamp: message.timestamp,
+        data: subject.data,
+      },
+      secrets,
+      deps.delivery,
+    );
+    const attempts = message.attempt + 1;
+    const delay = answer.delivered ? undefined : retryDelay(attempts);
+    const outcome: WebhookOutcome = {
+      url: webhook.url,
+      status: answer.delivered ? 'delivered' : delay === undefined ? 'failed' : 'pending',
+      attempts,
+      lastStatus: answer.status,
+    };
+    await deps.jobs.setWebhook(message.accountId, message.subjectId, outcome);
+    if (delay === undefined) return;
+    const next = { ...message, attempt: attempts, notBefore: deps.now() + delay * 1000 };
+    await deps.queue.send([next], Math.min(MAX_QUEUE_DELAY_SECONDS, delay));
+  };
+
+  async function subjectOf(accountId: string, subjectId: string) {
+    const now = deps.now();
+    if (subjectId.startsWith('bat_')) {
+      const batch = await deps.jobs.getBatch(accountId, subjectId);
+      if (!batch) return undefined;
+      const jobs = await deps.jobs.getMany(accountId, batch.jobIds);
+      return { webhook: batch.webhook, data: await batchView(batch, jobs, deps.images, now) };
+    }
+    const job = await deps.jobs.get(accountId, subjectId);
+    return job && { webhook: job.webhook, data: await jobView(job, deps.images, now) };
+  }
+}

@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import type { AdmissionRound } from '../accounts/admissionRound';
+import type { RateLimitDecision } from '../accounts/rateLimiter';
+import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
+import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
+import { type ValidationDetail, ValidationError } from '../errors';
+import { detailsFromZod } from '../http/request';
+import type { KeyIdentity, KeyStore } from '../keys/keyStore';
+import { authenticateApiKey } from '../screenshot/apiKeyAuth';
+import { captureSpecOf } from '../screenshot/captureSpec';
+import { creditCost } from '../screenshot/cost';
+import { MAX_URL_LENGTH, screenshotRequest } from '../screenshot/schema';
+import type { Batch, Job } from './job';
+import type { AcceptJobs } from './jobIntake';
+
+/** The most captures one batch holds (docs/api.md, "Batches"). */
+export const MAX_BATCH_SIZE = 100;
+/** Fields a batch's captures may not carry: each is a job of the batch, answered through it. */
+const FIELDS_REFUSED_IN_BATCH = ['async', 'webhookUrl', 'response'] as const;
+
+const batchBody = z.strictObject({
+  requests: z.array(z.unknown()).min(1).max(MAX_BATCH_SIZE),
+  webhookUrl: z
+    .string()
+    .max(MAX_URL_LENGTH, `webhookUrl must be at most ${MAX_URL_LENGTH} characters`)
+    .pipe(z.url({ protocol: /^https?$/, message: 'webhookUrl must be a valid http:// or https:// URL' }))
+    .optional(),
+});
+
+export interface SubmitBatchDeps extends RefundDeps {
+  keys: KeyStore;
+  admissions: AdmissionRound;
+  urlPolicy: UrlPolicy;
+  acceptJobs: AcceptJobs;
+}
+
+export type BatchOutcome =
+  | { ok: true; batch: Batch; jobs: Job[]; rateLimit: RateLimitDecision }
+  | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
+
+/**
+ * POST /api/batches, all or nothing, in the order of checks of one capture: the API key (401), room in the rate
+ * window for every capture (429), every body valid and every URL allowed (400, each problem named by its place,
+ * `requests[3].width`), the balance covering the sum (402); then one job per capture, queued. The window and the
+ * credits are asked in one admission round, as for one capture; no slot is taken (each job takes one when it runs).
+ */
+export function submitBatch(deps: SubmitBatchDeps) {
+  return async (apiKey: string | undefined, body: () => unknown): Promise<BatchOutcome> => {
+    let identity: KeyIdentity;
+    try {
+      identity = await authenticateApiKey(apiKey, deps.keys);
+    } catch (error) {
+      return { ok: false, error };
+    }
+    let rateLimit: RateLimitDecision | undefined;
+    try {
+      const checked = await (async () => validBatch(body(), deps.urlPolicy))().then(
+        (valid) => ({ valid }),
+        (error: unknown) => ({ invalid: error }),
+      );
+      const total =
+        'valid' in checked
+          ? checked.valid.captures.reduce((sum, capture) => sum + capture.cost, 0)
+          : undefined;
+      const verdict = await deps.admissions.admit({
+        identity,
+        budget: 'api',
+        now: deps.now(),
+        slot: 'none',
+        // Every capture the body holds counts, whatever else is wrong with it.
+        requests: 'valid' in checked ? checked.valid.captures.length : requestCount(body),
+        ...(total === undefined ? {} : { cost: total }),
+      });
+      const admittedRate = verdict.rateLimit;
+      rateLimit = admittedRate;
+      if (!verdict.admitted) throw verdict.refusal;
+      if ('invalid' in checked) throw checked.invalid;
+      try {
+        const { captures, webhookUrl } = checked.valid;
+        const accepted = await deps.acceptJobs(identity, captures, { webhookUrl, batch: true });
+        return { ok: true, rateLimit: admittedRate, jobs: accepted.jobs, batch: accepted.batch as Batch };
+      } catch (error) {
+        await giveCreditsBack(deps, identity.accountId, total ?? 0);
+        throw error;
+      }
+    } catch (error) {
+      return rateLimit ? { ok: false, rateLimit, error } : { ok: false, error };
+    }
+  };
+}
+
+/** How many captures a body that failed validation holds, for the window: 1 to MAX_BATCH_SIZE. */
+function requestCount(body: () => unknown): number {
+  try {
+    const requests = (body() as { requests?: unknown } | null)?.requests;
+    return Array.isArray(requests) ? Math.min(Math.max(requests.length, 1), MAX_BATCH_SIZE) : 1;
+  } catch {
+    return 1;
+  }
+}
+/** Every problem of the batch at once, each named by its place in the body. */
+async function validBatch(value: unknown, urlPolicy: UrlPolicy) {
+  const parsed = batchBody.safeParse(value);
+  if (!parsed.success) throw new ValidationError(detailsFromZod(parsed.error), 'Invalid request body');
+  const details: ValidationDetail[] = [];
+  const checks: Promise<void>[] = [];
+  const captures = parsed.data.requests.map((request, index) => {
+    const at = (path: (string | number)[]) => ['requests', index, ...path];
+    if (request !== null && typeof request === 'object') {
+      for (const name of FIELDS_REFUSED_IN_BATCH)
+        if (Object.hasOwn(request, name))
+          details.push({
+            code: 'not_allowed_in_batch',
+            path: at([name]),
+            message: `${name} is not allowed in a batch's requests`,
+          });
+    }
+    const fields = screenshotRequest.safeParse(request);
+    if (!fields.success) {
+      details.push(...detailsFromZod(fields.error).map((detail) => ({ ...detail, path: at(detail.path) })));
+      return undefined;
+    }
+    const { url } = fields.data;
+    if (url !== undefined)
+      checks.push(assertAllowedAt(urlPolicy, url, at(['url'])).catch((error) => collect(error, details)));
+    return { request: { ...fields.data, response: 'json' }, cost: creditCost(captureSpecOf(fields.data)) };
+  });
+  const { webhookUrl } = parsed.data;
+  if (webhookUrl !== undefined)
+    checks.push(
+      assertAllowedAt(urlPolicy, webhookUrl, ['webhookUrl']).catch((error) => collect(error, details)),
+    );
+  await Promise.all(checks);
+  if (details.length > 0) throw new ValidationError(details, 'Invalid request body');
+  return { captures: captures.filter((capture) => capture !== undefined), webhookUrl };
+}
+
+function collect(error: unknown, details: ValidationDetail[]): void {
+  if (!(error instanceof ValidationError)) throw error;
+  details.push(...error.details);
+}

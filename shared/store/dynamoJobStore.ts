@@ -1,0 +1,208 @@
+import {
+  BatchGetCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { type Batch, JOB_RETENTION_MS, type Job, type WebhookOutcome } from '../jobs/job';
+import type { JobEnd, JobStore } from '../jobs/jobStore';
+import { conditionHeld, isConditionFailure, itemKey, JOB_PREFIX } from './table';
+
+/** DynamoDB's BatchGetItem bound. */
+const BATCH_GET_LIMIT = 100;
+
+/**
+ * Jobs and batches under their account's partition (docs/data-model.md), each with the TTL of its retention. The
+ * item holds the job as the domain sees it, beside its keys.
+ */
+export class DynamoJobStore implements JobStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async create(jobs: Job[], batch?: Batch): Promise<void> {
+    const expiresAt = (createdAt: number) => Math.ceil((createdAt + JOB_RETENTION_MS) / 1000);
+    const put = (key: Record<string, string>, item: Job | Batch) =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...key, ...item, expiresAt: expiresAt(item.createdAt) },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    // The batch first: a job that runs and finishes at once must find it to count itself.
+    if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch);
+    // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value).
+    await Promise.all(
+      jobs.map(({ startedAt: _, ...job }) => put(itemKey.job(job.accountId, job.id), job as Job)),
+    );
+  }
+
+  async get(accountId: string, jobId: string): Promise<Job | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.job(accountId, jobId), ConsistentRead: true }),
+    );
+    return Item && jobOf(Item);
+  }
+
+  async latest(accountId: string, limit: number): Promise<Job[]> {
+    const { Items = [] } = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': itemKey.account(accountId).pk, ':prefix': JOB_PREFIX },
+        ScanIndexForward: false,
+        Limit: limit,
+      }),
+    );
+    return Items.map(jobOf);
+  }
+
+  async getMany(accountId: string, jobIds: string[]): Promise<Job[]> {
+    const found = new Map<string, Job>();
+    for (let at = 0; at < jobIds.length; at += BATCH_GET_LIMIT) {
+      let keys: Record<string, unknown>[] = jobIds
+        .slice(at, at + BATCH_GET_LIMIT)
+        .map((id) => itemKey.job(accountId, id));
+      while (keys.length > 0) {
+        const answer = await this.db.send(
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
+        );
+        for (const item of answer.Responses?.[this.tableName] ?? []) found.set(item.id, jobOf(item));
+        keys = answer.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+      }
+    }
+    return jobIds.flatMap((id) => found.get(id) ?? []);
+  }
+
+  async start(accountId: string, jobId: string, now: number): Promise<Job | undefined> {
+    try {
+      const { Attributes } = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.job(accountId, jobId),
+          UpdateExpression:
+            'SET #status = :running, startedAt = if_not_exists(startedAt, :now) ADD runs :one',
+          ConditionExpression: '#status IN (:queued, :running)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':running': 'running', ':queued': 'queued', ':now': now, ':one': 1 },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return Attributes && jobOf(Attributes);
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined> {
+    try {
+      const { Attributes } = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.job(accountId, jobId),
+          UpdateExpression: 'SET #status = :end, finishedAt = :now, #result = :result, #error = :error',
+          ConditionExpression: '#status IN (:queued, :running)',
+          ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
+          ExpressionAttributeValues: {
+            ':end': end.status,
+            ':now': now,
+            ':result': end.status === 'succeeded' ? end.result : null,
+            ':error': end.status === 'failed' ? end.error : null,
+            ':queued': 'queued',
+            ':running': 'running',
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return Attributes && jobOf(Attributes);
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void> {
+    const key = subjectId.startsWith('bat_')
+      ? itemKey.batch(accountId, subjectId)
+      : itemKey.job(accountId, subjectId);
+    // Attempts only grow: a delayed copy of an older attempt never writes over a newer outcome.
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: 'SET webhook = :webhook',
+          ConditionExpression:
+            'attribute_exists(pk) AND (webhook.attempts <= :attempts OR attribute_type(webhook, :null))',
+          ExpressionAttributeValues: { ':webhook': webhook, ':attempts': webhook.attempts, ':null': 'NULL' },
+        }),
+      ),
+    );
+  }
+
+  async getBatch(accountId: string, batchId: string): Promise<Batch | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: itemKey.batch(accountId, batchId),
+        ConsistentRead: true,
+      }),
+    );
+    return Item && batchOf(Item);
+  }
+
+  async batchJobFinished(
+    accountId: string,
+    batchId: string,
+    jobId: string,
+    now: number,
+  ): Promise<Batch | undefined> {
+    const key = itemKey.batch(accountId, batchId);
+    // A set of the finished jobs' ids, not a counter: a job counted again (its message delivered again after a
+    // worker died past the job's end) changes nothing.
+    const { Attributes } = await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: 'ADD finishedJobs :job',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':job': new Set([jobId]) },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (!Attributes || batchOf(Attributes).finished < Attributes.jobIds.length) return undefined;
+    // Only the write that marks it completed reports it: one batch.completed, whatever the retries.
+    try {
+      const completed = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: 'SET #status = :completed, finishedAt = :now',
+          ConditionExpression: '#status = :running',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':completed': 'completed', ':running': 'running', ':now': now },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return completed.Attributes && batchOf(completed.Attributes);
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+}
+
+function jobOf(item: Record<string, unknown>): Job {
+  const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...job } = item;
+  return { startedAt: null, ...job } as unknown as Job;
+}
+
+function batchOf(item: Record<string, unknown>): Batch {
+  const { pk: _pk, sk: _sk, expiresAt: _expiresAt, finishedJobs, ...batch } = item;
+  return { ...batch, finished: (finishedJobs as Set<string> | undefined)?.size ?? 0 } as unknown as Batch;
+}

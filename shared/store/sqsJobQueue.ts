@@ -1,0 +1,38 @@
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { JobQueue, QueueMessage } from '../jobs/jobQueue';
+import { MAX_QUEUE_DELAY_SECONDS } from '../jobs/jobQueue';
+
+/** SendMessageBatch's bound. */
+const SEND_BATCH_LIMIT = 10;
+
+/** The job queue on SQS (or the local SQS API): messages in batches of ten, entries that failed sent again. */
+export class SqsJobQueue implements JobQueue {
+  constructor(
+    private readonly client: SQSClient,
+    private readonly queueUrl: string,
+  ) {}
+
+  async send(messages: QueueMessage[], delaySeconds = 0): Promise<void> {
+    const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(delaySeconds)));
+    const chunks: QueueMessage[][] = [];
+    for (let at = 0; at < messages.length; at += SEND_BATCH_LIMIT)
+      chunks.push(messages.slice(at, at + SEND_BATCH_LIMIT));
+    await Promise.all(
+      chunks.map(async (chunk) => {
+        let entries = chunk.map((message, index) => ({
+          Id: String(index),
+          MessageBody: JSON.stringify(message),
+          DelaySeconds: delay,
+        }));
+        for (let round = 0; entries.length > 0; round++) {
+          const answer = await this.client.send(
+            new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }),
+          );
+          const failed = new Set((answer.Failed ?? []).map((entry) => entry.Id));
+          if (failed.size > 0 && round >= 2) throw new Error(`${failed.size} queue messages not sent`);
+          entries = entries.filter((entry) => failed.has(entry.Id));
+        }
+      }),
+    );
+  }
+}

@@ -1,0 +1,404 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localSigningKeyFile } from '../../local/embeddedS3';
+import { createWebhookSecrets } from '../../shared/wiring/webhooks';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
+
+const BALANCE = 20;
+
+let pages: PageServer;
+let receiver: WebhookReceiver;
+/** Fails the first three attempts at /flaky, answers 204 otherwise. */
+let flakyAttempts = 0;
+let service: TestLocalService;
+
+beforeAll(async () => {
+  pages = await startPageServer({
+    '/red': solidPage('#ff0000'),
+    '/broken': (_, res) => {
+      res.writeHead(500, { 'Content-Type': 'text/html' }).end('<p>broken</p>');
+    },
+  });
+  receiver = await startWebhookReceiver((request, response) => {
+    if (request.path === '/flaky' && ++flakyAttempts <= 3) response.writeHead(503).end();
+    else response.writeHead(204).end();
+  });
+  service = await startTestLocalService(
+    {
+      ALLOW_PRIVATE_HOSTS: `${pages.hostPort},${receiver.hostPort}`,
+      FREE_CREDITS: String(BALANCE),
+      POWERTOOLS_METRICS_DISABLED: 'true',
+    },
+    // Seconds instead of minutes: the schedule's shape is the webhook module's own test.
+    { webhookRetryDelaySeconds: (attempt) => (attempt < 8 ? 1 : undefined) },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close();
+  await receiver?.close();
+  await pages?.close();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON answers, read field by field
+type Json = Record<string, any>;
+
+async function post(
+  path: string,
+  apiKey: string,
+  body: unknown,
+  idempotencyKey?: string,
+): Promise<{ status: number; headers: Headers; body: Json }> {
+  const response = await fetch(`${service.url}${path}`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${apiKey}`,
+      'Content-Type': 'application/json',
+      ...(idempotencyKey === undefined ? {} : { 'Idempotency-Key': idempotencyKey }),
+    },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Json };
+}
+
+async function get(path: string, bearer: string): Promise<{ status: number; body: Json }> {
+  const response = await service.request(path, { bearer });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+async function balanceOf(token: string): Promise<number> {
+  return (await get('/api/credits', token)).body.balance;
+}
+
+/** Polls GET `path` until `done` says so (jobs run from the queue, on real Chromium). */
+async function waitFor(path: string, apiKey: string, done: (body: Json) => boolean): Promise<Json> {
+  const until = Date.now() + 90_000;
+  for (;;) {
+    const { body } = await get(path, apiKey);
+    if (done(body)) return body;
+    if (Date.now() > until) throw new Error(`Still not done: ${JSON.stringify(body)}`);
+    await sleep(200);
+  }
+}
+
+const finished = (job: Json) => job.status === 'succeeded' || job.status === 'failed';
+
+async function webhooksFor(subjectId: string, count = 1) {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const got = receiver.received.filter((request) => JSON.parse(request.body).data?.id === subjectId);
+    if (got.length >= count) return got;
+    if (Date.now() > until) throw new Error(`${got.length} webhooks for ${subjectId}`);
+    await sleep(200);
+  }
+}
+
+async function secretOf(accountId: string): Promise<string> {
+  const env = { ...process.env, SIGNING_KEY_FILE: localSigningKeyFile(service.dataDir) };
+  return createWebhookSecrets(service.dynamo.client, env).reveal(accountId, Date.now());
+}
+
+describe('an async capture', () => {
+  it('answers 202 with the job and Location, runs from the queue, and charges its credits once', async () => {
+    const account = await service.newAccount();
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/red`,
+      async: true,
+      webhookUrl: `${receiver.origin}/hook`,
+    });
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toEqual({
+      id: expect.stringMatching(/^job_/),
+      status: 'queued',
+      createdAt: expect.any(Number),
+      statusUrl: `${service.url}/api/jobs/${accepted.body.id}`,
+    });
+    expect(accepted.headers.get('location')).toBe(accepted.body.statusUrl);
+    // Reserved at once.
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+
+    const job = await waitFor(`/api/jobs/${accepted.body.id}`, account.apiKey, finished);
+    expect(job).toMatchObject({
+      id: accepted.body.id,
+      status: 'succeeded',
+      createdAt: accepted.body.createdAt,
+      error: null,
+      result: { contentType: 'image/png', width: 1920, height: 1080, creditsCharged: 1, cache: 'BYPASS' },
+    });
+    expect(job.startedAt).toBeGreaterThanOrEqual(job.createdAt);
+    expect(job.finishedAt).toBeGreaterThanOrEqual(job.startedAt);
+    expect(job.result.expiresAt).toBeGreaterThan(Date.now() + 59 * 60_000);
+    const image = await fetch(job.result.url);
+    expect(image.status).toBe(200);
+    expect(
+      Buffer.from(await image.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it('sends a screenshot.succeeded webhook that standardwebhooks verifies, and records it delivered', async () => {
+    const account = await service.newAccount();
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/red`,
+      async: true,
+      webhookUrl: `${receiver.origin}/hook`,
+    });
+    const [delivery] = await webhooksFor(accepted.body.id);
+    if (!delivery) throw new Error('no delivery');
+    const verifier = new Webhook(await secretOf(account.accountId));
+    const event = verifier.verify(delivery.body, delivery.headers) as Json;
+    expect(event).toMatchObject({
+      type: 'screenshot.succeeded',
+      data: { id: accepted.body.id, status: 'succeeded' },
+    });
+    expect(delivery.headers['webhook-id']).toBe(`msg_${accepted.body.id}`);
+    // A body changed on the way is refused.
+    expect(() => verifier.verify(delivery.body.replace('succeeded', 'failed'), delivery.headers)).toThrow();
+    const job = await waitFor(
+      `/api/jobs/${accepted.body.id}`,
+      account.apiKey,
+      (body) => body.webhook?.status !== 'pending',
+    );
+    expect(job.webhook).toEqual({
+      url: `${receiver.origin}/hook`,
+      status: 'delivered',
+      attempts: 1,
+      lastStatus: 204,
+    });
+  });
+
+  it('ends failed with the answer a synchronous capture would give, and gives the credits back', async () => {
+    const account = await service.newAccount();
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/broken`,
+      failOnHttpError: true,
+      async: true,
+    });
+    expect(accepted.status).toBe(202);
+    const job = await waitFor(`/api/jobs/${accepted.body.id}`, account.apiKey, finished);
+    expect(job).toMatchObject({
+      status: 'failed',
+      result: null,
+      error: { status: 500, message: expect.any(String) },
+    });
+    expect(job.webhook).toBeNull();
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+
+  it("answers another account's job with 404, as one that does not exist", async () => {
+    const owner = await service.newAccount();
+    const other = await service.newAccount();
+    const accepted = await post('/api/screenshot', owner.apiKey, { url: `${pages.origin}/red`, async: true });
+    const foreign = await get(`/api/jobs/${accepted.body.id}`, other.apiKey);
+    const missing = await get('/api/jobs/job_000000000aaaaaaaaaaaaaaaa', other.apiKey);
+    expect(foreign).toEqual({ status: 404, body: { message: 'Job not found' } });
+    expect(missing).toEqual(foreign);
+    expect((await get(`/api/jobs/${accepted.body.id}`, 'not-a-key')).status).toBe(401);
+    // The list is the session's account's own: an API key is not a session token.
+    expect((await get('/api/jobs', owner.apiKey)).status).toBe(401);
+    const owned = await get('/api/jobs', owner.token);
+    expect(owned.body.jobs.map((job: Json) => job.id)).toEqual([accepted.body.id]);
+    expect((await get('/api/jobs', other.token)).body).toEqual({ jobs: [] });
+  });
+
+  it('refuses a webhook URL on a private address at submission, naming webhookUrl, and charges nothing', async () => {
+    const account = await service.newAccount();
+    for (const webhookUrl of ['http://10.0.0.1/hook', `http://127.0.0.1:1/hook`, `${service.url}/api/keys`]) {
+      const refused = await post('/api/screenshot', account.apiKey, {
+        url: `${pages.origin}/red`,
+        async: true,
+        webhookUrl,
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.details).toEqual([
+        expect.objectContaining({ code: 'url_not_allowed', path: ['webhookUrl'] }),
+      ]);
+    }
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+
+  it('refuses webhookUrl without async, and async on a signed link', async () => {
+    const account = await service.newAccount();
+    const refused = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/red`,
+      webhookUrl: `${receiver.origin}/hook`,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.details).toEqual([expect.objectContaining({ path: ['webhookUrl'] })]);
+    const link = await service.request(
+      `/api/screenshot?url=${encodeURIComponent(`${pages.origin}/red`)}&async=true&keyId=${account.keyId}&signature=${'0'.repeat(64)}`,
+    );
+    expect([400, 401]).toContain(link.status);
+  });
+
+  it('retries a webhook that fails three times with the same webhook-id, then records it delivered', async () => {
+    const account = await service.newAccount();
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/red`,
+      async: true,
+      webhookUrl: `${receiver.origin}/flaky`,
+    });
+    const deliveries = await webhooksFor(accepted.body.id, 4);
+    expect(new Set(deliveries.map((delivery) => delivery.headers['webhook-id']))).toEqual(
+      new Set([`msg_${accepted.body.id}`]),
+    );
+    const job = await waitFor(
+      `/api/jobs/${accepted.body.id}`,
+      account.apiKey,
+      (body) => body.webhook?.status === 'delivered',
+    );
+    expect(job.webhook).toEqual({
+      url: `${receiver.origin}/flaky`,
+      status: 'delivered',
+      attempts: 4,
+      lastStatus: 204,
+    });
+  });
+});
+
+describe('a batch', () => {
+  it('runs every capture, counts them, charges exactly the successes, and sends batch.completed last', async () => {
+    const account = await service.newAccount();
+    const accepted = await post('/api/batches', account.apiKey, {
+      requests: [
+        { url: `${pages.origin}/red` },
+        { url: `${pages.origin}/broken`, failOnHttpError: true },
+        { url: `${pages.origin}/red`, fullPage: true },
+      ],
+      webhookUrl: `${receiver.origin}/batch`,
+    });
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toMatchObject({ id: expect.stringMatching(/^bat_/), status: 'running' });
+    expect(accepted.body.statusUrl).toBe(`${service.url}/api/batches/${accepted.body.id}`);
+    expect(accepted.body.jobs).toEqual(
+      [1, 2, 3].map(() => ({ id: expect.stringMatching(/^job_/), status: 'queued' })),
+    );
+    // 1 + 1 + 2 reserved at once.
+    expect(await balanceOf(account.token)).toBe(BALANCE - 4);
+
+    const batch = await waitFor(
+      `/api/batches/${accepted.body.id}`,
+      account.apiKey,
+      (body) => body.status === 'completed',
+    );
+    expect(batch.counts).toEqual({ queued: 0, running: 0, succeeded: 2, failed: 1 });
+    expect(batch.jobs.map((job: Json) => job.status)).toEqual(['succeeded', 'failed', 'succeeded']);
+    expect(batch.finishedAt).toBeGreaterThanOrEqual(
+      Math.max(...batch.jobs.map((job: Json) => job.finishedAt)),
+    );
+    // The failed capture's credit came back.
+    expect(await balanceOf(account.token)).toBe(BALANCE - 3);
+
+    const [completed] = await webhooksFor(accepted.body.id);
+    const event = JSON.parse(completed?.body ?? '{}');
+    expect(event).toMatchObject({
+      type: 'batch.completed',
+      data: { id: accepted.body.id, status: 'completed' },
+    });
+    expect(event.data.counts).toEqual(batch.counts);
+  });
+
+  it('refuses the whole batch with each problem named by its place, and charges nothing', async () => {
+    const account = await service.newAccount();
+    const refused = await post('/api/batches', account.apiKey, {
+      requests: [
+        { url: `${pages.origin}/red` },
+        { url: `${pages.origin}/red`, width: 1 },
+        { url: 'http://10.0.0.1/' },
+        { url: `${pages.origin}/red`, async: true },
+      ],
+    });
+    expect(refused.status).toBe(400);
+    const paths = refused.body.details.map((detail: Json) => detail.path.join('.'));
+    expect(paths).toEqual(expect.arrayContaining(['requests.1.width', 'requests.2.url', 'requests.3.async']));
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+
+  it('answers 429 when the rate window has no room for all of them, counting none of them', async () => {
+    const account = await service.newAccount();
+    // 99 bodies refused with 400 still count, as one refused capture does.
+    const invalid = Array.from({ length: 99 }, () => ({ url: `${pages.origin}/red`, width: 1 }));
+    expect((await post('/api/batches', account.apiKey, { requests: invalid })).status).toBe(400);
+    const two = Array.from({ length: 2 }, () => ({ url: `${pages.origin}/red` }));
+    const refused = await post('/api/batches', account.apiKey, { requests: two });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
+    // The one request left is still there.
+    const one = await post('/api/batches', account.apiKey, { requests: two.slice(1) });
+    expect(one.status).toBe(202);
+    expect(one.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it('answers 402 with the sum required when the balance does not cover them all', async () => {
+    const account = await service.newAccount();
+    const requests = Array.from({ length: 11 }, () => ({ url: `${pages.origin}/red`, fullPage: true }));
+    const refused = await post('/api/batches', account.apiKey, { requests });
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ required: 22, available: BALANCE });
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('answers the same key and body with the first acceptance again, charging once', async () => {
+    const account = await service.newAccount();
+    const body = { url: `${pages.origin}/red`, async: true };
+    const first = await post('/api/screenshot', account.apiKey, body, 'order-1');
+    const again = await post('/api/screenshot', account.apiKey, { async: true, url: body.url }, 'order-1');
+    expect(first.status).toBe(202);
+    expect(again).toMatchObject({ status: 202, body: first.body });
+    expect(again.headers.get('location')).toBe(first.body.statusUrl);
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+    // Another account's same key is its own.
+    const other = await service.newAccount();
+    const theirs = await post('/api/screenshot', other.apiKey, body, 'order-1');
+    expect(theirs.body.id).not.toBe(first.body.id);
+  });
+
+  it('answers 422 for the same key with another body, and charges nothing for it', async () => {
+    const account = await service.newAccount();
+    await post('/api/screenshot', account.apiKey, { url: `${pages.origin}/red`, async: true }, 'order-2');
+    const other = await post(
+      '/api/screenshot',
+      account.apiKey,
+      { url: `${pages.origin}/red?x`, async: true },
+      'order-2',
+    );
+    expect(other).toMatchObject({ status: 422, body: { message: expect.any(String) } });
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it('answers 409 for the same key while the first is still being accepted, and makes one batch', async () => {
+    const account = await service.newAccount();
+    const requests = Array.from({ length: 10 }, (_, i) => ({ url: `${pages.origin}/red?${i}` }));
+    const answers = await Promise.all([
+      post('/api/batches', account.apiKey, { requests }, 'batch-1'),
+      post('/api/batches', account.apiKey, { requests }, 'batch-1'),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409]);
+    expect(answers.find((answer) => answer.status === 409)?.body).toEqual({ message: expect.any(String) });
+    expect(await balanceOf(account.token)).toBe(BALANCE - 10);
+    const replay = await post('/api/batches', account.apiKey, { requests }, 'batch-1');
+    expect(replay.body.id).toBe(answers.find((answer) => answer.status === 202)?.body.id);
+  });
+
+  it('refuses a key that is not 1 to 255 visible ASCII characters', async () => {
+    const account = await service.newAccount();
+    for (const key of ['x'.repeat(256), 'with space']) {
+      const refused = await post(
+        '/api/screenshot',
+        account.apiKey,
+        { url: `${pages.origin}/red`, async: true },
+        key,
+      );
+      expect(refused.status).toBe(400);
+    }
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+});

@@ -1,0 +1,157 @@
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import type { SlotLease } from '../../shared/accounts/captureSlots';
+import { jobEnded } from '../../shared/jobs/jobEvents';
+import { jobIntake } from '../../shared/jobs/jobIntake';
+import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
+import { MAX_JOB_RUNS, NO_SLOT_DELAY_SECONDS, runJob } from '../../shared/jobs/runJob';
+import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
+import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
+import {
+  FakeRenderer,
+  MemoryCaptureSlots,
+  MemoryCreditLedger,
+  MemoryImageStore,
+  MemoryPendingRefunds,
+} from '../helpers/memoryPorts';
+import { startTestStore, TEST_TABLE } from '../helpers/store';
+
+/**
+ * The worker's rules against the real job table (dynalite) and in-memory ports: a job ends once whatever the
+ * deliveries, failures of ours are retried a bounded number of times, and a job with no free slot waits.
+ */
+
+const ACCOUNT = 'acct';
+const identity = { accountId: ACCOUNT, keyId: 'key_1', isActive: true } as never;
+
+class RecordingQueue implements JobQueue {
+  readonly sent: { message: QueueMessage; delaySeconds: number }[] = [];
+  async send(messages: QueueMessage[], delaySeconds = 0): Promise<void> {
+    for (const message of messages) this.sent.push({ message, delaySeconds });
+  }
+}
+
+let store: EmbeddedDynamo;
+let jobs: DynamoJobStore;
+let queue: RecordingQueue;
+let credits: MemoryCreditLedger;
+let slots: MemoryCaptureSlots;
+let renderer: FakeRenderer;
+let usage: { record: (entry: unknown) => void; records: unknown[] };
+let run: ReturnType<typeof runJob>;
+
+beforeAll(async () => {
+  store = await startTestStore();
+  jobs = new DynamoJobStore(
+    DynamoDBDocumentClient.from(store.client, { marshallOptions: { removeUndefinedValues: true } }),
+    TEST_TABLE,
+  );
+});
+
+afterAll(async () => {
+  await store?.close();
+});
+
+beforeEach(() => {
+  queue = new RecordingQueue();
+  credits = new MemoryCreditLedger();
+  slots = new MemoryCaptureSlots(1);
+  renderer = new FakeRenderer();
+  const records: unknown[] = [];
+  usage = { record: (entry) => records.push(entry), records };
+  const now = () => Date.now();
+  run = runJob({
+    jobs,
+    queue,
+    captureSlots: slots,
+    renderer,
+    urlPolicy: { assertAllowed: async () => undefined },
+    images: new MemoryImageStore(),
+    usage,
+    admission: IMMEDIATE_ADMISSION,
+    captureBudgetMs: 30_000,
+    credits,
+    pendingRefunds: new MemoryPendingRefunds(),
+    metrics: new InMemoryServiceMetrics(),
+    ended: jobEnded({ jobs, queue, now }),
+    now,
+  });
+});
+
+/** A job accepted as the front accepts it: its credits already reserved. */
+async function accepted(url: string, options: { batch?: boolean; cost?: number } = {}) {
+  const cost = options.cost ?? 1;
+  await credits.set(ACCOUNT, 10);
+  await credits.reserve(ACCOUNT, cost);
+  const intake = jobIntake({ jobs, queue: new RecordingQueue(), now: Date.now });
+  const made = await intake(identity, [{ request: { url }, cost }], {
+    ...(options.batch ? { batch: true } : {}),
+  });
+  return { job: made.jobs[0] as { id: string }, batch: made.batch };
+}
+
+describe('a queued job', () => {
+  it('succeeds once: the reserved credits are kept, a later delivery of its message changes nothing', async () => {
+    const { job } = await accepted('https://a.test/page');
+    await run(ACCOUNT, job.id, 1);
+    await run(ACCOUNT, job.id, 2);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'succeeded', runs: 1 });
+    expect(renderer.captures).toHaveLength(1);
+    expect(await credits.balance(ACCOUNT)).toBe(9);
+    expect(usage.records).toHaveLength(1);
+  });
+
+  it('is delivered again after a failure of ours, and after the last run ends failed, refunded once', async () => {
+    const { job } = await accepted('https://a.test/fail');
+    for (let delivery = 1; delivery < MAX_JOB_RUNS; delivery++) {
+      await expect(run(ACCOUNT, job.id, delivery)).rejects.toThrow();
+      expect((await jobs.get(ACCOUNT, job.id))?.status).toBe('running');
+    }
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS);
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({
+      status: 'failed',
+      error: { status: 500, message: 'Navigation timed out' },
+    });
+    expect(await credits.balance(ACCOUNT)).toBe(10);
+    expect(usage.records).toEqual([expect.objectContaining({ status: 500, credits: 0 })]);
+  });
+
+  it('ends failed and refunded without a capture once its message was delivered more than the runs allowed', async () => {
+    const { job } = await accepted('https://a.test/page');
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'failed' });
+    expect(renderer.captures).toHaveLength(0);
+    expect(await credits.balance(ACCOUNT)).toBe(10);
+  });
+
+  it('waits for a free slot: sent again with a delay, still queued, never refused', async () => {
+    const { job } = await accepted('https://a.test/page');
+    const held = await slots.acquire(ACCOUNT, Date.now(), Date.now() + 60_000);
+    await run(ACCOUNT, job.id, 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'queued' });
+    expect(queue.sent).toEqual([
+      {
+        message: { kind: 'capture', accountId: ACCOUNT, jobId: job.id },
+        delaySeconds: NO_SLOT_DELAY_SECONDS,
+      },
+    ]);
+    await slots.release(ACCOUNT, (held as SlotLease).leaseId);
+    await run(ACCOUNT, job.id, 1);
+    expect((await jobs.get(ACCOUNT, job.id))?.status).toBe('succeeded');
+  });
+
+  it("counts a batch's job once even when its end is handled again, and completes the batch once", async () => {
+    const { job, batch } = await accepted('https://a.test/page', { batch: true });
+    await run(ACCOUNT, job.id, 1);
+    // The worker died after the end, before the message was deleted: it comes back.
+    await run(ACCOUNT, job.id, 2);
+    expect(await jobs.getBatch(ACCOUNT, batch?.id as string)).toMatchObject({
+      status: 'completed',
+      finished: 1,
+    });
+    expect(await credits.balance(ACCOUNT)).toBe(9);
+  });
+});
