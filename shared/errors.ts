@@ -9,6 +9,8 @@ export interface ValidationDetail {
   code: string;
   path: (string | number)[];
   message: string;
+  /** The path as one name, like `requests[3].width`: given where a body nests requests (batches). */
+  field?: string;
 }
 
 export class AppError extends Error {

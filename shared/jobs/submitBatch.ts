@@ -131,8 +131,19 @@ async function validBatch(value: unknown, urlPolicy: UrlPolicy) {
       assertAllowedAt(urlPolicy, webhookUrl, ['webhookUrl']).catch((error) => collect(error, details)),
     );
   await Promise.all(checks);
-  if (details.length > 0) throw new ValidationError(details, 'Invalid request body');
+  if (details.length > 0)
+    throw new ValidationError(
+      details.map((detail) => ({ ...detail, field: fieldName(detail.path) })),
+      'Invalid request body',
+    );
   return { captures: captures.filter((capture) => capture !== undefined), webhookUrl };
+}
+
+/** A detail's path as one name: `["requests", 3, "width"]` is `requests[3].width`. */
+export function fieldName(path: readonly (string | number)[]): string {
+  return path
+    .map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? part : `.${part}`))
+    .join('');
 }
 
 function collect(error: unknown, details: ValidationDetail[]): void {

@@ -18,6 +18,10 @@ const validationDetail = z
       .array(z.union([z.string(), z.number()]))
       .meta({ description: 'Where in the body; empty for the whole body' }),
     message: z.string(),
+    field: z
+      .string()
+      .optional()
+      .meta({ description: 'The path as one name, like requests[3].width (batch requests)' }),
   })
   .meta({ id: 'ValidationDetail', description: 'One validation problem' });
 

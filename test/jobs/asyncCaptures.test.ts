@@ -316,6 +316,10 @@ describe('a batch', () => {
     expect(refused.status).toBe(400);
     const paths = refused.body.details.map((detail: Json) => detail.path.join('.'));
     expect(paths).toEqual(expect.arrayContaining(['requests.1.width', 'requests.2.url', 'requests.3.async']));
+    const fields = refused.body.details.map((detail: Json) => detail.field);
+    expect(fields).toEqual(
+      expect.arrayContaining(['requests[1].width', 'requests[2].url', 'requests[3].async']),
+    );
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 
