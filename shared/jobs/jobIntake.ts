@@ -23,8 +23,8 @@ export type AcceptJobs = (
 ) => Promise<{ jobs: Job[]; batch?: Batch }>;
 
 /**
- * Accepted captures become jobs: written to the table (the record of what is owed), then queued. When the queue
- * refuses them they end `failed` at once and the error goes up, so the caller gives the credits back.
+ * Accepted captures become jobs: written to the table (the record of what is owed) and queued, both at once. When
+ * either is refused the error goes up, so the caller gives the credits back; jobs the queue refused end `failed`.
  */
 export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
   return async (identity, captures, options) => {
@@ -63,12 +63,15 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
       }),
     );
     if (batch) batch.jobIds = jobs.map((job) => job.id);
-    await deps.jobs.create(jobs, batch);
-    try {
-      await deps.queue.send(
-        jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id })),
-      );
-    } catch (error) {
+    // Both at once, so accepting costs one round trip more than admission, not two. A message that outruns its item
+    // is sent again a moment later by the worker (runJob); one whose item was never written is dropped there.
+    const [created, queued] = await Promise.allSettled([
+      deps.jobs.create(jobs, batch),
+      deps.queue.send(jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id }))),
+    ]);
+    if (created.status === 'rejected') throw created.reason;
+    if (queued.status === 'rejected') {
+      const error = queued.reason;
       logger.error('Jobs not queued', { count: jobs.length, error: error as Error });
       const end = {
         status: 'failed',

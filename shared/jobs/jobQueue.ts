@@ -5,7 +5,13 @@ export const MAX_QUEUE_DELAY_SECONDS = 900;
 
 /** What the queue carries: names only, never a request's fields (the job item holds those). */
 export const queueMessage = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('capture'), accountId: z.string(), jobId: z.string() }),
+  z.object({
+    kind: z.literal('capture'),
+    accountId: z.string(),
+    jobId: z.string(),
+    /** How often a worker found no job item yet (the message is sent beside the item's write and may outrun it). */
+    waited: z.number().int().min(0).optional(),
+  }),
   z.object({
     kind: z.literal('webhook'),
     accountId: z.string(),

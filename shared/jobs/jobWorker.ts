@@ -8,7 +8,7 @@ import { queueMessage } from './jobQueue';
  * our messages is dropped: no retry would make it one.
  */
 export function jobWorker(deps: {
-  runJob: (accountId: string, jobId: string, receiveCount: number) => Promise<void>;
+  runJob: (accountId: string, jobId: string, receiveCount: number, waited?: number) => Promise<void>;
   sendWebhook: (
     message: Extract<ReturnType<typeof queueMessage.parse>, { kind: 'webhook' }>,
   ) => Promise<void>;
@@ -27,7 +27,7 @@ export function jobWorker(deps: {
     }
     if (message.data.kind === 'capture') {
       const receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
-      await deps.runJob(message.data.accountId, message.data.jobId, receiveCount);
+      await deps.runJob(message.data.accountId, message.data.jobId, receiveCount, message.data.waited);
     } else {
       await deps.sendWebhook(message.data);
     }

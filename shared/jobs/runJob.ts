@@ -24,6 +24,11 @@ export const MAX_JOB_RUNS = 3;
 export const MAX_RECEIVE_COUNT = MAX_JOB_RUNS + 2;
 /** How long a job that found no free capture slot waits before it asks again. */
 export const NO_SLOT_DELAY_SECONDS = 2;
+/**
+ * How often a message that found no job item is sent again (a second apart) before it is dropped: it is sent beside
+ * the item's write and may outrun it, and one whose write failed was answered with an error and its credits given back.
+ */
+export const MAX_ITEM_WAITS = 3;
 
 export interface RunJobDeps extends RefundDeps {
   jobs: JobStore;
@@ -49,9 +54,14 @@ export interface RunJobDeps extends RefundDeps {
  * nothing is charged twice because nothing is charged at the end of a success.
  */
 export function runJob(deps: RunJobDeps) {
-  return async (accountId: string, jobId: string, receiveCount: number): Promise<void> => {
+  return async (accountId: string, jobId: string, receiveCount: number, waited = 0): Promise<void> => {
     const job = await deps.jobs.get(accountId, jobId);
-    if (!job) return;
+    if (!job) {
+      if (waited < MAX_ITEM_WAITS)
+        await deps.queue.send([{ kind: 'capture', accountId, jobId, waited: waited + 1 }], 1);
+      else logger.warn('Queue message dropped: its job was never written', { jobId });
+      return;
+    }
     // Ended, yet its message came back: the worker that ended it died before it was done. What follows the end is
     // done again (idempotent); the charge or refund, made by the ending write's delivery, is not.
     if (job.status === 'succeeded' || job.status === 'failed') {

@@ -5,7 +5,7 @@ import type { SlotLease } from '../../shared/accounts/captureSlots';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
-import { MAX_JOB_RUNS, NO_SLOT_DELAY_SECONDS, runJob } from '../../shared/jobs/runJob';
+import { MAX_ITEM_WAITS, MAX_JOB_RUNS, NO_SLOT_DELAY_SECONDS, runJob } from '../../shared/jobs/runJob';
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
@@ -125,6 +125,19 @@ describe('a queued job', () => {
     expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'failed' });
     expect(renderer.captures).toHaveLength(0);
     expect(await credits.balance(ACCOUNT)).toBe(10);
+  });
+
+  it('sends a message that outran its job item again a second later, and drops it after the waits allowed', async () => {
+    await run(ACCOUNT, 'job_not_written_yet', 1);
+    expect(queue.sent).toEqual([
+      {
+        message: { kind: 'capture', accountId: ACCOUNT, jobId: 'job_not_written_yet', waited: 1 },
+        delaySeconds: 1,
+      },
+    ]);
+    await run(ACCOUNT, 'job_not_written_yet', 1, MAX_ITEM_WAITS);
+    expect(queue.sent).toHaveLength(1);
+    expect(renderer.captures).toEqual([]);
   });
 
   it('waits for a free slot: sent again with a delay, still queued, never refused', async () => {
