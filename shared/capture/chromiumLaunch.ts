@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { allowedVariables } from '../allowedVariables';
+import { logger } from '../logger';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { chromiumExecutable } from './packedChromium';
@@ -99,6 +100,17 @@ export async function launchChromium(
   extraArgs: string[] = [],
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<LaunchedChromium> {
+  try {
+    return await launchOnce(extraArgs, env);
+  } catch (error) {
+    // Now and then, on a loaded machine, Chromium dies while it starts ("Target closed" before its first command):
+    // it is started once more, from a new temp folder, before the capture fails for it.
+    logger.warn('Chromium did not start; starting it once more', { error: error as Error });
+    return launchOnce(extraArgs, env);
+  }
+}
+
+async function launchOnce(extraArgs: string[], env: NodeJS.ProcessEnv): Promise<LaunchedChromium> {
   const tempDir = await createChromiumTempDir(env.TMPDIR ?? tmpdir());
   try {
     const browser = await puppeteer.launch({
