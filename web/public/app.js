@@ -2,6 +2,7 @@
 // strings).
 import { ApiError, callApi, capture } from './api.js';
 import { copyShown } from './clipboard.js';
+import { h } from './dom.js';
 import { clearJobs, showJobs } from './jobs.js';
 import {
   currentSession,
@@ -27,17 +28,6 @@ let tryKeyId = null;
 let imageUrl = null;
 /** The key just created and its signing secret, held only while the one-time callout is shown. */
 let newKey = null;
-
-/** Creates an element with properties and children (strings become text nodes). */
-function h(tag, props = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(props)) {
-    if (name === 'dataset') Object.assign(element.dataset, value);
-    else element[name] = value;
-  }
-  element.append(...children.filter((child) => child !== null && child !== undefined));
-  return element;
-}
 
 function say(id, text) {
   $(id).textContent = text;

@@ -1,21 +1,12 @@
 // The jobs view: the account's latest async captures (GET /api/jobs), their status, a link to each result and what
 // became of the webhook. Text only, never HTML strings; result links are the API's own pre-signed addresses.
 
+import { h } from './dom.js';
+
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const dates = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
 const STATUS_LABELS = { queued: 'Queued', running: 'Running', succeeded: 'Succeeded', failed: 'Failed' };
-
-/** @param {string} tag @param {Record<string, unknown>} props @param {(Node | string | null)[]} children */
-function h(tag, props = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(props)) {
-    if (name === 'dataset') Object.assign(element.dataset, value);
-    else element[name] = value;
-  }
-  element.append(...children.filter((child) => child !== null && child !== undefined));
-  return element;
-}
 
 /** A link to a job's result, only for an http(s) address (the pre-signed URL), opened without our origin. */
 function resultCell(job) {
