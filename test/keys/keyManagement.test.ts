@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RouteEventOptions as EventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
-import { ephemeralIdentityProvider, newSigningKey } from '../../local/ephemeralIdp';
-import { signAccessToken } from '../../local/idp';
+import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
 import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway';
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { keyLambdas } from '../../shared/wiring/lambdaHandlers';
+import { hostileSessionTokens } from '../helpers/hostileSessionTokens';
 import { dumpTable, startTestDelivery, startTestStore, TEST_TABLE } from '../helpers/store';
 
 const idp = ephemeralIdentityProvider();
@@ -376,35 +376,7 @@ describe('GET /api/credits', () => {
 });
 
 describe('session tokens', () => {
-  const other = newSigningKey();
-  const tokenCases: [string, (accountId: string) => string | undefined, RegExp][] = [
-    ['no token', () => undefined, /Missing session token/],
-    ['a garbage token', () => 'not-a-jwt', /Invalid session token/],
-    ['an expired token', (a) => idp.token(a, { exp: Math.floor(Date.now() / 1000) - 60, iat: 1 }), /expired/],
-    ['a token signed by another key', (a) => signAccessToken(other, { sub: a }), /signed by another key/],
-    [
-      'a token signed by another key under our key id',
-      (a) => signAccessToken({ ...other, kid: idp.key.kid }, { sub: a }),
-      /Invalid/,
-    ],
-    [
-      'a token from another issuer',
-      (a) => idp.token(a, { iss: 'https://evil.example' }),
-      /Invalid session token/,
-    ],
-    [
-      'an id token instead of an access token',
-      (a) => idp.token(a, { token_use: 'id' }),
-      /Invalid session token/,
-    ],
-    [
-      'a token for another app client',
-      (a) => idp.token(a, { client_id: 'someone-else' }),
-      /Invalid session token/,
-    ],
-    ['a token without a subject', () => idp.token('', {}), /Invalid session token/],
-    ['an API key', () => `sk_live_${'a'.repeat(40)}`, /Invalid session token/],
-  ];
+  const tokenCases = hostileSessionTokens(idp);
 
   it.each(tokenCases)('refuses %s with 401 on every route', async (_, makeToken, message) => {
     const { id } = newAccount();

@@ -2,13 +2,13 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RouteEventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
-import { ephemeralIdentityProvider, newSigningKey } from '../../local/ephemeralIdp';
-import { signAccessToken } from '../../local/idp';
+import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
 import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway';
 import type { WebhookSecrets } from '../../shared/webhooks/webhookSecrets';
 import { webhookSecretLambda } from '../../shared/wiring/lambdaHandlers';
 import { createWebhookSecretManagement, createWebhookSecrets } from '../../shared/wiring/webhooks';
+import { hostileSessionTokens } from '../helpers/hostileSessionTokens';
 import { logged } from '../helpers/logs';
 import { dumpTable, startTestDelivery, startTestStore, TEST_TABLE } from '../helpers/store';
 
@@ -138,16 +138,7 @@ describe('the webhook secret of another account', () => {
 });
 
 describe('session tokens on the webhook-secret routes', () => {
-  const other = newSigningKey();
-  const tokenCases: [string, (accountId: string) => string | undefined, RegExp][] = [
-    ['no token', () => undefined, /Missing session token/],
-    ['a garbage token', () => 'not-a-jwt', /Invalid session token/],
-    ['an expired token', (a) => idp.token(a, { exp: Math.floor(Date.now() / 1000) - 60, iat: 1 }), /expired/],
-    ['a token signed by another key', (a) => signAccessToken(other, { sub: a }), /signed by another key/],
-    ['a token from another issuer', (a) => idp.token(a, { iss: 'https://evil.example' }), /Invalid/],
-    ['an id token instead of an access token', (a) => idp.token(a, { token_use: 'id' }), /Invalid/],
-    ['an API key', () => `sk_live_${'a'.repeat(40)}`, /Invalid session token/],
-  ];
+  const tokenCases = hostileSessionTokens(idp);
 
   it.each(tokenCases)('refuses %s with 401 and creates no secret', async (_, makeToken, message) => {
     const { id } = newAccount();

@@ -1,0 +1,41 @@
+import { type ephemeralIdentityProvider, newSigningKey } from '../../local/ephemeralIdp';
+import { signAccessToken } from '../../local/idp';
+
+/** A way to fail a session token: what it is, how to make one for an account, and the 401 message it earns. */
+export type HostileToken = [string, (accountId: string) => string | undefined, RegExp];
+
+/**
+ * Every session token a route that takes one must refuse with 401: none, garbage, expired, signed by another key (also
+ * under our key id), from another issuer or app client, an id token, no subject, an API key in its place.
+ */
+export function hostileSessionTokens(idp: ReturnType<typeof ephemeralIdentityProvider>): HostileToken[] {
+  const other = newSigningKey();
+  return [
+    ['no token', () => undefined, /Missing session token/],
+    ['a garbage token', () => 'not-a-jwt', /Invalid session token/],
+    ['an expired token', (a) => idp.token(a, { exp: Math.floor(Date.now() / 1000) - 60, iat: 1 }), /expired/],
+    ['a token signed by another key', (a) => signAccessToken(other, { sub: a }), /signed by another key/],
+    [
+      'a token signed by another key under our key id',
+      (a) => signAccessToken({ ...other, kid: idp.key.kid }, { sub: a }),
+      /Invalid/,
+    ],
+    [
+      'a token from another issuer',
+      (a) => idp.token(a, { iss: 'https://evil.example' }),
+      /Invalid session token/,
+    ],
+    [
+      'an id token instead of an access token',
+      (a) => idp.token(a, { token_use: 'id' }),
+      /Invalid session token/,
+    ],
+    [
+      'a token for another app client',
+      (a) => idp.token(a, { client_id: 'someone-else' }),
+      /Invalid session token/,
+    ],
+    ['a token without a subject', () => idp.token('', {}), /Invalid session token/],
+    ['an API key', () => `sk_live_${'a'.repeat(40)}`, /Invalid session token/],
+  ];
+}
