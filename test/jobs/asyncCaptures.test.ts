@@ -190,6 +190,19 @@ describe('an async capture', () => {
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 
+  it("answers another account's batch, and ids that are not ours in shape, with 404 as ones that do not exist", async () => {
+    const owner = await service.newAccount();
+    const other = await service.newAccount();
+    const accepted = await post('/api/batches', owner.apiKey, { requests: [{ url: `${pages.origin}/red` }] });
+    expect(accepted.status).toBe(202);
+    const foreign = await get(`/api/batches/${accepted.body.id}`, other.apiKey);
+    expect(foreign).toEqual({ status: 404, body: { message: 'Batch not found' } });
+    for (const id of ['bat_%2E%2E%2Fjob', `bat_${'a'.repeat(4096)}`, accepted.body.jobs[0].id])
+      expect(await get(`/api/batches/${id}`, owner.apiKey), id.slice(0, 40)).toEqual(foreign);
+    for (const id of ['job_%2E%2E%2Fbat', `job_${'a'.repeat(4096)}`, accepted.body.id])
+      expect((await get(`/api/jobs/${id}`, owner.apiKey)).status, id.slice(0, 40)).toBe(404);
+  });
+
   it("answers another account's job with 404, as one that does not exist", async () => {
     const owner = await service.newAccount();
     const other = await service.newAccount();
