@@ -24,6 +24,7 @@ export const SCENARIOS = {
   oursClean: 'ours, blockAds + blockCookieBanners',
   oursLazy: 'ours, full page 15,000 px of lazy images',
   admission: 'admission alone (no capture)',
+  admissionBesideAsync: 'admission alone, interleaved with the next row (its yardstick; the worker waits)',
   asyncAccept: 'accepting an async capture (202, job written and queued)',
   batch100: 'a batch of 100 captures, submission to its last job',
   sequential100: '100 sequential warm captures (the yardstick of the batch row)',

@@ -123,7 +123,8 @@ export function admissionOnly(store: BenchStore): {
 /**
  * Async captures for the bench: the front with an instant renderer (what accepting costs), and the local SQS API
  * with the worker asking a renderer process of its own (what a batch of real captures takes from submission to its
- * last job).
+ * last job). The worker consumes only after `startWorker()`: deployed, the captures an accepted job leads to run on
+ * other machines than the front that accepted it, so they must not share these two cores with the accept row.
  */
 export async function startBenchJobs(store: BenchStore) {
   const env = { ...process.env, ...store.env };
@@ -143,14 +144,17 @@ export async function startBenchJobs(store: BenchStore) {
   const renderer = new LocalRenderer({ env });
   await renderer.warmUp();
   const worker = createJobWorker(store.dynamo.client, env, { renderer, queue });
-  const poller = startQueuePoller({
-    queue: local,
-    handler: worker.handler,
-    concurrency: 4,
-    visibilityTimeoutSeconds: 30,
-  });
+  let poller: ReturnType<typeof startQueuePoller> | undefined;
   const routes = createJobRoutes(store.dynamo.client, env, { queue });
   return {
+    startWorker() {
+      poller ??= startQueuePoller({
+        queue: local,
+        handler: worker.handler,
+        concurrency: 4,
+        visibilityTimeoutSeconds: 30,
+      });
+    },
     /** POST /api/screenshot with `async: true`: the 202 answer. */
     accept: (body: Record<string, unknown>) =>
       invokeStreaming(front, screenshotEvent(store.apiKey, { ...body, async: true })),
@@ -182,7 +186,7 @@ export async function startBenchJobs(store: BenchStore) {
       }
     },
     async close() {
-      await poller.stop();
+      await poller?.stop();
       await worker.close();
       await local.close();
       await renderer.close();
