@@ -14,6 +14,13 @@ export interface CreditLedger {
   /** Gives back what reserve took (a failed capture costs nothing). */
   refund(accountId: string, cost: number): Promise<void>;
   /**
+   * `refund`, at most once per `refundId`, however often it is called: false when that refund was given before. The
+   * account keeps a mark of it until forgetRefund(), so a process that died after giving it cannot give it twice.
+   */
+  refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean>;
+  /** Drops the mark of a refund once nothing will ask for it again. */
+  forgetRefund(accountId: string, refundId: string): Promise<void>;
+  /**
    * Operator tool: adds (or with a negative amount, removes, never below zero) credits; returns the new balance.
    * Throws BalanceOverflowError, changing nothing, when the balance would pass MAX_BALANCE.
    */

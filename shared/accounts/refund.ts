@@ -11,13 +11,20 @@ export interface RefundDeps {
 }
 
 /**
- * Gives a failed capture's credits back. When that write fails, the debt is counted (the RefundFailures alarm),
- * kept in the table for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with
- * what an operator needs. Never throws: the customer is owed the capture's own answer whatever happens here.
+ * Gives a failed capture's credits back; with a `refundId`, at most once for it whatever the retries
+ * (CreditLedger.refundOnce). When that write fails, the debt is counted (the RefundFailures alarm), kept in the table
+ * for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with what an operator
+ * needs. Never throws: the customer is owed the capture's own answer whatever happens here.
  */
-export async function giveCreditsBack(deps: RefundDeps, accountId: string, cost: number): Promise<void> {
+export async function giveCreditsBack(
+  deps: RefundDeps,
+  accountId: string,
+  cost: number,
+  refundId?: string,
+): Promise<void> {
   try {
-    await deps.credits.refund(accountId, cost);
+    if (refundId === undefined) await deps.credits.refund(accountId, cost);
+    else await deps.credits.refundOnce(accountId, cost, refundId);
     return;
   } catch (error) {
     deps.metrics.refundFailed();

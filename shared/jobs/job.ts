@@ -49,6 +49,11 @@ export interface Job {
   batchId?: string;
   /** How many times a worker started it. */
   runs: number;
+  /**
+   * Set by the write that ends a job `failed`, removed once its credits are back: a worker that died in between
+   * leaves it for the next delivery of the job's message to finish (runJob).
+   */
+  refundOwed?: true;
 }
 
 export interface Batch {

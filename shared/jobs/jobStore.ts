@@ -17,8 +17,13 @@ export interface JobStore {
   latest(accountId: string, limit: number): Promise<Job[]>;
   /** Marks the job running (again, after a worker died); undefined when it had already ended. */
   start(accountId: string, jobId: string, now: number): Promise<Job | undefined>;
-  /** Ends a job that has not ended yet; the job as it ended, or undefined when another delivery ended it first. */
+  /**
+   * Ends a job that has not ended yet (a failure with `refundOwed`); the job as it ended, or undefined when another
+   * delivery ended it first.
+   */
   finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined>;
+  /** The failed job's credits are back: removes `refundOwed`. */
+  refundGiven(accountId: string, jobId: string): Promise<void>;
   setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void>;
   getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;
   getMany(accountId: string, jobIds: string[]): Promise<Job[]>;

@@ -63,8 +63,9 @@ export function runJob(deps: RunJobDeps) {
       return;
     }
     // Ended, yet its message came back: the worker that ended it died before it was done. What follows the end is
-    // done again (idempotent); the charge or refund, made by the ending write's delivery, is not.
+    // done again (idempotent), the refund of a failure included: it is given at most once (refundBack).
     if (job.status === 'succeeded' || job.status === 'failed') {
+      if (job.refundOwed) await refundBack(job);
       await deps.ended?.(job);
       return;
     }
@@ -137,12 +138,25 @@ export function runJob(deps: RunJobDeps) {
     };
   }
 
+  /**
+   * A failed job's credits back, once, in three writes any of which a dying worker may be the last to make: the
+   * refund with its mark on the account (refundOnce: a repeat gives nothing), `refundOwed` off the job (no delivery
+   * asks again), the mark off the account. Dying between the last two leaves one stale mark on the account item.
+   */
+  async function refundBack(job: Job): Promise<void> {
+    await giveCreditsBack(deps, job.accountId, job.cost, job.id);
+    await deps.jobs.refundGiven(job.accountId, job.id);
+    await deps.credits
+      .forgetRefund(job.accountId, job.id)
+      .catch((error) => logger.warn('Refund mark not removed', { error }));
+  }
+
   /** Ends the job once: the one write that wins refunds a failure and leaves the usage record. */
   async function end(job: Job, outcome: JobEnd): Promise<void> {
     const at = deps.now();
     const ended = await deps.jobs.finish(job.accountId, job.id, outcome, at);
     if (!ended) return;
-    if (outcome.status === 'failed') await giveCreditsBack(deps, job.accountId, job.cost);
+    if (ended.refundOwed) await refundBack(ended);
     const host = requestHost(() => job.request);
     deps.usage.record({
       accountId: job.accountId,

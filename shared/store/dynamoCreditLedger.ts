@@ -74,6 +74,36 @@ export class DynamoCreditLedger implements CreditLedger {
     );
   }
 
+  async refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'ADD credits :cost SET #mark = :given',
+          ConditionExpression: 'attribute_not_exists(#mark)',
+          ExpressionAttributeNames: { '#mark': refundMark(refundId) },
+          ExpressionAttributeValues: { ':cost': cost, ':given': true },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async forgetRefund(accountId: string, refundId: string): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.account(accountId),
+        UpdateExpression: 'REMOVE #mark',
+        ExpressionAttributeNames: { '#mark': refundMark(refundId) },
+      }),
+    );
+  }
+
   async add(accountId: string, amount: number): Promise<number> {
     if (!Number.isSafeInteger(amount)) throw new BalanceOverflowError(MAX_BALANCE);
     // Taking credits away must not go below zero; giving must not pass the ceiling.
@@ -119,4 +149,9 @@ export class DynamoCreditLedger implements CreditLedger {
     );
     return Number(result.Attributes?.credits ?? 0);
   }
+}
+
+/** The account item's attribute that says a refund was given (docs/data-model.md). */
+function refundMark(refundId: string): string {
+  return `refund#${refundId}`;
 }

@@ -105,7 +105,9 @@ export class DynamoJobStore implements JobStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.job(accountId, jobId),
-          UpdateExpression: 'SET #status = :end, finishedAt = :now, #result = :result, #error = :error',
+          UpdateExpression: `SET #status = :end, finishedAt = :now, #result = :result, #error = :error${
+            end.status === 'failed' ? ', refundOwed = :owed' : ''
+          }`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
           ExpressionAttributeValues: {
@@ -115,6 +117,7 @@ export class DynamoJobStore implements JobStore {
             ':error': end.status === 'failed' ? end.error : null,
             ':queued': 'queued',
             ':running': 'running',
+            ...(end.status === 'failed' ? { ':owed': true } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -124,6 +127,16 @@ export class DynamoJobStore implements JobStore {
       if (isConditionFailure(error)) return undefined;
       throw error;
     }
+  }
+
+  async refundGiven(accountId: string, jobId: string): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.job(accountId, jobId),
+        UpdateExpression: 'REMOVE refundOwed',
+      }),
+    );
   }
 
   async setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void> {

@@ -135,6 +135,21 @@ export class MemoryCreditLedger implements CreditLedger {
     this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + cost);
   }
 
+  /** Refunds given once and not yet forgotten, as `${accountId} ${refundId}`. */
+  readonly refundMarks = new Set<string>();
+
+  async refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean> {
+    const mark = `${accountId} ${refundId}`;
+    if (this.refundMarks.has(mark)) return false;
+    await this.refund(accountId, cost);
+    this.refundMarks.add(mark);
+    return true;
+  }
+
+  async forgetRefund(accountId: string, refundId: string): Promise<void> {
+    this.refundMarks.delete(`${accountId} ${refundId}`);
+  }
+
   async add(accountId: string, amount: number): Promise<number> {
     const balance = await this.balance(accountId);
     if (balance + amount < 0) throw new InsufficientCreditsError(-amount, balance);

@@ -1,13 +1,16 @@
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
+import type { CreditLedger } from '../../shared/accounts/creditLedger';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import { MAX_ITEM_WAITS, MAX_JOB_RUNS, NO_SLOT_DELAY_SECONDS, runJob } from '../../shared/jobs/runJob';
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
+import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { itemKey } from '../../shared/store/table';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
 import {
   FakeRenderer,
@@ -34,6 +37,7 @@ class RecordingQueue implements JobQueue {
 }
 
 let store: EmbeddedDynamo;
+let db: DynamoDBDocumentClient;
 let jobs: DynamoJobStore;
 let queue: RecordingQueue;
 let credits: MemoryCreditLedger;
@@ -41,13 +45,12 @@ let slots: MemoryCaptureSlots;
 let renderer: FakeRenderer;
 let usage: { record: (entry: unknown) => void; records: unknown[] };
 let run: ReturnType<typeof runJob>;
+let workerWith: (ledger: CreditLedger) => ReturnType<typeof runJob>;
 
 beforeAll(async () => {
   store = await startTestStore();
-  jobs = new DynamoJobStore(
-    DynamoDBDocumentClient.from(store.client, { marshallOptions: { removeUndefinedValues: true } }),
-    TEST_TABLE,
-  );
+  db = DynamoDBDocumentClient.from(store.client, { marshallOptions: { removeUndefinedValues: true } });
+  jobs = new DynamoJobStore(db, TEST_TABLE);
 });
 
 afterAll(async () => {
@@ -62,29 +65,35 @@ beforeEach(() => {
   const records: unknown[] = [];
   usage = { record: (entry) => records.push(entry), records };
   const now = () => Date.now();
-  run = runJob({
-    jobs,
-    queue,
-    captureSlots: slots,
-    renderer,
-    urlPolicy: { assertAllowed: async () => undefined },
-    images: new MemoryImageStore(),
-    usage,
-    admission: IMMEDIATE_ADMISSION,
-    captureBudgetMs: 30_000,
-    credits,
-    pendingRefunds: new MemoryPendingRefunds(),
-    metrics: new InMemoryServiceMetrics(),
-    ended: jobEnded({ jobs, queue, now }),
-    now,
-  });
+  workerWith = (ledger) =>
+    runJob({
+      jobs,
+      queue,
+      captureSlots: slots,
+      renderer,
+      urlPolicy: { assertAllowed: async () => undefined },
+      images: new MemoryImageStore(),
+      usage,
+      admission: IMMEDIATE_ADMISSION,
+      captureBudgetMs: 30_000,
+      credits: ledger,
+      pendingRefunds: new MemoryPendingRefunds(),
+      metrics: new InMemoryServiceMetrics(),
+      ended: jobEnded({ jobs, queue, now }),
+      now,
+    });
+  run = workerWith(credits);
 });
 
 /** A job accepted as the front accepts it: its credits already reserved. */
-async function accepted(url: string, options: { batch?: boolean; cost?: number } = {}) {
+async function accepted(
+  url: string,
+  options: { batch?: boolean; cost?: number; ledger?: CreditLedger } = {},
+) {
   const cost = options.cost ?? 1;
-  await credits.set(ACCOUNT, 10);
-  await credits.reserve(ACCOUNT, cost);
+  const ledger = options.ledger ?? credits;
+  await ledger.set(ACCOUNT, 10);
+  await ledger.reserve(ACCOUNT, cost);
   const intake = jobIntake({ jobs, queue: new RecordingQueue(), now: Date.now });
   const made = await intake(identity, [{ request: { url }, cost }], {
     ...(options.batch ? { batch: true } : {}),
@@ -166,5 +175,68 @@ describe('a queued job', () => {
       finished: 1,
     });
     expect(await credits.balance(ACCOUNT)).toBe(9);
+  });
+});
+
+describe('a failed job whose worker died before its refund was done (the real ledger, on the table)', () => {
+  let ledger: DynamoCreditLedger;
+  const failedEnd = { status: 'failed' as const, error: { status: 500, message: 'Navigation timed out' } };
+  const accountItem = async () =>
+    (
+      await db.send(
+        new GetCommand({ TableName: TEST_TABLE, Key: itemKey.account(ACCOUNT), ConsistentRead: true }),
+      )
+    ).Item ?? {};
+  const refundMarks = async () =>
+    Object.keys(await accountItem()).filter((name) => name.startsWith('refund#'));
+
+  beforeEach(() => {
+    ledger = new DynamoCreditLedger(db, TEST_TABLE);
+    run = workerWith(ledger);
+  });
+
+  it('leaves neither a debt on the job nor a mark on the account once a failure is refunded', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);
+    const ended = await jobs.get(ACCOUNT, job.id);
+    expect(ended).toMatchObject({ status: 'failed' });
+    expect(ended).not.toHaveProperty('refundOwed');
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    expect(await refundMarks()).toEqual([]);
+  });
+
+  it('died after the ending write: the next delivery gives the credits back, once however often it comes', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    // What a worker killed right after the ending write leaves behind.
+    expect(await jobs.finish(ACCOUNT, job.id, failedEnd, Date.now())).toMatchObject({ refundOwed: true });
+    expect(await ledger.balance(ACCOUNT)).toBe(9);
+    await run(ACCOUNT, job.id, 2);
+    await run(ACCOUNT, job.id, 3);
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
+    expect(await refundMarks()).toEqual([]);
+    expect(renderer.captures).toEqual([]);
+  });
+
+  it('died after the refund, before the job said so: the next delivery gives nothing more', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    await jobs.finish(ACCOUNT, job.id, failedEnd, Date.now());
+    expect(await ledger.refundOnce(ACCOUNT, 1, job.id)).toBe(true);
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    await run(ACCOUNT, job.id, 2);
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
+    expect(await refundMarks()).toEqual([]);
+  });
+
+  it('gives each refund id once even when asked in parallel', async () => {
+    await ledger.set(ACCOUNT, 0);
+    const given = await Promise.all(
+      Array.from({ length: 8 }, () => ledger.refundOnce(ACCOUNT, 5, 'job_same')),
+    );
+    expect(given.filter(Boolean)).toHaveLength(1);
+    expect(await ledger.balance(ACCOUNT)).toBe(5);
+    await ledger.forgetRefund(ACCOUNT, 'job_same');
+    expect(await refundMarks()).toEqual([]);
   });
 });
