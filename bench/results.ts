@@ -64,5 +64,7 @@ export interface BenchResults {
   memory?: MemoryResult;
   /** Pixel comparison of our image with the floor's (same page, same size). */
   pixelsMatchFloor?: boolean;
+  /** Shots that failed and were taken once more (bench/sampler.ts), per scenario; absent when none did. */
+  retriedShots?: Record<string, number>;
   targets: TargetResult[];
 }

@@ -22,7 +22,7 @@ import { startBenchPages } from './pages';
 import { differingPixels } from './pixels';
 import { machineLine, markdownReport } from './report';
 import { type BenchResults, type MemoryResult, SCENARIOS, type ScenarioKey } from './results';
-import { type Contender, interleave } from './sampler';
+import { type Contender, interleave, type Retries } from './sampler';
 import { admissionOnly, BENCH_TABLE, startBenchJobs, startBenchStore, startOurService } from './service';
 import { round, seededRandom, summarize } from './stats';
 import { checkTargets, formatTargets } from './targets';
@@ -70,6 +70,7 @@ const record = (key: ScenarioKey, samples: number[] | undefined) => {
     results.scenarios[key] = { label: SCENARIOS[key], ...summarize(samples) };
 };
 const simple = { url: pages.simple };
+const retries: Retries = new Map();
 
 try {
   // Same page, same size: our image must be the floor's, pixel for pixel, or the comparison means nothing.
@@ -96,7 +97,7 @@ try {
       { key: 'floor', runs: runs(40), warmUp: 5, shoot: () => floor.shoot(pages.simple) },
     ];
     if (warmOnly) {
-      const samples = await interleave(warm, random);
+      const samples = await interleave(warm, random, retries);
       for (const c of warm) record(c.key as ScenarioKey, samples.get(c.key));
     } else {
       const egress = await startEgressProxy({ allowPrivateHosts: pages.server.hostPort });
@@ -116,7 +117,7 @@ try {
           shoot: () => cwOurFlags.shoot(pages.simple),
         },
       ];
-      const samples = await interleave(contenders, random);
+      const samples = await interleave(contenders, random, retries);
       for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
       await floorProxy.close();
       await egress.close();
@@ -147,7 +148,7 @@ try {
       variant('oursClean', { ...simple, blockAds: true, blockCookieBanners: true }, 40),
       variant('oursLazy', { url: pages.lazy, fullPage: true }, 12),
     ];
-    const samples = await interleave(contenders, random);
+    const samples = await interleave(contenders, random, retries);
     for (const c of contenders) record(c.key as ScenarioKey, samples.get(c.key));
   }
 
@@ -277,6 +278,7 @@ if (phase('memory')) {
 await store.close();
 await pages.close();
 finishMachine(results.machine);
+if (retries.size > 0) results.retriedShots = Object.fromEntries(retries);
 results.durationSeconds = round((Date.now() - started) / 1000, 0);
 results.targets = checkTargets(results);
 await mkdir(dirname(outFile), { recursive: true });
@@ -285,6 +287,8 @@ await writeFile(outFile, `${JSON.stringify(results, null, 2)}\n`);
 // The verdicts come from the file just written, so what is printed is what was published.
 const saved = JSON.parse(await readFile(outFile, 'utf8')) as BenchResults;
 console.log(`\n${markdownReport(saved)}\n\nMachine: ${machineLine(saved)}\n`);
+if (saved.retriedShots)
+  console.log(`Shots that failed and were taken again: ${JSON.stringify(saved.retriedShots)}\n`);
 console.log(formatTargets(checkTargets(saved)));
 console.log(`\nWritten to ${outFile} (${saved.durationSeconds} s)`);
 

@@ -16,14 +16,41 @@ export interface Contender {
  */
 const GAP_MS = 25;
 
+/** Shots that failed and were taken once more, per contender: the run reports them. */
+export type Retries = Map<string, number>;
+
+/**
+ * One shot, taken once more if it fails: browsers started with @sparticuz/chromium's own flags (capture-website,
+ * launch per request) now and then die as they start (docs/performance.md), which would otherwise end a run of
+ * minutes. The failed attempt is counted, never timed; a second failure in a row ends the run.
+ */
+async function shootOnce(c: Contender, retries: Retries): Promise<{ result: unknown; elapsed: number }> {
+  const attempt = async () => {
+    let result: unknown;
+    const elapsed = await timed(async () => {
+      result = await c.shoot();
+    });
+    return { result, elapsed };
+  };
+  try {
+    return await attempt();
+  } catch (error) {
+    process.stderr.write(`[bench] ${c.key}: a shot failed, taken once more (${(error as Error).message})\n`);
+    retries.set(c.key, (retries.get(c.key) ?? 0) + 1);
+    await sleep(GAP_MS);
+    return attempt();
+  }
+}
+
 /**
  * Runs the contenders in rounds, each round in a new shuffled order, so that the machine's noise (a shared
  * 2-core box) falls on all of them alike and their ratios stay meaningful. Contenders with fewer runs simply
- * drop out of the later rounds.
+ * drop out of the later rounds. Failed shots taken again are added to `retries`.
  */
 export async function interleave(
   contenders: Contender[],
   random: () => number,
+  retries: Retries = new Map(),
 ): Promise<Map<string, number[]>> {
   const maxWarmUp = Math.max(0, ...contenders.map((c) => c.warmUp));
   for (let round = 0; round < maxWarmUp; round++) {
@@ -31,7 +58,7 @@ export async function interleave(
       contenders.filter((c) => c.warmUp > round),
       random,
     )) {
-      await c.shoot();
+      await shootOnce(c, retries);
       await sleep(GAP_MS);
     }
   }
@@ -42,10 +69,7 @@ export async function interleave(
       contenders.filter((c) => c.runs > round),
       random,
     )) {
-      let result: unknown;
-      const elapsed = await timed(async () => {
-        result = await c.shoot();
-      });
+      const { result, elapsed } = await shootOnce(c, retries);
       samples.get(c.key)?.push(typeof result === 'number' ? result : elapsed);
       await sleep(GAP_MS);
     }
