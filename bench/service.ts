@@ -158,6 +158,15 @@ export async function startBenchJobs(store: BenchStore) {
     /** POST /api/screenshot with `async: true`: the 202 answer. */
     accept: (body: Record<string, unknown>) =>
       invokeStreaming(front, screenshotEvent(store.apiKey, { ...body, async: true })),
+    /** Resolves once every one of these jobs has ended; throws if one failed. */
+    async drain(jobIds: string[]): Promise<void> {
+      for (;;) {
+        const jobs = await stores.jobs.getMany(BENCH_ACCOUNT, jobIds);
+        if (jobs.some((job) => job.status === 'failed')) throw new Error('async: an accepted capture failed');
+        if (jobs.length === jobIds.length && jobs.every((job) => job.status === 'succeeded')) return;
+        await sleep(100);
+      }
+    },
     /** Submits a batch and waits for its last job: ms from submission to completion. */
     async batch(requests: Record<string, unknown>[]): Promise<number> {
       const started = performance.now();
