@@ -75,8 +75,8 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean> {
-    try {
-      await this.db.send(
+    return conditionHeld(
+      this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
@@ -85,12 +85,8 @@ export class DynamoCreditLedger implements CreditLedger {
           ExpressionAttributeNames: { '#mark': refundMark(refundId) },
           ExpressionAttributeValues: { ':cost': cost, ':given': true },
         }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   async forgetRefund(accountId: string, refundId: string): Promise<void> {
