@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDynamoClient } from '../../shared/store/dynamoClient';
+import { localDynamoClient } from '../../local/embeddedDynamo';
 import { type HarnessOptions, startScreenshotHarness } from './screenshotHarness';
 
 /** DynamoDB operations that write, each one billed request whatever it holds. */
@@ -92,11 +92,7 @@ export async function startCountedHarness(
     ...options,
     serviceClient: async (store) => {
       relay = await startCountingRelay(store.endpoint);
-      client = createDynamoClient({
-        endpoint: relay.endpoint,
-        region: 'local',
-        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      });
+      client = localDynamoClient(relay.endpoint);
       return client;
     },
   });
