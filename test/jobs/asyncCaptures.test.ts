@@ -336,6 +336,18 @@ describe('a batch', () => {
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 
+  it('refuses an empty batch, one of 101, and requests that are not a list, naming requests, charging nothing', async () => {
+    const oneTooMany = Array.from({ length: 101 }, () => ({ url: `${pages.origin}/red` }));
+    for (const requests of [[], oneTooMany, 'http://10.0.0.1/', { url: `${pages.origin}/red` }, null]) {
+      // An account each: a refused batch still counts against the window (429 comes before 400), up to 100.
+      const account = await service.newAccount();
+      const refused = await post('/api/batches', account.apiKey, { requests });
+      expect(refused.status).toBe(400);
+      expect(refused.body.details.map((detail: Json) => detail.path.join('.'))).toEqual(['requests']);
+      expect(await balanceOf(account.token)).toBe(BALANCE);
+    }
+  });
+
   it('answers 429 when the rate window has no room for all of them, counting none of them', async () => {
     const account = await service.newAccount();
     // 99 bodies refused with 400 still count, as one refused capture does.
