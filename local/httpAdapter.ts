@@ -2,7 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { Writable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, StartingError } from '../shared/errors';
-import type { InvocationContext } from '../shared/http/adapter/apiGateway';
+import type { InvocationContext } from '../shared/http/adapter/lambdaStreaming';
 import {
   PRELUDE_EVENT,
   type ResponsePrelude,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { InvocationContext } from '../shared/http/adapter/apiGateway';
+import type { InvocationContext } from '../shared/http/adapter/lambdaStreaming';
 import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 
 /** What the adapter reads of a Lambda context: a request id, and the deadline counting down from now. */

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { InvocationContext } from '../shared/http/adapter/apiGateway';
+import type { InvocationContext } from '../shared/http/adapter/lambdaStreaming';
 import {
   PRELUDE_EVENT,
   type ResponsePrelude,

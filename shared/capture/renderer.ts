@@ -1,4 +1,6 @@
-import type { WaitUntil } from '../screenshot/optionFields';
+/** When the page counts as loaded: its load event, its DOM parsed, or no request in flight for a while. */
+export const WAIT_UNTIL = ['load', 'domcontentloaded', 'networkidle'] as const;
+export type WaitUntil = (typeof WAIT_UNTIL)[number];
 
 export const IMAGE_FORMATS = ['png', 'jpeg', 'webp'] as const;
 export type ImageFormat = (typeof IMAGE_FORMATS)[number];

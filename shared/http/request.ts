@@ -1,10 +1,4 @@
-import type { z } from 'zod';
-import {
-  PayloadTooLargeError,
-  UnsupportedMediaTypeError,
-  type ValidationDetail,
-  ValidationError,
-} from '../errors';
+import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../errors';
 import type { HttpRequest } from './types';
 
 /** Bodies of the key-management routes are small JSON objects; anything larger is refused before parsing. */
@@ -14,26 +8,6 @@ export const MAX_BODY_BYTES = 16 * 1024;
 export function bearerCredential(request: Pick<HttpRequest, 'headers'>): string | undefined {
   const match = /^Bearer +(\S+)\s*$/i.exec(request.headers.authorization ?? '');
   return match?.[1];
-}
-
-/** Maps zod issues to the 400 body's `details[]`: code, path, message. */
-export function detailsFromZod(error: z.ZodError): ValidationDetail[] {
-  return error.issues.map((issue) => ({
-    code: issue.code,
-    path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
-    message: issue.message,
-  }));
-}
-
-/** Validates a parsed value with `schema`, or throws ValidationError with the zod issues as details. */
-export function validate<S extends z.ZodType>(
-  schema: S,
-  value: unknown,
-  message = 'Invalid request body',
-): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(detailsFromZod(result.error), message);
-  return result.data;
 }
 
 /**

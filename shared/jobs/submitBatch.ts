@@ -4,12 +4,12 @@ import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import { type ValidationDetail, ValidationError } from '../errors';
-import { detailsFromZod } from '../http/request';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { captureSpecOf } from '../screenshot/captureSpec';
 import { creditCost } from '../screenshot/cost';
 import { MAX_URL_LENGTH, screenshotRequest } from '../screenshot/schema';
+import { detailsFromZod } from '../validation';
 import type { Batch, Job } from './job';
 import type { AcceptJobs } from './jobIntake';
 

@@ -1,9 +1,9 @@
 import type { CreditLedger } from '../accounts/creditLedger';
 import type { SessionVerifier } from '../auth/sessionVerifier';
 import { ConflictError, NotFoundError } from '../errors';
-import { validate } from '../http/request';
 import type { SecretCipher } from '../signing/secretCipher';
 import { generateSigningSecret } from '../signing/signedLink';
+import { validate } from '../validation';
 import { generateApiKey, hashApiKey, KEY_ID_PATTERN, lastFour, maskApiKey, newKeyId } from './apiKey';
 import type { ApiKeyRecord, KeyStore } from './keyStore';
 import { createKeyBody, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from './schemas';

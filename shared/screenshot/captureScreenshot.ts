@@ -15,7 +15,6 @@ import {
   ClientGoneError,
   TooManyCapturesError,
 } from '../errors';
-import { validate } from '../http/request';
 import type { Job } from '../jobs/job';
 import type { AcceptJobs } from '../jobs/jobIntake';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
@@ -25,16 +24,18 @@ import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import type { UsageRecord } from '../usage/usageStore';
+import { validate } from '../validation';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { encodeAvif } from './avifEncoding';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
+import { outcomeStatus, type ScreenshotOutcome } from './outcome';
 import { CONTENT_TYPES } from './outputFields';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
 import { refuseOnSignedLink } from './signedLinkFields';
-import { outcomeStatus, usageOf } from './usageOf';
+import { usageOf } from './usageOf';
 
 export type { Screenshot } from '../delivery/imageDelivery';
 
@@ -86,16 +87,6 @@ export type ScreenshotInput = ScreenshotCredential & {
   /** The entry other than the REST API the request came through, for the usage record. */
   via?: UsageRecord['via'];
 };
-
-/**
- * The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. A success carries
- * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back.
- */
-export type ScreenshotOutcome =
-  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
-  /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
-  | { ok: true; queued: Job; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
-  | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 const NOTHING_TO_GIVE_BACK = async () => undefined;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CONTENT_FORMATS } from '../capture/renderer';
+import { CONTENT_FORMATS, WAIT_UNTIL } from '../capture/renderer';
 import { utf8Text } from './outputFields';
 
 /**
@@ -9,8 +9,6 @@ import { utf8Text } from './outputFields';
 
 export const MAX_SELECTOR_LENGTH = 512;
 export const SCALES = [1, 1.5, 2, 2.5, 3] as const;
-export const WAIT_UNTIL = ['load', 'domcontentloaded', 'networkidle'] as const;
-export type WaitUntil = (typeof WAIT_UNTIL)[number];
 /** `networkidle`: the page is ready once no request has been in flight for this long. */
 export const NETWORK_IDLE_MS = 500;
 export const MAX_USER_AGENT_LENGTH = 512;

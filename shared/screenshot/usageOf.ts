@@ -1,8 +1,7 @@
 import { HTML_SOURCE } from '../capture/renderer';
-import { statusOf } from '../errors';
 import type { KeyIdentity } from '../keys/keyStore';
 import type { UsageRecord } from '../usage/usageStore';
-import type { ScreenshotOutcome } from './captureScreenshot';
+import { outcomeStatus, type ScreenshotOutcome } from './outcome';
 import { MAX_URL_LENGTH } from './schema';
 
 /** What one authenticated screenshot request leaves in the usage records. */
@@ -23,13 +22,6 @@ export function usageOf(
     durationMs: timing.durationMs,
     ...(host ? { host } : {}),
   };
-}
-
-/** The HTTP status an outcome is answered with. */
-export function outcomeStatus(outcome: ScreenshotOutcome): number {
-  if (!outcome.ok) return statusOf(outcome.error);
-  if ('queued' in outcome) return 202;
-  return outcome.screenshot.notModified ? 304 : 200;
 }
 
 /**

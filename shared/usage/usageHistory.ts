@@ -1,7 +1,7 @@
 import type { SessionVerifier } from '../auth/sessionVerifier';
 import { ValidationError } from '../errors';
-import { validate } from '../http/request';
 import type { KeyStore } from '../keys/keyStore';
+import { validate } from '../validation';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, usageQuery } from './schemas';
 import { DAY_MS, type DayTotals, dayStart, type UsageStore, utcDate } from './usageStore';
 

@@ -1,8 +1,8 @@
 import { ChromiumRenderer } from '../capture/chromiumRenderer';
 import type { Renderer } from '../capture/renderer';
-import { rendererHandler } from '../capture/rendererFunction';
 import { readServiceConfig } from '../config';
 import { type EgressProxy, egressChromiumArgs, startEgressProxy } from '../egress/egressProxy';
+import { rendererHandler } from '../http/adapter/rendererFunction';
 import { logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
 

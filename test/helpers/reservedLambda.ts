@@ -6,7 +6,7 @@ import {
 } from '@aws-sdk/client-lambda';
 import { invocationContext } from '../../local/invocationContext';
 import type { Renderer } from '../../shared/capture/renderer';
-import { rendererHandler } from '../../shared/capture/rendererFunction';
+import { rendererHandler } from '../../shared/http/adapter/rendererFunction';
 
 /** The names the deployed front knows its two renderers by (RENDERER_FUNCTION_NAME, RENDERER_HEADROOM_FUNCTION_NAME). */
 export const SHARED_RENDERER = 'renderer:live';

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { PayloadTooLargeError, ValidationError } from '../../shared/errors';
-import { jsonBody, validate } from '../../shared/http/request';
+import { jsonBody } from '../../shared/http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../../shared/http/screenshotRoute';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';
 import { MAX_INJECTED_BYTES } from '../../shared/screenshot/optionFields';
 import { screenshotRequest } from '../../shared/screenshot/schema';
+import { validate } from '../../shared/validation';
 
 /**
  * The capture options' rules without a browser: validation (every bad value is a 400 whose details name the field),

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { firstPages, pageSpans } from '../../shared/capture/pdfPages';
 import { cacheKeyOf } from '../../shared/delivery/cacheKey';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
-import { validate } from '../../shared/http/request';
 import {
   MAX_HTML_BODY_BYTES,
   MAX_SCREENSHOT_BODY_BYTES,
@@ -16,6 +15,7 @@ import { creditCost } from '../../shared/screenshot/cost';
 import { MAX_HTML_BYTES, MAX_PDF_TEMPLATE_BYTES } from '../../shared/screenshot/outputFields';
 import { screenshotRequest } from '../../shared/screenshot/schema';
 import { refuseOnSignedLink } from '../../shared/screenshot/signedLinkFields';
+import { validate } from '../../shared/validation';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /**

@@ -2,9 +2,9 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { invocationContext } from '../../local/invocationContext';
 import type { CaptureResult, Renderer } from '../../shared/capture/renderer';
-import { rendererHandler } from '../../shared/capture/rendererFunction';
 import { decodeAnswer, MAX_HEADER_BYTES } from '../../shared/capture/rendererProtocol';
 import { CaptureFailedError, CaptureTimedOutError, ValidationError } from '../../shared/errors';
+import { rendererHandler } from '../../shared/http/adapter/rendererFunction';
 
 /**
  * The renderer function's handler, on its own: whatever it is sent (it trusts no caller, though only the front may

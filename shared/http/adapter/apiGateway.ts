@@ -1,19 +1,16 @@
 import { finished } from 'node:stream/promises';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { logger } from '../../logger';
 import { RESPONSE_RESERVE_MS } from '../../timing';
 import { type ErrorStyle, errorResponse } from '../errorAnswer';
 import type { HttpRequest, HttpResponse, HttpRoute } from '../types';
-import { type StreamingLambdaHandler, streamingRuntime } from './lambdaStreaming';
+import { type InvocationContext, type StreamingLambdaHandler, streamingRuntime } from './lambdaStreaming';
 
 /**
  * The one HTTP adapter: API Gateway REST proxy events (buffered, and streaming for the screenshot route) in, plain
  * HttpRequest to the route, its HttpResponse (or error) back out. The Lambda entries, the local server and the
  * handler tests all go through here, so what is tested is what is deployed.
  */
-
-/** What the adapter reads of the Lambda context; the local server and the tests supply just this. */
-export type InvocationContext = Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>;
 
 export type BufferedLambdaHandler = (
   event: APIGatewayProxyEvent,

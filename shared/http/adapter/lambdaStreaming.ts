@@ -1,6 +1,8 @@
 import type { Writable } from 'node:stream';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { InvocationContext } from './apiGateway';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+
+/** What the adapters read of the Lambda context; the local server and the tests supply just this. */
+export type InvocationContext = Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>;
 
 /** Status and headers of a streamed response, sent before the first body byte. */
 export interface ResponsePrelude {

@@ -1,11 +1,15 @@
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { CaptureFailedError, CaptureTimedOutError, ClientGoneError, ValidationError } from '../errors';
-import type { InvocationContext } from '../http/adapter/apiGateway';
-import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
-import { logger } from '../logger';
-import type { CaptureSpec, Renderer } from './renderer';
-import { encodeFailure, encodeResult, type RenderFailure, renderRequestSchema } from './rendererProtocol';
+import type { CaptureSpec, Renderer } from '../../capture/renderer';
+import {
+  encodeFailure,
+  encodeResult,
+  type RenderFailure,
+  renderRequestSchema,
+} from '../../capture/rendererProtocol';
+import { CaptureFailedError, CaptureTimedOutError, ClientGoneError, ValidationError } from '../../errors';
+import { logger } from '../../logger';
+import type { InvocationContext, StreamingLambdaHandler } from './lambdaStreaming';
 
 /** Kept back from the function's own remaining time, so the renderer answers before Lambda stops it. */
 const ANSWER_RESERVE_MS = 1_000;

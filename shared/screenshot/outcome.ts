@@ -1,0 +1,21 @@
+import type { RateLimitDecision } from '../accounts/rateLimiter';
+import type { Screenshot } from '../delivery/imageDelivery';
+import { statusOf } from '../errors';
+import type { Job } from '../jobs/job';
+
+/**
+ * The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. A success carries
+ * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back.
+ */
+export type ScreenshotOutcome =
+  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
+  | { ok: true; queued: Job; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
+
+/** The HTTP status an outcome is answered with. */
+export function outcomeStatus(outcome: ScreenshotOutcome): number {
+  if (!outcome.ok) return statusOf(outcome.error);
+  if ('queued' in outcome) return 202;
+  return outcome.screenshot.notModified ? 304 : 200;
+}
