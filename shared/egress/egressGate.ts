@@ -20,7 +20,8 @@ export interface EgressGateOptions {
 export type EgressVerdict =
   /** Every address is allowed; connect only to these (pinned), never re-resolve. */
   | { kind: 'allowed'; addresses: string[] }
-  | { kind: 'refused'; reason: string }
+  /** `allowable`: ALLOW_PRIVATE_HOSTS could let it through (a private address), unlike the service's own ports. */
+  | { kind: 'refused'; reason: string; allowable: boolean }
   /** DNS failed or returned nothing: not a policy matter, the connection simply cannot be made. */
   | { kind: 'unresolved'; reason: string };
 
@@ -41,10 +42,10 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
   return {
     async check(rawHost, port) {
       const host = normalizeHost(rawHost);
-      if (host === '') return { kind: 'refused', reason: 'url has no host' };
+      if (host === '') return { kind: 'refused', reason: 'url has no host', allowable: false };
       // Chromium answers these itself as loopback (RFC 6761), whatever DNS says.
       if ((host === 'localhost' || host.endsWith('.localhost')) && !allowList.allows(host, undefined, port)) {
-        return { kind: 'refused', reason: `url host ${host} is a loopback name` };
+        return { kind: 'refused', reason: `url host ${host} is a loopback name`, allowable: true };
       }
 
       let addresses: string[];
@@ -64,12 +65,17 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
         const range = classifyAddress(address);
         // The service's own ports on this machine are never a page's to reach, whatever the allow list says.
         if (range !== 'public' && ownPorts.has(port)) {
-          return { kind: 'refused', reason: `url names a port of the service itself (${address}:${port})` };
+          return {
+            kind: 'refused',
+            reason: `url names a port of the service itself (${address}:${port})`,
+            allowable: false,
+          };
         }
         if (range !== 'public' && !allowList.allows(host, address, port)) {
           return {
             kind: 'refused',
             reason: `url resolves to a private or reserved address (${address}, ${range})`,
+            allowable: true,
           };
         }
       }

@@ -12,7 +12,10 @@ export interface UrlPolicyOptions {
   /** Raw ALLOW_PRIVATE_HOSTS. */
   allowPrivateHosts: string;
   lookup?: HostLookup;
-  /** The local server only: a refusal says how ALLOW_PRIVATE_HOSTS would allow the address. Never deployed. */
+  /**
+   * The local server only: a refusal that ALLOW_PRIVATE_HOSTS could lift says how. Never deployed, and never for the
+   * service's own ports, which no setting opens.
+   */
   mentionAllowPrivateHosts?: boolean;
 }
 
@@ -35,7 +38,7 @@ export function createUrlPolicy(options: UrlPolicyOptions): UrlPolicy {
       if (verdict.kind === 'refused') {
         const hostPort = `${url.hostname}:${effectivePort(url)}`;
         throw notAllowed(
-          options.mentionAllowPrivateHosts
+          options.mentionAllowPrivateHosts && verdict.allowable
             ? `${verdict.reason}. To capture it with the local server, start it with ALLOW_PRIVATE_HOSTS=${hostPort} (or '*' for every private address)`
             : verdict.reason,
         );

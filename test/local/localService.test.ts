@@ -71,6 +71,20 @@ describe('the local server', () => {
     expect(detail.message).toMatch(/loopback.*ALLOW_PRIVATE_HOSTS=127\.0\.0\.1:5173 /);
   });
 
+  it("refuses the service's own port without suggesting ALLOW_PRIVATE_HOSTS, which cannot open it", async () => {
+    const { apiKey } = await service.newAccount();
+    const ownPort = new URL(service.url).port;
+    const response = await service.request('/api/screenshot', {
+      bearer: apiKey,
+      body: { url: `http://127.0.0.1:${ownPort}/api/keys` },
+    });
+    expect(response.status).toBe(400);
+    const [detail] = (await response.json()).details;
+    expect(detail).toMatchObject({ code: 'url_not_allowed', path: ['url'] });
+    expect(detail.message).toMatch(/port of the service itself/);
+    expect(detail.message).not.toMatch(/ALLOW_PRIVATE_HOSTS/);
+  });
+
   it('publishes the identity provider JWKS', async () => {
     const jwks = await (await service.request('/.well-known/jwks.json')).json();
     expect(jwks).toEqual(service.idp.jwks);
