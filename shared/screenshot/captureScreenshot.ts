@@ -238,6 +238,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const giveBack = () =>
         cost === undefined ? NOTHING_TO_GIVE_BACK() : giveCreditsBack(refundDeps, accountId, cost);
       let timedOut = false;
+      let released: Promise<void> | undefined;
       try {
         if ('invalid' in checked) throw checked.invalid;
         const { fields, spec } = checked.valid;
@@ -248,6 +249,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
             ...(input.signal ? { signal: input.signal } : {}),
             ...(newcomer === undefined ? {} : { newcomer }),
           });
+          // The renderer is done: the slot goes back while the image is encoded and stored (an AVIF, an upload
+          // to the image store), not after; the answer still waits for it. Its failure is met in `finally`.
+          released = release();
+          released.catch(() => undefined);
           const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
           const delivered = await delivery.deliver(accountId, fields, {
@@ -271,7 +276,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       } finally {
         // A capture that ran out of its time budget is free, so what it costs its account is the slot, for a while
         // longer.
-        await release(timedOut ? now() + TIMED_OUT_SLOT_PENALTY_MS : undefined);
+        await (released ?? release(timedOut ? now() + TIMED_OUT_SLOT_PENALTY_MS : undefined));
       }
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };

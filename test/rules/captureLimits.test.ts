@@ -11,6 +11,7 @@ import {
   fakeSessions,
   MemoryCaptureSlots,
   MemoryCreditLedger,
+  MemoryImageStore,
   MemoryKeyStore,
   memoryScreenshotDeps,
 } from '../helpers/memoryPorts';
@@ -110,6 +111,27 @@ describe('captures at once per account', () => {
     renderer.finishSlow();
     await Promise.all(running);
     expect(slots.held('acct')).toBe(0);
+  });
+
+  it('gives the slot back as soon as the renderer answered: while the image is stored, before the answer', async () => {
+    const images = new MemoryImageStore();
+    const heldWhileStoring: number[] = [];
+    const store = images.put.bind(images);
+    images.put = async (...args) => {
+      await tick();
+      heldWhileStoring.push(slots.held('acct'));
+      return store(...args);
+    };
+    capture = captureScreenshot(
+      memoryScreenshotDeps({ keys, credits, renderer, images, captureSlots: slots, now: () => clock }),
+    );
+    const outcome = await capture({
+      apiKey,
+      request: () => ({ url: 'https://a.test', cache: true }),
+      deadline: clock + 90_000,
+    });
+    expect(outcome.ok).toBe(true);
+    expect(heldWhileStoring).toEqual([0]);
   });
 
   it('gives the slot back after a failed capture and after a refused body', async () => {
