@@ -10,17 +10,14 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { IMAGE_PREFIX } from '../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
+import { JOB_WORKER_TIMEOUT_MS } from '../shared/timing';
 import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling } from './functionBundling';
 import type { ImageStorage } from './imageStorage';
 import type { RendererFunction } from './rendererFunction';
 import { WORKER_TABLE_ACTIONS } from './tableAccess';
 
-/**
- * The worker's timeout: one capture as the screenshot front allows it (its longest budget), the store writes, and a
- * webhook attempt's 10 s.
- */
-export const WORKER_TIMEOUT = Duration.seconds(120);
+export const WORKER_TIMEOUT = Duration.millis(JOB_WORKER_TIMEOUT_MS);
 /** SQS's advice: six times the function's timeout, so a message is not delivered again while a retry runs. */
 export const JOB_VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
 export const WORKER_MEMORY_MB = 1024;

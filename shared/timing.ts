@@ -6,6 +6,12 @@
 /** The screenshot function's timeout; the local server gives every capture the same. */
 export const SCREENSHOT_FUNCTION_TIMEOUT_MS = 90_000;
 
+/**
+ * The job worker's timeout: one capture as the screenshot front allows it (its longest budget), the store writes,
+ * and a webhook attempt's 10 s. Past it, a worker that ended a job has surely stopped (runJob counts on that).
+ */
+export const JOB_WORKER_TIMEOUT_MS = 120_000;
+
 /** The key-management and API-description functions' timeout. */
 export const MANAGEMENT_FUNCTION_TIMEOUT_MS = 10_000;
 

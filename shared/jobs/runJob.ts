@@ -10,6 +10,7 @@ import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { outputOf, specOf } from '../screenshot/captureScreenshot';
 import { requestHost } from '../screenshot/usageOf';
+import { JOB_WORKER_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import { JOB_RETENTION_MS, type Job, type StoredResult } from './job';
 import type { JobQueue } from './jobQueue';
@@ -62,9 +63,17 @@ export function runJob(deps: RunJobDeps) {
       else logger.warn('Queue message dropped: its job was never written', { jobId });
       return;
     }
-    // Ended, yet its message came back: the worker that ended it died before it was done. What follows the end is
-    // done again (idempotent), the refund of a failure included: it is given at most once (refundBack).
+    // Ended, yet its message came back: the worker that ended it died before it was done, or this is a copy of the
+    // message (SQS delivers at least once). What follows the end is done again (idempotent), the refund of a failure
+    // included: it is given at most once (refundBack), but only once the worker that ended the job has surely
+    // stopped. Until then it may be giving that refund itself, and a copy that read the job before it said so could
+    // find the account's mark already forgotten and give the credits a second time.
     if (job.status === 'succeeded' || job.status === 'failed') {
+      const endingWorkerStops = (job.finishedAt ?? 0) + JOB_WORKER_TIMEOUT_MS - deps.now();
+      if (job.refundOwed && endingWorkerStops > 0) {
+        await deps.queue.send([{ kind: 'capture', accountId, jobId }], Math.ceil(endingWorkerStops / 1000));
+        return;
+      }
       if (job.refundOwed) await refundBack(job);
       await deps.ended?.(job);
       return;

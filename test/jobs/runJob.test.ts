@@ -11,6 +11,7 @@ import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { itemKey } from '../../shared/store/table';
+import { JOB_WORKER_TIMEOUT_MS } from '../../shared/timing';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
 import {
   FakeRenderer,
@@ -187,6 +188,8 @@ describe('a failed job whose worker died before its refund was done (the real le
         new GetCommand({ TableName: TEST_TABLE, Key: itemKey.account(ACCOUNT), ConsistentRead: true }),
       )
     ).Item ?? {};
+  /** An end far enough back that the worker that wrote it has surely stopped (its function's timeout). */
+  const longAgo = () => Date.now() - JOB_WORKER_TIMEOUT_MS - 1_000;
   const refundMarks = async () =>
     Object.keys(await accountItem()).filter((name) => name.startsWith('refund#'));
 
@@ -207,8 +210,8 @@ describe('a failed job whose worker died before its refund was done (the real le
 
   it('died after the ending write: the next delivery gives the credits back, once however often it comes', async () => {
     const { job } = await accepted('https://a.test/page', { ledger });
-    // What a worker killed right after the ending write leaves behind.
-    expect(await jobs.finish(ACCOUNT, job.id, failedEnd, Date.now())).toMatchObject({ refundOwed: true });
+    // What a worker killed right after the ending write leaves behind, found once that worker has surely stopped.
+    expect(await jobs.finish(ACCOUNT, job.id, failedEnd, longAgo())).toMatchObject({ refundOwed: true });
     expect(await ledger.balance(ACCOUNT)).toBe(9);
     await run(ACCOUNT, job.id, 2);
     await run(ACCOUNT, job.id, 3);
@@ -220,13 +223,29 @@ describe('a failed job whose worker died before its refund was done (the real le
 
   it('died after the refund, before the job said so: the next delivery gives nothing more', async () => {
     const { job } = await accepted('https://a.test/page', { ledger });
-    await jobs.finish(ACCOUNT, job.id, failedEnd, Date.now());
+    await jobs.finish(ACCOUNT, job.id, failedEnd, longAgo());
     expect(await ledger.refundOnce(ACCOUNT, 1, job.id)).toBe(true);
     expect(await ledger.balance(ACCOUNT)).toBe(10);
     await run(ACCOUNT, job.id, 2);
     expect(await ledger.balance(ACCOUNT)).toBe(10);
     expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
     expect(await refundMarks()).toEqual([]);
+  });
+
+  it('leaves the refund to the worker that ended the job while that worker may still run, and sends itself again', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    const endedAt = Date.now();
+    await jobs.finish(ACCOUNT, job.id, failedEnd, endedAt);
+    // A copy of the message, read while the ending worker gives the refund and forgets its mark.
+    await run(ACCOUNT, job.id, 1);
+    expect(await ledger.balance(ACCOUNT)).toBe(9);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ refundOwed: true });
+    const [again] = queue.sent;
+    expect(again?.message).toEqual({ kind: 'capture', accountId: ACCOUNT, jobId: job.id });
+    expect(again?.delaySeconds).toBeGreaterThan(0);
+    expect(endedAt + (again?.delaySeconds ?? 0) * 1000).toBeGreaterThanOrEqual(
+      endedAt + JOB_WORKER_TIMEOUT_MS,
+    );
   });
 
   it('gives each refund id once even when asked in parallel', async () => {
