@@ -24,7 +24,8 @@ export type AcceptJobs = (
 
 /**
  * Accepted captures become jobs: written to the table (the record of what is owed) and queued, both at once. When
- * either is refused the error goes up, so the caller gives the credits back; jobs the queue refused end `failed`.
+ * either is refused the error goes up, so the caller gives the credits back; the jobs end `failed` first, owing
+ * nothing, so that a message or an item that went through never runs or refunds them a second time.
  */
 export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
   return async (identity, captures, options) => {
@@ -69,13 +70,20 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
       deps.jobs.create(jobs, batch),
       deps.queue.send(jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id }))),
     ]);
-    if (created.status === 'rejected') throw created.reason;
-    if (queued.status === 'rejected') {
-      const error = queued.reason;
-      logger.error('Jobs not queued', { count: jobs.length, error: error as Error });
+    const refused = [created, queued].find((outcome) => outcome.status === 'rejected');
+    if (refused) {
+      const error = refused.reason;
+      logger.error(created === refused ? 'Jobs not written' : 'Jobs not queued', {
+        count: jobs.length,
+        error: error as Error,
+      });
+      // Some items and some messages may have gone through all the same. Every job that was written ends here, so
+      // no message runs it; without a refund debt, as the caller gives back what all of them reserved. (The end is
+      // conditional: for an item that was never written it does nothing.)
       const end = {
         status: 'failed',
-        error: { status: 503, message: 'The job could not be queued' },
+        error: { status: 503, message: 'The job could not be accepted' },
+        refundedByCaller: true,
       } as const;
       await Promise.allSettled(jobs.map((job) => deps.jobs.finish(job.accountId, job.id, end, deps.now())));
       throw error;

@@ -3,7 +3,12 @@ import type { Batch, Job, StoredResult, WebhookOutcome } from './job';
 /** How a job ended: its stored image, or what a synchronous capture would have answered. */
 export type JobEnd =
   | { status: 'succeeded'; result: StoredResult }
-  | { status: 'failed'; error: { status: number; message: string } };
+  | {
+      status: 'failed';
+      error: { status: number; message: string };
+      /** The caller gives the credits back itself (a job that was never accepted): no `refundOwed`. */
+      refundedByCaller?: true;
+    };
 
 /**
  * Port for jobs and batches (the single table deployed and locally). Every change of a job's status is a conditional

@@ -8,7 +8,7 @@ import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { captureSpecOf } from '../screenshot/captureSpec';
 import { creditCost } from '../screenshot/cost';
-import { MAX_URL_LENGTH, screenshotRequest } from '../screenshot/schema';
+import { MAX_URL_LENGTH, queuedIssues, screenshotRequest } from '../screenshot/schema';
 import { detailsFromZod } from '../validation';
 import type { Batch, Job } from './job';
 import type { AcceptJobs } from './jobIntake';
@@ -120,6 +120,8 @@ async function validBatch(value: unknown, urlPolicy: UrlPolicy) {
       details.push(...detailsFromZod(fields.error).map((detail) => ({ ...detail, path: at(detail.path) })));
       return undefined;
     }
+    for (const issue of queuedIssues(fields.data))
+      details.push({ code: 'custom', path: at(issue.path), message: issue.message });
     const { url } = fields.data;
     if (url !== undefined)
       checks.push(assertAllowedAt(urlPolicy, url, at(['url'])).catch((error) => collect(error, details)));

@@ -7,13 +7,15 @@ import {
   MAX_PDF_TEMPLATE_BYTES,
   type outputFields,
 } from '../screenshot/outputFields';
+import { MAX_QUEUED_HTML_BYTES } from '../screenshot/schema';
 
 const onlyPdf = 'Only with format pdf';
 
 /** Descriptions of the output fields in the API description; keyed by the schema's fields so a rename does not compile. */
 export const OUTPUT_DESCRIPTIONS: Record<keyof typeof outputFields, string> = {
   html:
-    `Your own HTML document (at most ${MAX_HTML_BYTES / 1024 / 1024} MiB of UTF-8), rendered instead of url: give ` +
+    `Your own HTML document (at most ${MAX_HTML_BYTES / 1024 / 1024} MiB of UTF-8, ${MAX_QUEUED_HTML_BYTES / 1024} KiB ` +
+    'with async: true or in a batch), rendered instead of url: give ' +
     'exactly one of the two. It has an opaque origin of its own, everything it loads passes the same egress rules ' +
     'as a page, and relative addresses do not resolve (use absolute URLs or a <base>). Not with headers or cookies, ' +
     'nor in signed links',

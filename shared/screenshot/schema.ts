@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { MAX_DELAY_MS } from '../timing';
 import { captureOptionFields, combinationIssues } from './optionFields';
-import { outputFields, outputIssues, REQUEST_FORMATS } from './outputFields';
+import { MAX_HTML_BYTES, outputFields, outputIssues, REQUEST_FORMATS } from './outputFields';
 
 /** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
@@ -59,10 +59,33 @@ export const screenshotRequest = screenshotFields.check((ctx) => {
     ctx.issues.push({ code: 'custom', input: ctx.value, ...issue });
 });
 
+/**
+ * Of `html` in a capture that is queued (`async: true`, or a batch's request), in bytes of UTF-8: the job keeps its
+ * request in one DynamoDB item, which holds 400 KB at most.
+ */
+export const MAX_QUEUED_HTML_BYTES = 256 * 1024;
+
 /** A webhook is for a job: it needs `async: true`, whose result is the `response: "json"` body. */
-function asyncIssues(value: { async?: boolean | undefined; webhookUrl?: string | undefined }) {
-  return value.webhookUrl !== undefined && value.async !== true
+function asyncIssues(value: {
+  async?: boolean | undefined;
+  webhookUrl?: string | undefined;
+  html?: string | undefined;
+}) {
+  if (value.async === true) return queuedIssues(value);
+  return value.webhookUrl !== undefined
     ? [{ path: ['webhookUrl'], message: 'webhookUrl is only allowed with async: true (or on a batch)' }]
+    : [];
+}
+
+/** What a queued capture's request may not hold that a synchronous one may. */
+export function queuedIssues(value: { html?: string | undefined }): { path: string[]; message: string }[] {
+  return value.html !== undefined && Buffer.byteLength(value.html, 'utf8') > MAX_QUEUED_HTML_BYTES
+    ? [
+        {
+          path: ['html'],
+          message: `html must be at most ${MAX_QUEUED_HTML_BYTES} bytes in an async capture or a batch (a synchronous capture takes up to ${MAX_HTML_BYTES})`,
+        },
+      ]
     : [];
 }
 

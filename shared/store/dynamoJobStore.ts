@@ -100,13 +100,14 @@ export class DynamoJobStore implements JobStore {
   }
 
   async finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined> {
+    const owed = end.status === 'failed' && end.refundedByCaller !== true;
     try {
       const { Attributes } = await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.job(accountId, jobId),
           UpdateExpression: `SET #status = :end, finishedAt = :now, #result = :result, #error = :error${
-            end.status === 'failed' ? ', refundOwed = :owed' : ''
+            owed ? ', refundOwed = :owed' : ''
           }`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
@@ -117,7 +118,7 @@ export class DynamoJobStore implements JobStore {
             ':error': end.status === 'failed' ? end.error : null,
             ':queued': 'queued',
             ':running': 'running',
-            ...(end.status === 'failed' ? { ':owed': true } : {}),
+            ...(owed ? { ':owed': true } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSigningKeyFile } from '../../local/embeddedS3';
+import { MAX_QUEUED_HTML_BYTES } from '../../shared/screenshot/schema';
 import { createWebhookSecrets } from '../../shared/wiring/webhooks';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
@@ -232,6 +233,20 @@ describe('an async capture', () => {
         expect.objectContaining({ code: 'url_not_allowed', path: ['webhookUrl'] }),
       ]);
     }
+    expect(await balanceOf(account.token)).toBe(BALANCE);
+  });
+
+  it('refuses an html document too large to keep with its job, async or in a batch, with 400 naming html', async () => {
+    const account = await service.newAccount();
+    const html = `<p>${'x'.repeat(MAX_QUEUED_HTML_BYTES)}</p>`;
+    const single = await post('/api/screenshot', account.apiKey, { html, async: true });
+    expect(single.status).toBe(400);
+    expect(single.body.details).toEqual([expect.objectContaining({ path: ['html'] })]);
+    const batch = await post('/api/batches', account.apiKey, {
+      requests: [{ url: `${pages.origin}/red` }, { html }],
+    });
+    expect(batch.status).toBe(400);
+    expect(batch.body.details).toEqual([expect.objectContaining({ field: 'requests[1].html' })]);
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 

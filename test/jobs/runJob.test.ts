@@ -179,6 +179,75 @@ describe('a queued job', () => {
   });
 });
 
+describe('jobs that could not all be accepted (the real ledger, on the table)', () => {
+  /** The front's part: the intake fails, so it gives back what all the captures reserved. */
+  async function acceptance(
+    captures: { request: Record<string, unknown>; cost: number }[],
+    sender: JobQueue,
+  ) {
+    const ledger = new DynamoCreditLedger(db, TEST_TABLE);
+    await ledger.set(ACCOUNT, 10);
+    const total = captures.reduce((sum, capture) => sum + capture.cost, 0);
+    await ledger.reserve(ACCOUNT, total);
+    const intake = jobIntake({ jobs, queue: sender, now: Date.now });
+    await expect(intake(identity, captures, { batch: true })).rejects.toThrow();
+    await ledger.refund(ACCOUNT, total);
+    return ledger;
+  }
+
+  /** Every job the worker can find ends failed and owes nothing; running their messages gives nothing more. */
+  async function expectNothingOwed(ledger: DynamoCreditLedger, sent: QueueMessage[]) {
+    run = workerWith(ledger);
+    for (const message of sent) {
+      if (message.kind !== 'capture') continue;
+      const job = await jobs.get(ACCOUNT, message.jobId);
+      if (job) {
+        expect(job).toMatchObject({ status: 'failed' });
+        expect(job).not.toHaveProperty('refundOwed');
+      }
+      await run(ACCOUNT, message.jobId, 1);
+    }
+    expect(renderer.captures).toEqual([]);
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+  }
+
+  it('a queue that took some messages, then refused: no job runs, and none is refunded a second time', async () => {
+    const sent: QueueMessage[] = [];
+    const halfQueue: JobQueue = {
+      async send(messages) {
+        sent.push(...messages.slice(0, 2));
+        throw new Error('3 queue messages not sent');
+      },
+    };
+    const captures = Array.from({ length: 5 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, halfQueue);
+    expect(sent).toHaveLength(2);
+    await expectNothingOwed(ledger, sent);
+  });
+
+  it('a job item the table refused: the items written end failed, and their messages run nothing', async () => {
+    const queued = new RecordingQueue();
+    // An item past DynamoDB's 400 KB: validation keeps such a request out (MAX_QUEUED_HTML_BYTES); here it stands
+    // for any write that failed while the others went through.
+    const captures = [
+      { request: { url: 'https://a.test/1' }, cost: 1 },
+      { request: { html: 'x'.repeat(500 * 1024) }, cost: 1 },
+      { request: { url: 'https://a.test/3' }, cost: 1 },
+    ];
+    const ledger = await acceptance(captures, queued);
+    const messages = queued.sent.map((entry) => entry.message);
+    expect(messages).toHaveLength(3);
+    const written = await Promise.all(
+      messages.map((message) => (message.kind === 'capture' ? jobs.get(ACCOUNT, message.jobId) : undefined)),
+    );
+    expect(written.filter(Boolean)).toHaveLength(2);
+    await expectNothingOwed(ledger, messages);
+  });
+});
+
 describe('a failed job whose worker died before its refund was done (the real ledger, on the table)', () => {
   let ledger: DynamoCreditLedger;
   const failedEnd = { status: 'failed' as const, error: { status: 500, message: 'Navigation timed out' } };
