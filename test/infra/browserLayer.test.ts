@@ -38,12 +38,13 @@ function sizeOf(dir: string): number {
     .reduce((total, entry) => total + statSync(path.join(entry.parentPath, entry.name)).size, 0);
 }
 
+// Bundling every function and copying the layer takes minutes on a busy 2-core machine, as in stack.test.ts.
 beforeAll(() => {
   synth = synthesizeStack();
   const layer = synth.stack.node.findChild('Chromium').node.findChild('Layer');
   layerDir = assetDir(synth.resources[synth.logicalId(layer)] as Resource);
   bundleDir = path.join(layerDir, LAYER_BUNDLE_PATH);
-});
+}, 300_000);
 
 afterAll(() => synth?.cleanup());
 

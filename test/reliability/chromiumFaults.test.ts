@@ -134,9 +134,10 @@ describe('a page whose renderer dies', () => {
 
   it('answers 500 when the page allocates until it runs out of memory, and gives the credits back', async () => {
     const before = await balance();
-    // The renderer's heap cap ends the page long before this budget (about 5 s); without it, V8 would grow to
-    // its 4 GB default (more than the Lambda has) and the capture would only end at the time limit.
-    const response = await shoot('/allocates', 8_000);
+    // The renderer's heap cap ends the page well within this budget (about 17 s: filling 512 MB takes a second or
+    // two, several on a loaded machine); without it, V8 would grow to its 4 GB default (more than the Lambda has)
+    // and the capture would only end at the time limit.
+    const response = await shoot('/allocates', 20_000);
     expectCaptureFailure(response, '/allocates', /crashed/i);
     expect(await balance()).toBe(before);
   });
