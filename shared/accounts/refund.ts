@@ -11,20 +11,14 @@ export interface RefundDeps {
 }
 
 /**
- * Gives a failed capture's credits back; with a `refundId`, at most once for it whatever the retries
- * (CreditLedger.refundOnce). When that write fails, the debt is counted (the RefundFailures alarm), kept in the table
- * for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with what an operator
- * needs. Never throws: the customer is owed the capture's own answer whatever happens here.
+ * Gives a failed capture's credits back. When that write fails, the debt is counted (the RefundFailures alarm), kept
+ * in the table for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with what an
+ * operator needs. Never throws: the customer is owed the capture's own answer whatever happens here. (A job's refund
+ * does not come here: it stays owed on the job until it lands, shared/jobs/runJob.ts.)
  */
-export async function giveCreditsBack(
-  deps: RefundDeps,
-  accountId: string,
-  cost: number,
-  refundId?: string,
-): Promise<void> {
+export async function giveCreditsBack(deps: RefundDeps, accountId: string, cost: number): Promise<void> {
   try {
-    if (refundId === undefined) await deps.credits.refund(accountId, cost);
-    else await deps.credits.refundOnce(accountId, cost, refundId);
+    await deps.credits.refund(accountId, cost);
     return;
   } catch (error) {
     deps.metrics.refundFailed();

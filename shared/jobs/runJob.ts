@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CaptureSlots } from '../accounts/captureSlots';
-import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
+import type { RefundDeps } from '../accounts/refund';
 import type { Renderer } from '../capture/renderer';
 import { storedInfoOf } from '../delivery/imageDelivery';
 import { type ImageStore, imageKey } from '../delivery/imageStore';
@@ -151,9 +151,18 @@ export function runJob(deps: RunJobDeps) {
    * A failed job's credits back, once, in three writes any of which a dying worker may be the last to make: the
    * refund with its mark on the account (refundOnce: a repeat gives nothing), `refundOwed` off the job (no delivery
    * asks again), the mark off the account. Dying between the last two leaves one stale mark on the account item.
+   * A refund the ledger refuses is not kept as a pending refund (giveCreditsBack's way), which would carry no job id
+   * and could be given a second time once this one lands: the job keeps owing it, and the error brings the message
+   * back.
    */
   async function refundBack(job: Job): Promise<void> {
-    await giveCreditsBack(deps, job.accountId, job.cost, job.id);
+    try {
+      await deps.credits.refundOnce(job.accountId, job.cost, job.id);
+    } catch (error) {
+      deps.metrics.refundFailed();
+      logger.error('Job refund failed; its message comes back', { jobId: job.id, error: error as Error });
+      throw error;
+    }
     await deps.jobs.refundGiven(job.accountId, job.id);
     await deps.credits
       .forgetRefund(job.accountId, job.id)
@@ -165,7 +174,6 @@ export function runJob(deps: RunJobDeps) {
     const at = deps.now();
     const ended = await deps.jobs.finish(job.accountId, job.id, outcome, at);
     if (!ended) return;
-    if (ended.refundOwed) await refundBack(ended);
     const host = requestHost(() => job.request);
     deps.usage.record({
       accountId: job.accountId,
@@ -177,6 +185,8 @@ export function runJob(deps: RunJobDeps) {
       durationMs: at - (ended.startedAt ?? at),
       ...(host ? { host } : {}),
     });
+    // After the usage record: a refund that fails brings the message back, which finds the job ended.
+    if (ended.refundOwed) await refundBack(ended);
     await deps.ended?.(ended);
   }
 }

@@ -1,4 +1,4 @@
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
@@ -6,7 +6,13 @@ import type { CreditLedger } from '../../shared/accounts/creditLedger';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
-import { MAX_ITEM_WAITS, MAX_JOB_RUNS, NO_SLOT_DELAY_SECONDS, runJob } from '../../shared/jobs/runJob';
+import {
+  MAX_ITEM_WAITS,
+  MAX_JOB_RUNS,
+  NO_SLOT_DELAY_SECONDS,
+  type RunJobDeps,
+  runJob,
+} from '../../shared/jobs/runJob';
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
@@ -46,6 +52,7 @@ let slots: MemoryCaptureSlots;
 let renderer: FakeRenderer;
 let usage: { record: (entry: unknown) => void; records: unknown[] };
 let run: ReturnType<typeof runJob>;
+let workerDeps: (ledger: CreditLedger) => RunJobDeps;
 let workerWith: (ledger: CreditLedger) => ReturnType<typeof runJob>;
 
 beforeAll(async () => {
@@ -66,23 +73,23 @@ beforeEach(() => {
   const records: unknown[] = [];
   usage = { record: (entry) => records.push(entry), records };
   const now = () => Date.now();
-  workerWith = (ledger) =>
-    runJob({
-      jobs,
-      queue,
-      captureSlots: slots,
-      renderer,
-      urlPolicy: { assertAllowed: async () => undefined },
-      images: new MemoryImageStore(),
-      usage,
-      admission: IMMEDIATE_ADMISSION,
-      captureBudgetMs: 30_000,
-      credits: ledger,
-      pendingRefunds: new MemoryPendingRefunds(),
-      metrics: new InMemoryServiceMetrics(),
-      ended: jobEnded({ jobs, queue, now }),
-      now,
-    });
+  workerDeps = (ledger) => ({
+    jobs,
+    queue,
+    captureSlots: slots,
+    renderer,
+    urlPolicy: { assertAllowed: async () => undefined },
+    images: new MemoryImageStore(),
+    usage,
+    admission: IMMEDIATE_ADMISSION,
+    captureBudgetMs: 30_000,
+    credits: ledger,
+    pendingRefunds: new MemoryPendingRefunds(),
+    metrics: new InMemoryServiceMetrics(),
+    ended: jobEnded({ jobs, queue, now }),
+    now,
+  });
+  workerWith = (ledger) => runJob(workerDeps(ledger));
   run = workerWith(credits);
 });
 
@@ -315,6 +322,37 @@ describe('a failed job whose worker died before its refund was done (the real le
     expect(endedAt + (again?.delaySeconds ?? 0) * 1000).toBeGreaterThanOrEqual(
       endedAt + JOB_WORKER_TIMEOUT_MS,
     );
+  });
+
+  it('keeps a refund the ledger refused owed on the job, never as a pending refund, and gives it on a later delivery', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    const pendingRefunds = new MemoryPendingRefunds();
+    let refusals = 1;
+    const flaky = Object.assign(Object.create(ledger) as DynamoCreditLedger, {
+      refundOnce: (...args: Parameters<DynamoCreditLedger['refundOnce']>) =>
+        refusals-- > 0 ? Promise.reject(new Error('throttled')) : ledger.refundOnce(...args),
+    });
+    run = runJob({ ...workerDeps(flaky), pendingRefunds });
+    await expect(run(ACCOUNT, job.id, MAX_JOB_RUNS + 1)).rejects.toThrow('throttled');
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'failed', refundOwed: true });
+    expect(pendingRefunds.pending).toEqual([]);
+    expect(usage.records).toHaveLength(1);
+    expect(await ledger.balance(ACCOUNT)).toBe(9);
+    // The message comes back once the worker that ended the job has surely stopped.
+    const ended = await jobs.get(ACCOUNT, job.id);
+    await db.send(
+      new UpdateCommand({
+        TableName: TEST_TABLE,
+        Key: itemKey.job(ACCOUNT, job.id),
+        UpdateExpression: 'SET finishedAt = :then',
+        ExpressionAttributeValues: { ':then': (ended?.finishedAt ?? 0) - JOB_WORKER_TIMEOUT_MS },
+      }),
+    );
+    await run(ACCOUNT, job.id, 1);
+    await run(ACCOUNT, job.id, 2);
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
+    expect(usage.records).toHaveLength(1);
   });
 
   it('gives each refund id once even when asked in parallel', async () => {
