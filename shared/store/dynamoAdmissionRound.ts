@@ -156,12 +156,13 @@ export class DynamoAdmissionRound implements AdmissionRound {
     countOnly = false,
   ): Promise<Item | undefined> {
     const set: string[] = [];
-    // All of a batch's requests, or none: the window must have room for every one.
+    // All of a batch's requests, or none: the window must have room for every one, a new window too.
     const add = ['#window :requests'];
-    const conditions = ['(attribute_not_exists(#window) OR #window <= :room)'];
+    const conditions = ['((attribute_not_exists(#window) AND :requests <= :limit) OR #window <= :room)'];
     const names: Record<string, string> = { '#window': parts.window };
     const values: Record<string, unknown> = {
       ':requests': parts.requests,
+      ':limit': this.rateLimitPerHour,
       ':room': this.rateLimitPerHour - parts.requests,
     };
     if (!countOnly && parts.slot !== 'none') {

@@ -123,6 +123,22 @@ describe('the admission round in DynamoDB', () => {
     expect(after[`rate#${NOW - (NOW % RATE_WINDOW_MS)}`]).toBe(SLOTS + 2);
   });
 
+  it("refuses a batch larger than the whole hour's limit even as the hour's first request, counting none of it", async () => {
+    const admissions = round({ limit: 10 });
+    const identity = await newAccount(100);
+    const batch = (requests: number): AdmissionAsk => ({
+      ...capture(identity, requests),
+      slot: 'none',
+      requests,
+    });
+    const tooMany = await admissions.admit(batch(11));
+    expect(tooMany.admitted).toBe(false);
+    expect(tooMany.admitted || tooMany.refusal).toBeInstanceOf(RateLimitedError);
+    expect(await credits.balance(identity.accountId)).toBe(100);
+    const all = await admissions.admit(batch(10));
+    expect(all).toMatchObject({ admitted: true, rateLimit: { remaining: 0 } });
+  });
+
   it('accepts without a slot (a job whose worker takes its slot later): counted and reserved, no slot held', async () => {
     const admissions = round();
     const identity = await newAccount(20);
