@@ -19,6 +19,7 @@ import { Construct, type IConstruct } from 'constructs';
 import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
 import { vendorFiles } from '../web/vendorFiles';
+import { apiResponseHeadersPolicy, COMMON_SECURITY_HEADERS } from './responseHeaders';
 
 /** The dashboard's files, deployed as they are (no build step). */
 const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
@@ -91,8 +92,9 @@ export interface DashboardSiteProps {
 /**
  * The account dashboard, deployed: a private S3 bucket of web/public (read only by CloudFront, through origin
  * access control), a CloudFront distribution with the same security headers the local server sends, `/api/*`
- * routed to API Gateway on the same origin (no CORS), a generated `config.json` telling the page to sign in through
- * Cognito, and the app client and hosted sign-in domain that sign-in needs.
+ * routed to API Gateway on the same origin (no CORS) with the API's own Content-Security-Policy, a generated
+ * `config.json` telling the page to sign in through Cognito, and the app client and hosted sign-in domain that
+ * sign-in needs.
  */
 export class DashboardSite extends Construct {
   readonly bucket: s3.Bucket;
@@ -139,14 +141,8 @@ export class DashboardSite extends Construct {
           ),
           override: true,
         },
-        contentTypeOptions: { override: true },
+        ...COMMON_SECURITY_HEADERS,
         frameOptions: { frameOption: cloudfront.HeadersFrameOption.DENY, override: true },
-        referrerPolicy: { referrerPolicy: cloudfront.HeadersReferrerPolicy.NO_REFERRER, override: true },
-        strictTransportSecurity: {
-          accessControlMaxAge: Duration.days(365),
-          includeSubdomains: true,
-          override: true,
-        },
       },
       customHeadersBehavior: {
         customHeaders: ['Cross-Origin-Opener-Policy', 'Permissions-Policy'].map((header) => ({
@@ -158,6 +154,12 @@ export class DashboardSite extends Construct {
     });
 
     const apiOrigin = apiStageOrigin(props.api, props.stageName ?? 'prod');
+    // Not the page's policy: its CSP would replace the `sandbox` the API gives a captured document, which would then
+    // run script on this origin. Nothing on this origin is meant to be framed.
+    const apiHeaders = apiResponseHeadersPolicy(this, 'ApiSecurityHeaders', {
+      comment: "Dashboard /api/*: the API's own Content-Security-Policy, common security headers",
+      frameOption: cloudfront.HeadersFrameOption.DENY,
+    });
 
     // CloudFront's standard logging writes with an ACL, so this bucket (unlike the site's) keeps ACLs enabled.
     this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
@@ -197,7 +199,7 @@ export class DashboardSite extends Construct {
           // forward Authorization (and everything else the viewer sent except Host, which API Gateway needs as its own).
           cachePolicy: cloudfront.CachePolicy.CACHING_DISABLED,
           originRequestPolicy: cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
-          responseHeadersPolicy: securityHeaders,
+          responseHeadersPolicy: apiHeaders,
           compress: false,
         },
       },

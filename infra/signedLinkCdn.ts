@@ -4,6 +4,7 @@ import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { apiStageOrigin } from './dashboardSite';
+import { apiResponseHeadersPolicy } from './responseHeaders';
 
 export interface SignedLinkCdnProps {
   api: apigateway.IRestApi;
@@ -57,6 +58,11 @@ export class SignedLinkCdn extends Construct {
         allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
         cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,
         cachePolicy: this.cachePolicy,
+        // The API's Content-Security-Policy (`sandbox` for a PDF) passes untouched; no X-Frame-Options, since links
+        // are made to be embedded in other sites' pages.
+        responseHeadersPolicy: apiResponseHeadersPolicy(this, 'SecurityHeaders', {
+          comment: "Signed screenshot links: the API's own Content-Security-Policy, common security headers",
+        }),
         // Images are compressed already.
         compress: false,
       },

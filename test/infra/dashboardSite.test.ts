@@ -96,6 +96,13 @@ afterAll(() => {
 const logicalId = (construct: { node: { defaultChild?: unknown } }) =>
   stack.resolve(stack.getLogicalId(construct.node.defaultChild as never)) as string;
 
+/** The response headers policy a behavior refers to, by its `Ref`. */
+function policyOf(behavior: { ResponseHeadersPolicyId?: { Ref?: string } }) {
+  const id = behavior.ResponseHeadersPolicyId?.Ref ?? '';
+  return template.findResources('AWS::CloudFront::ResponseHeadersPolicy')[id]?.Properties
+    .ResponseHeadersPolicyConfig;
+}
+
 function distributionConfig() {
   const [distribution] = Object.values(template.findResources('AWS::CloudFront::Distribution'));
   return distribution?.Properties.DistributionConfig;
@@ -191,13 +198,31 @@ describe('the dashboard distribution', () => {
     });
   });
 
-  it('applies the security headers to the files and the API answers alike', () => {
+  it("sends the page's Content-Security-Policy with the files, over whatever S3 says", () => {
+    const files = policyOf(distributionConfig().DefaultCacheBehavior);
+    expect(files.SecurityHeadersConfig.ContentSecurityPolicy).toMatchObject({ Override: true });
+    expect(JSON.stringify(files.SecurityHeadersConfig.ContentSecurityPolicy)).toContain("script-src 'self'");
+  });
+
+  it("leaves the API's answers their own Content-Security-Policy (the sandbox of a captured document)", () => {
     const config = distributionConfig();
-    const policies = [config.DefaultCacheBehavior, ...config.CacheBehaviors].map(
-      (b) => b.ResponseHeadersPolicyId,
-    );
-    expect(policies[0]).toBeDefined();
-    expect(policies[1]).toEqual(policies[0]);
+    const [api] = config.CacheBehaviors;
+    expect(api.ResponseHeadersPolicyId).not.toEqual(config.DefaultCacheBehavior.ResponseHeadersPolicyId);
+    const policy = policyOf(api);
+    // Neither replaced nor added: CloudFront passes the origin's header as it is.
+    expect(policy.SecurityHeadersConfig.ContentSecurityPolicy).toBeUndefined();
+    expect(policy.CustomHeadersConfig).toBeUndefined();
+    expect(policy.RemoveHeadersConfig).toBeUndefined();
+    expect(policy.SecurityHeadersConfig).toEqual({
+      ContentTypeOptions: { Override: true },
+      FrameOptions: { FrameOption: 'DENY', Override: true },
+      ReferrerPolicy: { ReferrerPolicy: 'no-referrer', Override: true },
+      StrictTransportSecurity: {
+        AccessControlMaxAgeSec: 31_536_000,
+        IncludeSubdomains: true,
+        Override: true,
+      },
+    });
   });
 
   it('outputs the dashboard URL', () => {

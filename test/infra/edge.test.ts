@@ -11,7 +11,15 @@ import {
 } from '../../infra/webAcl';
 import { bearerCredential } from '../../shared/http/request';
 import { generateApiKey } from '../../shared/keys/apiKey';
-import { asList, type Json, ofType, type SynthesizedStack, synthesizeStack, TEST_SETTINGS } from './synth';
+import {
+  asList,
+  type Json,
+  ofType,
+  referencedId,
+  type SynthesizedStack,
+  synthesizeStack,
+  TEST_SETTINGS,
+} from './synth';
 
 // Templates only: no bundling, the rules are all in the template.
 let synth: SynthesizedStack;
@@ -292,5 +300,73 @@ describe('signed links through the CDN', () => {
     expect(JSON.stringify(config.Origins)).toContain('"OriginPath":"/prod"');
     expect(config.WebACLId).toBeDefined();
     expect(config.Logging).toMatchObject({ IncludeCookies: false, Prefix: 'links/' });
+  });
+});
+
+describe('API answers through CloudFront', () => {
+  interface Behavior {
+    PathPattern?: string;
+    TargetOriginId: string;
+    ResponseHeadersPolicyId?: unknown;
+  }
+  /** Every behavior of every distribution, with its distribution's comment and its origin's domain. */
+  const behaviors = () =>
+    ofType(synth.resources, 'AWS::CloudFront::Distribution').flatMap(([, distribution]) => {
+      const config = distribution.Properties.DistributionConfig as Json;
+      const origins = asList(config.Origins) as { Id: string; DomainName: unknown }[];
+      return [config.DefaultCacheBehavior, ...asList(config.CacheBehaviors)].map((b) => {
+        const behavior = b as Behavior;
+        const origin = origins.find((o) => o.Id === behavior.TargetOriginId);
+        return {
+          distribution: String(config.Comment),
+          behavior,
+          toApi: JSON.stringify(origin?.DomainName).includes('execute-api'),
+        };
+      });
+    });
+  const policyOf = (behavior: Behavior) =>
+    synth.resources[referencedId(behavior.ResponseHeadersPolicyId) ?? '']?.Properties
+      .ResponseHeadersPolicyConfig as Json | undefined;
+  const securityHeaders = (behavior: Behavior) => (policyOf(behavior)?.SecurityHeadersConfig ?? {}) as Json;
+
+  it('are fronted by both distributions: the dashboard under /api/*, the signed links everywhere', () => {
+    const toApi = behaviors().filter((b) => b.toApi);
+    expect(toApi.map((b) => [b.distribution, b.behavior.PathPattern])).toEqual([
+      ['Screenshot API dashboard', '/api/*'],
+      ['Signed screenshot links', undefined],
+    ]);
+  });
+
+  it("keep the API's own Content-Security-Policy: no policy in front of the API sets or removes one", () => {
+    for (const { behavior } of behaviors().filter((b) => b.toApi)) {
+      const policy = policyOf(behavior);
+      expect(policy, behavior.TargetOriginId).toBeDefined();
+      expect(securityHeaders(behavior).ContentSecurityPolicy).toBeUndefined();
+      expect(policy?.RemoveHeadersConfig).toBeUndefined();
+    }
+  });
+
+  it('carry HTTPS only, nosniff and no referrer; only the dashboard forbids framing (signed links are embedded)', () => {
+    for (const { distribution, behavior } of behaviors().filter((b) => b.toApi)) {
+      expect(securityHeaders(behavior)).toMatchObject({
+        ContentTypeOptions: { Override: true },
+        ReferrerPolicy: { ReferrerPolicy: 'no-referrer', Override: true },
+        StrictTransportSecurity: {
+          AccessControlMaxAgeSec: 31_536_000,
+          IncludeSubdomains: true,
+          Override: true,
+        },
+      });
+      expect(securityHeaders(behavior).FrameOptions).toEqual(
+        distribution === 'Screenshot API dashboard' ? { FrameOption: 'DENY', Override: true } : undefined,
+      );
+    }
+  });
+
+  it("leave the dashboard's files under the page's own Content-Security-Policy", () => {
+    const files = behaviors().find((b) => b.distribution === 'Screenshot API dashboard' && !b.toApi);
+    const csp = securityHeaders(files?.behavior as Behavior).ContentSecurityPolicy as Json;
+    expect(csp.Override).toBe(true);
+    expect(JSON.stringify(csp.ContentSecurityPolicy)).toContain("script-src 'self'");
   });
 });
