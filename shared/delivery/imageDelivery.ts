@@ -157,6 +157,16 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
 
+/**
+ * A fresh capture that deliver() stored in the account's cache: a link to its entry, or an image answered with the
+ * entry's lifetime (deliver sets it only once the entry is stored).
+ */
+export function keptInCache(screenshot: Screenshot): boolean {
+  return (
+    screenshot.cache === 'MISS' && (screenshot.link !== undefined || screenshot.freshForSeconds !== undefined)
+  );
+}
+
 /** What is stored beside a fresh capture, kept from `storedAt` until `expiresAt` (ms). */
 export function storedInfoOf(captured: CapturedImage, storedAt: number, expiresAt: number): StoredImageInfo {
   const { width = 0, height = 0 } = sizeOf(captured);

@@ -5,7 +5,7 @@ import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
 import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
-import { imageDelivery, type Screenshot } from '../delivery/imageDelivery';
+import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import {
@@ -272,7 +272,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           throw error;
         }
         logger.info('screenshot', { accountId, cost, cache: screenshot.cache });
-        return { ok: true, rateLimit, screenshot, undelivered: giveBack };
+        // An image kept in the account's cache is the customer's whether or not this answer reaches them: the same
+        // request answers it again, free. Refunding a hang-up then would give the capture away.
+        const undelivered = keptInCache(screenshot) ? NOTHING_TO_GIVE_BACK : giveBack;
+        return { ok: true, rateLimit, screenshot, undelivered };
       } finally {
         // A capture that ran out of its time budget is free, so what it costs its account is the slot, for a while
         // longer.

@@ -159,4 +159,25 @@ describe('a client that hangs up', () => {
     await outcome.undelivered();
     expect(await credits.balance('acct')).toBe(10);
   });
+
+  it('keeps the charge for an image stored in its cache, which the same request then answers free', async () => {
+    const cached = (response: string) =>
+      capture({
+        apiKey,
+        request: () => ({ url: 'https://a.test', cache: true, response }),
+        deadline: clock + 90_000,
+      });
+    for (const response of ['image', 'json']) {
+      await credits.set('acct', 10);
+      const outcome = await cached(response);
+      if (!outcome.ok || !('screenshot' in outcome)) throw new Error('expected a capture');
+      expect(outcome.screenshot.cache).toBe('MISS');
+      await outcome.undelivered();
+      expect(await credits.balance('acct')).toBe(9);
+      const again = await cached(response);
+      expect(again.ok && 'screenshot' in again && again.screenshot.cache).toBe('HIT');
+      expect(await credits.balance('acct')).toBe(9);
+      clock += 2 * 86_400_000; // past the entry's lifetime, so the next round captures again
+    }
+  });
 });
