@@ -34,7 +34,8 @@ export interface JobStore {
   getMany(accountId: string, jobIds: string[]): Promise<Job[]>;
   /**
    * Counts a finished job of the batch (counting one twice changes nothing); the batch when that was its last one,
-   * once, whatever the retries.
+   * and again to a later delivery while the batch's webhook has never been tried (the worker that completed it may
+   * have died before it queued batch.completed).
    */
   batchJobFinished(
     accountId: string,

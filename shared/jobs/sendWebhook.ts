@@ -33,8 +33,14 @@ export function sendWebhook(deps: SendWebhookDeps) {
     }
     const subject = await subjectOf(message.accountId, message.subjectId);
     const webhook = subject?.webhook;
-    // Gone (expired), or settled by another delivery of the same message.
-    if (!subject || !webhook || webhook.status !== 'pending' || webhook.attempts > message.attempt) return;
+    // Gone (expired), or settled.
+    if (!subject || !webhook || webhook.status !== 'pending') return;
+    if (webhook.attempts > message.attempt) {
+      // This attempt was made by another delivery of the message. If it was the latest one, the worker that made it
+      // may have died before it queued the next: queue that again (a copy of it is dropped by this same check).
+      if (webhook.attempts === message.attempt + 1) await queueNext(message, webhook.attempts);
+      return;
+    }
     const secrets = await deps.secrets.signingSecrets(message.accountId, now);
     const answer = await deliverWebhook(
       {
@@ -56,10 +62,16 @@ export function sendWebhook(deps: SendWebhookDeps) {
       lastStatus: answer.status,
     };
     await deps.jobs.setWebhook(message.accountId, message.subjectId, outcome);
+    if (outcome.status === 'pending') await queueNext(message, attempts);
+  };
+
+  /** The attempt after `attempts` failed ones, after the schedule's delay. */
+  async function queueNext(message: Extract<QueueMessage, { kind: 'webhook' }>, attempts: number) {
+    const delay = retryDelay(attempts);
     if (delay === undefined) return;
     const next = { ...message, attempt: attempts, notBefore: deps.now() + delay * 1000 };
     await deps.queue.send([next], Math.min(MAX_QUEUE_DELAY_SECONDS, delay));
-  };
+  }
 
   async function subjectOf(accountId: string, subjectId: string) {
     const now = deps.now();

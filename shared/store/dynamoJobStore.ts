@@ -190,7 +190,12 @@ export class DynamoJobStore implements JobStore {
       }),
     );
     if (!Attributes || batchOf(Attributes).finished < Attributes.jobIds.length) return undefined;
-    // Only the write that marks it completed reports it: one batch.completed, whatever the retries.
+    const batch = batchOf(Attributes);
+    // Completed by an earlier delivery whose worker may have died before it queued batch.completed: reported
+    // again while its webhook was never tried (the event's webhook-id lets a receiver drop a second copy).
+    if (batch.status === 'completed')
+      return batch.webhook?.status === 'pending' && batch.webhook.attempts === 0 ? batch : undefined;
+    // Otherwise only the write that marks it completed reports it.
     try {
       const completed = await this.db.send(
         new UpdateCommand({

@@ -1,0 +1,133 @@
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { createEgressGate } from '../../shared/egress/egressGate';
+import { jobEnded } from '../../shared/jobs/jobEvents';
+import { jobIntake } from '../../shared/jobs/jobIntake';
+import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
+import { sendWebhook } from '../../shared/jobs/sendWebhook';
+import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { startTestStore, TEST_TABLE } from '../helpers/store';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
+
+/**
+ * Events a worker owes after the write that made them due, when it dies before queueing them: the next delivery of
+ * its message queues them again. Against the real job table (dynalite) and a real receiver on 127.0.0.1.
+ */
+
+const ACCOUNT = 'acct-events';
+const identity = { accountId: ACCOUNT, keyId: 'key_1', isActive: true } as never;
+
+/** Records what is queued; `dies` makes the next send throw, as a worker killed at that moment would leave it. */
+class RecordingQueue implements JobQueue {
+  readonly sent: QueueMessage[] = [];
+  dies = false;
+  async send(messages: QueueMessage[]): Promise<void> {
+    if (this.dies) {
+      this.dies = false;
+      throw new Error('the worker died');
+    }
+    this.sent.push(...messages);
+  }
+}
+
+let store: EmbeddedDynamo;
+let jobs: DynamoJobStore;
+let receiver: WebhookReceiver;
+let answers: number[];
+let queue: RecordingQueue;
+
+beforeAll(async () => {
+  store = await startTestStore();
+  jobs = new DynamoJobStore(DynamoDBDocumentClient.from(store.client), TEST_TABLE);
+  receiver = await startWebhookReceiver((_request, response) => {
+    response.writeHead(answers.shift() ?? 204).end();
+  });
+});
+afterAll(async () => {
+  await receiver?.close();
+  await store?.close();
+});
+beforeEach(() => {
+  answers = [];
+  queue = new RecordingQueue();
+});
+
+const accept = (options: { batch?: boolean }) =>
+  jobIntake({ jobs, queue: new RecordingQueue(), now: Date.now })(
+    identity,
+    [{ request: { url: 'https://a.test/' }, cost: 1 }],
+    { webhookUrl: `${receiver.origin}/hook`, ...options },
+  );
+
+const webhooks = () =>
+  sendWebhook({
+    jobs,
+    queue,
+    images: { signedUrl: async (key) => `memory://${key}` },
+    secrets: { signingSecrets: async () => ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] },
+    delivery: { egress: createEgressGate({ allowPrivateHosts: receiver.hostPort }) },
+    now: Date.now,
+    retryDelaySeconds: () => 1,
+  });
+
+describe('a webhook attempt whose worker died before it queued the next', () => {
+  it('is queued again by the next delivery of the attempt before it, and then delivered', async () => {
+    const { jobs: accepted } = await accept({});
+    const jobId = accepted[0]?.id as string;
+    await jobs.finish(ACCOUNT, jobId, { status: 'failed', error: { status: 500, message: 'x' } }, Date.now());
+    const first: QueueMessage = {
+      kind: 'webhook',
+      accountId: ACCOUNT,
+      subjectId: jobId,
+      eventId: `msg_${jobId}`,
+      type: 'screenshot.failed',
+      timestamp: Date.now(),
+      attempt: 0,
+    };
+    if (first.kind !== 'webhook') throw new Error('unreachable');
+    answers = [500];
+    queue.dies = true;
+    await expect(webhooks()(first)).rejects.toThrow('the worker died');
+    expect((await jobs.get(ACCOUNT, jobId))?.webhook).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(queue.sent).toEqual([]);
+
+    // Its message comes back: the attempt is not made again, the next one is queued.
+    await webhooks()(first);
+    expect(receiver.received.filter((hook) => hook.body.includes(jobId))).toHaveLength(1);
+    const [next] = queue.sent;
+    expect(next).toMatchObject({ kind: 'webhook', subjectId: jobId, attempt: 1 });
+    if (next?.kind !== 'webhook') throw new Error('expected the next attempt');
+
+    await webhooks()({ ...next, notBefore: Date.now() });
+    expect((await jobs.get(ACCOUNT, jobId))?.webhook).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect(receiver.received.filter((hook) => hook.body.includes(jobId))).toHaveLength(2);
+  });
+});
+
+describe('a batch whose last job ended in a worker that died before it queued batch.completed', () => {
+  it('gets its event from the next delivery of that job, and only while its webhook was never tried', async () => {
+    const { jobs: accepted, batch } = await accept({ batch: true });
+    const job = await jobs.finish(
+      ACCOUNT,
+      accepted[0]?.id as string,
+      { status: 'failed', error: { status: 500, message: 'x' } },
+      Date.now(),
+    );
+    if (!job || !batch) throw new Error('expected the job to end');
+    const ended = jobEnded({ jobs, queue, now: Date.now });
+    queue.dies = true;
+    await expect(ended(job)).rejects.toThrow('the worker died');
+    expect(await jobs.getBatch(ACCOUNT, batch.id)).toMatchObject({ status: 'completed' });
+
+    await ended(job);
+    expect(queue.sent).toEqual([expect.objectContaining({ subjectId: batch.id, type: 'batch.completed' })]);
+
+    // Once an attempt was made, a late copy of the job's message sends nothing more.
+    const [event] = queue.sent;
+    if (event?.kind !== 'webhook') throw new Error('expected the event');
+    await webhooks()(event);
+    await ended(job);
+    expect(queue.sent).toHaveLength(1);
+  });
+});
