@@ -11,18 +11,25 @@ import {
   ValidationError,
 } from '../errors';
 import { logger } from '../logger';
-import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
-import { decodeAnswer, expectedLength, type RenderFailure, type RenderRequest } from './rendererProtocol';
+import {
+  CAPTURE_CONTENT_TYPES,
+  type CaptureLimits,
+  type CaptureResult,
+  type CaptureSpec,
+  type Renderer,
+} from './renderer';
+import {
+  AnswerReader,
+  GarbledAnswerError,
+  type RenderAnswer,
+  type RenderFailure,
+  type RenderRequest,
+} from './rendererProtocol';
 
 /** Past the capture's deadline, how long the renderer still has to answer before the front gives up on it. */
 export const ANSWER_GRACE_MS = 5_000;
 /** Past the answer, how long the renderer's leftover work (settle) is waited for before the stream is dropped. */
 const SETTLE_LIMIT_MS = 10_000;
-/**
- * The most a renderer's answer may weigh: above the largest image the spec allows in practice (a 3,840 x 16,384
- * full page), and far below the front's memory, so a taken-over renderer cannot exhaust it.
- */
-export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 /**
  * The Renderer port over Lambda's InvokeWithResponseStream: the renderer function (or, locally, the renderer
@@ -61,11 +68,17 @@ export class InvokedRenderer implements Renderer {
     const onAbort = () => stop.abort();
     limits.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const answer = await this.invoke({ spec, deadline: limits.deadline }, stop, limits.newcomer === true);
-      const decoded = decodeAnswer(answer);
+      const decoded = await this.invoke({ spec, deadline: limits.deadline }, stop, limits.newcomer === true);
       if (!decoded.ok) throw failureError(spec.url, decoded);
+      // What the bytes are is the front's to say, from what it asked for: a renderer taken over that declared an
+      // SVG or HTML would otherwise have its script served, and cached, on our origin.
+      if (decoded.result.contentType !== CAPTURE_CONTENT_TYPES[spec.format]) {
+        throw new GarbledAnswerError('the answer is not of the format asked for');
+      }
       return decoded.result;
     } catch (error) {
+      // Nothing more is wanted of this invocation: a renderer still streaming (garbage, say) is cut off.
+      stop.abort();
       if (limits.signal?.aborted) throw new ClientGoneError();
       if (
         error instanceof CaptureFailedError ||
@@ -95,7 +108,11 @@ export class InvokedRenderer implements Renderer {
   }
 
   /** The whole answer, read as soon as its header says how long it is; the rest of the stream drains aside. */
-  private async invoke(request: RenderRequest, stop: AbortController, newcomer: boolean): Promise<Buffer> {
+  private async invoke(
+    request: RenderRequest,
+    stop: AbortController,
+    newcomer: boolean,
+  ): Promise<RenderAnswer> {
     const payload = Buffer.from(JSON.stringify(request));
     const start = (functionName: string) =>
       this.client.send(
@@ -116,9 +133,7 @@ export class InvokedRenderer implements Renderer {
     }
     if (!response.EventStream) throw new Error('The invocation returned no stream');
     const events = response.EventStream[Symbol.asyncIterator]();
-    const chunks: Buffer[] = [];
-    let received = 0;
-    let expected: number | undefined;
+    const reader = new AnswerReader();
     for (;;) {
       const { value, done } = await events.next();
       if (done) break;
@@ -132,16 +147,12 @@ export class InvokedRenderer implements Renderer {
       const chunk = event.PayloadChunk?.Payload;
       if (!chunk) continue;
       // A view, not a copy: the decoder allocates each event's bytes; the image is copied once, into the answer.
-      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      received += chunk.length;
-      if (received > MAX_ANSWER_BYTES) throw new Error('The answer is larger than any image');
-      expected ??= expectedLength(Buffer.concat(chunks));
-      if (expected !== undefined && received >= expected) {
+      if (reader.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
         this.drain(events, stop);
         break;
       }
     }
-    return Buffer.concat(chunks, received);
+    return reader.answer();
   }
 
   private drain(events: AsyncIterator<unknown>, stop: AbortController): void {

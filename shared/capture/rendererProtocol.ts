@@ -31,6 +31,11 @@ const MAX_REASON_LENGTH = 500;
  */
 const METADATA_STRINGS = 2 * 2 * MAX_METADATA_PROPERTIES + 8;
 export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT * 6 + 2 * 1024 * 1024;
+/**
+ * The most an answer's image may weigh: above the largest image the spec allows in practice (a 3,840 x 16,384 full
+ * page), and far below the front's memory, so a taken-over renderer cannot exhaust it.
+ */
+export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 /**
  * The header, as the front validates it: a renderer may have been taken over, so its answer is checked like any
@@ -39,8 +44,11 @@ export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT
 export const renderHeaderSchema = z.discriminatedUnion('ok', [
   z.looseObject({
     ok: z.literal(true),
-    size: z.number().int().min(1),
-    /** What the bytes are: an image, a PDF or text (CAPTURE_CONTENT_TYPES). */
+    size: z.number().int().min(1).max(MAX_ANSWER_BYTES),
+    /**
+     * What the bytes are: an image, a PDF or text (CAPTURE_CONTENT_TYPES). Only ever compared with the type of the
+     * format the front asked for (InvokedRenderer): a renderer never chooses what the front serves.
+     */
     contentType: z.string().min(1).max(64),
     truncated: z.boolean(),
   }),
@@ -69,6 +77,8 @@ export const renderHeaderSchema = z.discriminatedUnion('ok', [
 export type RenderHeader = z.infer<typeof renderHeaderSchema>;
 /** A failure as it travels: the reason shown to the customer, and its kind where the front must tell them apart. */
 export type RenderFailure = Extract<RenderHeader, { ok: false }>;
+/** A renderer's answer once read and checked: the result with its image, or the failure it reported. */
+export type RenderAnswer = { ok: true; result: CaptureResult } | RenderFailure;
 
 const NEWLINE = 0x0a;
 
@@ -90,38 +100,66 @@ function headerLine(header: Record<string, unknown>): Buffer {
 export class GarbledAnswerError extends Error {}
 
 /**
- * Reads a complete answer: the validated header, and for a success the result with its image. Throws
- * GarbledAnswerError for anything else (no header line, a header that fails validation, too few or too many bytes).
+ * Gathers a streamed answer, believing nothing of it unchecked. The header line is looked for in each new chunk
+ * only, so a renderer trickling bytes without a newline costs the front nothing more per chunk; the answer is
+ * refused as soon as MAX_HEADER_BYTES arrived without one, and the header, with the size it announces, is validated
+ * before anything more is read.
  */
-export function decodeAnswer(answer: Buffer): { ok: true; result: CaptureResult } | RenderFailure {
-  const end = answer.indexOf(NEWLINE);
-  if (end < 0 || end > MAX_HEADER_BYTES) throw new GarbledAnswerError('no header line');
+export class AnswerReader {
+  private readonly chunks: Buffer[] = [];
+  private received = 0;
+  /** Once the header line has arrived: the validated header, where the image starts, where the answer ends. */
+  private read: { header: RenderHeader; bodyStart: number; length: number } | undefined;
+
+  /** Takes the stream's next bytes; true once the whole answer has arrived (what follows is not the answer's). */
+  push(chunk: Buffer): boolean {
+    const start = this.received;
+    this.chunks.push(chunk);
+    this.received += chunk.length;
+    if (!this.read) {
+      const newline = chunk.indexOf(NEWLINE);
+      const end = newline < 0 ? this.received : start + newline;
+      if (end > MAX_HEADER_BYTES) throw new GarbledAnswerError('no header line');
+      if (newline < 0) return false;
+      const header = parseHeader(Buffer.concat(this.chunks, end));
+      this.read = { header, bodyStart: end + 1, length: end + 1 + (header.ok ? header.size : 0) };
+    }
+    return this.received >= this.read.length;
+  }
+
+  /**
+   * The complete answer: the validated header, and for a success the result with its image. Throws
+   * GarbledAnswerError for anything else (no header line, too few or too many bytes).
+   */
+  answer(): RenderAnswer {
+    if (!this.read) throw new GarbledAnswerError('no header line');
+    const { header, bodyStart } = this.read;
+    const body = Buffer.concat(this.chunks, this.received).subarray(bodyStart);
+    if (!header.ok) {
+      if (body.length > 0) throw new GarbledAnswerError('a failure carries bytes');
+      return header;
+    }
+    const { ok: _ok, size, ...fields } = header;
+    if (body.length !== size) throw new GarbledAnswerError(`expected ${size} bytes, got ${body.length}`);
+    return { ok: true, result: { ...fields, image: body } };
+  }
+}
+
+/** Reads an answer received whole (AnswerReader.answer). */
+export function decodeAnswer(answer: Buffer): RenderAnswer {
+  const reader = new AnswerReader();
+  reader.push(answer);
+  return reader.answer();
+}
+
+function parseHeader(line: Buffer): RenderHeader {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(answer.subarray(0, end).toString('utf8'));
+    parsed = JSON.parse(line.toString('utf8'));
   } catch {
     throw new GarbledAnswerError('the header is not JSON');
   }
   const header = renderHeaderSchema.safeParse(parsed);
   if (!header.success) throw new GarbledAnswerError('the header does not match the protocol');
-  const body = answer.subarray(end + 1);
-  if (!header.data.ok) {
-    if (body.length > 0) throw new GarbledAnswerError('a failure carries bytes');
-    return header.data;
-  }
-  const { ok: _ok, size, ...fields } = header.data;
-  if (body.length !== size) throw new GarbledAnswerError(`expected ${size} bytes, got ${body.length}`);
-  return { ok: true, result: { ...fields, image: body } };
-}
-
-/** How many bytes a complete answer has, once its header line has arrived; undefined until then. */
-export function expectedLength(received: Buffer): number | undefined {
-  const end = received.indexOf(NEWLINE);
-  if (end < 0) return undefined;
-  try {
-    const header = JSON.parse(received.subarray(0, end).toString('utf8')) as { size?: unknown };
-    return end + 1 + (typeof header.size === 'number' ? header.size : 0);
-  } catch {
-    return undefined;
-  }
+  return header.data;
 }

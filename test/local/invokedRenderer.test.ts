@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type InvokeServer, startInvokeServer } from '../../local/renderer/invokeServer';
 import { ANSWER_GRACE_MS, InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import type { CaptureSpec } from '../../shared/capture/renderer';
-import { encodeResult } from '../../shared/capture/rendererProtocol';
+import {
+  AnswerReader,
+  encodeResult,
+  GarbledAnswerError,
+  MAX_ANSWER_BYTES,
+  MAX_HEADER_BYTES,
+} from '../../shared/capture/rendererProtocol';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
@@ -58,8 +64,20 @@ afterAll(async () => {
   await server?.close();
 });
 
-const spec = { url: 'https://a.test/' } as CaptureSpec;
+const spec = { url: 'https://a.test/', format: 'png' } as CaptureSpec;
 const soon = () => Date.now() + 10_000;
+/** A successful answer's header line, as a renderer taken over may write it. */
+const headerOf = (fields: Record<string, unknown>) =>
+  Buffer.from(
+    `${JSON.stringify({ ok: true, size: PNG.length, contentType: 'image/png', truncated: false, ...fields })}\n`,
+  );
+/** A renderer declaring `contentType` for the PNG's bytes. */
+const declaring =
+  (contentType: string): Behaviour =>
+  async (_e, stream) => {
+    stream.write(headerOf({ contentType }));
+    stream.end(PNG);
+  };
 
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -71,14 +89,10 @@ async function failureOf(promise: Promise<unknown>): Promise<unknown> {
 describe('a renderer that answers as the protocol says', () => {
   it('gives the front the image, and fields it does not know pass through', async () => {
     behaviour = async (_event, stream) => {
-      stream.write(
-        Buffer.from(
-          `${JSON.stringify({ ok: true, size: PNG.length, contentType: 'application/pdf', truncated: true, pages: 3 })}\n`,
-        ),
-      );
+      stream.write(headerOf({ contentType: 'application/pdf', truncated: true, pages: 3 }));
       stream.end(PNG);
     };
-    const result = await renderer.capture(spec, { deadline: soon() });
+    const result = await renderer.capture({ ...spec, format: 'pdf' }, { deadline: soon() });
     expect(result.image.equals(PNG)).toBe(true);
     expect(result).toMatchObject({ contentType: 'application/pdf', truncated: true, pages: 3 });
   });
@@ -124,6 +138,14 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
       async (_e, stream) =>
         stream.end(Buffer.from(`${JSON.stringify({ ok: false, reason: 'x'.repeat(600) })}\n`)),
     ],
+    ['declares an SVG (a document that runs script) for a png', declaring('image/svg+xml')],
+    ['declares HTML for a png', declaring('text/html; charset=utf-8')],
+    ['declares script for a png', declaring('text/javascript')],
+    ['declares the type of another format it could produce (a PDF) for a png', declaring('application/pdf')],
+    [
+      'announces an image larger than any',
+      async (_e, stream) => stream.end(headerOf({ size: MAX_ANSWER_BYTES + 1 })),
+    ],
     [
       'crashes (a function error)',
       async () => {
@@ -141,6 +163,36 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
       expect((await renderer.capture(spec, { deadline: soon() })).image.equals(PNG)).toBe(true);
     });
   }
+
+  it('stops reading a header without a newline as soon as it is longer than any header', async () => {
+    hungUp = false;
+    let written = 0;
+    // Small chunks, for ever: what the front reads of them must cost it no more than once each.
+    behaviour = (_event, stream) =>
+      new Promise<void>((resolve) => {
+        const chunk = Buffer.alloc(4 * 1024, 'x');
+        const pump = () => {
+          while (!stream.destroyed) {
+            written += chunk.length;
+            if (!stream.write(chunk)) {
+              stream.once('drain', pump);
+              return;
+            }
+          }
+        };
+        stream.once('close', () => resolve());
+        pump();
+      });
+    const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 60_000 }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect(statusOf(error)).toBe(500);
+    // Not given up on at the deadline: refused on the bytes, and the invocation closed.
+    expect((error as CaptureFailedError).reason).not.toBe('The renderer did not answer in time');
+    await expect.poll(() => hungUp).toBe(true);
+    expect(written).toBeGreaterThan(MAX_HEADER_BYTES);
+    behaviour = well;
+    expect((await renderer.capture(spec, { deadline: soon() })).image.equals(PNG)).toBe(true);
+  });
 
   it('gives up on a renderer that never answers, shortly after the deadline', async () => {
     behaviour = (_event, stream) => new Promise<void>((resolve) => stream.once('close', () => resolve()));
@@ -184,6 +236,58 @@ describe('the use case across the boundary', () => {
     });
     expect(next.ok).toBe(true);
     expect(await service.credits.balance('acct')).toBe(4);
+  });
+
+  it.each([
+    ['image/svg+xml', 'png'],
+    ['text/html; charset=utf-8', 'png'],
+    ['image/png', 'markdown'],
+  ])(
+    'refunds a capture whose renderer declared %s for a %s, and serves nothing',
+    async (declared, format) => {
+      const NOW = Date.UTC(2026, 0, 1);
+      const service = memoryScreenshotService({ now: () => NOW, renderer });
+      const { key } = await service.addKey('acct', NOW);
+      await service.credits.set('acct', 5);
+      behaviour = declaring(declared);
+      const failed = await service.capture({
+        apiKey: key,
+        request: () => ({ url: 'https://a.test/', format }),
+        deadline: soon(),
+      });
+      expect(failed.ok).toBe(false);
+      expect(statusOf(failed.ok ? undefined : failed.error)).toBe(500);
+      expect(await service.credits.balance('acct')).toBe(5);
+    },
+  );
+});
+
+describe('the answer reader', () => {
+  it('refuses a header line once more than MAX_HEADER_BYTES arrived without a newline, and not before', () => {
+    const reader = new AnswerReader();
+    expect(reader.push(Buffer.alloc(MAX_HEADER_BYTES - 1, 'x'))).toBe(false);
+    expect(reader.push(Buffer.from('x'))).toBe(false);
+    expect(() => reader.push(Buffer.from('x'))).toThrow(GarbledAnswerError);
+  });
+
+  it('refuses a newline found past MAX_HEADER_BYTES', () => {
+    const reader = new AnswerReader();
+    expect(reader.push(Buffer.alloc(MAX_HEADER_BYTES, 'x'))).toBe(false);
+    expect(() => reader.push(Buffer.from('x\n'))).toThrow(GarbledAnswerError);
+  });
+
+  it('refuses an announced size above MAX_ANSWER_BYTES with the header, before any image byte', () => {
+    const reader = new AnswerReader();
+    expect(() => reader.push(headerOf({ size: MAX_ANSWER_BYTES + 1 }))).toThrow(GarbledAnswerError);
+  });
+
+  it('finds a header line split over chunks, and is complete with its last byte', () => {
+    const reader = new AnswerReader();
+    const bytes = Buffer.concat(encodeResult({ image: PNG, contentType: 'image/png', truncated: false }));
+    for (let i = 0; i < bytes.length - 1; i++) expect(reader.push(bytes.subarray(i, i + 1))).toBe(false);
+    expect(reader.push(bytes.subarray(bytes.length - 1))).toBe(true);
+    const answer = reader.answer();
+    expect(answer.ok && answer.result.image.equals(PNG)).toBe(true);
   });
 });
 
