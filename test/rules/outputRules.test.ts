@@ -230,40 +230,37 @@ describe('the cache key', () => {
   });
 });
 
-describe('body limits', () => {
-  const route = screenshotRoute(async (input) => {
+/** The route over a stand-in for the use case that reads the body and answers 200 with empty bytes of `contentType`. */
+function routeAnswering(contentType: string) {
+  return screenshotRoute(async (input) => {
     try {
-      return { ok: true, ...(await accepted(input.request())) };
+      input.request();
+      return {
+        ok: true,
+        rateLimit: { allowed: true, limit: 1, remaining: 0, reset: 0 },
+        undelivered: async () => undefined,
+        screenshot: { image: Buffer.alloc(0), contentType, etag: '"e"', creditsCharged: 1, truncated: false },
+      };
     } catch (error) {
       return { ok: false, error };
     }
   });
-  /** Stands in for the use case: reads the body, answers 200 with an empty PNG. */
-  async function accepted(_: unknown) {
-    return {
-      rateLimit: { allowed: true, limit: 1, remaining: 0, reset: 0 },
-      undelivered: async () => undefined,
-      screenshot: {
-        image: Buffer.alloc(0),
-        contentType: 'image/png',
-        etag: '"e"',
-        creditsCharged: 1,
-        truncated: false,
-      },
-    } as const;
-  }
-  const post = (body: string): HttpRequest => ({
-    method: 'POST',
-    path: '/api/screenshot',
-    baseUrl: 'https://api.test',
-    headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
-    pathParameters: {},
-    query: {},
-    body,
-    requestId: 'r',
-    deadline: Date.now() + 1000,
-    signal: new AbortController().signal,
-  });
+}
+const post = (body: string): HttpRequest => ({
+  method: 'POST',
+  path: '/api/screenshot',
+  baseUrl: 'https://api.test',
+  headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+  pathParameters: {},
+  query: {},
+  body,
+  requestId: 'r',
+  deadline: Date.now() + 1000,
+  signal: new AbortController().signal,
+});
+
+describe('body limits', () => {
+  const route = routeAnswering('image/png');
   const statusOf = async (body: string) => (await route(post(body))).status;
 
   it('takes a body holding html up to 1 MiB + 96 KiB', async () => {
@@ -285,12 +282,37 @@ describe('body limits', () => {
     expect(String(answer.body)).toContain(`larger than ${MAX_SCREENSHOT_BODY_BYTES} bytes`);
   });
 
-  it('refuses to sniff any answer, and sandboxes a PDF', async () => {
+  it('refuses to sniff any answer, and leaves a PNG unsandboxed', async () => {
     const answer = await route(post(JSON.stringify({ url: URL })));
     expect(answer.headers['X-Content-Type-Options']).toBe('nosniff');
     expect(answer.headers['Content-Security-Policy']).toBeUndefined();
     const refused = await route(post('{'));
     expect(refused.headers['X-Content-Type-Options']).toBe('nosniff');
+  });
+});
+
+describe('the answer of a capture', () => {
+  it.each(['image/png', 'image/jpeg', 'image/webp', 'image/avif'])(
+    'leaves %s, a raster image no browser runs, unsandboxed',
+    async (contentType) => {
+      const answer = await routeAnswering(contentType)(post(JSON.stringify({ url: URL })));
+      expect(answer.headers['Content-Type']).toBe(contentType);
+      expect(answer.headers['Content-Security-Policy']).toBeUndefined();
+    },
+  );
+
+  it.each([
+    'image/svg+xml',
+    'image/png; charset=utf-8',
+    'image/',
+    'application/pdf',
+    'text/markdown; charset=utf-8',
+    'text/html; charset=utf-8',
+    'text/javascript',
+  ])('sandboxes %s, and any other type', async (contentType) => {
+    const answer = await routeAnswering(contentType)(post(JSON.stringify({ url: URL })));
+    expect(answer.headers['X-Content-Type-Options']).toBe('nosniff');
+    expect(answer.headers['Content-Security-Policy']).toBe('sandbox');
   });
 });
 
