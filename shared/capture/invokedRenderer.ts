@@ -77,8 +77,6 @@ export class InvokedRenderer implements Renderer {
       }
       return decoded.result;
     } catch (error) {
-      // Nothing more is wanted of this invocation: a renderer still streaming (garbage, say) is cut off.
-      stop.abort();
       if (limits.signal?.aborted) throw new ClientGoneError();
       if (
         error instanceof CaptureFailedError ||
@@ -147,7 +145,15 @@ export class InvokedRenderer implements Renderer {
       const chunk = event.PayloadChunk?.Payload;
       if (!chunk) continue;
       // A view, not a copy: the decoder allocates each event's bytes; the image is copied once, into the answer.
-      if (reader.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
+      let complete: boolean;
+      try {
+        complete = reader.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      } catch (error) {
+        // Garbage: nothing more is read of it, and a renderer still streaming it is cut off.
+        stop.abort();
+        throw error;
+      }
+      if (complete) {
         this.drain(events, stop);
         break;
       }

@@ -183,7 +183,7 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
         stream.once('close', () => resolve());
         pump();
       });
-    const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 60_000 }));
+    const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 30_000 }));
     expect(error).toBeInstanceOf(CaptureFailedError);
     expect(statusOf(error)).toBe(500);
     // Not given up on at the deadline: refused on the bytes, and the invocation closed.
