@@ -6,7 +6,7 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ValidationError } from '../errors';
+import { UnauthorizedError, ValidationError } from '../errors';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { TABLE_SCHEMA } from '../store/table';
@@ -81,8 +81,12 @@ export function idempotentRoute(
         },
       ]);
     }
-    const identity = await authenticateApiKey(bearerCredential(request), deps.keys).catch(() => undefined);
-    // Not authenticated: the route gives its own 401.
+    // Not authenticated: the route gives its own 401. Any other failure (the store out of reach) goes up as it is:
+    // running the route unguarded could accept a retry of an acceptance that went through.
+    const identity = await authenticateApiKey(bearerCredential(request), deps.keys).catch((error: unknown) => {
+      if (error instanceof UnauthorizedError) return undefined;
+      throw error;
+    });
     if (!identity) return route(request);
     const accept = makeIdempotent(
       async (_payload: { accountId: string; key: string; body: unknown }): Promise<StoredAnswer> => {
