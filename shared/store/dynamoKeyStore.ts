@@ -13,10 +13,33 @@ import { ACCOUNT_KEY_PREFIX, accountAttribute, conditionHeld, itemKey } from './
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
+ * How long a create may still write its listing after counting its key: longer than any invocation runs (Lambda
+ * stops one at 15 minutes), so a reservation older than this belongs to a creator that is gone.
+ */
+const RESERVATION_LIFETIME_MS = 15 * 60_000;
+
+/** Account item attribute: a key counted whose listing its creator has not written yet; its value is when it lapses. */
+const RESERVATION_PREFIX = 'keySlot#';
+const slotReservation = (keyId: string) => `${RESERVATION_PREFIX}${keyId}`;
+
+/** The reservations on an account item: key id and when each lapses. */
+function reservationsOf(account: Record<string, unknown>): [string, number][] {
+  return Object.entries(account).flatMap(([name, until]) =>
+    name.startsWith(RESERVATION_PREFIX) && typeof until === 'number'
+      ? [[name.slice(RESERVATION_PREFIX.length), until] as [string, number]]
+      : [],
+  );
+}
+
+const listingKeyId = (item: Record<string, unknown>) => String(item.sk).slice(ACCOUNT_KEY_PREFIX.length);
+
+/**
  * API keys as three items (docs/data-model.md): the authentication item under the key's hash, which alone decides
  * whether a key works, a listing item under the owner's account, and the sealed signing secret under the key's id.
  * Writes go in the order that keeps a key unusable whenever they disagree after a partial failure: authentication
- * item last on create, first on revoke and delete.
+ * item last on create, first on revoke and delete. `keyCount` on the account item counts a key by its reservation
+ * (an attribute of the same item, written in the same write) until its listing is written, then by the listing, so
+ * every slot is given back exactly once, by whichever holds it, even after a create that stopped half-way.
  */
 export class DynamoKeyStore implements KeyStore {
   /** Per-process memory of recent lastUsed writes, so a warm instance writes at most once a minute per key. */
@@ -28,18 +51,11 @@ export class DynamoKeyStore implements KeyStore {
   ) {}
 
   async create(key: NewKey, maxKeys: number): Promise<boolean> {
-    const slotTaken = await conditionHeld(
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: itemKey.account(key.accountId),
-          UpdateExpression: 'ADD keyCount :one',
-          ConditionExpression: 'attribute_not_exists(keyCount) OR keyCount < :max',
-          ExpressionAttributeValues: { ':one': 1, ':max': maxKeys },
-        }),
-      ),
-    );
-    if (!slotTaken) return false;
+    if (!(await this.reserveSlot(key, maxKeys))) {
+      // Full, or only looks full: slots of creators that stopped mid-way are given back, then one more try.
+      if (!(await this.freeAbandonedSlots(key.accountId, key.createdAt))) return false;
+      if (!(await this.reserveSlot(key, maxKeys))) return false;
+    }
     try {
       await this.db.send(
         new PutCommand({
@@ -55,6 +71,8 @@ export class DynamoKeyStore implements KeyStore {
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       );
+      // From here the listing holds the slot; its reservation has done its work.
+      await this.dropReservation(key.accountId, key.id);
       await this.db.send(
         new PutCommand({
           TableName: this.tableName,
@@ -75,11 +93,88 @@ export class DynamoKeyStore implements KeyStore {
         }),
       );
     } catch (error) {
-      await this.removeSigningItem(key.id).catch(() => undefined);
-      await this.removeListingAndCount(key.accountId, key.id).catch(() => undefined);
+      await this.undoCreate(key.accountId, key.id).catch(() => undefined);
       throw error;
     }
     return true;
+  }
+
+  /**
+   * Counts the key and records its reservation (until when its creator may still write the listing) in one write, if
+   * the account holds fewer than `maxKeys`. A reservation marks a counted slot that no listing holds yet.
+   */
+  private reserveSlot(key: NewKey, maxKeys: number): Promise<boolean> {
+    return conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(key.accountId),
+          UpdateExpression: 'ADD keyCount :one SET #reservation = :until',
+          ConditionExpression: 'attribute_not_exists(keyCount) OR keyCount < :max',
+          ExpressionAttributeNames: { '#reservation': slotReservation(key.id) },
+          ExpressionAttributeValues: {
+            ':one': 1,
+            ':max': maxKeys,
+            ':until': key.createdAt + RESERVATION_LIFETIME_MS,
+          },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Takes back what a failed create wrote. Its slot goes back once, by whichever holds it: the listing if it was
+   * written (the listing's delete decides, as for any delete), else the reservation. When the listing's delete
+   * itself fails, nothing is given back here: the reservation stays until it lapses, and a later create settles it.
+   */
+  private async undoCreate(accountId: string, keyId: string): Promise<void> {
+    await this.removeSigningItem(keyId).catch(() => undefined);
+    if (!(await this.removeListingAndCount(accountId, keyId)))
+      await this.giveBackReservation(accountId, keyId);
+  }
+
+  /**
+   * Gives back the slot of a reservation no listing holds: only while the reservation is there, so that the creator's
+   * undo and repairs by other creates give it back once between them, and the count cannot fall below the keys
+   * listed (every other counted slot is a listing or another reservation).
+   */
+  private giveBackReservation(accountId: string, keyId: string, lapsedBy?: number): Promise<boolean> {
+    return conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'ADD keyCount :minusOne REMOVE #reservation',
+          ConditionExpression:
+            lapsedBy === undefined
+              ? 'attribute_exists(#reservation)'
+              : 'attribute_exists(#reservation) AND #reservation <= :now',
+          ExpressionAttributeNames: { '#reservation': slotReservation(keyId) },
+          ExpressionAttributeValues: {
+            ':minusOne': -1,
+            ...(lapsedBy === undefined ? {} : { ':now': lapsedBy }),
+          },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * The repair after a create refused for a full account: the slots of reservations that lapsed by `now` with no
+   * listing (their creator stopped before writing it, and nothing ran its undo) go back. The account item is read
+   * before the listings, so a reservation seen here whose listing is gone from the query was either never listed or
+   * removed by a delete, which removes the reservation before the listing, and then the conditional give-back finds
+   * nothing. True when there was any such slot (given back here or by a concurrent repair).
+   */
+  private async freeAbandonedSlots(accountId: string, now: number): Promise<boolean> {
+    const lapsed = reservationsOf(await this.accountItem(accountId)).flatMap(([keyId, until]) =>
+      until <= now ? [keyId] : [],
+    );
+    if (lapsed.length === 0) return false;
+    const listed = new Set((await this.listingItems(accountId)).map(listingKeyId));
+    const abandoned = lapsed.filter((keyId) => !listed.has(keyId));
+    await Promise.all(abandoned.map((keyId) => this.giveBackReservation(accountId, keyId, now)));
+    return abandoned.length > 0;
   }
 
   async list(accountId: string): Promise<ApiKeyRecord[]> {
@@ -165,7 +260,23 @@ export class DynamoKeyStore implements KeyStore {
       ),
     );
     await this.removeSigningItem(keyId);
+    // A key whose creator stopped between its listing and the end of its reservation still has one; it goes first, so
+    // that no repair sees the reservation without its listing and gives the slot back beside this delete. Read before
+    // writing (almost no key has one), and only now: the reservation, written before the listing, is visible by then.
+    if ((await this.accountItem(accountId))[slotReservation(keyId)] !== undefined)
+      await this.dropReservation(accountId, keyId);
     return this.removeListingAndCount(accountId, keyId);
+  }
+
+  private async dropReservation(accountId: string, keyId: string): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.account(accountId),
+        UpdateExpression: 'REMOVE #reservation',
+        ExpressionAttributeNames: { '#reservation': slotReservation(keyId) },
+      }),
+    );
   }
 
   async findByHash(keyHash: string): Promise<KeyIdentity | undefined> {
@@ -245,14 +356,18 @@ export class DynamoKeyStore implements KeyStore {
         }),
       ),
     );
-    // Only the request that removed the listing gives its slot back, so concurrent deletes count once.
+    // Only the request that removed the listing gives its slot back, so concurrent deletes count once. A reservation
+    // still beside the listing (a create undone after writing it) is the same slot.
     if (removed) {
       await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
-          UpdateExpression: 'ADD keyCount :minusOne REMOVE #lastUsed',
-          ExpressionAttributeNames: { '#lastUsed': accountAttribute.lastUsed(keyId) },
+          UpdateExpression: 'ADD keyCount :minusOne REMOVE #lastUsed, #reservation',
+          ExpressionAttributeNames: {
+            '#lastUsed': accountAttribute.lastUsed(keyId),
+            '#reservation': slotReservation(keyId),
+          },
           ExpressionAttributeValues: { ':minusOne': -1 },
         }),
       );
@@ -266,7 +381,7 @@ function toRecord(
   item: Record<string, unknown>,
   account: Record<string, unknown>,
 ): ApiKeyRecord {
-  const id = String(item.sk).slice(ACCOUNT_KEY_PREFIX.length);
+  const id = listingKeyId(item);
   // Keys used before lastUsed moved to the account item keep their last value on the listing until used again.
   const lastUsed = account[accountAttribute.lastUsed(id)] ?? item.lastUsed;
   return {
