@@ -13,11 +13,18 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   // Query on the account's partition; free grant.
   listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
-  // keyCount (UpdateItem), listing, signing and authentication items (PutItem), undo of a half-made key (DeleteItem).
-  createKey: ['dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+  // keyCount (UpdateItem), listing, signing and authentication items (PutItem), undo of a half-made key (DeleteItem);
+  // at the limit, the account item (GetItem) and its listings (Query) to give back slots of creates that died.
+  createKey: [
+    'dynamodb:GetItem',
+    'dynamodb:Query',
+    'dynamodb:UpdateItem',
+    'dynamodb:PutItem',
+    'dynamodb:DeleteItem',
+  ],
   // Listing lookup (GetItem); revocation of both items and the free grant (UpdateItem).
   updateKey: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  // Listing lookup (GetItem); its items (DeleteItem); keyCount and the free grant (UpdateItem).
+  // Listing and account lookup (GetItem); its items (DeleteItem); keyCount and the free grant (UpdateItem).
   deleteKey: ['dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
   // Balance (GetItem); free grant (UpdateItem).
   getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],

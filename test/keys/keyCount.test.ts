@@ -117,22 +117,16 @@ async function fillUp(accountId: string): Promise<number> {
 }
 
 describe('a create that fails', () => {
-  it('leaves keyCount unchanged when its listing write fails, and stores nothing of the key', async () => {
+  it.each([
+    ['its listing write fails', LISTING_PUT],
+    ['its authentication write fails after the listing was written', AUTHENTICATION_PUT],
+  ])('leaves keyCount unchanged when %s, and stores nothing of the key', async (_, failingPut) => {
     const accountId = newAccountId();
     await createKeys(accountId, 2);
     const key = newKey(accountId);
-    const throttled = storeFailing(LISTING_PUT);
-    await expect(throttled.create(key, MAX_KEYS_PER_ACCOUNT)).rejects.toThrow('injected store failure');
-    expect(await countState(accountId)).toEqual({ keyCount: 2, listed: 2, reservations: 0 });
-    expect(await dumpTable(store)).not.toContain(key.id);
-  });
-
-  it('leaves keyCount unchanged when its authentication write fails after the listing was written', async () => {
-    const accountId = newAccountId();
-    await createKeys(accountId, 2);
-    const key = newKey(accountId);
-    const throttled = storeFailing(AUTHENTICATION_PUT);
-    await expect(throttled.create(key, MAX_KEYS_PER_ACCOUNT)).rejects.toThrow('injected store failure');
+    await expect(storeFailing(failingPut).create(key, MAX_KEYS_PER_ACCOUNT)).rejects.toThrow(
+      'injected store failure',
+    );
     expect(await countState(accountId)).toEqual({ keyCount: 2, listed: 2, reservations: 0 });
     expect(await dumpTable(store)).not.toContain(key.id);
   });
