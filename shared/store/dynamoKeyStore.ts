@@ -22,17 +22,6 @@ const RESERVATION_LIFETIME_MS = 15 * 60_000;
 const RESERVATION_PREFIX = 'keySlot#';
 const slotReservation = (keyId: string) => `${RESERVATION_PREFIX}${keyId}`;
 
-/** The reservations on an account item: key id and when each lapses. */
-function reservationsOf(account: Record<string, unknown>): [string, number][] {
-  return Object.entries(account).flatMap(([name, until]) =>
-    name.startsWith(RESERVATION_PREFIX) && typeof until === 'number'
-      ? [[name.slice(RESERVATION_PREFIX.length), until] as [string, number]]
-      : [],
-  );
-}
-
-const listingKeyId = (item: Record<string, unknown>) => String(item.sk).slice(ACCOUNT_KEY_PREFIX.length);
-
 /**
  * API keys as three items (docs/data-model.md): the authentication item under the key's hash, which alone decides
  * whether a key works, a listing item under the owner's account, and the sealed signing secret under the key's id.
@@ -393,4 +382,17 @@ function toRecord(
     createdAt: Number(item.createdAt),
     lastUsed: typeof lastUsed === 'number' ? lastUsed : null,
   };
+}
+
+/** The reservations on an account item: key id and when each lapses. */
+function reservationsOf(account: Record<string, unknown>): [string, number][] {
+  return Object.entries(account).flatMap(([name, until]) =>
+    name.startsWith(RESERVATION_PREFIX) && typeof until === 'number'
+      ? [[name.slice(RESERVATION_PREFIX.length), until] as [string, number]]
+      : [],
+  );
+}
+
+function listingKeyId(item: Record<string, unknown>): string {
+  return String(item.sk).slice(ACCOUNT_KEY_PREFIX.length);
 }
