@@ -83,10 +83,12 @@ export function idempotentRoute(
     }
     // Not authenticated: the route gives its own 401. Any other failure (the store out of reach) goes up as it is:
     // running the route unguarded could accept a retry of an acceptance that went through.
-    const identity = await authenticateApiKey(bearerCredential(request), deps.keys).catch((error: unknown) => {
-      if (error instanceof UnauthorizedError) return undefined;
-      throw error;
-    });
+    const identity = await authenticateApiKey(bearerCredential(request), deps.keys).catch(
+      (error: unknown) => {
+        if (error instanceof UnauthorizedError) return undefined;
+        throw error;
+      },
+    );
     if (!identity) return route(request);
     const accept = makeIdempotent(
       async (_payload: { accountId: string; key: string; body: unknown }): Promise<StoredAnswer> => {
