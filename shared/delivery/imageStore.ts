@@ -76,6 +76,10 @@ export const imageKey = {
     `${IMAGE_KINDS.cache}${accountFolder(accountId)}/${cacheKey}`,
   /** An image stored only to be linked to. */
   linked: (accountId: string, id: string) => `${IMAGE_KINDS.linked}${accountFolder(accountId)}/${id}`,
-  /** The result of an async job. */
-  job: (accountId: string, jobId: string) => `${IMAGE_KINDS.job}${accountFolder(accountId)}/${jobId}`,
+  /**
+   * The result of one run of an async job: two deliveries of its message that run at once each store their own, so
+   * the one whose end is written never has its image replaced by the other's.
+   */
+  job: (accountId: string, jobId: string, run: number) =>
+    `${IMAGE_KINDS.job}${accountFolder(accountId)}/${jobId}/${run}`,
 };

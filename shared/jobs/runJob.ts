@@ -123,7 +123,7 @@ export function runJob(deps: RunJobDeps) {
       url: spec.url,
       deadline,
     });
-    const key = imageKey.job(job.accountId, job.id);
+    const key = imageKey.job(job.accountId, job.id, job.runs);
     const captured = {
       image: output.image,
       contentType: output.contentType,

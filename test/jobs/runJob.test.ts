@@ -157,6 +157,23 @@ describe('a queued job', () => {
     expect(renderer.captures).toEqual([]);
   });
 
+  it("keeps each run's image apart, so two deliveries running at once never replace the one whose end was written", async () => {
+    const { job } = await accepted('https://a.test/slow');
+    slots = new MemoryCaptureSlots(2);
+    const images = new MemoryImageStore();
+    run = runJob({ ...workerDeps(credits), images });
+    const both = Promise.all([run(ACCOUNT, job.id, 1), run(ACCOUNT, job.id, 1)]);
+    while (renderer.captures.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    renderer.finishSlow();
+    await both;
+    const ended = await jobs.get(ACCOUNT, job.id);
+    expect(ended).toMatchObject({ status: 'succeeded', runs: 2 });
+    expect(images.objects.size).toBe(2);
+    const kept = images.objects.get(ended?.result?.key as string);
+    expect(kept?.info.etag).toBe(ended?.result?.etag);
+    expect(await credits.balance(ACCOUNT)).toBe(9);
+  });
+
   it('waits for a free slot: sent again with a delay, still queued, never refused', async () => {
     const { job } = await accepted('https://a.test/page');
     const held = await slots.acquire(ACCOUNT, Date.now(), Date.now() + 60_000);
