@@ -213,6 +213,36 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
   });
 });
 
+describe('the local Invoke API', () => {
+  it('answers only requests addressed to it by its own address (no page whose name was rebound to 127.0.0.1)', async () => {
+    const invoked = { count: 0 };
+    behaviour = async (_event, stream) => {
+      invoked.count++;
+      stream.end();
+    };
+    const { port } = server;
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/2021-11-15/functions/renderer/response-streaming-invocations',
+          headers: { Host: `rebound.example:${port}`, 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ spec: { url: 'file:///etc/passwd' }, deadline: soon() }));
+    });
+    expect(status).toBe(403);
+    expect(invoked.count).toBe(0);
+  });
+});
+
 describe('the use case across the boundary', () => {
   it('refunds a capture whose renderer answered garbage, and charges the next one exactly', async () => {
     const NOW = Date.UTC(2026, 0, 1);
@@ -322,7 +352,13 @@ describe('a shared renderer that Lambda throttles', () => {
         return;
       }
       const forwarded = request(
-        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: req.url,
+          method: req.method,
+          headers: { ...req.headers, host: target.host },
+        },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
