@@ -23,7 +23,7 @@ export async function sendHeadersToOrigin(
     Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]),
   );
   page.on('request', (request: HTTPRequest) => {
-    if (originOf(request.url()) !== origin || initiatorOrigin(page, request) !== origin) {
+    if (httpOrigin(request.url()) !== origin || !askedByOrigin(page, request, origin)) {
       void request.continue();
       return;
     }
@@ -33,29 +33,37 @@ export async function sendHeadersToOrigin(
 }
 
 /**
- * The origin that asked for a request: the document whose markup or style named it (parser), the script whose code
- * made it (the innermost frame of its stack with a URL, through async parents), or else the document of its frame.
- * The top frame's navigation is the customer's own request. Undefined when nothing says.
+ * Whether the origin itself asked for a request. The top frame's navigation is the customer's own request. A script's
+ * request counts only when every frame of its stack (async parents included, where Chromium reports them) is code at
+ * an http(s) URL of the origin: a third party's frame anywhere on it (calling the origin's functions, or evaluating
+ * text that names itself after an origin file with `sourceURL`), a blob: or data: script, or code with no URL (eval,
+ * new Function, a string timer) makes it a stranger's. A load the parser reports is the document's or style sheet's
+ * that named it; anything else, the document's of its frame.
  */
-function initiatorOrigin(page: Page, request: HTTPRequest): string | undefined {
+function askedByOrigin(page: Page, request: HTTPRequest, origin: string): boolean {
   const frame = request.frame();
-  if (request.isNavigationRequest() && frame === page.mainFrame()) return originOf(request.url());
+  if (request.isNavigationRequest() && frame === page.mainFrame()) return true;
   const initiator = request.initiator();
-  const named = initiator?.url || (initiator?.stack && scriptUrl(initiator.stack));
-  return originOf(named || frame?.url() || '');
+  if (initiator?.stack) return stackOnOrigin(initiator.stack, origin);
+  return httpOrigin(initiator?.url || frame?.url() || '') === origin;
 }
 
-function scriptUrl(stack: StackTrace | undefined): string | undefined {
-  for (let at = stack; at; at = at.parent) {
-    const found = at.callFrames.find((call) => call.url !== '')?.url;
-    if (found) return found;
+function stackOnOrigin(stack: StackTrace, origin: string): boolean {
+  let frames = 0;
+  for (let at: StackTrace | undefined = stack; at; at = at.parent) {
+    for (const call of at.callFrames) {
+      frames++;
+      if (httpOrigin(call.url) !== origin) return false;
+    }
   }
-  return undefined;
+  return frames > 0;
 }
 
-function originOf(url: string): string | undefined {
+/** The origin of an http(s) URL; undefined for any other (a blob: URL's origin is its creator's, not a server's). */
+function httpOrigin(url: string): string | undefined {
   try {
-    return new URL(url).origin;
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
   } catch {
     return undefined;
   }

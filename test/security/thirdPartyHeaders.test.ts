@@ -42,7 +42,15 @@ beforeAll(async () => {
               const xhr = new XMLHttpRequest();
               xhr.open('GET', '${at.site}/from-third-script-later');
               xhr.send();
-            }, 0);`),
+            }, 0);
+            // Ways to look like the origin's own code: its function called, text named after its file, a blob: script.
+            window.firstPartyFetch('/third-calls-origin-function');
+            eval("fetch('/third-eval-named-as-origin')\\n//# sourceURL=${at.site}/own.js");
+            new Function("fetch('/third-new-function')")();
+            const blob = new Blob(["fetch('${at.site}/third-blob-script')"], { type: 'text/javascript' });
+            const script = document.createElement('script');
+            script.src = URL.createObjectURL(blob);
+            document.head.append(script);`),
     },
     '127.0.0.2',
   );
@@ -50,11 +58,21 @@ beforeAll(async () => {
     '/page': (req, res) => {
       seen.set('/page', req.headers);
       html(`<link rel="stylesheet" href="/own.css">
+        <script src="/own.js"></script>
         <script src="${at.third}/third.js"></script>
         <script>fetch('/own-fetch')</script>
         <iframe src="${at.third}/widget"></iframe>`)(req, res);
     },
     '/own.css': recorded('/own.css'),
+    '/own.js': (_req, res) =>
+      res
+        .writeHead(200, { 'Content-Type': 'text/javascript' })
+        .end(`window.firstPartyFetch = (path) => fetch(path); firstPartyFetch('/own-script-fetch');`),
+    '/own-script-fetch': recorded('/own-script-fetch'),
+    '/third-calls-origin-function': recorded('/third-calls-origin-function'),
+    '/third-eval-named-as-origin': recorded('/third-eval-named-as-origin'),
+    '/third-new-function': recorded('/third-new-function'),
+    '/third-blob-script': recorded('/third-blob-script'),
     '/own-fetch': recorded('/own-fetch'),
     '/from-frame-img': recorded('/from-frame-img'),
     '/from-frame-fetch': recorded('/from-frame-fetch'),
@@ -85,7 +103,7 @@ afterAll(async () => {
 
 describe("the customer's headers", () => {
   it('go with the top document, its own subresources and its own scripts’ requests', () => {
-    for (const path of ['/page', '/own.css', '/own-fetch']) {
+    for (const path of ['/page', '/own.css', '/own-fetch', '/own-script-fetch']) {
       expect(seen.get(path)?.['x-customer-token'], path).toBe(TOKEN);
     }
   });
@@ -101,6 +119,18 @@ describe("the customer's headers", () => {
   // origin is not known: docs/api.md says so. Its fetch and XMLHttpRequest calls carry the script's stack.
   it("never go with the fetch and XMLHttpRequest calls of another origin's script in the top document", () => {
     for (const path of ['/from-third-script', '/from-third-script-later']) {
+      expect(seen.has(path), path).toBe(true);
+      expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
+    }
+  });
+
+  it("never go with another origin's script disguised as the origin's: its functions, eval named after its file, new Function, a blob: script", () => {
+    for (const path of [
+      '/third-calls-origin-function',
+      '/third-eval-named-as-origin',
+      '/third-new-function',
+      '/third-blob-script',
+    ]) {
       expect(seen.has(path), path).toBe(true);
       expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
     }
