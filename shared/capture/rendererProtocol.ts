@@ -37,9 +37,32 @@ export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT
  */
 export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
+const metadataText = z.string().max(MAX_METADATA_TEXT).nullable();
+const metadataProperties = z
+  .record(z.string().max(MAX_METADATA_TEXT), z.string().max(MAX_METADATA_TEXT))
+  .refine((properties) => Object.keys(properties).length <= MAX_METADATA_PROPERTIES);
+
+/** What the page said about itself, in the shape and bounds pageContent.ts gives it, and nothing else. */
+const pageMetadataSchema = z.strictObject({
+  title: metadataText,
+  description: metadataText,
+  lang: metadataText,
+  canonicalUrl: metadataText,
+  // Any URL Chromium may end up at.
+  finalUrl: z
+    .string()
+    .max(2 * 1024 * 1024)
+    .nullable(),
+  statusCode: z.number().int().min(100).max(999).nullable(),
+  favicon: metadataText,
+  openGraph: metadataProperties,
+  twitter: metadataProperties,
+});
+
 /**
  * The header, as the front validates it: a renderer may have been taken over, so its answer is checked like any
- * other input. Fields beyond these (those of newer outputs) pass through to the result.
+ * other input. Fields beyond these (those of newer outputs) pass through to the result; the page's metadata, which
+ * the front passes on to the customer and stores beside the image, only in its own shape.
  */
 export const renderHeaderSchema = z.discriminatedUnion('ok', [
   z.looseObject({
@@ -51,6 +74,7 @@ export const renderHeaderSchema = z.discriminatedUnion('ok', [
      */
     contentType: z.string().min(1).max(64),
     truncated: z.boolean(),
+    metadata: pageMetadataSchema.optional(),
   }),
   z.object({
     ok: z.literal(false),

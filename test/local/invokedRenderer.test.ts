@@ -6,7 +6,7 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type InvokeServer, startInvokeServer } from '../../local/renderer/invokeServer';
 import { ANSWER_GRACE_MS, InvokedRenderer } from '../../shared/capture/invokedRenderer';
-import type { CaptureSpec } from '../../shared/capture/renderer';
+import { type CaptureSpec, MAX_METADATA_TEXT } from '../../shared/capture/renderer';
 import {
   AnswerReader,
   encodeResult,
@@ -95,6 +95,39 @@ describe('a renderer that answers as the protocol says', () => {
     const result = await renderer.capture({ ...spec, format: 'pdf' }, { deadline: soon() });
     expect(result.image.equals(PNG)).toBe(true);
     expect(result).toMatchObject({ contentType: 'application/pdf', truncated: true, pages: 3 });
+  });
+
+  it("passes the page's metadata on only in its own shape and bounds", async () => {
+    const metadata = {
+      title: 'A page',
+      description: null,
+      lang: 'en',
+      canonicalUrl: null,
+      finalUrl: 'https://a.test/',
+      statusCode: 200,
+      favicon: null,
+      openGraph: { title: 'A page' },
+      twitter: {},
+    };
+    behaviour = async (_event, stream) => {
+      stream.write(headerOf({ metadata }));
+      stream.end(PNG);
+    };
+    expect((await renderer.capture(spec, { deadline: soon() })).metadata).toEqual(metadata);
+    for (const bent of [
+      { ...metadata, title: { nested: ['script'] } },
+      { ...metadata, title: 'x'.repeat(MAX_METADATA_TEXT + 1) },
+      { ...metadata, openGraph: { image: 5 } },
+      { ...metadata, extra: 'field' },
+    ]) {
+      behaviour = async (_event, stream) => {
+        stream.write(headerOf({ metadata: bent }));
+        stream.end(PNG);
+      };
+      expect(await failureOf(renderer.capture(spec, { deadline: soon() }))).toBeInstanceOf(
+        CaptureFailedError,
+      );
+    }
   });
 
   it('receives the spec and the deadline, and nothing else', async () => {
