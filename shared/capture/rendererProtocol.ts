@@ -30,7 +30,9 @@ const MAX_REASON_LENGTH = 500;
  * final URL, up to Chromium's 2 MiB.
  */
 const METADATA_STRINGS = 2 * 2 * MAX_METADATA_PROPERTIES + 8;
-export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT * 6 + 2 * 1024 * 1024;
+/** The longest URL Chromium navigates to: a page's final URL, after redirects, is at most this long. */
+const MAX_FINAL_URL_LENGTH = 2 * 1024 * 1024;
+export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT * 6 + MAX_FINAL_URL_LENGTH;
 /**
  * The most an answer's image may weigh: above the largest image the spec allows in practice (a 3,840 x 16,384 full
  * page), and far below the front's memory, so a taken-over renderer cannot exhaust it.
@@ -48,11 +50,7 @@ const pageMetadataSchema = z.strictObject({
   description: metadataText,
   lang: metadataText,
   canonicalUrl: metadataText,
-  // Any URL Chromium may end up at.
-  finalUrl: z
-    .string()
-    .max(2 * 1024 * 1024)
-    .nullable(),
+  finalUrl: z.string().max(MAX_FINAL_URL_LENGTH).nullable(),
   statusCode: z.number().int().min(100).max(999).nullable(),
   favicon: metadataText,
   openGraph: metadataProperties,

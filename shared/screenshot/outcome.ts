@@ -5,7 +5,8 @@ import type { Job } from '../jobs/job';
 
 /**
  * The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. A success carries
- * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back.
+ * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back, unless the
+ * image was kept in the account's cache (the same request then answers it free).
  */
 export type ScreenshotOutcome =
   | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }

@@ -189,8 +189,8 @@ export class DynamoJobStore implements JobStore {
         ReturnValues: 'ALL_NEW',
       }),
     );
-    if (!Attributes || batchOf(Attributes).finished < Attributes.jobIds.length) return undefined;
-    const batch = batchOf(Attributes);
+    const batch = Attributes && batchOf(Attributes);
+    if (!batch || batch.finished < batch.jobIds.length) return undefined;
     // Completed by an earlier delivery whose worker may have died before it queued batch.completed: reported
     // again while its webhook was never tried (the event's webhook-id lets a receiver drop a second copy).
     if (batch.status === 'completed')
