@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { vendorFiles } from '../../web/vendorFiles';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { postFromReboundName } from '../helpers/reboundRequest';
 
 /**
  * The dashboard in real Chromium against the whole local service, on a phone-sized screen: one account owner's
@@ -221,23 +222,8 @@ describe('the local sign-in route', () => {
   });
 
   it('refuses a foreign Host header (DNS rebinding)', async () => {
-    const { port } = new URL(service.url);
-    const status = await new Promise<number | undefined>((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path: '/local/session',
-          headers: { Host: `evil.example:${port}`, 'Content-Type': 'application/json' },
-        },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode);
-        },
-      );
-      req.on('error', reject);
-      req.end(JSON.stringify({ accountId: 'x' }));
+    const status = await postFromReboundName(new URL(service.url).port, '/local/session', 'evil.example', {
+      accountId: 'x',
     });
     expect(status).toBe(403);
   });

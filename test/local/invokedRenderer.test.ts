@@ -16,6 +16,7 @@ import {
 } from '../../shared/capture/rendererProtocol';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+import { postFromReboundName } from '../helpers/reboundRequest';
 
 /**
  * The front's side of the renderer boundary, against renderers that misbehave: each one is a streaming handler behind
@@ -253,24 +254,12 @@ describe('the local Invoke API', () => {
       invoked.count++;
       stream.end();
     };
-    const { port } = server;
-    const status = await new Promise<number | undefined>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path: '/2021-11-15/functions/renderer/response-streaming-invocations',
-          headers: { Host: `rebound.example:${port}`, 'Content-Type': 'application/json' },
-        },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode);
-        },
-      );
-      req.on('error', reject);
-      req.end(JSON.stringify({ spec: { url: 'file:///etc/passwd' }, deadline: soon() }));
-    });
+    const status = await postFromReboundName(
+      server.port,
+      '/2021-11-15/functions/renderer/response-streaming-invocations',
+      'rebound.example',
+      { spec: { url: 'file:///etc/passwd' }, deadline: soon() },
+    );
     expect(status).toBe(403);
     expect(invoked.count).toBe(0);
   });
