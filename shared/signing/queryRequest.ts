@@ -13,7 +13,8 @@ export function requestFromQuery(
 ): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(query).map(([name, value]) => {
-      const field = schema.shape[name];
+      // Own fields only: a name like `constructor` is no field, whatever the shape object inherits.
+      const field = Object.hasOwn(schema.shape, name) ? schema.shape[name] : undefined;
       return [name, field ? fromText(value, kindsOf(field)) : value];
     }),
   );

@@ -260,6 +260,23 @@ describe('signed links', () => {
     expect(await balance()).toBe(before);
   });
 
+  it('refuse a parameter named like a built-in of JavaScript objects with 400 naming it, not a 500', async () => {
+    const spy = captures();
+    const before = await balance();
+    for (const name of ['constructor', 'toString', 'hasOwnProperty', '__defineGetter__']) {
+      const response = await open(signed({ url: url('/red'), [name]: '1' }));
+      expect(response.status).toBe(400);
+      expect(response.json()).toEqual({
+        error: 'Invalid request body',
+        details: [
+          expect.objectContaining({ code: 'unrecognized_keys', message: expect.stringContaining(name) }),
+        ],
+      });
+    }
+    expect(spy).not.toHaveBeenCalled();
+    expect(await balance()).toBe(before);
+  });
+
   it('stop working once the key is revoked', async () => {
     const owner = await harness.newAccount();
     const keyQuery = signed({ url: url('/red'), width: '620' }, owner.keyId, owner.signingSecret);
