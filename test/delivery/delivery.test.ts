@@ -247,6 +247,17 @@ describe('signed links', () => {
     expect(spy).not.toHaveBeenCalled();
   });
 
+  it('refuse a link with any parameter appended with 401, one named __proto__ too', async () => {
+    const query = signed({ url: url('/red'), width: '600' });
+    const spy = captures();
+    for (const name of ['__proto__', 'extra']) {
+      const response = await open([...Object.entries(query), [name, '1']]);
+      expect(response.status).toBe(401);
+      expect(response.json().error).toBe('Invalid signature');
+    }
+    expect(spy).not.toHaveBeenCalled();
+  });
+
   it('refuse a query that repeats a name with 400 naming it, even when the signature covers the last value', async () => {
     const query = signed({ url: url('/red'), width: '600' });
     const spy = captures();
@@ -263,7 +274,7 @@ describe('signed links', () => {
   it('refuse a parameter named like a built-in of JavaScript objects with 400 naming it, not a 500', async () => {
     const spy = captures();
     const before = await balance();
-    for (const name of ['constructor', 'toString', 'hasOwnProperty', '__defineGetter__']) {
+    for (const name of ['constructor', 'toString', 'hasOwnProperty', '__defineGetter__', '__proto__']) {
       const response = await open(signed({ url: url('/red'), [name]: '1' }));
       expect(response.status).toBe(400);
       expect(response.json()).toEqual({

@@ -111,7 +111,8 @@ function httpRequest(
   for (const [name, value] of Object.entries(event.headers ?? {})) {
     if (value !== undefined) headers[name.toLowerCase()] = value;
   }
-  const query: Record<string, string> = {};
+  // No prototype: a parameter named `__proto__` is kept as one (a signed link covers it), not swallowed by a setter.
+  const query: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
     if (value !== undefined) query[name] = value;
   }
