@@ -16,6 +16,11 @@ export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400
 const BROWSER_MAX_AGE_SECONDS = 3600;
 /** For an image captured with the caller's headers or cookies: the caller's browser may keep it, no shared cache. */
 export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
+/**
+ * A signed link's image not in the cache (`cache=false`, or storing it failed): the signed-link CDN honours
+ * `stale-while-revalidate`, which would keep it a day past a revoked key; an hour is what docs/api.md 15.3 promises.
+ */
+export const UNCACHED_LINK_CACHE_CONTROL = `public, max-age=${BROWSER_MAX_AGE_SECONDS}`;
 
 /** The largest screenshot body accepted (docs/api.md, "Limits"). */
 export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
@@ -159,13 +164,15 @@ function answer(
 
 /**
  * A signed link's image in the cache is kept by shared caches (the signed-link CDN) for what is left of its `cacheTtl`
- * (`s-maxage`), and by a browser no longer than that either; no stale copy is served past it. Every other answer has
- * the fixed lifetime of docs/api.md 5.3.
+ * (`s-maxage`), and by a browser no longer than that either; no stale copy is served past it. A signed link's image
+ * outside the cache is kept an hour, no stale copy after it. Every other answer has the fixed lifetime of docs/api.md
+ * 5.3.
  */
 function cacheControlOf(screenshot: Screenshot, signedLink: boolean): string {
   if (screenshot.credentialed) return PRIVATE_CACHE_CONTROL;
   const fresh = screenshot.freshForSeconds;
-  if (!signedLink || fresh === undefined) return CACHE_CONTROL;
+  if (!signedLink) return CACHE_CONTROL;
+  if (fresh === undefined) return UNCACHED_LINK_CACHE_CONTROL;
   return `public, max-age=${Math.min(BROWSER_MAX_AGE_SECONDS, fresh)}, s-maxage=${fresh}`;
 }
 

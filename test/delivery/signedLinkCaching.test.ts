@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CACHE_CONTROL } from '../../shared/http/screenshotRoute';
+import { CACHE_CONTROL, UNCACHED_LINK_CACHE_CONTROL } from '../../shared/http/screenshotRoute';
 import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
@@ -70,10 +70,12 @@ describe("a signed link's Cache-Control", () => {
     expect(sMaxAge).toBeLessThanOrEqual(86_400);
   });
 
-  it('is the fixed lifetime for a link without the cache, and for POST answers', async () => {
+  it('keeps a link without the cache an hour at most, with no stale copy after it; POST answers have the fixed lifetime', async () => {
     const uncached = await harness.open(link({ width: '420', cache: 'false' }));
     expect(uncached.status).toBe(200);
-    expect(uncached.headers['Cache-Control']).toBe(CACHE_CONTROL);
+    expect(uncached.headers['Cache-Control']).toBe(UNCACHED_LINK_CACHE_CONTROL);
+    expect(lifetimes(uncached.headers['Cache-Control']).maxAge).toBe(3600);
+    expect(uncached.headers['Cache-Control']).not.toContain('stale');
     const body = { url: `${pages.origin}/red`, width: 430, cache: true, cacheTtl: 120 };
     expect((await harness.shoot(account.apiKey, body)).headers['Cache-Control']).toBe(CACHE_CONTROL);
     expect((await harness.shoot(account.apiKey, body)).headers['Cache-Control']).toBe(CACHE_CONTROL);
