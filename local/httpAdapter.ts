@@ -90,7 +90,7 @@ export const startingListener: RequestListener = (req, res) => {
 
 /** An error answered in the style of the route the path belongs to. */
 function answerError(req: IncomingMessage, res: ServerResponse, error: unknown): void {
-  const answer = errorAnswer(error, req.url?.startsWith('/api/screenshot') ? 'screenshot' : 'management');
+  const answer = errorAnswer(error, isScreenshotPath(req.url) ? 'screenshot' : 'management');
   if (!res.headersSent) {
     res.writeHead(answer.status, {
       'Content-Type': 'application/json; charset=utf-8',
@@ -98,6 +98,11 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown):
     });
   }
   res.end(JSON.stringify(answer.body));
+}
+
+/** The screenshot route's own path (a trailing slash allowed, as routing allows it); `/api/screenshots` is not it. */
+function isScreenshotPath(url: string | undefined): boolean {
+  return /^\/api\/screenshot\/*(?:\?|$)/.test(url ?? '');
 }
 
 function matchRoute(

@@ -34,6 +34,17 @@ describe('the local server', () => {
     expect(await response.json()).toEqual({ message: expect.any(String) });
   });
 
+  it("answers an unknown path beginning with the screenshot route's in the other routes' style", async () => {
+    for (const path of ['/api/screenshots', '/api/screenshot-x?url=x', '/api/screenshot/more']) {
+      const response = await service.request(path);
+      expect(response.status, path).toBe(404);
+      expect(await response.json(), path).toEqual({ message: expect.any(String) });
+    }
+    const wrongMethod = await service.request('/api/screenshot/?url=x', { method: 'PUT' });
+    expect(wrongMethod.status).toBe(405);
+    expect(await wrongMethod.json()).toEqual({ error: 'Method not allowed' });
+  });
+
   it('answers a known path with the wrong method with 405 and Allow', async () => {
     const response = await service.request('/api/keys', { method: 'PUT' });
     expect(response.status).toBe(405);
