@@ -50,9 +50,16 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
+    // Each charged call's way back, for an answer the client never received (as the REST route gives).
+    const charged: (() => Promise<void>)[] = [];
     await server.connect(transport);
     try {
-      return await httpResponse(await transport.handleRequest(webRequest(request)));
+      return {
+        ...(await httpResponse(await transport.handleRequest(webRequest(request)))),
+        undelivered: async () => {
+          await Promise.all(charged.map((giveBack) => giveBack()));
+        },
+      };
     } finally {
       await server.close();
     }
@@ -70,6 +77,7 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       }
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
+      charged.push(outcome.undelivered);
       return toolResult(name, outcome.screenshot, download);
     }
   };
