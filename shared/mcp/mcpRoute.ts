@@ -77,8 +77,16 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       }
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
+      let result: CallToolResult;
+      try {
+        result = await toolResult(name, outcome.screenshot, download);
+      } catch (error) {
+        // A result that cannot be made (the stored image unreadable) never reaches the client either.
+        await outcome.undelivered();
+        throw error;
+      }
       charged.push(outcome.undelivered);
-      return toolResult(name, outcome.screenshot, download);
+      return result;
     }
   };
 }

@@ -46,4 +46,24 @@ describe('an MCP answer the client never received', () => {
     await answer.undelivered?.();
     expect(await service.credits.balance('acct')).toBe(9);
   });
+
+  it('gives back the credits of a call whose stored image could not be read for its answer', async () => {
+    const service = memoryScreenshotService({ now: () => Date.now() });
+    const { key } = await service.addKey('acct', Date.now());
+    await service.credits.set('acct', 10);
+    const route = mcpRoute({
+      capture: service.capture,
+      keys: service.keys,
+      download: async () => {
+        throw new Error('The stored file could not be read: HTTP 503');
+      },
+    });
+    const answer = await route(
+      toolCalls(key, [{ name: 'take_screenshot', arguments: { url: 'https://a.test/' } }]),
+    );
+    expect(String(answer.body)).toContain('could not be read');
+    expect(await service.credits.balance('acct')).toBe(10);
+    await answer.undelivered?.();
+    expect(await service.credits.balance('acct')).toBe(10);
+  });
 });
