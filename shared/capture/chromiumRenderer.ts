@@ -210,7 +210,7 @@ export class ChromiumRenderer implements Renderer {
     const metadata = spec.metadata
       ? {
           metadata: await pageMetadata(tab.control, {
-            finalUrl: page.url(),
+            finalUrl: finalUrlOf(spec, page.url()),
             statusCode: response?.status() ?? null,
           }),
         }
@@ -366,6 +366,14 @@ export class ChromiumRenderer implements Renderer {
 function documentAddress(spec: CaptureSpec): string {
   if (spec.html === undefined) return spec.url;
   return `data:text/html;charset=utf-8;base64,${Buffer.from(spec.html, 'utf8').toString('base64')}`;
+}
+
+/**
+ * Where the page ended up. A document given as `html` that is still itself has no address: its data: URL would echo
+ * the whole document (up to 1.4 MB of base64), too large for a job's item to keep beside the document.
+ */
+function finalUrlOf(spec: CaptureSpec, url: string): string | null {
+  return spec.html !== undefined && url.startsWith('data:') ? null : url;
 }
 
 function missingPdfOptions(): never {

@@ -129,7 +129,7 @@ export async function pageContent(world: IsolatedWorld, format: ContentFormat): 
 
 export async function pageMetadata(
   world: IsolatedWorld,
-  navigation: { finalUrl: string; statusCode: number | null },
+  navigation: { finalUrl: string | null; statusCode: number | null },
 ): Promise<PageMetadata> {
   const head = await world.evaluate<Omit<PageMetadata, 'finalUrl' | 'statusCode'>>(METADATA);
   return { ...head, finalUrl: navigation.finalUrl, statusCode: navigation.statusCode };

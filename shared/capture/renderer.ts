@@ -27,6 +27,15 @@ export const MEDIA_TYPES = ['screen', 'print'] as const;
 export type MediaType = (typeof MEDIA_TYPES)[number];
 export const PAPER_FORMATS = ['A3', 'A4', 'A5', 'Letter', 'Legal', 'Tabloid'] as const;
 export type PaperFormat = (typeof PAPER_FORMATS)[number];
+/** Each paper's portrait size in millimetres, as puppeteer gives it to Chromium. */
+export const PAPER_SIZES_MM: Record<PaperFormat, { width: number; height: number }> = {
+  A3: { width: 297, height: 420 },
+  A4: { width: 210, height: 297 },
+  A5: { width: 148, height: 210 },
+  Letter: { width: 215.9, height: 279.4 },
+  Legal: { width: 215.9, height: 355.6 },
+  Tabloid: { width: 279.4, height: 431.8 },
+};
 /** A printed document is cut after this many pages. */
 export const MAX_PDF_PAGES = 100;
 

@@ -22,8 +22,11 @@ export async function sendHeadersToOrigin(
   const extra = Object.fromEntries(
     Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]),
   );
+  // The navigation the capture starts (to `url`): the first of the main frame once interception is on.
+  let navigation: HTTPRequest | undefined;
   page.on('request', (request: HTTPRequest) => {
-    if (httpOrigin(request.url()) !== origin || !askedByOrigin(page, request, origin)) {
+    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigation ??= request;
+    if (httpOrigin(request.url()) !== origin || !askedByOrigin(request, origin, navigation)) {
       void request.continue();
       return;
     }
@@ -33,16 +36,17 @@ export async function sendHeadersToOrigin(
 }
 
 /**
- * Whether the origin itself asked for a request. The top frame's navigation is the customer's own request. A script's
+ * Whether the origin itself asked for a request. The capture's navigation, with its redirects, is the customer's own
+ * request; a later navigation of the top frame is the page's, judged as any other request. A script's
  * request counts only when every frame of its stack (async parents included, where Chromium reports them) is code at
  * an http(s) URL of the origin: a third party's frame anywhere on it (calling the origin's functions, or evaluating
  * text that names itself after an origin file with `sourceURL`), a blob: or data: script, or code with no URL (eval,
  * new Function, a string timer) makes it a stranger's. A load the parser reports is the document's or style sheet's
  * that named it; anything else, the document's of its frame.
  */
-function askedByOrigin(page: Page, request: HTTPRequest, origin: string): boolean {
+function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPRequest | undefined): boolean {
   const frame = request.frame();
-  if (request.isNavigationRequest() && frame === page.mainFrame()) return true;
+  if (request.isNavigationRequest() && (request.redirectChain()[0] ?? request) === navigation) return true;
   const initiator = request.initiator();
   if (initiator?.stack) return stackOnOrigin(initiator.stack, origin);
   return httpOrigin(initiator?.url || frame?.url() || '') === origin;

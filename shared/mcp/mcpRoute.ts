@@ -1,13 +1,19 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { errorAnswer } from '../http/errorAnswer';
 import { bearerCredential } from '../http/request';
 import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
-import { MAX_INLINE_IMAGE_BYTES, TOOLS, type ToolName, toolRequest } from './tools';
+import { isToolName, MAX_INLINE_IMAGE_BYTES, TOOL_LIST, type ToolName, toolRequest } from './tools';
 
 /** The server's name and version, as MCP clients show them. */
 export const MCP_SERVER_INFO = { name: 'screenshot-service', version: '1.0.0' } as const;
@@ -30,27 +36,35 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
   return async (request) => {
     const apiKey = bearerCredential(request);
     await authenticateApiKey(apiKey, deps.keys);
-    const server = new McpServer(MCP_SERVER_INFO, { capabilities: { tools: {} } });
-    for (const [name, tool] of Object.entries(TOOLS) as [ToolName, (typeof TOOLS)[ToolName]][]) {
-      server.registerTool(
-        name,
-        { title: tool.title, description: tool.description, inputSchema: tool.inputSchema },
-        (args: Record<string, unknown>) => callTool(name, args),
-      );
-    }
+    // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
+    // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
+    const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
+    server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
+      if (!isToolName(params.name))
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+      return callTool(params.name, params.arguments);
+    });
     // Stateless: a server and a transport per request, nothing kept between them (any instance can answer).
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
+    // Each charged call's way back, for an answer the client never received (as the REST route gives).
+    const charged: (() => Promise<void>)[] = [];
     await server.connect(transport);
     try {
-      return await httpResponse(await transport.handleRequest(webRequest(request)));
+      return {
+        ...(await httpResponse(await transport.handleRequest(webRequest(request)))),
+        undelivered: async () => {
+          await Promise.all(charged.map((giveBack) => giveBack()));
+        },
+      };
     } finally {
       await server.close();
     }
 
-    async function callTool(name: ToolName, args: Record<string, unknown>): Promise<CallToolResult> {
+    async function callTool(name: ToolName, args: unknown): Promise<CallToolResult> {
       const outcome = await deps.capture({
         apiKey,
         request: () => toolRequest(name, args),
@@ -63,7 +77,16 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       }
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
-      return toolResult(name, outcome.screenshot, download);
+      let result: CallToolResult;
+      try {
+        result = await toolResult(name, outcome.screenshot, download);
+      } catch (error) {
+        // A result that cannot be made (the stored image unreadable) never reaches the client either.
+        await outcome.undelivered();
+        throw error;
+      }
+      charged.push(outcome.undelivered);
+      return result;
     }
   };
 }

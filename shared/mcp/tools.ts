@@ -1,6 +1,8 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { IMAGE_FORMATS } from '../capture/renderer';
 import { screenshotRequest } from '../screenshot/schema';
+import { validate } from '../validation';
 
 /**
  * The MCP tools (docs/api.md, "MCP"): each is one screenshot request, its input schema a selection of the REST
@@ -89,8 +91,29 @@ export const TOOLS = {
 
 export type ToolName = keyof typeof TOOLS;
 
-/** The screenshot body a tool call makes: the caller's arguments and what the tool is for. */
-export function toolRequest(tool: ToolName, args: Record<string, unknown>): Record<string, unknown> {
+export function isToolName(name: string): name is ToolName {
+  return Object.hasOwn(TOOLS, name);
+}
+
+/** A tool's arguments: its own fields and no other (a REST field it leaves out, such as `async`, is refused). */
+const toolArguments = (tool: ToolName) => z.strictObject(TOOLS[tool].inputSchema);
+
+/** The tools as `tools/list` answers them, each input schema in JSON Schema. */
+export const TOOL_LIST: Tool[] = (Object.keys(TOOLS) as ToolName[]).map((name) => ({
+  name,
+  title: TOOLS[name].title,
+  description: TOOLS[name].description,
+  inputSchema: z.toJSONSchema(toolArguments(name), { target: 'draft-7', io: 'input' }) as Tool['inputSchema'],
+}));
+
+/**
+ * The screenshot body a tool call makes: the caller's arguments and what the tool is for. Read when the screenshot
+ * use case reaches validation, so arguments the tool does not take are a 400 in its order of checks (counted by the
+ * rate limit, recorded in usage), said as the REST API says it.
+ */
+export function toolRequest(tool: ToolName, input: unknown): Record<string, unknown> {
+  validate(toolArguments(tool), input ?? {});
+  const args = (input ?? {}) as Record<string, unknown>;
   switch (tool) {
     case 'take_screenshot':
       return { ...args, response: 'json' };

@@ -158,7 +158,9 @@ export const pageMetadata = z
     description: nullableText('The description meta tag'),
     lang: nullableText('The lang attribute of the html element'),
     canonicalUrl: nullableText('The canonical link, absolute'),
-    finalUrl: nullableText('Where the page ended up after redirects'),
+    finalUrl: nullableText(
+      'Where the page ended up after redirects; null for an html document that did not navigate elsewhere',
+    ),
     statusCode: z
       .number()
       .int()

@@ -6,6 +6,8 @@ import {
   type MediaType,
   OUTPUT_FORMATS,
   PAPER_FORMATS,
+  PAPER_SIZES_MM,
+  type PaperFormat,
   type PdfOptions,
 } from '../capture/renderer';
 
@@ -135,6 +137,7 @@ export function outputIssues(body: Record<string, unknown>) {
       if (asksFor(body[field]))
         issues.push({ path: [field], message: `${field} cannot be combined with pdf` });
     }
+    issues.push(...marginRoomIssues(body));
   } else {
     for (const field of PDF_FIELDS) {
       if (body[field] !== undefined) issues.push({ path: [field], message: `${field} needs format pdf` });
@@ -144,6 +147,41 @@ export function outputIssues(body: Record<string, unknown>) {
     }
   }
   return issues;
+}
+
+/**
+ * Margins that together fill the paper's width or height leave nothing to print on: Chromium refuses to print them
+ * (which would be a 500 blaming the browser), so they are the request's fault. Only A5 is small enough for two
+ * margins of at most 100 mm to fill it.
+ */
+function marginRoomIssues(body: Record<string, unknown>) {
+  const margin = body.pdfMargin;
+  if (margin === null || typeof margin !== 'object') return [];
+  const paper = PAPER_SIZES_MM[(body.pdfPaperFormat ?? 'A4') as PaperFormat];
+  if (!paper) return [];
+  const { width, height } = body.pdfLandscape === true ? { width: paper.height, height: paper.width } : paper;
+  const mm = (side: string) => {
+    const length = (margin as Record<string, unknown>)[side];
+    return typeof length === 'string' ? (lengthInMm(length) ?? 0) : 0;
+  };
+  return [
+    ...(mm('left') + mm('right') >= width
+      ? [
+          {
+            path: ['pdfMargin'],
+            message: `pdfMargin left and right together must be less than the paper's width (${width} mm)`,
+          },
+        ]
+      : []),
+    ...(mm('top') + mm('bottom') >= height
+      ? [
+          {
+            path: ['pdfMargin'],
+            message: `pdfMargin top and bottom together must be less than the paper's height (${height} mm)`,
+          },
+        ]
+      : []),
+  ];
 }
 
 /** The output fields of a validated request; the type keeps this module free of the request schema's. */

@@ -250,6 +250,25 @@ describe('an async capture', () => {
     expect(await balanceOf(account.token)).toBe(BALANCE);
   });
 
+  it('keeps the result of an html document near the bound with its metadata, whose finalUrl is null', async () => {
+    const account = await service.newAccount();
+    const html = `<title>Near the bound</title><p>${'x'.repeat(MAX_QUEUED_HTML_BYTES - 100)}</p>`;
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      html,
+      async: true,
+      response: 'json',
+      metadata: true,
+    });
+    expect(accepted.status).toBe(202);
+    const job = await waitFor(`/api/jobs/${accepted.body.id}`, account.apiKey, finished);
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      error: null,
+      result: { metadata: { title: 'Near the bound', finalUrl: null } },
+    });
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
   it('refuses webhookUrl without async, and async on a signed link', async () => {
     const account = await service.newAccount();
     const refused = await post('/api/screenshot', account.apiKey, {

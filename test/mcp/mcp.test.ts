@@ -136,6 +136,40 @@ describe('POST /mcp over Streamable HTTP', () => {
     await client.close();
   });
 
+  it('answers arguments out of bounds as the REST 400, counted and recorded as a request', async () => {
+    const account = await service.newAccount();
+    const client = await httpClient(account.apiKey);
+    const result = (await client.callTool({
+      name: 'take_screenshot',
+      arguments: { url: `${site.origin}/green`, width: 5 },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/^Invalid request body\nwidth: /);
+    await client.close();
+    await vi.waitFor(async () => {
+      expect(await usageRecords(account.accountId)).toMatchObject([{ via: 'mcp', status: 400, credits: 0 }]);
+    });
+  });
+
+  it('refuses arguments the tool does not take, naming them, and queues or charges nothing', async () => {
+    const account = await service.newAccount();
+    const client = await httpClient(account.apiKey);
+    for (const [name, args, named] of [
+      ['take_screenshot', { url: `${site.origin}/green`, async: true }, /async/],
+      ['take_screenshot', { url: `${site.origin}/green`, format: 'pdf' }, /^format: /m],
+      ['get_page_markdown', { url: `${site.origin}/green`, response: 'json', metadata: true }, /metadata/],
+    ] as const) {
+      const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/^Invalid request body\n/);
+      expect(text(result)).toMatch(named);
+    }
+    await client.close();
+    expect(await balance(account.token)).toBe(100);
+    const jobs = await (await service.request('/api/jobs', { bearer: account.token })).json();
+    expect(jobs.jobs).toEqual([]);
+  });
+
   it('refuses a missing or unknown key with 401 before any tool runs', async () => {
     for (const authorization of [undefined, 'Bearer sk_live_unknownunknownunknownunknown00']) {
       const response = await fetch(`${service.url}/mcp`, {

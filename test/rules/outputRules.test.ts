@@ -89,6 +89,22 @@ describe('validation', () => {
       { url: URL, format: 'pdf', pdfMargin: { bottom: '378px' } },
       [['pdfMargin', 'bottom']],
     ],
+    [
+      'margins filling A5 from left to right',
+      { url: URL, format: 'pdf', pdfPaperFormat: 'A5', pdfMargin: { left: '75mm', right: '75mm' } },
+      [['pdfMargin']],
+    ],
+    [
+      'margins filling landscape A5 from top to bottom',
+      {
+        url: URL,
+        format: 'pdf',
+        pdfPaperFormat: 'A5',
+        pdfLandscape: true,
+        pdfMargin: { top: '74mm', bottom: '3in' },
+      },
+      [['pdfMargin']],
+    ],
     ['a negative margin', { url: URL, format: 'pdf', pdfMargin: { top: '-1mm' } }, [['pdfMargin', 'top']]],
     ['an unknown margin side', { url: URL, format: 'pdf', pdfMargin: { middle: '1mm' } }, [['pdfMargin']]],
     [
@@ -137,6 +153,24 @@ describe('validation', () => {
       },
     ],
     ['margins of exactly 100 mm', { url: URL, format: 'pdf', pdfMargin: { top: '100mm', left: '10cm' } }],
+    [
+      'margins of 100 mm on each side of A4',
+      {
+        url: URL,
+        format: 'pdf',
+        pdfMargin: { top: '100mm', right: '100mm', bottom: '100mm', left: '100mm' },
+      },
+    ],
+    [
+      'margins of 100 mm on each side of landscape A5 from left to right',
+      {
+        url: URL,
+        format: 'pdf',
+        pdfPaperFormat: 'A5',
+        pdfLandscape: true,
+        pdfMargin: { right: '100mm', left: '100mm' },
+      },
+    ],
     ['avif with quality and omitBackground', { url: URL, format: 'avif', quality: 40, omitBackground: true }],
     ['omitBackground with png and webp', { url: URL, format: 'webp', omitBackground: true }],
     ['print media for an image', { url: URL, mediaType: 'print' }],

@@ -191,6 +191,19 @@ describe('PDF', () => {
     expect(await balance()).toBe(before);
   });
 
+  it('refuses margins that leave no room on the paper with 400 naming pdfMargin, charging nothing', async () => {
+    const before = await balance();
+    const response = await shoot({
+      url: url('/doc'),
+      format: 'pdf',
+      pdfPaperFormat: 'A5',
+      pdfMargin: { left: '75mm', right: '75mm' },
+    });
+    expect(response.status, response.body.toString('utf8')).toBe(400);
+    expect(response.json().details).toEqual([expect.objectContaining({ path: ['pdfMargin'] })]);
+    expect(await balance()).toBe(before);
+  });
+
   it('loads nothing for header and footer templates, even from an allowed host', async () => {
     const template = (name: string) =>
       `<div style="font-size:8px;background:url(${url(`/tpl-${name}-bg`)})"><img src="${url(`/tpl-${name}-img`)}">` +
