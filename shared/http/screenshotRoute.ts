@@ -3,7 +3,7 @@ import type { Screenshot } from '../delivery/imageDelivery';
 import { PayloadTooLargeError, ValidationError } from '../errors';
 import type { Job } from '../jobs/job';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
-import { CONTENT_TYPES, MAX_HTML_BYTES } from '../screenshot/outputFields';
+import { MAX_HTML_BYTES, RASTER_TYPES } from '../screenshot/outputFields';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -29,16 +29,6 @@ export const MAX_HTML_BODY_BYTES = MAX_HTML_BYTES + MAX_SCREENSHOT_BODY_BYTES;
 
 /** No answer of this route is for a browser to sniff into something else (an image or an error into a document). */
 const NO_SNIFF = { 'X-Content-Type-Options': 'nosniff' } as const;
-/**
- * The raster images, which no browser runs as a document: every other type (image/svg+xml among them, should one
- * ever come back) is sandboxed.
- */
-const RASTER_TYPES: ReadonlySet<string> = new Set([
-  CONTENT_TYPES.png,
-  CONTENT_TYPES.jpeg,
-  CONTENT_TYPES.webp,
-  CONTENT_TYPES.avif,
-]);
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with

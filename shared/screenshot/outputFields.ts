@@ -23,6 +23,26 @@ export const REQUEST_FORMATS = [...OUTPUT_FORMATS, 'avif'] as const;
 export type RequestFormat = (typeof REQUEST_FORMATS)[number];
 export const CONTENT_TYPES: Record<RequestFormat, string> = { ...CAPTURE_CONTENT_TYPES, avif: 'image/avif' };
 
+/**
+ * The raster images, which no browser runs as a document: every other type (image/svg+xml among them, should one
+ * ever come back) is answered sandboxed, and stored to be downloaded rather than opened (see `opensInline`).
+ */
+export const RASTER_TYPES: ReadonlySet<string> = new Set([
+  CONTENT_TYPES.png,
+  CONTENT_TYPES.jpeg,
+  CONTENT_TYPES.webp,
+  CONTENT_TYPES.avif,
+]);
+
+/**
+ * Whether a stored result may open in the browser from its storage link, where no `Content-Security-Policy: sandbox`
+ * can go with it: the raster images, and PDFs (Chromium prints no script into them). A captured page's HTML would
+ * run its scripts on the bucket's origin, so it and every other type are downloaded.
+ */
+export function opensInline(contentType: string): boolean {
+  return RASTER_TYPES.has(contentType) || contentType === CONTENT_TYPES.pdf;
+}
+
 /** Of `html`, in bytes of UTF-8. */
 export const MAX_HTML_BYTES = 1024 * 1024;
 /** Of `pdfHeaderTemplate` and of `pdfFooterTemplate`, in bytes of UTF-8. */

@@ -10,6 +10,7 @@ import type { PageMetadata } from '../capture/renderer';
 import { EXPIRY_TAG, expiryDays, type ImageStore, type StoredImageInfo } from '../delivery/imageStore';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
+import { opensInline } from '../screenshot/outputFields';
 
 /** The page metadata of a capture that asked for it lives in an object of its own: the image's key + this. */
 const PAGE_METADATA_SUFFIX = '.metadata.json';
@@ -54,6 +55,7 @@ export class S3ImageStore implements ImageStore {
           Key: key,
           Body: image,
           ContentType: info.contentType,
+          ...(opensInline(info.contentType) ? {} : { ContentDisposition: 'attachment' }),
           Tagging,
           Metadata: {
             etag: info.etag,

@@ -87,6 +87,8 @@ describe('format html', () => {
     expect(second).toMatchObject({ cache: 'HIT', creditsCharged: 0, etag: first.etag });
     const stored = await fetch(String(second.url));
     expect(await stored.text()).toContain('Added by a script after load.');
+    // Its storage link sends no sandbox: a browser must download the page's HTML, never run it on the bucket's origin.
+    expect(stored.headers.get('content-disposition')).toBe('attachment');
   });
 });
 
