@@ -16,6 +16,7 @@ import {
   type CaptureLimits,
   type CaptureResult,
   type CaptureSpec,
+  isContentFormat,
   type Renderer,
 } from './renderer';
 import {
@@ -74,6 +75,9 @@ export class InvokedRenderer implements Renderer {
       // SVG or HTML would otherwise have its script served, and cached, on our origin.
       if (decoded.result.contentType !== CAPTURE_CONTENT_TYPES[spec.format]) {
         throw new GarbledAnswerError('the answer is not of the format asked for');
+      }
+      if (decoded.result.image.length === 0 && !isContentFormat(spec.format)) {
+        throw new GarbledAnswerError('an empty image');
       }
       return decoded.result;
     } catch (error) {

@@ -65,7 +65,8 @@ const pageMetadataSchema = z.strictObject({
 export const renderHeaderSchema = z.discriminatedUnion('ok', [
   z.looseObject({
     ok: z.literal(true),
-    size: z.number().int().min(1).max(MAX_ANSWER_BYTES),
+    /** 0 only for text: a page with no text content is empty Markdown (InvokedRenderer checks it by format). */
+    size: z.number().int().min(0).max(MAX_ANSWER_BYTES),
     /**
      * What the bytes are: an image, a PDF or text (CAPTURE_CONTENT_TYPES). Only ever compared with the type of the
      * format the front asked for (InvokedRenderer): a renderer never chooses what the front serves.

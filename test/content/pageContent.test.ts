@@ -61,6 +61,13 @@ describe('format markdown', () => {
     expect(response.body.toString('utf8')).toContain('Just one short line of text.');
   });
 
+  it('is empty, not a failure, for a page with no text content', async () => {
+    const response = await shoot({ html: '<button>b</button>', format: 'markdown' });
+    expect(response.status).toBe(200);
+    expect(response.body.toString('utf8')).toBe('');
+    expect(response.headers['X-Credits-Charged']).toBe('1');
+  });
+
   it('answers with the safe-answer headers, so a browser never runs it on our origin', async () => {
     const response = await shoot({ url: `${site.origin}/article`, format: 'markdown' });
     expect(response.headers['X-Content-Type-Options']).toBe('nosniff');

@@ -177,6 +177,10 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
     ['declares script for a png', declaring('text/javascript')],
     ['declares the type of another format it could produce (a PDF) for a png', declaring('application/pdf')],
     [
+      'answers an empty image (only text may be empty)',
+      async (_e, stream) => stream.end(headerOf({ size: 0 })),
+    ],
+    [
       'announces an image larger than any',
       async (_e, stream) => stream.end(headerOf({ size: MAX_ANSWER_BYTES + 1 })),
     ],
