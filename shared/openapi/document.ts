@@ -269,7 +269,8 @@ const screenshotResponses = {
     description:
       'Rate limit exceeded for this account, or it already runs as many captures at once as it may ' +
       '(MAX_CONCURRENT_CAPTURES, default 10, or its fair share of the capacity all accounts share; a capture that ' +
-      `ran out of its time budget holds its slot ${TIMED_OUT_SLOT_PENALTY_MS / 1000} s longer: limit is that number, ` +
+      `ran out of its time budget holds its slot ${TIMED_OUT_SLOT_PENALTY_MS / 1000} s longer, another capture that ` +
+      'ended free because of the page or a hang-up as long again as it ran: limit is that number, ' +
       'reset one second later)',
     headers: z.object({
       ...rateLimitHeaders,

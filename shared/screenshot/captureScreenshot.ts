@@ -4,24 +4,19 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
+import { slotPenaltyUntil } from '../accounts/slotPenalty';
 import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
-import {
-  CapacityFullError,
-  CaptureFailedError,
-  CaptureTimedOutError,
-  ClientGoneError,
-  TooManyCapturesError,
-} from '../errors';
+import { CapacityFullError, CaptureFailedError, ClientGoneError, TooManyCapturesError } from '../errors';
 import type { Job } from '../jobs/job';
 import type { AcceptJobs } from '../jobs/jobIntake';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
-import { CAPTURE_BUDGET_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
+import { CAPTURE_BUDGET_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import type { UsageRecord } from '../usage/usageStore';
 import { validate } from '../validation';
@@ -237,8 +232,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       };
       const giveBack = () =>
         cost === undefined ? NOTHING_TO_GIVE_BACK() : giveCreditsBack(refundDeps, accountId, cost);
-      let timedOut = false;
+      let penaltyUntil: number | undefined;
       let released: Promise<void> | undefined;
+      const startedAt = now();
       try {
         if ('invalid' in checked) throw checked.invalid;
         const { fields, spec } = checked.valid;
@@ -265,7 +261,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
-          timedOut = error instanceof CaptureTimedOutError;
+          penaltyUntil = slotPenaltyUntil(error, startedAt, now());
           await giveBack();
           // The capacity is full for this account: the same 429 as its own bound, with what admission took given back.
           if (error instanceof CapacityFullError) throw new TooManyCapturesError(admissions.slotLimit, now());
@@ -277,9 +273,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         const undelivered = keptInCache(screenshot) ? NOTHING_TO_GIVE_BACK : giveBack;
         return { ok: true, rateLimit, screenshot, undelivered };
       } finally {
-        // A capture that ran out of its time budget is free, so what it costs its account is the slot, for a while
-        // longer.
-        await (released ?? release(timedOut ? now() + TIMED_OUT_SLOT_PENALTY_MS : undefined));
+        // A capture that ended free costs its account the slot, for a while longer.
+        await (released ?? release(penaltyUntil));
       }
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };

@@ -189,9 +189,10 @@ export class MemoryCaptureSlots implements CaptureSlots {
     else if (held?.has(leaseId)) held.set(leaseId, penaltyUntil);
   }
 
-  /** Leases the account holds now (lapsed ones included until someone reaps them). */
-  held(accountId: string): number {
-    return this.leases.get(accountId)?.size ?? 0;
+  /** Leases the account holds (lapsed ones included until someone reaps them), or those not lapsed at `at`. */
+  held(accountId: string, at?: number): number {
+    const leases = [...(this.leases.get(accountId)?.values() ?? [])];
+    return at === undefined ? leases.length : leases.filter((expiry) => expiry > at).length;
   }
 }
 
@@ -245,15 +246,17 @@ export class FakeRenderer implements Renderer {
 
   async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
     this.captures.push({ spec, limits });
-    if (spec.url.includes('fail')) throw new CaptureFailedError(spec.url, 'Navigation timed out');
-    if (spec.url.includes('timeout'))
-      throw new CaptureTimedOutError(spec.url, 'The page did not load within 30 s');
     if (spec.url.includes('slow')) {
       await new Promise<void>((resolve, reject) => {
         this.slow.push(resolve);
         limits.signal?.addEventListener('abort', () => reject(new ClientGoneError()), { once: true });
       });
     }
+    if (spec.url.includes('pagefault'))
+      throw new CaptureFailedError(spec.url, 'No element matches the click selector #x', 'page');
+    if (spec.url.includes('fail')) throw new CaptureFailedError(spec.url, 'Navigation timed out');
+    if (spec.url.includes('timeout'))
+      throw new CaptureTimedOutError(spec.url, 'The page did not load within 30 s');
     return {
       image: fakePng(spec.width, spec.fullPage ? spec.height * 2 : spec.height, spec.url),
       contentType: CAPTURE_CONTENT_TYPES[spec.format],

@@ -35,7 +35,8 @@ export class ReservedLambda {
 
   /** The client the front is given. */
   readonly client = {
-    send: (command: InvokeWithResponseStreamCommand) => this.invoke(command),
+    send: (command: InvokeWithResponseStreamCommand, options?: { abortSignal?: AbortSignal }) =>
+      abandonable(this.invoke(command), options?.abortSignal),
   } as unknown as Pick<LambdaClient, 'send'>;
 
   /** Captures running now on the function. */
@@ -72,6 +73,17 @@ export class ReservedLambda {
       this.running.set(functionName, this.runningOn(functionName) - 1);
     }
   }
+}
+
+/** As the SDK's client: an aborted call rejects at once, while the function it started runs on (as Lambda's does). */
+function abandonable<T>(call: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return call;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' }));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 async function* answer(chunks: Buffer[]) {

@@ -229,7 +229,39 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
     expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(200);
   });
 
-  it('gives the slot back at once after a capture that failed for another reason', async () => {
+  it("holds the slot of a page's other failures as long again as the capture ran, so none holds capacity for free", async () => {
+    // A long wait before a click that matches nothing: free, but the account pays in slot time.
+    const failing = shoot('attacker', 'https://slow.test/pagefault');
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
+    clock += 40_000;
+    browser.finishSlow();
+    expect(statusOf(await failing)).toBe(500);
+    expect(await credits.balance('attacker')).toBe(10);
+    expect(slots.held('attacker', clock + 39_000)).toBe(1);
+    expect(slots.held('attacker', clock + 40_000)).toBe(0);
+  });
+
+  it('holds the slot of a capture whose client hung up as long again as it ran', async () => {
+    const hangUp = new AbortController();
+    const leaving = capture({
+      apiKey: apiKeys.get('attacker'),
+      request: () => ({ url: 'https://slow.test/left' }),
+      deadline: clock + 90_000,
+      signal: hangUp.signal,
+    });
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
+    clock += 20_000;
+    hangUp.abort();
+    expect(statusOf(await leaving)).toBe(499);
+    expect(await credits.balance('attacker')).toBe(10);
+    expect(slots.held('attacker', clock + 19_000)).toBe(1);
+    expect(slots.held('attacker', clock + 20_000)).toBe(0);
+    // The renderer, which no hang-up stops, finishes on its own.
+    browser.finishSlow();
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 0);
+  });
+
+  it('gives the slot back at once after a capture that failed for a reason of ours', async () => {
     expect(statusOf(await shoot('attacker', 'https://fail.test'))).toBe(500);
     expect(slots.held('attacker')).toBe(0);
   });

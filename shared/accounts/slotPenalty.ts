@@ -1,0 +1,17 @@
+import { CaptureFailedError, CaptureTimedOutError, ClientGoneError } from '../errors';
+import { TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
+
+/**
+ * Until when a capture that ended free keeps its account's slot (docs/api.md 6.5, "Penalty"), or undefined to give
+ * it back at once. A free capture still held a renderer: without a cost in slots, an account could keep its whole
+ * share of the capacity busy for nothing (a long `delay` before a click that matches nothing, or a hang-up just
+ * before the image). A time budget's end keeps it TIMED_OUT_SLOT_PENALTY_MS; any other failure of the page, or a
+ * client that went away, as long again as the capture ran (at most as long); a failure of ours, not at all.
+ */
+export function slotPenaltyUntil(error: unknown, startedAt: number, endedAt: number): number | undefined {
+  if (error instanceof CaptureTimedOutError) return endedAt + TIMED_OUT_SLOT_PENALTY_MS;
+  const free =
+    error instanceof ClientGoneError || (error instanceof CaptureFailedError && error.fault === 'page');
+  if (!free) return undefined;
+  return endedAt + Math.min(TIMED_OUT_SLOT_PENALTY_MS, Math.max(0, endedAt - startedAt));
+}
