@@ -85,6 +85,11 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         error: { status: 503, message: 'The job could not be accepted' },
         refundedByCaller: true,
       } as const;
+      // The batch first: its webhook is gone before a job's end could complete it through a message that went through.
+      if (batch)
+        await deps.jobs
+          .batchRefused(batch.accountId, batch.id, batch.jobIds, deps.now())
+          .catch((failure) => logger.error('Refused batch not completed', { error: failure as Error }));
       await Promise.allSettled(jobs.map((job) => deps.jobs.finish(job.accountId, job.id, end, deps.now())));
       throw error;
     }

@@ -170,6 +170,27 @@ export class DynamoJobStore implements JobStore {
     return Item && batchOf(Item);
   }
 
+  async batchRefused(accountId: string, batchId: string, jobIds: string[], now: number): Promise<void> {
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.batch(accountId, batchId),
+          UpdateExpression:
+            'SET #status = :completed, finishedAt = :now, finishedJobs = :jobs, webhook = :none',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':completed': 'completed',
+            ':now': now,
+            ':jobs': new Set(jobIds),
+            ':none': null,
+          },
+        }),
+      ),
+    );
+  }
+
   async batchJobFinished(
     accountId: string,
     batchId: string,

@@ -208,13 +208,14 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
   async function acceptance(
     captures: { request: Record<string, unknown>; cost: number }[],
     sender: JobQueue,
+    webhookUrl?: string,
   ) {
     const ledger = new DynamoCreditLedger(db, TEST_TABLE);
     await ledger.set(ACCOUNT, 10);
     const total = captures.reduce((sum, capture) => sum + capture.cost, 0);
     await ledger.reserve(ACCOUNT, total);
     const intake = jobIntake({ jobs, queue: sender, now: Date.now });
-    await expect(intake(identity, captures, { batch: true })).rejects.toThrow();
+    await expect(intake(identity, captures, { batch: true, webhookUrl })).rejects.toThrow();
     await ledger.refund(ACCOUNT, total);
     return ledger;
   }
@@ -250,6 +251,51 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     const ledger = await acceptance(captures, halfQueue);
     expect(sent).toHaveLength(2);
     await expectNothingOwed(ledger, sent);
+  });
+
+  /** The batch of the jobs `sent` names, as the table keeps it. */
+  async function batchOfSent(sent: QueueMessage[]) {
+    const [first] = sent;
+    const job = first?.kind === 'capture' ? await jobs.get(ACCOUNT, first.jobId) : undefined;
+    return jobs.getBatch(ACCOUNT, job?.batchId as string);
+  }
+
+  it('a batch whose queue refused part of it ends completed at once, and sends no event for it ever', async () => {
+    const sent: QueueMessage[] = [];
+    const halfQueue: JobQueue = {
+      async send(messages) {
+        sent.push(...messages.slice(0, 2));
+        throw new Error('3 queue messages not sent');
+      },
+    };
+    const captures = Array.from({ length: 5 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, halfQueue, 'https://hooks.test/batch');
+    // Not left `running` until its TTL: every job it holds has ended, whether or not its message went through.
+    expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 5 });
+    await expectNothingOwed(ledger, sent);
+    expect(queue.sent.filter((entry) => entry.message.kind === 'webhook')).toEqual([]);
+  });
+
+  it('a queue that took every message yet failed: the batch answered 503 sends no batch.completed', async () => {
+    const sent: QueueMessage[] = [];
+    // SQS took them all, then the answer was lost (a timeout): the intake cannot tell them from refused ones.
+    const lostAnswer: JobQueue = {
+      async send(messages) {
+        sent.push(...messages);
+        throw new Error('queue answer lost');
+      },
+    };
+    const captures = Array.from({ length: 3 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, lostAnswer, 'https://hooks.test/batch');
+    await expectNothingOwed(ledger, sent);
+    expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 3 });
+    expect(queue.sent.filter((entry) => entry.message.kind === 'webhook')).toEqual([]);
   });
 
   it('a job item the table refused: the items written end failed, and their messages run nothing', async () => {
