@@ -3,11 +3,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
+import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import {
-  MAX_ITEM_WAITS,
+  ITEM_WRITE_WINDOW_MS,
   MAX_JOB_RUNS,
   NO_SLOT_DELAY_SECONDS,
   type RunJobDeps,
@@ -144,17 +145,51 @@ describe('a queued job', () => {
     expect(await credits.balance(ACCOUNT)).toBe(10);
   });
 
-  it('sends a message that outran its job item again a second later, and drops it after the waits allowed', async () => {
-    await run(ACCOUNT, 'job_not_written_yet', 1);
+  it('sends a message that outran its job item again a second later, and drops it once no item can come', async () => {
+    const id = newJobId(Date.now());
+    await run(ACCOUNT, id, 1);
     expect(queue.sent).toEqual([
-      {
-        message: { kind: 'capture', accountId: ACCOUNT, jobId: 'job_not_written_yet', waited: 1 },
-        delaySeconds: 1,
-      },
+      { message: { kind: 'capture', accountId: ACCOUNT, jobId: id, waited: 1 }, delaySeconds: 1 },
     ]);
-    await run(ACCOUNT, 'job_not_written_yet', 1, MAX_ITEM_WAITS);
+    // The function that accepted it has stopped: its item will never be written.
+    await run(ACCOUNT, newJobId(Date.now() - ITEM_WRITE_WINDOW_MS - 1_000), 1, 5);
+    await run(ACCOUNT, 'job_not_ours', 1);
     expect(queue.sent).toHaveLength(1);
     expect(renderer.captures).toEqual([]);
+  });
+
+  it('waits for a job item written late (a slow write) while the function that accepted it may still write it, then runs it', async () => {
+    // Accepted 10 s ago; its message outran the item's write, which DynamoDB's retries (a throttled partition) drew out.
+    const createdAt = Date.now() - 10_000;
+    const id = newJobId(createdAt);
+    await run(ACCOUNT, id, 1, 3);
+    const resent = queue.sent.map((entry) => entry.message);
+    expect(resent).toEqual([expect.objectContaining({ kind: 'capture', jobId: id })]);
+    // The write lands, and the intake answers 202: the job must run.
+    await credits.set(ACCOUNT, 10);
+    await credits.reserve(ACCOUNT, 1);
+    await jobs.create([
+      {
+        id,
+        accountId: ACCOUNT,
+        keyId: 'key_1',
+        status: 'queued',
+        createdAt,
+        startedAt: null,
+        finishedAt: null,
+        request: { url: 'https://a.test/late' },
+        cost: 1,
+        result: null,
+        error: null,
+        webhook: null,
+        runs: 0,
+      },
+    ]);
+    const [message] = resent;
+    if (message?.kind !== 'capture') throw new Error('no capture message');
+    await run(ACCOUNT, id, 1, message.waited);
+    expect(await jobs.get(ACCOUNT, id)).toMatchObject({ status: 'succeeded' });
+    expect(await credits.balance(ACCOUNT)).toBe(9);
   });
 
   it("keeps each run's image apart, so two deliveries running at once never replace the one whose end was written", async () => {
