@@ -16,6 +16,7 @@ export type JobEnd =
  * or refunds it.
  */
 export interface JobStore {
+  /** Writes the batch, then its jobs; a failure goes up only once every write has settled (none lands later). */
   create(jobs: Job[], batch?: Batch): Promise<void>;
   get(accountId: string, jobId: string): Promise<Job | undefined>;
   /** The account's latest jobs, newest first. */
