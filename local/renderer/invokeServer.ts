@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import type { StreamingLambdaHandler } from '../../shared/http/adapter/lambdaStreaming';
 import { logger } from '../../shared/logger';
 import { invocationContext } from '../invocationContext';
+import { fromOwnClient } from '../ownClients';
 import { invokeComplete, payloadChunk } from './eventStream';
 
 /** Lambda's limit on a synchronous invocation's request payload. */
@@ -38,11 +39,8 @@ export async function startInvokeServer(
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Only the front, which names this address itself and sends no Origin: a page in the developer's own browser
-    // must not hand the renderer a spec the front never checked, whether its name was rebound to 127.0.0.1 (it sends
-    // its own host) or it posts to this address directly (a form or a no-cors fetch needs no preflight, but a
-    // browser names the page's origin on every cross-origin POST).
-    if (req.headers.host !== `127.0.0.1:${port}` || req.headers.origin !== undefined)
+    // Only the front: a page in the developer's own browser must not hand the renderer a spec the front never checked.
+    if (!fromOwnClient(req, port))
       return apiError(res, 403, 'AccessDeniedException', 'Only the front may invoke the renderer');
     const match = req.method === 'POST' ? STREAMING_INVOKE.exec(req.url?.split('?')[0] ?? '') : null;
     if (!match?.[1]) return apiError(res, 404, 'UnknownOperationException', 'Only InvokeWithResponseStream');
