@@ -18,8 +18,10 @@ import {
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
 import { itemKey } from '../../shared/store/table';
 import { JOB_WORKER_TIMEOUT_MS } from '../../shared/timing';
+import { startFaultProxy } from '../helpers/faultProxy';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
 import {
   FakeRenderer,
@@ -320,6 +322,25 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 3 });
     expect(queue.sent.filter((entry) => entry.message.kind === 'webhook')).toEqual([]);
   });
+
+  it('a queue that never answers: the send fails in time, so the intake ends the job and the caller refunds it', async () => {
+    const silent = await startFaultProxy('http://127.0.0.1:9');
+    await silent.setMode('blackhole');
+    try {
+      const client = createSqsClient({
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      });
+      const sqs = new SqsJobQueue(client, `${silent.endpoint}/000000000000/jobs`);
+      const ledger = await acceptance([{ request: { url: 'https://a.test/silent' }, cost: 1 }], sqs);
+      const [job] = await jobs.latest(ACCOUNT, 1);
+      expect(job).toMatchObject({ request: { url: 'https://a.test/silent' }, status: 'failed' });
+      expect(await ledger.balance(ACCOUNT)).toBe(10);
+      client.destroy();
+    } finally {
+      await silent.close();
+    }
+  }, 60_000);
 
   it('a job item the table refused: the items written end failed, even one written late, and their messages run nothing', async () => {
     const queued = new RecordingQueue();
