@@ -39,7 +39,7 @@ export async function startEmbeddedDynamo(options: {
   const [serve] = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    if (serve && fromOwnClient(req, port)) serve(req, res);
+    if (serve && fromOwnClient(req)) serve(req, res);
     else res.writeHead(403).end();
   });
   server.listen(options.port ?? 0, '127.0.0.1');

@@ -40,7 +40,7 @@ export async function startInvokeServer(
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // Only the front: a page in the developer's own browser must not hand the renderer a spec the front never checked.
-    if (!fromOwnClient(req, port))
+    if (!fromOwnClient(req))
       return apiError(res, 403, 'AccessDeniedException', 'Only the front may invoke the renderer');
     const match = req.method === 'POST' ? STREAMING_INVOKE.exec(req.url?.split('?')[0] ?? '') : null;
     if (!match?.[1]) return apiError(res, 404, 'UnknownOperationException', 'Only InvokeWithResponseStream');

@@ -10,7 +10,7 @@ import { startTestStore, TEST_TABLE } from '../helpers/store';
  * The embedded DynamoDB and the local SQS API check no signature; dynalite answers any origin's CORS preflight, and
  * fauxqs takes form posts (its SNS API can publish into the job queue). A page in the developer's browser that finds
  * their ports must not read or write the table (keys, balances, jobs) or the queue. Only our own clients, which name
- * 127.0.0.1:<port> and send no Origin, get through.
+ * 127.0.0.1 as the host and send no Origin, get through.
  */
 
 let store: EmbeddedDynamo;
