@@ -5,7 +5,7 @@ import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
 import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
-import { jobIntake } from '../../shared/jobs/jobIntake';
+import { givenBack, jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import type { JobStore } from '../../shared/jobs/jobStore';
 import {
@@ -253,10 +253,12 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     const total = captures.reduce((sum, capture) => sum + capture.cost, 0);
     await ledger.reserve(ACCOUNT, total);
     const intake = jobIntake({ jobs: options.store ?? jobs, queue: sender, now: Date.now });
-    await expect(
-      intake(identity, captures, { batch: true, webhookUrl: options.webhookUrl }),
-    ).rejects.toThrow();
-    await ledger.refund(ACCOUNT, total);
+    const failure = await intake(identity, captures, { batch: true, webhookUrl: options.webhookUrl }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(Error);
+    await ledger.refund(ACCOUNT, givenBack(failure, total).credits);
     return ledger;
   }
 
@@ -321,6 +323,32 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     await expectNothingOwed(ledger, sent);
     expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 3 });
     expect(queue.sent.filter((entry) => entry.message.kind === 'webhook')).toEqual([]);
+  });
+
+  it('a job a worker ended before the intake failed keeps its charge: the caller gives back only the others', async () => {
+    const sent: QueueMessage[] = [];
+    // SQS took every message and a worker ran the first to its end before the queue's answer was lost.
+    const lostAnswer: JobQueue = {
+      async send(messages) {
+        sent.push(...messages);
+        const [first] = messages;
+        if (first?.kind !== 'capture') throw new Error('no capture message');
+        await expect.poll(() => jobs.get(ACCOUNT, first.jobId)).toBeDefined();
+        await workerWith(new DynamoCreditLedger(db, TEST_TABLE))(ACCOUNT, first.jobId, 1);
+        throw new Error('queue answer lost');
+      },
+    };
+    const captures = Array.from({ length: 3 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, lostAnswer);
+    const [first] = sent;
+    expect(await jobs.get(ACCOUNT, first?.kind === 'capture' ? first.jobId : '')).toMatchObject({
+      status: 'succeeded',
+    });
+    // Its image was made and kept: it is paid for, the two others are not.
+    expect(await ledger.balance(ACCOUNT)).toBe(9);
   });
 
   it('a queue that never answers: the send fails in time, so the intake ends the job and the caller refunds it', async () => {
