@@ -8,7 +8,7 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { IMAGE_PREFIX } from '../shared/delivery/imageStore';
+import { IMAGE_KINDS } from '../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { JOB_WORKER_TIMEOUT_MS } from '../shared/timing';
 import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
@@ -81,7 +81,9 @@ export class JobProcessing extends Construct {
       new iam.PolicyStatement({
         sid: 'JobResults',
         actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
-        resources: [`${props.images.bucket.bucketArn}/${IMAGE_PREFIX}*`],
+        // Job results only: the cache under the same prefix is served to other captures, and the worker takes
+        // bytes from the renderer.
+        resources: [`${props.images.bucket.bucketArn}/${IMAGE_KINDS.job}*`],
       }),
     );
     this.worker = new NodejsFunction(this, 'Worker', {
@@ -131,7 +133,7 @@ export class JobProcessing extends Construct {
         new iam.PolicyStatement({
           sid: 'JobResultLinks',
           actions: ['s3:GetObject'],
-          resources: [`${props.images.bucket.bucketArn}/${IMAGE_PREFIX}jobs/*`],
+          resources: [`${props.images.bucket.bucketArn}/${IMAGE_KINDS.job}*`],
         }),
       );
       if (reader instanceof NodejsFunction)
@@ -147,9 +149,9 @@ export class JobProcessing extends Construct {
       props.images.bucket.node.defaultChild as CfnResource,
     );
     Validations.of(role).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_PREFIX}*]`,
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_KINDS.job}*]`,
       reason:
-        'Result objects are named by account and job at run time; the grant is limited to the image prefix.',
+        "Result objects are named by account and job at run time; the grant is limited to the jobs' prefix.",
     });
     Validations.of(role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
@@ -160,7 +162,7 @@ export class JobProcessing extends Construct {
     for (const reader of props.readers) {
       if (!reader.role) continue;
       Validations.of(reader.role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_PREFIX}jobs/*]`,
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${IMAGE_KINDS.job}*]`,
         reason:
           "Job results are named by account and job at run time; the grant is read-only, on the jobs' prefix.",
       });

@@ -42,7 +42,7 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   // The latest jobs: a Query on the account's partition.
   listJobs: ['dynamodb:Query'],
   // Key lookup (GetItem); rate-limit window, credit reserve/refund, lastUsed (UpdateItem); the batch and its jobs,
-  // and a refund kept for an operator (PutItem); jobs the queue refused are ended (UpdateItem).
+  // and a refund kept for an operator (PutItem); jobs the queue refused, and their batch, are ended (UpdateItem).
   createBatch: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   // Key lookup and the batch (GetItem); its jobs (BatchGetItem).
   getBatch: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],

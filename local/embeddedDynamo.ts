@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -12,6 +12,7 @@ import dynalite from 'dynalite';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
+import { fromOwnClient } from './ownClients';
 
 /**
  * The embedded DynamoDB: dynalite (DynamoDB's HTTP API on LevelDB) on a loopback port. With a data dir it persists
@@ -34,7 +35,13 @@ export async function startEmbeddedDynamo(options: {
     deleteTableMs: 0,
     updateTableMs: 0,
   });
-  refuseBrowsers(server);
+  // dynalite checks no signature and answers any origin's CORS preflight: only our own clients get through.
+  const [serve] = server.listeners('request') as RequestListener[];
+  server.removeAllListeners('request');
+  server.on('request', (req, res) => {
+    if (serve && fromOwnClient(req)) serve(req, res);
+    else res.writeHead(403).end();
+  });
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -52,24 +59,6 @@ export async function startEmbeddedDynamo(options: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-/**
- * Dynalite checks no signature and grants CORS to any origin, so any page open in the developer's browser could read
- * and write the local table. Browsers mark each request a page makes (Origin, Sec-Fetch-*); the AWS SDK sends
- * neither, so such a request is refused before dynalite sees it.
- */
-function refuseBrowsers(server: Server): void {
-  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
-  server.removeAllListeners('request');
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const fromBrowser = req.headers.origin !== undefined || req.headers['sec-fetch-mode'] !== undefined;
-    if (fromBrowser) {
-      res.writeHead(403, { 'Content-Type': 'text/plain' }).end('Not for browsers');
-      return;
-    }
-    for (const handler of handlers) handler(req, res);
-  });
 }
 
 /**

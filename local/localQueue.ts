@@ -1,3 +1,4 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -15,6 +16,7 @@ import { ownPorts } from '../shared/egress/ownPorts';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { logger } from '../shared/logger';
 import type { JobWorkerHandler } from '../shared/wiring/jobs';
+import { fromOwnClient } from './ownClients';
 
 const REGION = 'us-east-1';
 
@@ -36,7 +38,7 @@ export async function startLocalQueue(options: {
   dataDir?: string;
   visibilityTimeoutSeconds: number;
 }): Promise<LocalQueue> {
-  const server = await loopbackOnly(() =>
+  const server = await ownClientsOnly(() =>
     startFauxqs({ port: 0, logger: false, ...(options.dataDir ? { dataDir: options.dataDir } : {}) }),
   );
   const leaveOwnPorts = ownPorts.add(server.port);
@@ -84,20 +86,33 @@ export async function startLocalQueue(options: {
 
 /**
  * fauxqs listens on every interface; the local service listens on loopback only. While it starts, a listen on the
- * unspecified address is made on 127.0.0.1 instead (fastify passes its host to net.Server#listen).
+ * unspecified address is made on 127.0.0.1 instead (fastify passes its host to net.Server#listen). fauxqs checks no
+ * signature and takes form posts (its SNS API, which can publish into our queue): the server it made answers only
+ * our own clients, as the embedded DynamoDB does.
  */
-async function loopbackOnly<T>(start: () => Promise<T>): Promise<T> {
+async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
   const listen = Server.prototype.listen;
+  const servers: Server[] = [];
   Server.prototype.listen = function (this: Server, ...args: unknown[]) {
     const [first] = args;
     if (first && typeof first === 'object' && 'host' in first) {
       const host = (first as { host?: string }).host;
       if (host === '0.0.0.0' || host === '::') args[0] = { ...first, host: '127.0.0.1' };
     }
+    servers.push(this);
     return (listen as (...rest: unknown[]) => Server).apply(this, args);
   } as typeof listen;
   try {
-    return await start();
+    const started = await start();
+    for (const server of servers) {
+      const serve = server.listeners('request') as RequestListener[];
+      server.removeAllListeners('request');
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+        if (fromOwnClient(req)) for (const listener of serve) listener(req, res);
+        else res.writeHead(403).end();
+      });
+    }
+    return started;
   } finally {
     Server.prototype.listen = listen;
   }

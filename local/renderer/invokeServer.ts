@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import type { StreamingLambdaHandler } from '../../shared/http/adapter/lambdaStreaming';
 import { logger } from '../../shared/logger';
 import { invocationContext } from '../invocationContext';
+import { fromOwnClient } from '../ownClients';
 import { invokeComplete, payloadChunk } from './eventStream';
 
 /** Lambda's limit on a synchronous invocation's request payload. */
@@ -38,9 +39,8 @@ export async function startInvokeServer(
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Only the front, which names this address itself: a page in the developer's own browser whose name was rebound
-    // to 127.0.0.1 sends its own host, and must not hand the renderer a spec the front never checked.
-    if (req.headers.host !== `127.0.0.1:${port}`)
+    // Only the front: a page in the developer's own browser must not hand the renderer a spec the front never checked.
+    if (!fromOwnClient(req))
       return apiError(res, 403, 'AccessDeniedException', 'Only the front may invoke the renderer');
     const match = req.method === 'POST' ? STREAMING_INVOKE.exec(req.url?.split('?')[0] ?? '') : null;
     if (!match?.[1]) return apiError(res, 404, 'UnknownOperationException', 'Only InvokeWithResponseStream');

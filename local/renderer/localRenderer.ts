@@ -167,6 +167,9 @@ export class LocalRenderer implements Renderer {
       );
       child.once('error', reject);
     });
+    // Its Invoke API is one of the service's ports for this process's egress gate too (a webhook is sent from here),
+    // as long as the process lives.
+    child.once('exit', ownPorts.add(Number(new URL(url).port)));
     const client = new LambdaClient({
       endpoint: url,
       region: 'local',

@@ -77,6 +77,11 @@ export const newJobId = (now: number) => sortableId('job_', now);
 export const newBatchId = (now: number) => sortableId('bat_', now);
 
 export const JOB_ID_PATTERN = /^job_[0-9a-z]{9}[0-9a-f]{16}$/;
+
+/** When the job was created (ms), read from its id; undefined for an id that is not one of ours. */
+export function jobCreatedAt(jobId: string): number | undefined {
+  return JOB_ID_PATTERN.test(jobId) ? Number.parseInt(jobId.slice(4, 13), 36) : undefined;
+}
 export const BATCH_ID_PATTERN = /^bat_[0-9a-z]{9}[0-9a-f]{16}$/;
 
 export function isFinished(status: JobStatus): boolean {

@@ -23,8 +23,28 @@ export type AcceptJobs = (
 ) => Promise<{ jobs: Job[]; batch?: Batch }>;
 
 /**
+ * The intake failed with `reason` (what the request is answered). Of the credits the captures reserved, `creditsKept`
+ * belong to jobs a worker already ended; the caller gives back the rest (givenBack).
+ */
+export class JobsNotAccepted extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly creditsKept: number,
+  ) {
+    super('Jobs not accepted');
+  }
+}
+
+/** After acceptJobs threw `error`: the credits to give back of the `reserved` ones, and the error to answer. */
+export function givenBack(error: unknown, reserved: number): { credits: number; error: unknown } {
+  return error instanceof JobsNotAccepted
+    ? { credits: reserved - error.creditsKept, error: error.reason }
+    : { credits: reserved, error };
+}
+
+/**
  * Accepted captures become jobs: written to the table (the record of what is owed) and queued, both at once. When
- * either is refused the error goes up, so the caller gives the credits back; the jobs end `failed` first, owing
+ * either is refused the error goes up (JobsNotAccepted), so the caller gives the credits back; the jobs end `failed` first, owing
  * nothing, so that a message or an item that went through never runs or refunds them a second time.
  */
 export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
@@ -78,15 +98,31 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         error: error as Error,
       });
       // Some items and some messages may have gone through all the same. Every job that was written ends here, so
-      // no message runs it; without a refund debt, as the caller gives back what all of them reserved. (The end is
-      // conditional: for an item that was never written it does nothing.)
+      // no message runs it; without a refund debt, as the caller gives back what they reserved. (The end is
+      // conditional: for an item that was never written it does nothing.) A job a worker reached first and ended is
+      // the worker's: a success keeps its credits, a failure is refunded by the worker; the caller keeps off them.
       const end = {
         status: 'failed',
         error: { status: 503, message: 'The job could not be accepted' },
         refundedByCaller: true,
       } as const;
-      await Promise.allSettled(jobs.map((job) => deps.jobs.finish(job.accountId, job.id, end, deps.now())));
-      throw error;
+      // The batch first: its webhook is gone before a job's end could complete it through a message that went through.
+      if (batch)
+        await deps.jobs
+          .batchRefused(batch.accountId, batch.id, batch.jobIds, deps.now())
+          .catch((failure) => logger.error('Refused batch not completed', { error: failure as Error }));
+      const kept = await Promise.all(
+        jobs.map(async (job) => {
+          const endedHere = await deps.jobs.finish(job.accountId, job.id, end, deps.now()).catch(() => true);
+          if (endedHere) return 0;
+          const endedByWorker = await deps.jobs.get(job.accountId, job.id).catch(() => undefined);
+          return endedByWorker ? job.cost : 0;
+        }),
+      );
+      throw new JobsNotAccepted(
+        error,
+        kept.reduce((sum, cost) => sum + cost, 0),
+      );
     }
     return batch ? { jobs, batch } : { jobs };
   };

@@ -16,6 +16,7 @@ export type JobEnd =
  * or refunds it.
  */
 export interface JobStore {
+  /** Writes the batch, then its jobs; a failure goes up only once every write has settled (none lands later). */
   create(jobs: Job[], batch?: Batch): Promise<void>;
   get(accountId: string, jobId: string): Promise<Job | undefined>;
   /** The account's latest jobs, newest first. */
@@ -32,6 +33,12 @@ export interface JobStore {
   setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void>;
   getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;
   getMany(accountId: string, jobIds: string[]): Promise<Job[]>;
+  /**
+   * Completes a batch whose intake failed (answered with an error, so its id was never given): every job counted and
+   * no webhook, so a message of its that went through all the same sends no batch.completed. Nothing when the batch
+   * was never written.
+   */
+  batchRefused(accountId: string, batchId: string, jobIds: string[], now: number): Promise<void>;
   /**
    * Counts a finished job of the batch (counting one twice changes nothing); the batch when that was its last one,
    * and again to a later delivery while the batch's webhook has never been tried (the worker that completed it may

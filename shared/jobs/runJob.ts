@@ -10,9 +10,9 @@ import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { outputOf, specOf } from '../screenshot/captureScreenshot';
 import { requestHost } from '../screenshot/usageOf';
-import { JOB_WORKER_TIMEOUT_MS } from '../timing';
+import { JOB_WORKER_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
-import { JOB_RETENTION_MS, type Job, type StoredResult } from './job';
+import { JOB_RETENTION_MS, type Job, jobCreatedAt, type StoredResult } from './job';
 import type { JobQueue } from './jobQueue';
 import type { JobEnd, JobStore } from './jobStore';
 
@@ -26,10 +26,12 @@ export const MAX_RECEIVE_COUNT = MAX_JOB_RUNS + 2;
 /** How long a job that found no free capture slot waits before it asks again. */
 export const NO_SLOT_DELAY_SECONDS = 2;
 /**
- * How often a message that found no job item is sent again (a second apart) before it is dropped: it is sent beside
- * the item's write and may outrun it, and one whose write failed was answered with an error and its credits given back.
+ * How long after a job's creation its item may still be written: every function that accepts jobs has stopped by its
+ * own timeout, the screenshot function's being the longest. A message sent beside the item's write may outrun it (a
+ * write drawn out by DynamoDB's retries), so a message that finds no item is sent again until then, and only then
+ * dropped: one whose write failed was answered with an error and its credits given back.
  */
-export const MAX_ITEM_WAITS = 3;
+export const ITEM_WRITE_WINDOW_MS = SCREENSHOT_FUNCTION_TIMEOUT_MS;
 
 export interface RunJobDeps extends RefundDeps {
   jobs: JobStore;
@@ -58,8 +60,13 @@ export function runJob(deps: RunJobDeps) {
   return async (accountId: string, jobId: string, receiveCount: number, waited = 0): Promise<void> => {
     const job = await deps.jobs.get(accountId, jobId);
     if (!job) {
-      if (waited < MAX_ITEM_WAITS)
-        await deps.queue.send([{ kind: 'capture', accountId, jobId, waited: waited + 1 }], 1);
+      const left = (jobCreatedAt(jobId) ?? 0) + ITEM_WRITE_WINDOW_MS - deps.now();
+      // A second, then twice as long each time: few messages for an item that never comes.
+      if (left > 0)
+        await deps.queue.send(
+          [{ kind: 'capture', accountId, jobId, waited: waited + 1 }],
+          Math.min(2 ** waited, Math.ceil(left / 1000)),
+        );
       else logger.warn('Queue message dropped: its job was never written', { jobId });
       return;
     }

@@ -11,7 +11,7 @@ import { creditCost } from '../screenshot/cost';
 import { MAX_URL_LENGTH, queuedIssues, screenshotRequest } from '../screenshot/schema';
 import { detailsFromZod } from '../validation';
 import type { Batch, Job } from './job';
-import type { AcceptJobs } from './jobIntake';
+import { type AcceptJobs, givenBack } from './jobIntake';
 
 /** The most captures one batch holds (docs/api.md, "Batches"). */
 export const MAX_BATCH_SIZE = 100;
@@ -80,8 +80,9 @@ export function submitBatch(deps: SubmitBatchDeps) {
         const accepted = await deps.acceptJobs(identity, captures, { webhookUrl, batch: true });
         return { ok: true, rateLimit: admittedRate, jobs: accepted.jobs, batch: accepted.batch as Batch };
       } catch (error) {
-        await giveCreditsBack(deps, identity.accountId, total ?? 0);
-        throw error;
+        const back = givenBack(error, total ?? 0);
+        if (back.credits > 0) await giveCreditsBack(deps, identity.accountId, back.credits);
+        throw back.error;
       }
     } catch (error) {
       return rateLimit ? { ok: false, rateLimit, error } : { ok: false, error };

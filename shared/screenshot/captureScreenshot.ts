@@ -11,7 +11,7 @@ import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, TooManyCapturesError } from '../errors';
 import type { Job } from '../jobs/job';
-import type { AcceptJobs } from '../jobs/jobIntake';
+import { type AcceptJobs, givenBack } from '../jobs/jobIntake';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
@@ -158,8 +158,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const accepted = await deps.acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl });
       return accepted.jobs[0] as Job;
     } catch (error) {
-      if (cost !== undefined) await giveCreditsBack(refundDeps, identity.accountId, cost);
-      throw error;
+      const back = givenBack(error, cost ?? 0);
+      if (back.credits > 0) await giveCreditsBack(refundDeps, identity.accountId, back.credits);
+      throw back.error;
     }
   }
 

@@ -35,10 +35,13 @@ export class DynamoJobStore implements JobStore {
       );
     // The batch first: a job that runs and finishes at once must find it to count itself.
     if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch);
-    // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value).
-    await Promise.all(
+    // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value). Settled
+    // all before a failure goes up: the intake then ends every item written, and none may land after it has.
+    const written = await Promise.allSettled(
       jobs.map(({ startedAt: _, ...job }) => put(itemKey.job(job.accountId, job.id), job as Job)),
     );
+    const refused = written.find((outcome) => outcome.status === 'rejected');
+    if (refused) throw refused.reason;
   }
 
   async get(accountId: string, jobId: string): Promise<Job | undefined> {
@@ -168,6 +171,27 @@ export class DynamoJobStore implements JobStore {
       }),
     );
     return Item && batchOf(Item);
+  }
+
+  async batchRefused(accountId: string, batchId: string, jobIds: string[], now: number): Promise<void> {
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.batch(accountId, batchId),
+          UpdateExpression:
+            'SET #status = :completed, finishedAt = :now, finishedJobs = :jobs, webhook = :none',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':completed': 'completed',
+            ':now': now,
+            ':jobs': new Set(jobIds),
+            ':none': null,
+          },
+        }),
+      ),
+    );
   }
 
   async batchJobFinished(

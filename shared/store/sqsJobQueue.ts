@@ -1,4 +1,4 @@
-import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import type { JobQueue, QueueMessage } from '../jobs/jobQueue';
 import { MAX_QUEUE_DELAY_SECONDS } from '../jobs/jobQueue';
 
@@ -35,4 +35,19 @@ export class SqsJobQueue implements JobQueue {
       }),
     );
   }
+}
+
+/**
+ * The SQS client of the functions that queue: bounded waits, as for DynamoDB (shared/store/dynamoClient.ts). The SDK's
+ * defaults wait minutes on a silent socket; a function that accepts jobs would be stopped at its timeout with their
+ * items written and no message sent (never run, their credits never given back), where a send that fails in time
+ * lets the intake end them and the caller refund them. A send retried after a timeout at worst sends a message twice,
+ * which the worker takes as it takes any copy. Two tries of 2 s fit the 10 s functions.
+ */
+export function createSqsClient(config: SQSClientConfig = {}): SQSClient {
+  return new SQSClient({
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000, throwOnRequestTimeout: true },
+    ...config,
+  });
 }

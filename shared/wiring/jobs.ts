@@ -1,6 +1,5 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Jwks } from 'aws-jwt-verify/jwk';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createSessionVerifier } from '../auth/sessionVerifier';
@@ -18,7 +17,7 @@ import { sendWebhook } from '../jobs/sendWebhook';
 import { submitBatch } from '../jobs/submitBatch';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import { type Admission, IMMEDIATE_ADMISSION } from '../screenshot/admission';
-import { SqsJobQueue } from '../store/sqsJobQueue';
+import { createSqsClient, SqsJobQueue } from '../store/sqsJobQueue';
 import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
 import { DeferredUsageRecorder } from '../usage/usageRecorder';
 import { createDeliveryPorts } from './delivery';
@@ -27,7 +26,7 @@ import { createStores } from './stores';
 import { createWebhookDeliveryDeps, createWebhookSecrets } from './webhooks';
 
 /** The job queue JOB_QUEUE_URL names; `client` is given the local SQS API's endpoint locally. */
-export function createJobQueue(env: NodeJS.ProcessEnv, client = new SQSClient({})): JobQueue {
+export function createJobQueue(env: NodeJS.ProcessEnv, client = createSqsClient()): JobQueue {
   const url = env.JOB_QUEUE_URL;
   if (!url) throw new Error('JOB_QUEUE_URL must be set');
   return new SqsJobQueue(client, url);

@@ -42,6 +42,7 @@ import {
   decimalAbove,
   MAX_BODY_BYTES,
 } from '../../infra/webAcl';
+import { IMAGE_KINDS, IMAGE_PREFIX } from '../../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../../shared/jobs/runJob';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
@@ -1322,6 +1323,18 @@ describe('async jobs', () => {
     for (const statement of workerRoleStatements()) {
       if (!asList(statement.Resource).includes('*')) continue;
       for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
+    }
+  });
+
+  it("confines the worker's S3 actions to job results: it cannot write the cache other captures are served from", () => {
+    const s3Statements = workerRoleStatements().filter((statement) =>
+      asList(statement.Action).some((action) => String(action).startsWith('s3:')),
+    );
+    expect(s3Statements.length).toBeGreaterThan(0);
+    for (const statement of s3Statements) {
+      const resources = JSON.stringify(statement.Resource);
+      expect(resources).toContain(`"/${IMAGE_KINDS.job}*"`);
+      expect(resources).not.toContain(`"/${IMAGE_PREFIX}*"`);
     }
   });
 

@@ -1,13 +1,15 @@
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
+import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
-import { jobIntake } from '../../shared/jobs/jobIntake';
+import { givenBack, jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
+import type { JobStore } from '../../shared/jobs/jobStore';
 import {
-  MAX_ITEM_WAITS,
+  ITEM_WRITE_WINDOW_MS,
   MAX_JOB_RUNS,
   NO_SLOT_DELAY_SECONDS,
   type RunJobDeps,
@@ -16,8 +18,10 @@ import {
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
 import { itemKey } from '../../shared/store/table';
 import { JOB_WORKER_TIMEOUT_MS } from '../../shared/timing';
+import { startFaultProxy } from '../helpers/faultProxy';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
 import {
   FakeRenderer,
@@ -144,17 +148,51 @@ describe('a queued job', () => {
     expect(await credits.balance(ACCOUNT)).toBe(10);
   });
 
-  it('sends a message that outran its job item again a second later, and drops it after the waits allowed', async () => {
-    await run(ACCOUNT, 'job_not_written_yet', 1);
+  it('sends a message that outran its job item again a second later, and drops it once no item can come', async () => {
+    const id = newJobId(Date.now());
+    await run(ACCOUNT, id, 1);
     expect(queue.sent).toEqual([
-      {
-        message: { kind: 'capture', accountId: ACCOUNT, jobId: 'job_not_written_yet', waited: 1 },
-        delaySeconds: 1,
-      },
+      { message: { kind: 'capture', accountId: ACCOUNT, jobId: id, waited: 1 }, delaySeconds: 1 },
     ]);
-    await run(ACCOUNT, 'job_not_written_yet', 1, MAX_ITEM_WAITS);
+    // The function that accepted it has stopped: its item will never be written.
+    await run(ACCOUNT, newJobId(Date.now() - ITEM_WRITE_WINDOW_MS - 1_000), 1, 5);
+    await run(ACCOUNT, 'job_not_ours', 1);
     expect(queue.sent).toHaveLength(1);
     expect(renderer.captures).toEqual([]);
+  });
+
+  it('waits for a job item written late (a slow write) while the function that accepted it may still write it, then runs it', async () => {
+    // Accepted 10 s ago; its message outran the item's write, which DynamoDB's retries (a throttled partition) drew out.
+    const createdAt = Date.now() - 10_000;
+    const id = newJobId(createdAt);
+    await run(ACCOUNT, id, 1, 3);
+    const resent = queue.sent.map((entry) => entry.message);
+    expect(resent).toEqual([expect.objectContaining({ kind: 'capture', jobId: id })]);
+    // The write lands, and the intake answers 202: the job must run.
+    await credits.set(ACCOUNT, 10);
+    await credits.reserve(ACCOUNT, 1);
+    await jobs.create([
+      {
+        id,
+        accountId: ACCOUNT,
+        keyId: 'key_1',
+        status: 'queued',
+        createdAt,
+        startedAt: null,
+        finishedAt: null,
+        request: { url: 'https://a.test/late' },
+        cost: 1,
+        result: null,
+        error: null,
+        webhook: null,
+        runs: 0,
+      },
+    ]);
+    const [message] = resent;
+    if (message?.kind !== 'capture') throw new Error('no capture message');
+    await run(ACCOUNT, id, 1, message.waited);
+    expect(await jobs.get(ACCOUNT, id)).toMatchObject({ status: 'succeeded' });
+    expect(await credits.balance(ACCOUNT)).toBe(9);
   });
 
   it("keeps each run's image apart, so two deliveries running at once never replace the one whose end was written", async () => {
@@ -208,14 +246,19 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
   async function acceptance(
     captures: { request: Record<string, unknown>; cost: number }[],
     sender: JobQueue,
+    options: { webhookUrl?: string; store?: JobStore } = {},
   ) {
     const ledger = new DynamoCreditLedger(db, TEST_TABLE);
     await ledger.set(ACCOUNT, 10);
     const total = captures.reduce((sum, capture) => sum + capture.cost, 0);
     await ledger.reserve(ACCOUNT, total);
-    const intake = jobIntake({ jobs, queue: sender, now: Date.now });
-    await expect(intake(identity, captures, { batch: true })).rejects.toThrow();
-    await ledger.refund(ACCOUNT, total);
+    const intake = jobIntake({ jobs: options.store ?? jobs, queue: sender, now: Date.now });
+    const failure = await intake(identity, captures, { batch: true, webhookUrl: options.webhookUrl }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(Error);
+    await ledger.refund(ACCOUNT, givenBack(failure, total).credits);
     return ledger;
   }
 
@@ -235,7 +278,14 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     expect(await ledger.balance(ACCOUNT)).toBe(10);
   }
 
-  it('a queue that took some messages, then refused: no job runs, and none is refunded a second time', async () => {
+  /** The batch of the jobs `sent` names, as the table keeps it. */
+  async function batchOfSent(sent: QueueMessage[]) {
+    const [first] = sent;
+    const job = first?.kind === 'capture' ? await jobs.get(ACCOUNT, first.jobId) : undefined;
+    return jobs.getBatch(ACCOUNT, job?.batchId as string);
+  }
+
+  it('a queue that took some messages, then refused: no job runs, none is refunded a second time, the batch ends', async () => {
     const sent: QueueMessage[] = [];
     const halfQueue: JobQueue = {
       async send(messages) {
@@ -247,27 +297,109 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
       request: { url: `https://a.test/${i}` },
       cost: 1,
     }));
-    const ledger = await acceptance(captures, halfQueue);
+    const ledger = await acceptance(captures, halfQueue, { webhookUrl: 'https://hooks.test/batch' });
     expect(sent).toHaveLength(2);
+    // Not left `running` until its TTL: every job it holds has ended, whether or not its message went through.
+    expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 5 });
     await expectNothingOwed(ledger, sent);
+    // Its id was never answered: no batch.completed for it, ever.
+    expect(queue.sent.filter((entry) => entry.message.kind === 'webhook')).toEqual([]);
   });
 
-  it('a job item the table refused: the items written end failed, and their messages run nothing', async () => {
+  it('a queue that took every message yet failed: the batch answered 503 sends no batch.completed', async () => {
+    const sent: QueueMessage[] = [];
+    // SQS took them all, then the answer was lost (a timeout): the intake cannot tell them from refused ones.
+    const lostAnswer: JobQueue = {
+      async send(messages) {
+        sent.push(...messages);
+        throw new Error('queue answer lost');
+      },
+    };
+    const captures = Array.from({ length: 3 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, lostAnswer, { webhookUrl: 'https://hooks.test/batch' });
+    await expectNothingOwed(ledger, sent);
+    expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 3 });
+    expect(queue.sent.filter((entry) => entry.message.kind === 'webhook')).toEqual([]);
+  });
+
+  it('a job a worker ended before the intake failed keeps its charge: the caller gives back only the others', async () => {
+    const sent: QueueMessage[] = [];
+    // SQS took every message and a worker ran the first to its end before the queue's answer was lost.
+    const lostAnswer: JobQueue = {
+      async send(messages) {
+        sent.push(...messages);
+        const [first] = messages;
+        if (first?.kind !== 'capture') throw new Error('no capture message');
+        await expect.poll(() => jobs.get(ACCOUNT, first.jobId)).toBeDefined();
+        await workerWith(new DynamoCreditLedger(db, TEST_TABLE))(ACCOUNT, first.jobId, 1);
+        throw new Error('queue answer lost');
+      },
+    };
+    const captures = Array.from({ length: 3 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, lostAnswer);
+    const [first] = sent;
+    expect(await jobs.get(ACCOUNT, first?.kind === 'capture' ? first.jobId : '')).toMatchObject({
+      status: 'succeeded',
+    });
+    // Its image was made and kept: it is paid for, the two others are not.
+    expect(await ledger.balance(ACCOUNT)).toBe(9);
+  });
+
+  it('a queue that never answers: the send fails in time, so the intake ends the job and the caller refunds it', async () => {
+    const silent = await startFaultProxy('http://127.0.0.1:9');
+    await silent.setMode('blackhole');
+    try {
+      const client = createSqsClient({
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      });
+      const sqs = new SqsJobQueue(client, `${silent.endpoint}/000000000000/jobs`);
+      const ledger = await acceptance([{ request: { url: 'https://a.test/silent' }, cost: 1 }], sqs);
+      const [job] = await jobs.latest(ACCOUNT, 1);
+      expect(job).toMatchObject({ request: { url: 'https://a.test/silent' }, status: 'failed' });
+      expect(await ledger.balance(ACCOUNT)).toBe(10);
+      client.destroy();
+    } finally {
+      await silent.close();
+    }
+  }, 60_000);
+
+  it('a job item the table refused: the items written end failed, even one written late, and their messages run nothing', async () => {
     const queued = new RecordingQueue();
     // An item past DynamoDB's 400 KB: validation keeps such a request out (MAX_QUEUED_HTML_BYTES); here it stands
-    // for any write that failed while the others went through.
+    // for any write that failed while the others went through. One of those others is slow (retried by the SDK):
+    // it lands after the refused one.
     const captures = [
-      { request: { url: 'https://a.test/1' }, cost: 1 },
+      { request: { url: 'https://a.test/slow' }, cost: 1 },
       { request: { html: 'x'.repeat(500 * 1024) }, cost: 1 },
       { request: { url: 'https://a.test/3' }, cost: 1 },
     ];
-    const ledger = await acceptance(captures, queued);
+    const slowWrites = {
+      send: async (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
+        const item = command instanceof PutCommand ? command.input.Item : undefined;
+        if ((item?.request as { url?: string } | undefined)?.url === 'https://a.test/slow')
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        return db.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const ledger = await acceptance(captures, queued, { store: new DynamoJobStore(slowWrites, TEST_TABLE) });
     const messages = queued.sent.map((entry) => entry.message);
     expect(messages).toHaveLength(3);
-    const written = await Promise.all(
-      messages.map((message) => (message.kind === 'capture' ? jobs.get(ACCOUNT, message.jobId) : undefined)),
-    );
-    expect(written.filter(Boolean)).toHaveLength(2);
+    const written = async () =>
+      (
+        await Promise.all(
+          messages.map((message) =>
+            message.kind === 'capture' ? jobs.get(ACCOUNT, message.jobId) : undefined,
+          ),
+        )
+      ).filter(Boolean);
+    await expect.poll(async () => (await written()).length).toBe(2);
     await expectNothingOwed(ledger, messages);
   });
 });

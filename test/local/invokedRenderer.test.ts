@@ -267,6 +267,29 @@ describe('the local Invoke API', () => {
     expect(status).toBe(403);
     expect(invoked.count).toBe(0);
   });
+  it('refuses a request a web page sent to its own address (any Origin): a browser may post there without asking', async () => {
+    const invoked = { count: 0 };
+    behaviour = async (_event, stream) => {
+      invoked.count++;
+      stream.end();
+    };
+    // What a page on another site sends with fetch(…, { mode: 'no-cors', method: 'POST' }) or a form: a simple
+    // request, so no preflight, addressed to 127.0.0.1:<port> itself.
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = request(
+        `${server.url}/2021-11-15/functions/renderer/response-streaming-invocations`,
+        { method: 'POST', headers: { Origin: 'https://evil.example', 'Content-Type': 'text/plain' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ spec: { url: 'file:///etc/passwd' }, deadline: soon() }));
+    });
+    expect(status).toBe(403);
+    expect(invoked.count).toBe(0);
+  });
 });
 
 describe('the use case across the boundary', () => {

@@ -16,6 +16,8 @@ let site: PageServer;
 let apiKey: string;
 /** The ports the service listens on: the front's, and the renderer process's Invoke API. */
 let targets: string[];
+/** The renderer process's Invoke API. */
+let invokeEndpoint: string;
 /** How often the page's own loopback origin answered its script. */
 let ownOriginHits = 0;
 
@@ -66,7 +68,8 @@ beforeAll(async () => {
   // given them when it started, and adds its own Invoke API.
   expect(ports).toEqual(expect.arrayContaining(known));
   expect(ports.length).toBeGreaterThanOrEqual(known.length + 1);
-  const invokePort = Number(new URL((await service.renderer.processInfo()).url).port);
+  invokeEndpoint = (await service.renderer.processInfo()).url;
+  const invokePort = Number(new URL(invokeEndpoint).port);
   targets = [...ports, invokePort].flatMap((port) => [
     `http://127.0.0.1:${port}/`,
     `http://localhost:${port}/json/version`,
@@ -93,8 +96,8 @@ async function expectGreen(response: Response): Promise<void> {
 }
 
 describe("under ALLOW_PRIVATE_HOSTS='*', the service's own ports", () => {
-  it('are refused as a webhook URL at submission: the local SQS API, the API itself', async () => {
-    for (const endpoint of [service.queue.endpoint, service.url]) {
+  it("are refused as a webhook URL at submission: the local SQS API, the API itself, the renderer's Invoke API", async () => {
+    for (const endpoint of [service.queue.endpoint, service.url, invokeEndpoint]) {
       const refused = await shoot({ url: `${site.origin}/plain`, async: true, webhookUrl: `${endpoint}/` });
       expect(refused.status).toBe(400);
       expect((await refused.json()).details).toEqual([

@@ -1,20 +1,32 @@
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { type LocalQueue, startLocalQueue } from '../../local/localQueue';
 import { itemKey } from '../../shared/store/table';
+import { postFromReboundName } from '../helpers/reboundRequest';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 
 /**
- * The embedded DynamoDB checks no signature, and dynalite allows any origin: without a gate, any web page open in the
- * developer's browser while `npm start` runs could read the local table (jobs' requests, usage) and write it (mint
- * credits). Browsers mark every request a page makes (Origin, Sec-Fetch-*); the AWS SDK sends neither.
+ * The embedded DynamoDB and the local SQS API check no signature; dynalite answers any origin's CORS preflight, and
+ * fauxqs takes form posts (its SNS API can publish into the job queue). A page in the developer's browser that finds
+ * their ports must not read or write the table (keys, balances, jobs) or the queue. Only our own clients, which name
+ * 127.0.0.1 as the host and send no Origin (nor a browser's Sec-Fetch-Mode), get through.
  */
 
 let store: EmbeddedDynamo;
+let queue: LocalQueue;
+const EVIL = { Origin: 'https://evil.example' };
+
 beforeAll(async () => {
   store = await startTestStore();
+  queue = await startLocalQueue({ visibilityTimeoutSeconds: 30 });
 });
-afterAll(() => store?.close());
+
+afterAll(async () => {
+  await queue?.close();
+  await store?.close();
+});
 
 const victim = itemKey.account('victim');
 const mint = JSON.stringify({
@@ -39,6 +51,11 @@ async function credits(): Promise<unknown> {
 }
 
 describe('the embedded DynamoDB', () => {
+  it("answers the service's own client", async () => {
+    const { TableNames } = await store.client.send(new ListTablesCommand({}));
+    expect(TableNames).toContain(TEST_TABLE);
+  });
+
   it("answers a browser's CORS preflight with no permission", async () => {
     const answer = await fetch(store.endpoint, {
       method: 'OPTIONS',
@@ -74,8 +91,26 @@ describe('the embedded DynamoDB', () => {
     expect(await credits()).toBeUndefined();
   });
 
-  it("still serves the service's own client", async () => {
-    await store.client.send(new UpdateItemCommand(JSON.parse(mint)));
-    expect(await credits()).toEqual({ N: '1000000' });
+  it('refuses a page whose name was rebound to 127.0.0.1', async () => {
+    expect(await postFromReboundName(new URL(store.endpoint).port, '/', 'rebound.example', {})).toBe(403);
+  });
+});
+
+describe('the local SQS API', () => {
+  it("answers the service's own client", async () => {
+    const { Attributes } = await queue.client.send(
+      new GetQueueAttributesCommand({ QueueUrl: queue.queueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    expect(Attributes?.QueueArn).toMatch(/:jobs$/);
+  });
+
+  it('refuses a form a page of another origin posts (no preflight), and a page rebound to 127.0.0.1', async () => {
+    const form = await fetch(queue.endpoint, {
+      method: 'POST',
+      headers: { ...EVIL, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: 'Action=CreateTopic&Name=injected',
+    });
+    expect(form.status).toBe(403);
+    expect(await postFromReboundName(new URL(queue.endpoint).port, '/', 'rebound.example', {})).toBe(403);
   });
 });

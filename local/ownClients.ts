@@ -1,0 +1,16 @@
+import type { IncomingMessage } from 'node:http';
+
+/** `127.0.0.1`, with a port or not: the port is not checked, so a test's relay in front of a service passes. */
+const LOOPBACK_HOST = /^127\.0\.0\.1(:\d{1,5})?$/;
+
+/**
+ * Whether a request to one of our loopback services comes from our own code, which names 127.0.0.1 itself and sends
+ * no Origin. A page in the developer's browser does one or the other: with its name rebound to 127.0.0.1 it sends its
+ * own host, and posting to the address directly (a form or a no-cors fetch, no preflight) it names its origin, as a
+ * browser does on every cross-origin POST. Any request a browser makes also carries `Sec-Fetch-Mode`, which the
+ * AWS SDK never sends.
+ */
+export function fromOwnClient(req: IncomingMessage): boolean {
+  const fromBrowser = req.headers.origin !== undefined || req.headers['sec-fetch-mode'] !== undefined;
+  return LOOPBACK_HOST.test(req.headers.host ?? '') && !fromBrowser;
+}
