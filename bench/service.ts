@@ -12,6 +12,7 @@ import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
 import { jobIntake } from '../shared/jobs/jobIntake';
 import { SqsJobQueue } from '../shared/store/sqsJobQueue';
+import { createSecretCipher } from '../shared/wiring/delivery';
 import { createJobRoutes, createJobWorker } from '../shared/wiring/jobs';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
@@ -138,7 +139,7 @@ export async function startBenchJobs(store: BenchStore) {
       instantRenderer,
       createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
       env,
-      { acceptJobs: jobIntake({ jobs: stores.jobs, queue, now: Date.now }) },
+      { acceptJobs: jobIntake({ jobs: stores.jobs, queue, cipher: createSecretCipher(env), now: Date.now }) },
     ),
   );
   const renderer = new LocalRenderer({ env });

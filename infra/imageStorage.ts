@@ -7,6 +7,7 @@ import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct, type IConstruct } from 'constructs';
 import { EXPIRY_DAYS, EXPIRY_TAG, IMAGE_KINDS, IMAGE_PREFIX } from '../shared/delivery/imageStore';
 import { JOB_RETENTION_MS } from '../shared/jobs/job';
+import { JOB_CREDENTIALS_CONTEXT_PREFIX } from '../shared/jobs/jobCredentials';
 import { KEY_ID_PREFIX } from '../shared/keys/apiKey';
 import { CACHE_TTL } from '../shared/screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../shared/timing';
@@ -139,27 +140,32 @@ export class ImageStorage extends Construct {
   }
 
   /**
-   * Lets `fn` seal or open webhook secrets with the signing key, and only those: the grant holds for the encryption
-   * context webhook secrets are sealed under (`webhook-secret:<accountId>`), never a key's signing secret.
+   * Lets `fn` seal or open, with the signing key, only what is sealed under `purpose`'s encryption context: webhook
+   * secrets (`webhook-secret:<accountId>`), or the data keys of queued requests' credentials
+   * (`job-credentials:<accountId>`); never a key's signing secret, nor the other purpose's.
    */
-  grantWebhookSecrets(fn: lambda.Function, actions: readonly WebhookSecretKeyAction[]): void {
+  grantSealed(fn: lambda.Function, purpose: SealedPurpose, actions: readonly SealingAction[]): void {
     fn.addToRolePolicy(
       new iam.PolicyStatement({
-        sid: 'WebhookSecrets',
+        sid: SEALED_PURPOSES[purpose].sid,
         actions: [...actions],
         resources: [this.signingKey.keyArn],
-        conditions: { StringLike: { 'kms:EncryptionContext:keyId': `${WEBHOOK_SECRET_CONTEXT_PREFIX}*` } },
+        conditions: { StringLike: { 'kms:EncryptionContext:keyId': `${SEALED_PURPOSES[purpose].prefix}*` } },
       }),
     );
     fn.addEnvironment('SIGNING_KMS_KEY_ID', this.signingKey.keyArn);
   }
 }
 
-/**
- * The KMS actions on webhook secrets: sealing a new one (first use, rotation) and opening one (reading it, signing a
- * delivery).
- */
-export type WebhookSecretKeyAction = 'kms:Encrypt' | 'kms:Decrypt';
+/** What the signing key seals besides signing secrets, each under an encryption context of its own. */
+const SEALED_PURPOSES = {
+  webhookSecrets: { sid: 'WebhookSecrets', prefix: WEBHOOK_SECRET_CONTEXT_PREFIX },
+  jobCredentials: { sid: 'JobCredentials', prefix: JOB_CREDENTIALS_CONTEXT_PREFIX },
+} as const;
+export type SealedPurpose = keyof typeof SEALED_PURPOSES;
+
+/** Sealing (a new webhook secret, an accepted job's data key) and opening (signing a delivery, running the job). */
+export type SealingAction = 'kms:Encrypt' | 'kms:Decrypt';
 
 function idOf(bucket: s3.Bucket): string {
   return bucket.stack.getLogicalId(bucket.node.defaultChild as s3.CfnBucket);

@@ -33,7 +33,7 @@ export interface JobProcessingProps {
   images: ImageStorage;
   sourceMaps: boolean;
   /** Functions that queue jobs (async captures, batches). */
-  senders: lambda.IFunction[];
+  senders: NodejsFunction[];
   /** Functions that show jobs, with a fresh link to each result. */
   readers: lambda.IFunction[];
 }
@@ -117,7 +117,9 @@ export class JobProcessing extends Construct {
       new SqsEventSource(this.queue, { batchSize: 10, reportBatchItemFailures: true, maxConcurrency: 10 }),
     );
     // Webhook secrets, on their encryption context only: signing opens them, an account's first delivery seals one.
-    props.images.grantWebhookSecrets(this.worker, ['kms:Encrypt', 'kms:Decrypt']);
+    props.images.grantSealed(this.worker, 'webhookSecrets', ['kms:Encrypt', 'kms:Decrypt']);
+    // A queued request's credentials: the worker opens them, the functions that accept jobs seal them.
+    props.images.grantSealed(this.worker, 'jobCredentials', ['kms:Decrypt']);
     // Sends again: a job with no free slot, and webhook retries.
     this.queue.grantSendMessages(role);
     props.renderers.shared.alias.grantInvoke(role);
@@ -125,7 +127,8 @@ export class JobProcessing extends Construct {
 
     for (const sender of props.senders) {
       this.queue.grantSendMessages(sender);
-      if (sender instanceof NodejsFunction) sender.addEnvironment('JOB_QUEUE_URL', this.queue.queueUrl);
+      props.images.grantSealed(sender, 'jobCredentials', ['kms:Encrypt']);
+      sender.addEnvironment('JOB_QUEUE_URL', this.queue.queueUrl);
     }
     for (const reader of props.readers) {
       // A pre-signed link works only if its signer may read the object.

@@ -270,7 +270,7 @@ export class ScreenshotServiceStack extends Stack {
       createKey: routeFunction('createKey'),
     });
     // Reading the secret may create it (seal) and opens it; a rotation seals the new one.
-    this.images.grantWebhookSecrets(routeFunction('webhookSecret'), ['kms:Encrypt', 'kms:Decrypt']);
+    this.images.grantSealed(routeFunction('webhookSecret'), 'webhookSecrets', ['kms:Encrypt', 'kms:Decrypt']);
 
     const alarmTopic = new sns.Topic(this, 'AlarmTopic', {
       displayName: `${this.stackName} alarms`,

@@ -1,12 +1,16 @@
 import type { KeyIdentity } from '../keys/keyStore';
 import { logger } from '../logger';
+import type { SecretCipher } from '../signing/secretCipher';
 import { type Batch, type Job, newBatchId, newJobId, type WebhookOutcome } from './job';
+import { sealCredentials } from './jobCredentials';
 import type { JobQueue } from './jobQueue';
 import type { JobStore } from './jobStore';
 
 export interface JobIntakeDeps {
   jobs: JobStore;
   queue: JobQueue;
+  /** Seals the requests' credentials (jobCredentials.ts). */
+  cipher: SecretCipher;
   now: () => number;
 }
 
@@ -64,7 +68,7 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
           webhook: webhook(options.webhookUrl),
         }
       : undefined;
-    const jobs = captures.map(
+    const accepted = captures.map(
       (capture): Job => ({
         id: newJobId(now),
         accountId: identity.accountId,
@@ -83,6 +87,8 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         ...(batch ? { batchId: batch.id } : {}),
       }),
     );
+    // Sealed before anything is written: a cipher that fails leaves nothing behind (the caller gives back all).
+    const jobs = await sealCredentials(deps.cipher, accepted);
     if (batch) batch.jobIds = jobs.map((job) => job.id);
     // Both at once, so accepting costs one round trip more than admission, not two. A message that outruns its item
     // is sent again a moment later by the worker (runJob); one whose item was never written is dropped there.

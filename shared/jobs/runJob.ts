@@ -10,9 +10,11 @@ import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { outputOf, specOf } from '../screenshot/captureScreenshot';
 import { requestHost } from '../screenshot/usageOf';
+import type { SecretCipher } from '../signing/secretCipher';
 import { JOB_WORKER_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import { JOB_RETENTION_MS, type Job, jobCreatedAt, type StoredResult } from './job';
+import { openCredentials } from './jobCredentials';
 import type { JobQueue } from './jobQueue';
 import type { JobEnd, JobStore } from './jobStore';
 
@@ -44,6 +46,8 @@ export interface RunJobDeps extends RefundDeps {
   /** The local capture queue (its fair share of Chromium); deployed, jobs run at once. */
   admission: Admission;
   captureBudgetMs: number;
+  /** Opens the requests' sealed credentials (jobCredentials.ts). */
+  cipher: SecretCipher;
   /** Called with each job that ended (webhooks, batches). */
   ended?: (job: Job) => Promise<void>;
 }
@@ -125,7 +129,8 @@ export function runJob(deps: RunJobDeps) {
 
   async function capture(job: Job, deadline: number, newcomer: boolean): Promise<StoredResult> {
     // Checked again: what the host resolves to may have changed since the job was accepted.
-    const { fields, spec } = await specOf(() => ({ ...job.request, response: 'json' }), deps.urlPolicy);
+    const request = await openCredentials(deps.cipher, job);
+    const { fields, spec } = await specOf(() => ({ ...request, response: 'json' }), deps.urlPolicy);
     const output = await outputOf(fields, await deps.renderer.capture(spec, { deadline, newcomer }), {
       url: spec.url,
       deadline,

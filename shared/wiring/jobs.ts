@@ -52,7 +52,7 @@ export type JobWorkerHandler = (event: SQSEvent, context?: Context) => Promise<S
 export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, options: JobWorkerOptions) {
   const config = readServiceConfig(env);
   const stores = createStores(client, config);
-  const { images } = createDeliveryPorts(env);
+  const { images, cipher } = createDeliveryPorts(env);
   const usage = new DeferredUsageRecorder(stores.usageStore);
   const metrics = new PowertoolsServiceMetrics(env);
   const now = () => Date.now();
@@ -67,6 +67,7 @@ export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, 
       metrics,
       admission: options.admission ?? IMMEDIATE_ADMISSION,
       captureBudgetMs: captureBudgetOf(options.budgets ?? CAPTURE_BUDGETS),
+      cipher,
       ended: jobEnded({ jobs: stores.jobs, queue: options.queue, now }),
       now,
     }),
@@ -107,9 +108,10 @@ export function createJobRoutes(
   const config = readServiceConfig(env);
   const stores = createStores(client, config);
   const now = () => Date.now();
+  const { images, cipher } = createDeliveryPorts(env);
   const routes = jobRoutes({
     ...stores,
-    images: createDeliveryPorts(env).images,
+    images,
     sessions: createSessionVerifier(readSessionConfig(env), options.jwks),
     ...(options.queue
       ? {
@@ -119,7 +121,7 @@ export function createJobRoutes(
               allowPrivateHosts: config.allowPrivateHosts,
               mentionAllowPrivateHosts: options.mentionAllowPrivateHosts,
             }),
-            acceptJobs: jobIntake({ jobs: stores.jobs, queue: options.queue, now }),
+            acceptJobs: jobIntake({ jobs: stores.jobs, queue: options.queue, cipher, now }),
             metrics: new PowertoolsServiceMetrics(env),
             now,
           }),

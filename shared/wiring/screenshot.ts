@@ -11,7 +11,7 @@ import type { Admission } from '../screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
 import { CAPTURE_BUDGETS, type CaptureBudgets, MAX_DELAY_MS } from '../timing';
 import { DeferredUsageRecorder } from '../usage/usageRecorder';
-import { createDeliveryPorts } from './delivery';
+import { createDeliveryPorts, createSecretCipher } from './delivery';
 import { createStores } from './stores';
 
 export interface ScreenshotServiceOptions {
@@ -46,7 +46,14 @@ export function createScreenshotService(
   const service = screenshotUseCase(stores, options.renderer, policy, env, {
     captureBudgetMs: captureBudgetOf(budgets),
     ...(options.queue
-      ? { acceptJobs: jobIntake({ jobs: stores.jobs, queue: options.queue, now: Date.now }) }
+      ? {
+          acceptJobs: jobIntake({
+            jobs: stores.jobs,
+            queue: options.queue,
+            cipher: createSecretCipher(env),
+            now: Date.now,
+          }),
+        }
       : {}),
     ...(options.admission ? { admission: options.admission } : {}),
   });

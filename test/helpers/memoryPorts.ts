@@ -30,7 +30,7 @@ import {
 } from '../../shared/errors';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../../shared/keys/keyStore';
 import type { ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
-import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import {
   type DayTotals,
   isCapture,

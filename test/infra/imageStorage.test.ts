@@ -40,7 +40,7 @@ beforeAll(() => {
   createKey = stub('CreateKey');
   webhooks = stub('Webhooks');
   storage = new ImageStorage(stack, 'ImageStorage', { screenshot, createKey });
-  storage.grantWebhookSecrets(webhooks, ['kms:Encrypt', 'kms:Decrypt']);
+  storage.grantSealed(webhooks, 'webhookSecrets', ['kms:Encrypt', 'kms:Decrypt']);
   template = Template.fromStack(stack);
 });
 

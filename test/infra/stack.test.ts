@@ -113,6 +113,19 @@ function statementsOfRole(roleId: string): Json[] {
     .flatMap(([, policy]) => asList((policy.Properties.PolicyDocument as Json).Statement) as Json[]);
 }
 
+/** The KMS grants among `statements`, each as "action on context": the encryption context names the kind of secret. */
+function kmsGrants(statements: Json[]): string[] {
+  return statements
+    .filter((statement) => asList(statement.Action).some((action) => String(action).startsWith('kms:')))
+    .flatMap((statement) => {
+      const condition = statement.Condition as { StringLike?: Record<string, string> } | undefined;
+      expect(Object.keys(condition ?? {})).toEqual(['StringLike']);
+      const context = condition?.StringLike?.['kms:EncryptionContext:keyId'];
+      return asList(statement.Action).map((action) => `${String(action)} on ${String(context)}`);
+    })
+    .sort();
+}
+
 function allStatements(): Json[] {
   return ofType(synth.resources, 'AWS::IAM::Policy').flatMap(
     ([, policy]) => asList((policy.Properties.PolicyDocument as Json).Statement) as Json[],
@@ -579,24 +592,16 @@ describe('IAM', () => {
   });
 
   it('lets every route function use KMS only as its route needs, and each only on its own kind of secret', () => {
-    const kmsStatements = (handler: RouteDefinition['handler']) =>
-      statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').filter((statement) =>
-        asList(statement.Action).some((action) => String(action).startsWith('kms:')),
-      );
-    const onlyWebhookSecrets = { StringLike: { 'kms:EncryptionContext:keyId': 'webhook-secret:*' } };
-    const onlySigningSecrets = { StringLike: { 'kms:EncryptionContext:keyId': 'key_*' } };
     const expected: Partial<Record<RouteDefinition['handler'], string[]>> = {
-      screenshot: ['kms:Decrypt'],
-      createKey: ['kms:Encrypt'],
-      webhookSecret: ['kms:Decrypt', 'kms:Encrypt'],
+      screenshot: ['kms:Decrypt on key_*', 'kms:Encrypt on job-credentials:*'],
+      createKey: ['kms:Encrypt on key_*'],
+      webhookSecret: ['kms:Decrypt on webhook-secret:*', 'kms:Encrypt on webhook-secret:*'],
+      createBatch: ['kms:Encrypt on job-credentials:*'],
     };
     for (const route of ROUTES) {
-      const statements = kmsStatements(route.handler);
-      const actions = statements.flatMap((statement) => asList(statement.Action).map(String)).sort();
-      expect(actions, route.handler).toEqual(expected[route.handler] ?? []);
-      const context = route.handler === 'webhookSecret' ? onlyWebhookSecrets : onlySigningSecrets;
-      for (const statement of statements) expect(statement.Condition, route.handler).toEqual(context);
-      if (route.handler === 'webhookSecret') {
+      const roleId = referencedId(functionOf(route.handler).Properties.Role) ?? '';
+      expect(kmsGrants(statementsOfRole(roleId)), route.handler).toEqual(expected[route.handler] ?? []);
+      if (expected[route.handler]) {
         expect(
           ((functionOf(route.handler).Properties.Environment as Json).Variables as Json).SIGNING_KMS_KEY_ID,
         ).toBeDefined();
@@ -1324,6 +1329,14 @@ describe('async jobs', () => {
       if (!asList(statement.Resource).includes('*')) continue;
       for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
     }
+  });
+
+  it("lets the worker open queued requests' credentials and use webhook secrets, never a key's signing secret", () => {
+    expect(kmsGrants(workerRoleStatements())).toEqual([
+      'kms:Decrypt on job-credentials:*',
+      'kms:Decrypt on webhook-secret:*',
+      'kms:Encrypt on webhook-secret:*',
+    ]);
   });
 
   it("confines the worker's S3 actions to job results: it cannot write the cache other captures are served from", () => {

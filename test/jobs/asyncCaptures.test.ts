@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSigningKeyFile } from '../../local/embeddedS3';
@@ -15,10 +17,16 @@ let receiver: WebhookReceiver;
 /** Fails the first three attempts at /flaky, answers 204 otherwise. */
 let flakyAttempts = 0;
 let service: TestLocalService;
+/** What /credentialed was sent. */
+const credentialed: { token: unknown; cookie: unknown }[] = [];
 
 beforeAll(async () => {
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
+    '/credentialed': (req, res) => {
+      credentialed.push({ token: req.headers['x-api-token'], cookie: req.headers.cookie });
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>signed in</p>');
+    },
     '/broken': (_, res) => {
       res.writeHead(500, { 'Content-Type': 'text/html' }).end('<p>broken</p>');
     },
@@ -140,6 +148,32 @@ describe('an async capture', () => {
         .toString(),
     ).toBe('PNG');
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it("keeps the request's headers and cookies sealed in the table while it waits, and captures with them", async () => {
+    const account = await service.newAccount();
+    const token = `tok-${randomUUID()}`;
+    const session = `ses-${randomUUID()}`;
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/credentialed`,
+      async: true,
+      headers: { 'X-Api-Token': token },
+      cookies: [{ name: 'session', value: session }],
+    });
+    expect(accepted.status).toBe(202);
+    const job = await waitFor(`/api/jobs/${accepted.body.id}`, account.apiKey, finished);
+    expect(job.status).toBe('succeeded');
+    expect(credentialed).toContainEqual({ token, cookie: `session=${session}` });
+    // Nowhere in the table, in clear or in the JSON of any item.
+    const { TableNames = [] } = await service.dynamo.client.send(new ListTablesCommand({}));
+    const items = await Promise.all(
+      TableNames.map((TableName) => service.dynamo.client.send(new ScanCommand({ TableName }))),
+    );
+    const table = JSON.stringify(items.flatMap((page) => page.Items ?? []));
+    expect(table).toContain(accepted.body.id);
+    expect(table).toContain('sealedCredentials');
+    expect(table).not.toContain(token);
+    expect(table).not.toContain(session);
   });
 
   it('sends a screenshot.succeeded webhook that standardwebhooks verifies, and records it delivered', async () => {

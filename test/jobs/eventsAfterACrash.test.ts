@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
@@ -6,6 +7,7 @@ import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import { sendWebhook } from '../../shared/jobs/sendWebhook';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
@@ -54,11 +56,15 @@ beforeEach(() => {
 });
 
 const accept = (options: { batch?: boolean }) =>
-  jobIntake({ jobs, queue: new RecordingQueue(), now: Date.now })(
-    identity,
-    [{ request: { url: 'https://a.test/' }, cost: 1 }],
-    { webhookUrl: `${receiver.origin}/hook`, ...options },
-  );
+  jobIntake({
+    jobs,
+    queue: new RecordingQueue(),
+    cipher: new AesGcmSecretCipher(randomBytes(32)),
+    now: Date.now,
+  })(identity, [{ request: { url: 'https://a.test/' }, cost: 1 }], {
+    webhookUrl: `${receiver.origin}/hook`,
+    ...options,
+  });
 
 const webhooks = () =>
   sendWebhook({

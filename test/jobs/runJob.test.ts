@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
@@ -16,6 +17,7 @@ import {
   runJob,
 } from '../../shared/jobs/runJob';
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
@@ -58,6 +60,8 @@ let usage: { record: (entry: unknown) => void; records: unknown[] };
 let run: ReturnType<typeof runJob>;
 let workerDeps: (ledger: CreditLedger) => RunJobDeps;
 let workerWith: (ledger: CreditLedger) => ReturnType<typeof runJob>;
+/** The service's cipher: the intake seals a request's credentials with it, the worker opens them. */
+const cipher = new AesGcmSecretCipher(randomBytes(32));
 
 beforeAll(async () => {
   store = await startTestStore();
@@ -87,6 +91,7 @@ beforeEach(() => {
     usage,
     admission: IMMEDIATE_ADMISSION,
     captureBudgetMs: 30_000,
+    cipher,
     credits: ledger,
     pendingRefunds: new MemoryPendingRefunds(),
     metrics: new InMemoryServiceMetrics(),
@@ -106,7 +111,7 @@ async function accepted(
   const ledger = options.ledger ?? credits;
   await ledger.set(ACCOUNT, 10);
   await ledger.reserve(ACCOUNT, cost);
-  const intake = jobIntake({ jobs, queue: new RecordingQueue(), now: Date.now });
+  const intake = jobIntake({ jobs, queue: new RecordingQueue(), cipher, now: Date.now });
   const made = await intake(identity, [{ request: { url }, cost }], {
     ...(options.batch ? { batch: true } : {}),
   });
@@ -252,7 +257,7 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     await ledger.set(ACCOUNT, 10);
     const total = captures.reduce((sum, capture) => sum + capture.cost, 0);
     await ledger.reserve(ACCOUNT, total);
-    const intake = jobIntake({ jobs: options.store ?? jobs, queue: sender, now: Date.now });
+    const intake = jobIntake({ jobs: options.store ?? jobs, queue: sender, cipher, now: Date.now });
     const failure = await intake(identity, captures, { batch: true, webhookUrl: options.webhookUrl }).then(
       () => undefined,
       (error: unknown) => error,

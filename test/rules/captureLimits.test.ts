@@ -4,7 +4,7 @@ import { AdmissionQueue } from '../../local/admissionQueue';
 import { AppError, ClientGoneError, TooManyCapturesError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
-import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { CAPTURE_BUDGET_MS } from '../../shared/timing';
 import {
   FakeRenderer,

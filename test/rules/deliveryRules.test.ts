@@ -7,9 +7,9 @@ import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { CACHE_TTL, screenshotRequest } from '../../shared/screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../../shared/screenshot/signedLinkFields';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { requestFromQuery } from '../../shared/signing/queryRequest';
 import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
-import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
 import {
   FakeRenderer,
   fakeSessions,

@@ -6,7 +6,7 @@ import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import { AppError, CaptureFailedError, TooManyCapturesError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
-import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
 import {
   FakeRenderer,

@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../shared/errors';
 import { type KeyManagement, keyManagement } from '../../shared/keys/keyManagement';
 import { MAX_KEYS_PER_ACCOUNT } from '../../shared/keys/schemas';
-import { AesGcmSecretCipher } from '../../shared/store/fileSecretCipher';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { fakeSessions, MemoryCreditLedger, MemoryKeyStore } from '../helpers/memoryPorts';
 
 /** The key-management rules against in-memory ports; test/keys/ proves the same through dynalite and real JWTs. */

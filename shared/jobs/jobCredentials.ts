@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { AES_GCM_KEY_BYTES, AesGcmSecretCipher } from '../signing/aesGcmSecretCipher';
+import type { SecretCipher } from '../signing/secretCipher';
+
+/** The request fields that may carry a customer's secrets: an `Authorization` header, session cookies. */
+const CREDENTIAL_FIELDS = ['headers', 'cookies'] as const;
+/** Where a queued request keeps them instead, sealed. */
+const SEALED_FIELD = 'sealedCredentials';
+/**
+ * The encryption context of a job's data key, per account: the grants name this prefix (infra), and a data key
+ * copied onto another account's job does not open there.
+ */
+export const JOB_CREDENTIALS_CONTEXT_PREFIX = 'job-credentials:';
+
+interface SealedCredentials {
+  /** The data key, sealed by the service's cipher (KMS deployed). */
+  key: string;
+  /** The credential fields as JSON, sealed by the data key with the job's id as context. */
+  fields: string;
+}
+
+type QueuedRequest = Record<string, unknown>;
+
+/**
+ * A queued capture waits in the table for up to its job's lifetime, so what a synchronous capture only holds in
+ * memory would lie there in clear: its `headers` and `cookies` are sealed in an envelope instead. One data key per
+ * intake (one call to the cipher, KMS deployed, however many jobs), sealed under the account; each job's fields
+ * under that key with the job's id as context, so sealed fields copied onto another job do not open either. A
+ * request without credentials is stored as it is, with no call.
+ */
+export async function sealCredentials<T extends { id: string; accountId: string; request: QueuedRequest }>(
+  cipher: SecretCipher,
+  jobs: T[],
+): Promise<T[]> {
+  const [first] = jobs;
+  if (!first || !jobs.some((job) => hasCredentials(job.request))) return jobs;
+  const dataKey = randomBytes(AES_GCM_KEY_BYTES);
+  const key = await cipher.seal(dataKey.toString('base64'), contextOf(first.accountId));
+  const sealer = new AesGcmSecretCipher(dataKey);
+  return Promise.all(
+    jobs.map(async (job) => {
+      if (!hasCredentials(job.request)) return job;
+      const request: QueuedRequest = { ...job.request };
+      const credentials: QueuedRequest = {};
+      for (const field of CREDENTIAL_FIELDS) {
+        if (request[field] === undefined) continue;
+        credentials[field] = request[field];
+        delete request[field];
+      }
+      const sealed: SealedCredentials = {
+        key,
+        fields: await sealer.seal(JSON.stringify(credentials), job.id),
+      };
+      return { ...job, request: { ...request, [SEALED_FIELD]: sealed } };
+    }),
+  );
+}
+
+/** A job's request as it was accepted, its credentials opened; throws when they do not open (not this job's). */
+export async function openCredentials(
+  cipher: SecretCipher,
+  job: { id: string; accountId: string; request: QueuedRequest },
+): Promise<QueuedRequest> {
+  const { [SEALED_FIELD]: sealed, ...request } = job.request;
+  if (sealed === undefined) return request;
+  const { key, fields } = sealed as SealedCredentials;
+  const dataKey = await cipher.open(key, contextOf(job.accountId));
+  const opened =
+    dataKey === undefined
+      ? undefined
+      : await new AesGcmSecretCipher(Buffer.from(dataKey, 'base64')).open(fields, job.id);
+  if (opened === undefined) throw new Error("The job's sealed credentials do not open");
+  return { ...request, ...(JSON.parse(opened) as QueuedRequest) };
+}
+
+function hasCredentials(request: QueuedRequest): boolean {
+  return CREDENTIAL_FIELDS.some((field) => request[field] !== undefined);
+}
+
+function contextOf(accountId: string): string {
+  return `${JOB_CREDENTIALS_CONTEXT_PREFIX}${accountId}`;
+}
