@@ -95,14 +95,19 @@ export class S3ImageStore implements ImageStore {
     info: StoredImageInfo | undefined,
   ): Promise<StoredImageInfo | undefined> {
     if (!info || object.Metadata?.[PAGE_METADATA_FLAG] !== 'beside') return info;
+    const metadata = await this.pageMetadata(key);
+    // Without its metadata the entry cannot answer a request that asked for it: treated as missing.
+    return metadata && { ...info, metadata };
+  }
+
+  async pageMetadata(key: string): Promise<PageMetadata | undefined> {
     const stored = await this.call(async () => {
       const answer = await this.s3.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: `${key}${PAGE_METADATA_SUFFIX}` }),
       );
       return answer.Body?.transformToString();
     });
-    // Without its metadata the entry cannot answer a request that asked for it: treated as missing.
-    return stored ? { ...info, metadata: JSON.parse(stored) as PageMetadata } : undefined;
+    return stored ? (JSON.parse(stored) as PageMetadata) : undefined;
   }
 
   signedUrl(key: string, seconds: number): Promise<string> {

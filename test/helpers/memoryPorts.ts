@@ -15,6 +15,7 @@ import {
   type CaptureLimits,
   type CaptureResult,
   type CaptureSpec,
+  type PageMetadata,
   type Renderer,
 } from '../../shared/capture/renderer';
 import type { ImageStore, StoredImageInfo } from '../../shared/delivery/imageStore';
@@ -298,7 +299,7 @@ export function fakePng(width: number, height: number, note: string): Buffer {
 export class MemoryImageStore implements ImageStore {
   readonly objects = new Map<string, { image: Buffer; info: StoredImageInfo }>();
   /** Calls by kind, to prove what a request did (a 304 never reads the bytes). */
-  readonly calls = { put: 0, head: 0, get: 0 };
+  readonly calls = { put: 0, head: 0, get: 0, pageMetadata: 0 };
 
   async put(key: string, image: Buffer, info: StoredImageInfo): Promise<void> {
     this.calls.put++;
@@ -313,6 +314,11 @@ export class MemoryImageStore implements ImageStore {
   async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
     this.calls.get++;
     return this.objects.get(key);
+  }
+
+  async pageMetadata(key: string): Promise<PageMetadata | undefined> {
+    this.calls.pageMetadata++;
+    return this.objects.get(key)?.info.metadata;
   }
 
   async signedUrl(key: string, seconds: number): Promise<string> {

@@ -7,6 +7,7 @@ import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import { sendWebhook } from '../../shared/jobs/sendWebhook';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { MemoryImageStore } from '../helpers/memoryPorts';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
 
@@ -64,7 +65,7 @@ const webhooks = () =>
   sendWebhook({
     jobs,
     queue,
-    images: { signedUrl: async (key) => `memory://${key}` },
+    images: new MemoryImageStore(),
     secrets: { signingSecrets: async () => ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] },
     delivery: { egress: createEgressGate({ allowPrivateHosts: receiver.hostPort }) },
     now: Date.now,
