@@ -44,12 +44,7 @@ async function metadataOf(result: StoredResult, images: JobViewImages) {
 }
 
 /** A batch exactly as GET /api/batches/{id} answers it. */
-export async function batchView(
-  batch: Batch,
-  jobs: Job[],
-  images: JobViewImages,
-  now: number,
-) {
+export async function batchView(batch: Batch, jobs: Job[], images: JobViewImages, now: number) {
   const counts = { queued: 0, running: 0, succeeded: 0, failed: 0 };
   for (const job of jobs) counts[job.status]++;
   return {

@@ -262,6 +262,7 @@ export class FakeRenderer implements Renderer {
       image: fakePng(spec.width, spec.fullPage ? spec.height * 2 : spec.height, spec.url),
       contentType: CAPTURE_CONTENT_TYPES[spec.format],
       truncated: spec.fullPage && spec.url.includes('tall'),
+      ...(spec.metadata ? { metadata: fakeMetadata(spec.url) } : {}),
     };
   }
 
@@ -277,6 +278,21 @@ export class FakeRenderer implements Renderer {
   }
 
   async close(): Promise<void> {}
+}
+
+/** What a page at `url` with nothing in its head says about itself. */
+function fakeMetadata(url: string): PageMetadata {
+  return {
+    title: null,
+    description: null,
+    lang: null,
+    canonicalUrl: null,
+    finalUrl: url,
+    statusCode: 200,
+    favicon: null,
+    openGraph: {},
+    twitter: {},
+  };
 }
 
 /**

@@ -316,7 +316,9 @@ describe('an async capture', () => {
     });
     // The dashboard's list shows it the same way.
     const listed = await get('/api/jobs', account.token);
-    expect(listed.body.jobs.map((listedJob: Json) => listedJob.result.metadata)).toEqual([job.result.metadata]);
+    expect(listed.body.jobs.map((listedJob: Json) => listedJob.result.metadata)).toEqual([
+      job.result.metadata,
+    ]);
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
   });
 
