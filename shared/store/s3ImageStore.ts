@@ -13,7 +13,7 @@ import { logger } from '../logger';
 import { opensInline } from '../screenshot/outputFields';
 
 /** The page metadata of a capture that asked for it lives in an object of its own: the image's key + this. */
-const PAGE_METADATA_SUFFIX = '.metadata.json';
+export const PAGE_METADATA_SUFFIX = '.metadata.json';
 const PAGE_METADATA_FLAG = 'page-metadata';
 
 /** S3's answers for "no such object" (HEAD has no body, so only a name; GET says NoSuchKey). */

@@ -1,12 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSigningKeyFile } from '../../local/embeddedS3';
 import { MAX_METADATA_PROPERTIES, MAX_METADATA_TEXT } from '../../shared/capture/renderer';
 import { MAX_QUEUED_HTML_BYTES } from '../../shared/screenshot/schema';
+import { PAGE_METADATA_SUFFIX } from '../../shared/store/s3ImageStore';
 import { createWebhookSecrets } from '../../shared/wiring/webhooks';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { localS3Client } from '../helpers/store';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
 
 const BALANCE = 20;
@@ -320,6 +323,17 @@ describe('an async capture', () => {
       job.result.metadata,
     ]);
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+
+    // Gone from the bucket (as it expires with the image): the job still answers its result, without metadata.
+    const s3 = service.s3;
+    const key = decodeURIComponent(new URL(job.result.url).pathname).slice(`/${s3.bucket}/`.length);
+    await localS3Client(s3).send(
+      new DeleteObjectCommand({ Bucket: s3.bucket, Key: `${key}${PAGE_METADATA_SUFFIX}` }),
+    );
+    const without = await get(`/api/jobs/${accepted.body.id}`, account.apiKey);
+    expect(without.status).toBe(200);
+    expect(without.body).toMatchObject({ status: 'succeeded', result: { etag: job.result.etag } });
+    expect(without.body.result).not.toHaveProperty('metadata');
   });
 
   it('refuses webhookUrl without async, and async on a signed link', async () => {
