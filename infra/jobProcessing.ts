@@ -86,6 +86,16 @@ export class JobProcessing extends Construct {
         resources: [`${props.images.bucket.bucketArn}/${IMAGE_KINDS.job}*`],
       }),
     );
+    // Without ListBucket, S3 answers a missing object with 403 instead of 404: the page metadata of a job still
+    // listed after its objects expired (the table's TTL runs late) would make the job's view fail instead of leaving
+    // the metadata out (shared/jobs/jobView.ts). It lets them list names, never read another kind's bytes.
+    const resultLookups = () =>
+      new iam.PolicyStatement({
+        sid: 'JobResultLookups',
+        actions: ['s3:ListBucket'],
+        resources: [props.images.bucket.bucketArn],
+      });
+    role.addToPolicy(resultLookups());
     this.worker = new NodejsFunction(this, 'Worker', {
       entry: path.join(props.projectRoot, 'functions', 'jobWorker.ts'),
       handler: 'handler',
@@ -139,6 +149,7 @@ export class JobProcessing extends Construct {
           resources: [`${props.images.bucket.bucketArn}/${IMAGE_KINDS.job}*`],
         }),
       );
+      reader.addToRolePolicy(resultLookups());
       if (reader instanceof NodejsFunction)
         reader.addEnvironment('IMAGE_BUCKET', props.images.bucket.bucketName);
     }

@@ -29,6 +29,11 @@ export interface ImageStore {
   head(key: string): Promise<StoredImageInfo | undefined>;
   /** The bytes and what is stored beside them; undefined when nothing is. */
   get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined>;
+  /**
+   * Only the page metadata stored beside the image at `key` (put with `info.metadata`), in one read; undefined when
+   * there is none (never stored, or expired with the image).
+   */
+  pageMetadata(key: string): Promise<PageMetadata | undefined>;
   /** A pre-signed GET address of the object, valid for `seconds`. */
   signedUrl(key: string, seconds: number): Promise<string>;
 }

@@ -1,9 +1,8 @@
 import type { SessionVerifier } from '../auth/sessionVerifier';
-import type { ImageStore } from '../delivery/imageStore';
 import { NotFoundError } from '../errors';
 import { BATCH_ID_PATTERN, JOB_ID_PATTERN } from '../jobs/job';
 import type { JobStore } from '../jobs/jobStore';
-import { batchView, jobView } from '../jobs/jobView';
+import { batchView, type JobViewImages, jobView } from '../jobs/jobView';
 import type { submitBatch } from '../jobs/submitBatch';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
@@ -20,7 +19,7 @@ const MAX_BATCH_BODY_BYTES = 1024 * 1024;
 export interface JobRouteDeps {
   keys: KeyStore;
   jobs: JobStore;
-  images: Pick<ImageStore, 'signedUrl'>;
+  images: JobViewImages;
   sessions: SessionVerifier;
   /** Only the function that accepts batches has the queue. */
   submitBatch?: ReturnType<typeof submitBatch>;

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { PageMetadata } from '../capture/renderer';
 
 /** How long a job (and its batch, and its stored result) is kept: docs/api.md, "Async captures". */
 export const JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -26,7 +25,11 @@ export interface StoredResult {
   bytes: number;
   etag: string;
   creditsCharged: number;
-  metadata?: PageMetadata;
+  /**
+   * The page's metadata was asked for and is stored beside the image (ImageStore.pageMetadata), never in the item: a
+   * page can make it larger than an item may be (a URL of megabytes, 128 properties of 2,048 characters).
+   */
+  metadataStored?: true;
 }
 
 /** One async capture, as the table keeps it. */

@@ -1,9 +1,13 @@
 import type { ImageStore } from '../delivery/imageStore';
-import { type Batch, type Job, RESULT_LINK_SECONDS } from './job';
+import { type Batch, type Job, RESULT_LINK_SECONDS, type StoredResult } from './job';
+
+/** What the views read of the image store: a link to the image and the metadata stored beside it. */
+export type JobViewImages = Pick<ImageStore, 'signedUrl' | 'pageMetadata'>;
 
 /** A job exactly as GET /api/jobs/{id} answers it (and as its webhook's `data` carries it). */
-export async function jobView(job: Job, images: Pick<ImageStore, 'signedUrl'>, now: number) {
+export async function jobView(job: Job, images: JobViewImages, now: number) {
   const { result } = job;
+  const metadata = result && (await metadataOf(result, images));
   return {
     id: job.id,
     status: job.status,
@@ -21,7 +25,7 @@ export async function jobView(job: Job, images: Pick<ImageStore, 'signedUrl'>, n
       etag: result.etag,
       creditsCharged: result.creditsCharged,
       cache: 'BYPASS',
-      ...(result.metadata ? { metadata: result.metadata } : {}),
+      ...(metadata ? { metadata } : {}),
     },
     error: job.error,
     webhook: job.webhook,
@@ -30,13 +34,17 @@ export async function jobView(job: Job, images: Pick<ImageStore, 'signedUrl'>, n
 
 export type JobView = Awaited<ReturnType<typeof jobView>>;
 
+/**
+ * The page metadata of a result that asked for it, in one read. Metadata gone from the store (expired with the image
+ * once the job outlives its retention, the table's TTL being late) is left out of the answer, as a gone image is: the
+ * job still shows what it stored, and its link then finds nothing.
+ */
+async function metadataOf(result: StoredResult, images: JobViewImages) {
+  return result.metadataStored ? images.pageMetadata(result.key) : undefined;
+}
+
 /** A batch exactly as GET /api/batches/{id} answers it. */
-export async function batchView(
-  batch: Batch,
-  jobs: Job[],
-  images: Pick<ImageStore, 'signedUrl'>,
-  now: number,
-) {
+export async function batchView(batch: Batch, jobs: Job[], images: JobViewImages, now: number) {
   const counts = { queued: 0, running: 0, succeeded: 0, failed: 0 };
   for (const job of jobs) counts[job.status]++;
   return {

@@ -155,7 +155,7 @@ export function runJob(deps: RunJobDeps) {
       bytes: info.bytes,
       etag: info.etag,
       creditsCharged: job.cost,
-      ...(info.metadata ? { metadata: info.metadata } : {}),
+      ...(info.metadata ? { metadataStored: true as const } : {}),
     };
   }
 

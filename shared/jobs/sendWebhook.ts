@@ -1,16 +1,15 @@
-import type { ImageStore } from '../delivery/imageStore';
 import { deliverWebhook, type WebhookDeliveryDeps } from '../webhooks/deliverWebhook';
 import { webhookRetryDelaySeconds } from '../webhooks/retrySchedule';
 import type { WebhookSecrets } from '../webhooks/webhookSecrets';
 import type { WebhookOutcome } from './job';
 import { type JobQueue, MAX_QUEUE_DELAY_SECONDS, type QueueMessage } from './jobQueue';
 import type { JobStore } from './jobStore';
-import { batchView, jobView } from './jobView';
+import { batchView, type JobViewImages, jobView } from './jobView';
 
 export interface SendWebhookDeps {
   jobs: JobStore;
   queue: JobQueue;
-  images: Pick<ImageStore, 'signedUrl'>;
+  images: JobViewImages;
   secrets: Pick<WebhookSecrets, 'signingSecrets'>;
   delivery: WebhookDeliveryDeps;
   now: () => number;

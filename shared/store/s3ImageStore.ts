@@ -13,7 +13,7 @@ import { logger } from '../logger';
 import { opensInline } from '../screenshot/outputFields';
 
 /** The page metadata of a capture that asked for it lives in an object of its own: the image's key + this. */
-const PAGE_METADATA_SUFFIX = '.metadata.json';
+export const PAGE_METADATA_SUFFIX = '.metadata.json';
 const PAGE_METADATA_FLAG = 'page-metadata';
 
 /** S3's answers for "no such object" (HEAD has no body, so only a name; GET says NoSuchKey). */
@@ -95,14 +95,19 @@ export class S3ImageStore implements ImageStore {
     info: StoredImageInfo | undefined,
   ): Promise<StoredImageInfo | undefined> {
     if (!info || object.Metadata?.[PAGE_METADATA_FLAG] !== 'beside') return info;
+    const metadata = await this.pageMetadata(key);
+    // Without its metadata the entry cannot answer a request that asked for it: treated as missing.
+    return metadata && { ...info, metadata };
+  }
+
+  async pageMetadata(key: string): Promise<PageMetadata | undefined> {
     const stored = await this.call(async () => {
       const answer = await this.s3.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: `${key}${PAGE_METADATA_SUFFIX}` }),
       );
       return answer.Body?.transformToString();
     });
-    // Without its metadata the entry cannot answer a request that asked for it: treated as missing.
-    return stored ? { ...info, metadata: JSON.parse(stored) as PageMetadata } : undefined;
+    return stored ? (JSON.parse(stored) as PageMetadata) : undefined;
   }
 
   signedUrl(key: string, seconds: number): Promise<string> {

@@ -15,6 +15,7 @@ import {
   type CaptureLimits,
   type CaptureResult,
   type CaptureSpec,
+  type PageMetadata,
   type Renderer,
 } from '../../shared/capture/renderer';
 import type { ImageStore, StoredImageInfo } from '../../shared/delivery/imageStore';
@@ -261,6 +262,7 @@ export class FakeRenderer implements Renderer {
       image: fakePng(spec.width, spec.fullPage ? spec.height * 2 : spec.height, spec.url),
       contentType: CAPTURE_CONTENT_TYPES[spec.format],
       truncated: spec.fullPage && spec.url.includes('tall'),
+      ...(spec.metadata ? { metadata: fakeMetadata(spec.url) } : {}),
     };
   }
 
@@ -276,6 +278,21 @@ export class FakeRenderer implements Renderer {
   }
 
   async close(): Promise<void> {}
+}
+
+/** What a page at `url` with nothing in its head says about itself. */
+function fakeMetadata(url: string): PageMetadata {
+  return {
+    title: null,
+    description: null,
+    lang: null,
+    canonicalUrl: null,
+    finalUrl: url,
+    statusCode: 200,
+    favicon: null,
+    openGraph: {},
+    twitter: {},
+  };
 }
 
 /**
@@ -298,7 +315,7 @@ export function fakePng(width: number, height: number, note: string): Buffer {
 export class MemoryImageStore implements ImageStore {
   readonly objects = new Map<string, { image: Buffer; info: StoredImageInfo }>();
   /** Calls by kind, to prove what a request did (a 304 never reads the bytes). */
-  readonly calls = { put: 0, head: 0, get: 0 };
+  readonly calls = { put: 0, head: 0, get: 0, pageMetadata: 0 };
 
   async put(key: string, image: Buffer, info: StoredImageInfo): Promise<void> {
     this.calls.put++;
@@ -313,6 +330,11 @@ export class MemoryImageStore implements ImageStore {
   async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
     this.calls.get++;
     return this.objects.get(key);
+  }
+
+  async pageMetadata(key: string): Promise<PageMetadata | undefined> {
+    this.calls.pageMetadata++;
+    return this.objects.get(key)?.info.metadata;
   }
 
   async signedUrl(key: string, seconds: number): Promise<string> {

@@ -2,8 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../../local/embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from '../../local/embeddedS3';
+import { createS3Client } from '../../shared/store/s3ImageStore';
 
 export const TEST_TABLE = 'screenshot-test';
 
@@ -37,4 +39,15 @@ export async function startTestDelivery(): Promise<{
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A client of the local S3 API signing as the service does, with the credentials of its data dir. */
+export function localS3Client(s3: EmbeddedS3): S3Client {
+  return createS3Client({
+    url: s3.endpoint,
+    credentials: {
+      accessKeyId: s3.env.LOCAL_S3_ACCESS_KEY_ID,
+      secretAccessKey: s3.env.LOCAL_S3_SECRET_ACCESS_KEY,
+    },
+  });
 }

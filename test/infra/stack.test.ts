@@ -1321,7 +1321,7 @@ describe('async jobs', () => {
     const actions = workerRoleStatements().flatMap((statement) => asList(statement.Action).map(String));
     for (const action of actions)
       expect(action, action).toMatch(
-        /^(dynamodb:(GetItem|BatchGetItem|UpdateItem|PutItem)|sqs:|s3:(GetObject|PutObject|PutObjectTagging)$|kms:(Decrypt|Encrypt)$|lambda:InvokeFunction|logs:|xray:)/,
+        /^(dynamodb:(GetItem|BatchGetItem|UpdateItem|PutItem)|sqs:|s3:(GetObject|PutObject|PutObjectTagging|ListBucket)$|kms:(Decrypt|Encrypt)$|lambda:InvokeFunction|logs:|xray:)/,
       );
     expect(actions).not.toContain('dynamodb:DeleteItem');
     expect(actions).not.toContain('dynamodb:Scan');
@@ -1341,13 +1341,31 @@ describe('async jobs', () => {
 
   it("confines the worker's S3 actions to job results: it cannot write the cache other captures are served from", () => {
     const s3Statements = workerRoleStatements().filter((statement) =>
-      asList(statement.Action).some((action) => String(action).startsWith('s3:')),
+      asList(statement.Action).some(
+        (action) => String(action).startsWith('s3:') && action !== 's3:ListBucket',
+      ),
     );
     expect(s3Statements.length).toBeGreaterThan(0);
     for (const statement of s3Statements) {
       const resources = JSON.stringify(statement.Resource);
       expect(resources).toContain(`"/${IMAGE_KINDS.job}*"`);
       expect(resources).not.toContain(`"/${IMAGE_PREFIX}*"`);
+    }
+  });
+
+  it('lets the worker and the job-reading routes list the bucket, so a result object gone is a 404, not a fault', () => {
+    const roles = [
+      workerRoleStatements(),
+      ...(['getJob', 'getBatch', 'listJobs'] as const).map((handler) =>
+        statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? ''),
+      ),
+    ];
+    for (const statements of roles) {
+      const lookups = statements.filter((statement) => asList(statement.Action).includes('s3:ListBucket'));
+      expect(lookups).toHaveLength(1);
+      // The bucket itself: names only, no object's bytes.
+      expect(lookups[0]?.Action).toBe('s3:ListBucket');
+      expect(lookups[0]?.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/Images/), 'Arn'] });
     }
   });
 

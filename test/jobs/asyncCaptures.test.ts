@@ -1,16 +1,41 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSigningKeyFile } from '../../local/embeddedS3';
+import { MAX_METADATA_PROPERTIES, MAX_METADATA_TEXT } from '../../shared/capture/renderer';
 import { MAX_QUEUED_HTML_BYTES } from '../../shared/screenshot/schema';
+import { PAGE_METADATA_SUFFIX } from '../../shared/store/s3ImageStore';
 import { createWebhookSecrets } from '../../shared/wiring/webhooks';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { localS3Client } from '../helpers/store';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
 
 const BALANCE = 20;
+
+/** Where the page of the largest metadata moves itself: far past what a job's item could hold. */
+const LONG_PATH = `/moved?${'a'.repeat(500_000)}`;
+/** As many properties, as long, as metadata keeps: 64 og: and 64 twitter: of 2,048 characters each. */
+const fullProperties = (prefix: string) =>
+  Object.fromEntries(
+    Array.from({ length: MAX_METADATA_PROPERTIES }, (_, index) => [
+      `p${index}`,
+      `${prefix}${index}`.padEnd(MAX_METADATA_TEXT, 'v'),
+    ]),
+  );
+const largestMetadataPage = () => {
+  const meta = ['og', 'twitter']
+    .flatMap((prefix) =>
+      Object.entries(fullProperties(prefix)).map(
+        ([key, value]) => `<meta property="${prefix}:${key}" content="${value}">`,
+      ),
+    )
+    .join('');
+  return solidPage('#00ff00', `${meta}<script>history.replaceState(null, '', '${LONG_PATH}')</script>`);
+};
 
 let pages: PageServer;
 let receiver: WebhookReceiver;
@@ -27,6 +52,7 @@ beforeAll(async () => {
       credentialed.push({ token: req.headers['x-api-token'], cookie: req.headers.cookie });
       res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>signed in</p>');
     },
+    '/largest-metadata': largestMetadataPage(),
     '/broken': (_, res) => {
       res.writeHead(500, { 'Content-Type': 'text/html' }).end('<p>broken</p>');
     },
@@ -301,6 +327,47 @@ describe('an async capture', () => {
       result: { metadata: { title: 'Near the bound', finalUrl: null } },
     });
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it('delivers metadata far larger than a job item can hold, read from beside its image', async () => {
+    const account = await service.newAccount();
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/largest-metadata`,
+      async: true,
+      response: 'json',
+      metadata: true,
+    });
+    expect(accepted.status).toBe(202);
+    const job = await waitFor(`/api/jobs/${accepted.body.id}`, account.apiKey, finished);
+    expect(job).toMatchObject({ status: 'succeeded', error: null });
+    expect(job.result.metadata).toEqual({
+      title: null,
+      description: null,
+      lang: null,
+      canonicalUrl: null,
+      finalUrl: `${pages.origin}${LONG_PATH}`,
+      statusCode: 200,
+      favicon: null,
+      openGraph: fullProperties('og'),
+      twitter: fullProperties('twitter'),
+    });
+    // The dashboard's list shows it the same way.
+    const listed = await get('/api/jobs', account.token);
+    expect(listed.body.jobs.map((listedJob: Json) => listedJob.result.metadata)).toEqual([
+      job.result.metadata,
+    ]);
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+
+    // Gone from the bucket (as it expires with the image): the job still answers its result, without metadata.
+    const s3 = service.s3;
+    const key = decodeURIComponent(new URL(job.result.url).pathname).slice(`/${s3.bucket}/`.length);
+    await localS3Client(s3).send(
+      new DeleteObjectCommand({ Bucket: s3.bucket, Key: `${key}${PAGE_METADATA_SUFFIX}` }),
+    );
+    const without = await get(`/api/jobs/${accepted.body.id}`, account.apiKey);
+    expect(without.status).toBe(200);
+    expect(without.body).toMatchObject({ status: 'succeeded', result: { etag: job.result.etag } });
+    expect(without.body.result).not.toHaveProperty('metadata');
   });
 
   it('refuses webhookUrl without async, and async on a signed link', async () => {

@@ -9,6 +9,7 @@ import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import { sendWebhook } from '../../shared/jobs/sendWebhook';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
+import { MemoryImageStore } from '../helpers/memoryPorts';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
 
@@ -70,7 +71,7 @@ const webhooks = () =>
   sendWebhook({
     jobs,
     queue,
-    images: { signedUrl: async (key) => `memory://${key}` },
+    images: new MemoryImageStore(),
     secrets: { signingSecrets: async () => ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] },
     delivery: { egress: createEgressGate({ allowPrivateHosts: receiver.hostPort }) },
     now: Date.now,

@@ -9,6 +9,7 @@ import { jobEnded } from '../../shared/jobs/jobEvents';
 import { givenBack, jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import type { JobStore } from '../../shared/jobs/jobStore';
+import { batchView, jobView } from '../../shared/jobs/jobView';
 import {
   ITEM_WRITE_WINDOW_MS,
   MAX_JOB_RUNS,
@@ -105,14 +106,14 @@ beforeEach(() => {
 /** A job accepted as the front accepts it: its credits already reserved. */
 async function accepted(
   url: string,
-  options: { batch?: boolean; cost?: number; ledger?: CreditLedger } = {},
+  options: { batch?: boolean; cost?: number; ledger?: CreditLedger; fields?: Record<string, unknown> } = {},
 ) {
   const cost = options.cost ?? 1;
   const ledger = options.ledger ?? credits;
   await ledger.set(ACCOUNT, 10);
   await ledger.reserve(ACCOUNT, cost);
   const intake = jobIntake({ jobs, queue: new RecordingQueue(), cipher, now: Date.now });
-  const made = await intake(identity, [{ request: { url }, cost }], {
+  const made = await intake(identity, [{ request: { url, ...options.fields }, cost }], {
     ...(options.batch ? { batch: true } : {}),
   });
   return { job: made.jobs[0] as { id: string }, batch: made.batch };
@@ -243,6 +244,79 @@ describe('a queued job', () => {
       finished: 1,
     });
     expect(await credits.balance(ACCOUNT)).toBe(9);
+  });
+});
+
+describe('a job that asked for the page metadata', () => {
+  const withMetadata: { fields: Record<string, unknown> } = { fields: { response: 'json', metadata: true } };
+  const now = Date.now();
+
+  async function succeeded(images: MemoryImageStore, options = withMetadata) {
+    run = runJob({ ...workerDeps(credits), images });
+    const { job } = await accepted('https://a.test/page', options);
+    await run(ACCOUNT, job.id, 1);
+    const ended = await jobs.get(ACCOUNT, job.id);
+    if (ended?.status !== 'succeeded' || !ended.result) throw new Error(`not succeeded: ${ended?.status}`);
+    return { ended, result: ended.result };
+  }
+
+  it('keeps only a mark in its item: the metadata is stored beside the image', async () => {
+    const images = new MemoryImageStore();
+    const { result } = await succeeded(images);
+    expect(result).toEqual({
+      key: expect.any(String),
+      contentType: 'image/png',
+      width: 1920,
+      height: 1080,
+      bytes: expect.any(Number),
+      etag: expect.any(String),
+      creditsCharged: 1,
+      metadataStored: true,
+    });
+    expect(images.objects.get(result.key)?.info.metadata).toMatchObject({ finalUrl: 'https://a.test/page' });
+  });
+
+  it('is shown with its metadata, read from the store once per job, in its view and its batch view', async () => {
+    const images = new MemoryImageStore();
+    const { ended } = await succeeded(images);
+    const view = await jobView(ended, images, now);
+    expect(view.result?.metadata).toEqual(images.objects.get(ended.result?.key as string)?.info.metadata);
+    const batch = await batchView(
+      {
+        id: 'bat_x',
+        accountId: ACCOUNT,
+        status: 'completed',
+        createdAt: 0,
+        finishedAt: 0,
+        jobIds: [],
+        finished: 2,
+        webhook: null,
+      },
+      [ended, ended],
+      images,
+      now,
+    );
+    expect(batch.jobs.map((job) => job.result)).toEqual([view.result, view.result]);
+    expect(images.calls.pageMetadata).toBe(3);
+  });
+
+  it('is shown without metadata, and without a store read, when it did not ask for it', async () => {
+    const images = new MemoryImageStore();
+    const { ended } = await succeeded(images, { fields: { response: 'json' } });
+    const view = await jobView(ended, images, now);
+    expect(view.result).not.toHaveProperty('metadata');
+    expect(images.calls.pageMetadata).toBe(0);
+  });
+
+  it('is shown without metadata once the metadata is gone from the store, as its image would be', async () => {
+    const images = new MemoryImageStore();
+    const { ended } = await succeeded(images);
+    const present = await jobView(ended, images, now);
+    images.objects.clear();
+    const gone = await jobView(ended, images, now);
+    const { metadata: _metadata, ...rest } = present.result ?? {};
+    expect(gone).toEqual({ ...present, result: rest });
+    expect(gone.status).toBe('succeeded');
   });
 });
 

@@ -165,7 +165,7 @@ describe('the cache', () => {
     await shoot({ url: 'https://a.test/page' });
     const outcome = await ok(shoot({ url: 'https://a.test/page' }));
     expect(outcome.screenshot.cache).toBeUndefined();
-    expect(images.calls).toEqual({ put: 0, head: 0, get: 0 });
+    expect(images.calls).toEqual({ put: 0, head: 0, get: 0, pageMetadata: 0 });
   });
 
   it('still answers the paid-for image when the cache entry cannot be stored', async () => {

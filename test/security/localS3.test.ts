@@ -8,7 +8,7 @@ import { startEmbeddedS3 } from '../../local/embeddedS3';
 import { type LocalService, startLocalService } from '../../local/localService';
 import { createS3Client, S3ImageStore } from '../../shared/store/s3ImageStore';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
-import { startTestDelivery } from '../helpers/store';
+import { localS3Client, startTestDelivery } from '../helpers/store';
 
 /**
  * The local S3 API answers only requests signed with the credentials of its data dir: a captured page, or anyone
@@ -18,14 +18,7 @@ import { startTestDelivery } from '../helpers/store';
 type Delivery = Awaited<ReturnType<typeof startTestDelivery>>;
 let delivery: Delivery;
 let store: S3ImageStore;
-const client = () =>
-  createS3Client({
-    url: delivery.s3.endpoint,
-    credentials: {
-      accessKeyId: delivery.s3.env.LOCAL_S3_ACCESS_KEY_ID,
-      secretAccessKey: delivery.s3.env.LOCAL_S3_SECRET_ACCESS_KEY,
-    },
-  });
+const client = () => localS3Client(delivery.s3);
 
 const INFO = {
   contentType: 'image/png',
