@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CaptureSlots } from '../accounts/captureSlots';
 import type { RefundDeps } from '../accounts/refund';
+import { slotPenaltyUntil } from '../accounts/slotPenalty';
 import type { Renderer } from '../capture/renderer';
 import { storedInfoOf } from '../delivery/imageDelivery';
 import { type ImageStore, imageKey } from '../delivery/imageStore';
@@ -100,13 +101,18 @@ export function runJob(deps: RunJobDeps) {
         await deps.queue.send([{ kind: 'capture', accountId, jobId }], NO_SLOT_DELAY_SECONDS);
         return;
       }
+      // A job that ends free because of its page costs its account the slot a while longer, as a synchronous
+      // capture does (slotPenalty.ts).
+      let penaltyUntil: number | undefined;
       try {
         const running = await deps.jobs.start(accountId, jobId, deps.now());
         if (!running) return;
         let result: StoredResult;
+        const startedAt = deps.now();
         try {
           result = await capture(running, deadline, lease.newcomer);
         } catch (error) {
+          penaltyUntil = slotPenaltyUntil(error, startedAt, deps.now());
           // Every renderer is busy (deployed: their reserved concurrency is full): a queued job is never refused for
           // concurrency, so it waits as for a slot.
           if (error instanceof CapacityFullError) {
@@ -121,7 +127,7 @@ export function runJob(deps: RunJobDeps) {
         await end(running, { status: 'succeeded', result });
       } finally {
         await deps.captureSlots
-          .release(accountId, lease.leaseId)
+          .release(accountId, lease.leaseId, penaltyUntil)
           .catch((error) => logger.warn('Capture slot not released', { error }));
       }
     });

@@ -23,7 +23,7 @@ import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
 import { itemKey } from '../../shared/store/table';
-import { JOB_WORKER_TIMEOUT_MS } from '../../shared/timing';
+import { JOB_WORKER_TIMEOUT_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
 import { startFaultProxy } from '../helpers/faultProxy';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
 import {
@@ -144,6 +144,20 @@ describe('a queued job', () => {
     });
     expect(await credits.balance(ACCOUNT)).toBe(10);
     expect(usage.records).toEqual([expect.objectContaining({ status: 500, credits: 0 })]);
+  });
+
+  it("keeps the account's slot a while after a job that ran out of its time budget, as a synchronous capture", async () => {
+    const { job } = await accepted('https://a.test/timeout');
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS).catch(() => undefined);
+    expect(await credits.balance(ACCOUNT)).toBe(10);
+    expect(slots.held(ACCOUNT, Date.now() + TIMED_OUT_SLOT_PENALTY_MS - 5_000)).toBe(1);
+    expect(slots.held(ACCOUNT, Date.now() + TIMED_OUT_SLOT_PENALTY_MS + 5_000)).toBe(0);
+  });
+
+  it("gives the account's slot back at once after a failure of ours", async () => {
+    const { job } = await accepted('https://a.test/fail');
+    await expect(run(ACCOUNT, job.id, 1)).rejects.toThrow();
+    expect(slots.held(ACCOUNT, Date.now())).toBe(0);
   });
 
   it('ends failed and refunded without a capture once its message was delivered more than the runs allowed', async () => {
