@@ -32,6 +32,11 @@ export interface JobProcessingProps {
   renderers: { shared: RendererFunction; headroom: RendererFunction };
   images: ImageStorage;
   sourceMaps: boolean;
+  /**
+   * How many worker instances may run at once, each on one message: at most the shared renderer's capacity, which
+   * its captures use (at least 2, Lambda's least for an SQS source).
+   */
+  workerConcurrency: number;
   /** Functions that queue jobs (async captures, batches). */
   senders: NodejsFunction[];
   /** Functions that show jobs, with a fresh link to each result. */
@@ -124,7 +129,14 @@ export class JobProcessing extends Construct {
       tracing: lambda.Tracing.ACTIVE,
     });
     this.worker.addEventSource(
-      new SqsEventSource(this.queue, { batchSize: 10, reportBatchItemFailures: true, maxConcurrency: 10 }),
+      // One message per invocation: an invocation lasts as long as its slowest message, so in batches one tenant's
+      // slow or failing captures would hold the capacity of everyone's messages beside them, and ten renderer answers
+      // at once would not fit the worker's memory.
+      new SqsEventSource(this.queue, {
+        batchSize: 1,
+        reportBatchItemFailures: true,
+        maxConcurrency: Math.max(2, props.workerConcurrency),
+      }),
     );
     // Webhook secrets, on their encryption context only: signing opens them, an account's first delivery seals one.
     props.images.grantSealed(this.worker, 'webhookSecrets', ['kms:Encrypt', 'kms:Decrypt']);

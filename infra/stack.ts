@@ -295,6 +295,7 @@ export class ScreenshotServiceStack extends Stack {
       renderers: { shared: this.renderer, headroom: this.headroomRenderer },
       images: this.images,
       sourceMaps: settings.sourceMaps,
+      workerConcurrency: reserved.sharedRenderer,
       senders: [routeFunction('screenshot'), routeFunction('createBatch')],
       readers: [routeFunction('getJob'), routeFunction('getBatch'), routeFunction('listJobs')],
     });

@@ -1312,6 +1312,9 @@ describe('async jobs', () => {
     expect(mapping?.[1].Properties).toMatchObject({
       EventSourceArn: { 'Fn::GetAtt': [queueId('Jobs'), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
+      // One message per invocation (no tenant's slow message holds others'), as many at once as the shared renderer.
+      BatchSize: 1,
+      ScalingConfig: { MaximumConcurrency: reservedConcurrencies(TEST_SETTINGS).sharedRenderer },
     });
     // It asks the renderer, as the screenshot front does.
     expect((worker.Properties.Environment as Json).Variables).toHaveProperty('RENDERER_FUNCTION_NAME');
