@@ -6,12 +6,19 @@ import { TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
  * it back at once. A free capture still held a renderer: without a cost in slots, an account could keep its whole
  * share of the capacity busy for nothing (a long `delay` before a click that matches nothing, or a hang-up just
  * before the image). A time budget's end keeps it TIMED_OUT_SLOT_PENALTY_MS; any other failure of the page, or a
- * client that went away, as long again as the capture ran (at most as long); a failure of ours, not at all.
+ * client that went away, as long again as the capture ran (at most as long); a failure of ours, not at all. A hang-up
+ * keeps it at least until the capture's `deadline` too: deployed, its renderer, which a hang-up does not stop, may run
+ * until then, and a slot given back sooner would let the account start more renderers than it has slots.
  */
-export function slotPenaltyUntil(error: unknown, startedAt: number, endedAt: number): number | undefined {
+export function slotPenaltyUntil(
+  error: unknown,
+  startedAt: number,
+  endedAt: number,
+  deadline: number,
+): number | undefined {
   if (error instanceof CaptureTimedOutError) return endedAt + TIMED_OUT_SLOT_PENALTY_MS;
-  const free =
-    error instanceof ClientGoneError || (error instanceof CaptureFailedError && error.fault === 'page');
-  if (!free) return undefined;
-  return endedAt + Math.min(TIMED_OUT_SLOT_PENALTY_MS, Math.max(0, endedAt - startedAt));
+  const gone = error instanceof ClientGoneError;
+  if (!gone && !(error instanceof CaptureFailedError && error.fault === 'page')) return undefined;
+  const asLongAgain = endedAt + Math.min(TIMED_OUT_SLOT_PENALTY_MS, Math.max(0, endedAt - startedAt));
+  return gone ? Math.max(asLongAgain, deadline) : asLongAgain;
 }

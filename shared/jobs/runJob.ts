@@ -112,7 +112,7 @@ export function runJob(deps: RunJobDeps) {
         try {
           result = await capture(running, deadline, lease.newcomer);
         } catch (error) {
-          penaltyUntil = slotPenaltyUntil(error, startedAt, deps.now());
+          penaltyUntil = slotPenaltyUntil(error, startedAt, deps.now(), deadline);
           // Every renderer is busy (deployed: their reserved concurrency is full): a queued job is never refused for
           // concurrency, so it waits as for a slot.
           if (error instanceof CapacityFullError) {

@@ -262,7 +262,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
-          penaltyUntil = slotPenaltyUntil(error, startedAt, now());
+          penaltyUntil = slotPenaltyUntil(error, startedAt, now(), deadline);
           await giveBack();
           // The capacity is full for this account: the same 429 as its own bound, with what admission took given back.
           if (error instanceof CapacityFullError) throw new TooManyCapturesError(admissions.slotLimit, now());
