@@ -303,6 +303,21 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
     await until(() => lambda.runningOn(SHARED_RENDERER) === 0);
   });
 
+  it('holds a slot as long again as the capture ran when its image never reached the client, though its slot had gone back', async () => {
+    const capturing = shoot('attacker', 'https://slow.test/undelivered');
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
+    clock += 30_000;
+    browser.finishSlow();
+    const outcome = await capturing;
+    expect(outcome.ok).toBe(true);
+    expect(slots.held('attacker', clock)).toBe(0);
+    // The client hung up before the image was handed over: free, and the account pays in slot time.
+    await (outcome as { undelivered: () => Promise<void> }).undelivered();
+    expect(await credits.balance('attacker')).toBe(10);
+    expect(slots.held('attacker', clock + 29_000)).toBe(1);
+    expect(slots.held('attacker', clock + 30_000)).toBe(0);
+  });
+
   it('gives the slot back at once after a capture that failed for a reason of ours', async () => {
     expect(statusOf(await shoot('attacker', 'https://fail.test'))).toBe(500);
     expect(slots.held('attacker')).toBe(0);
