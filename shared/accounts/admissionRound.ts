@@ -52,6 +52,12 @@ export interface AdmissionRound {
   admit(ask: AdmissionAsk): Promise<AdmissionVerdict>;
   /** Gives a slot back, as CaptureSlots.release does; never throws (a lease not given back lapses on its own). */
   release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void>;
+  /**
+   * Takes one of the account's slots until `until`, for nobody to give back: the penalty of a capture whose slot went
+   * back before it ended free (its client hung up while the image was encoded or sent). Nothing when every slot is
+   * taken; never throws.
+   */
+  holdSlot(accountId: string, now: number, until: number): Promise<void>;
 }
 
 export interface AdmissionPorts {
@@ -76,6 +82,11 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
   return {
     slotLimit: ports.captureSlots.limit,
     release,
+    async holdSlot(accountId, now, until) {
+      await ports.captureSlots
+        .acquire(accountId, now, until)
+        .catch((error) => logger.warn('Capture slot not held', { error }));
+    },
     async admit(ask) {
       const { accountId, keyId } = ask.identity;
       const { slot, cost } = ask;

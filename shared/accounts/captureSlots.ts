@@ -11,7 +11,7 @@ export interface CaptureSlots {
   acquire(accountId: string, now: number, expiresAt: number): Promise<SlotLease | undefined>;
   /**
    * Gives the slot back; releasing a lease that already lapsed changes nothing. With `penaltyUntil` (a capture that
-   * ran out of its time budget), the account's slot stays taken until then.
+   * ended free: shared/accounts/slotPenalty.ts), the account's slot stays taken until then.
    */
   release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void>;
 }

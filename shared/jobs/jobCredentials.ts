@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { AppError } from '../errors';
 import { AES_GCM_KEY_BYTES, AesGcmSecretCipher } from '../signing/aesGcmSecretCipher';
 import type { SecretCipher } from '../signing/secretCipher';
 
@@ -20,6 +21,16 @@ interface SealedCredentials {
 }
 
 type QueuedRequest = Record<string, unknown>;
+
+/**
+ * A job's sealed credentials did not open (sealed for another job, or under a key that no longer opens them): no
+ * later run would open them either, so the job ends at once. A cipher out of reach throws its own error instead.
+ */
+export class CredentialsNotOpenedError extends AppError {
+  constructor() {
+    super(500, "The request's headers and cookies could not be read");
+  }
+}
 
 /**
  * A queued capture waits in the table for up to its job's lifetime, so what a synchronous capture only holds in
@@ -56,7 +67,7 @@ export async function sealCredentials<T extends { id: string; accountId: string;
   );
 }
 
-/** A job's request as it was accepted, its credentials opened; throws when they do not open (not this job's). */
+/** A job's request as it was accepted, its credentials opened; CredentialsNotOpenedError when they do not open. */
 export async function openCredentials(
   cipher: SecretCipher,
   job: { id: string; accountId: string; request: QueuedRequest },
@@ -69,7 +80,7 @@ export async function openCredentials(
     dataKey === undefined
       ? undefined
       : await new AesGcmSecretCipher(Buffer.from(dataKey, 'base64')).open(fields, job.id);
-  if (opened === undefined) throw new Error("The job's sealed credentials do not open");
+  if (opened === undefined) throw new CredentialsNotOpenedError();
   return { ...request, ...(JSON.parse(opened) as QueuedRequest) };
 }
 

@@ -15,7 +15,7 @@ import type { SecretCipher } from '../signing/secretCipher';
 import { JOB_WORKER_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import { JOB_RETENTION_MS, type Job, jobCreatedAt, type StoredResult } from './job';
-import { openCredentials } from './jobCredentials';
+import { CredentialsNotOpenedError, openCredentials } from './jobCredentials';
 import type { JobQueue } from './jobQueue';
 import type { JobEnd, JobStore } from './jobStore';
 
@@ -112,7 +112,7 @@ export function runJob(deps: RunJobDeps) {
         try {
           result = await capture(running, deadline, lease.newcomer);
         } catch (error) {
-          penaltyUntil = slotPenaltyUntil(error, startedAt, deps.now());
+          penaltyUntil = slotPenaltyUntil(error, startedAt, deps.now(), deadline);
           // Every renderer is busy (deployed: their reserved concurrency is full): a queued job is never refused for
           // concurrency, so it waits as for a slot.
           if (error instanceof CapacityFullError) {
@@ -209,8 +209,9 @@ export function runJob(deps: RunJobDeps) {
   }
 }
 
-/** A failure the next try would meet again: the page's, or the request's own (a 4xx). */
+/** A failure the next try would meet again: the page's, the request's own (a 4xx), credentials that do not open. */
 function isFinal(error: unknown): boolean {
+  if (error instanceof CredentialsNotOpenedError) return true;
   if (error instanceof CaptureFailedError) return error.fault === 'page';
   return error instanceof AppError && error.status < 500;
 }

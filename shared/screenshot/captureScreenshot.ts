@@ -4,7 +4,7 @@ import type { CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
-import { slotPenaltyUntil } from '../accounts/slotPenalty';
+import { asLongAgain, slotPenaltyUntil } from '../accounts/slotPenalty';
 import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
@@ -262,7 +262,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           });
           screenshot = withCredentialsMark(delivered, fields);
         } catch (error) {
-          penaltyUntil = slotPenaltyUntil(error, startedAt, now());
+          // A renderer that already answered has stopped; one still capturing may run until the deadline.
+          penaltyUntil = slotPenaltyUntil(error, startedAt, now(), released ? now() : deadline);
           await giveBack();
           // The capacity is full for this account: the same 429 as its own bound, with what admission took given back.
           if (error instanceof CapacityFullError) throw new TooManyCapturesError(admissions.slotLimit, now());
@@ -271,11 +272,21 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         logger.info('screenshot', { accountId, cost, cache: screenshot.cache });
         // An image kept in the account's cache is the customer's whether or not this answer reaches them: the same
         // request answers it again, free. Refunding a hang-up then would give the capture away.
-        const undelivered = keptInCache(screenshot) ? NOTHING_TO_GIVE_BACK : giveBack;
+        const undelivered = keptInCache(screenshot)
+          ? NOTHING_TO_GIVE_BACK
+          : async () => {
+              await giveBack();
+              await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()));
+            };
         return { ok: true, rateLimit, screenshot, undelivered };
       } finally {
-        // A capture that ended free costs its account the slot, for a while longer.
-        await (released ?? release(penaltyUntil));
+        // A capture that ended free costs its account the slot, for a while longer: its own, or one taken again
+        // when it had gone back already.
+        if (released === undefined) await release(penaltyUntil);
+        else {
+          await released;
+          if (penaltyUntil !== undefined) await admissions.holdSlot(accountId, now(), penaltyUntil);
+        }
       }
     } catch (error) {
       return rateLimit ? { ok: false, error, rateLimit } : { ok: false, error };

@@ -85,6 +85,12 @@ export class DynamoAdmissionRound implements AdmissionRound {
       .catch((error) => logger.warn('Capture slot not released', { error }));
   }
 
+  async holdSlot(accountId: string, now: number, until: number): Promise<void> {
+    await this.slots
+      .acquire(accountId, now, until)
+      .catch((error) => logger.warn('Capture slot not held', { error }));
+  }
+
   /**
    * The account item's part of the round; `holdsBefore` is how many live leases the account held before this one.
    * Each pass either decides or found the item changed (a lease lapsed and was reaped, a refund came in); the bound

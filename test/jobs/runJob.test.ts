@@ -160,6 +160,23 @@ describe('a queued job', () => {
     expect(slots.held(ACCOUNT, Date.now())).toBe(0);
   });
 
+  it('ends failed and refunded on its first run, without a capture, when its sealed credentials do not open', async () => {
+    const { job } = await accepted('https://a.test/page', {
+      fields: { headers: { Authorization: 'Bearer x' } },
+    });
+    // Another key than the one they were sealed with: no later run would open them either.
+    const worker = runJob({ ...workerDeps(credits), cipher: new AesGcmSecretCipher(randomBytes(32)) });
+    await worker(ACCOUNT, job.id, 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({
+      status: 'failed',
+      runs: 1,
+      error: { status: 500 },
+    });
+    expect(renderer.captures).toHaveLength(0);
+    expect(await credits.balance(ACCOUNT)).toBe(10);
+    expect(slots.held(ACCOUNT, Date.now())).toBe(0);
+  });
+
   it('ends failed and refunded without a capture once its message was delivered more than the runs allowed', async () => {
     const { job } = await accepted('https://a.test/page');
     await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);

@@ -164,6 +164,21 @@ describe('the admission round in DynamoDB', () => {
     expect((await accountItem(identity.accountId)).held).toBe(1);
   });
 
+  it('holds a slot again for a penalty, until it lapses, and takes none when the slots are all held', async () => {
+    const admissions = round();
+    const identity = await newAccount(100);
+    await admissions.holdSlot(identity.accountId, NOW, NOW + 30_000);
+    const checkAt = (at: number) => admissions.admit({ ...capture(identity, 0, at), slot: 'check' });
+    const held = async () =>
+      Object.keys(await accountItem(identity.accountId)).filter((name) => name.startsWith('lease_')).length;
+    expect(await held()).toBe(1);
+    for (let i = 1; i < SLOTS; i++) await admissions.admit(capture(identity, 1));
+    await admissions.holdSlot(identity.accountId, NOW, NOW + 30_000);
+    expect(await held()).toBe(SLOTS);
+    expect((await checkAt(NOW + 1_000)).admitted).toBe(false);
+    expect((await checkAt(NOW + 30_000)).admitted).toBe(true);
+  });
+
   it('removes the windows of past hours as it goes, never the current one', async () => {
     const admissions = round();
     const identity = await newAccount(100);

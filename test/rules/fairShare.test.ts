@@ -241,12 +241,13 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
     expect(slots.held('attacker', clock + 40_000)).toBe(0);
   });
 
-  it('holds the slot of a capture whose client hung up as long again as it ran', async () => {
+  it('holds the slot of a capture whose client hung up until its renderer, which no hang-up stops, surely stopped', async () => {
+    const deadline = clock + 90_000;
     const hangUp = new AbortController();
     const leaving = capture({
       apiKey: apiKeys.get('attacker'),
       request: () => ({ url: 'https://slow.test/left' }),
-      deadline: clock + 90_000,
+      deadline,
       signal: hangUp.signal,
     });
     await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
@@ -254,11 +255,67 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
     hangUp.abort();
     expect(statusOf(await leaving)).toBe(499);
     expect(await credits.balance('attacker')).toBe(10);
-    expect(slots.held('attacker', clock + 19_000)).toBe(1);
-    expect(slots.held('attacker', clock + 20_000)).toBe(0);
-    // The renderer, which no hang-up stops, finishes on its own.
+    expect(slots.held('attacker', clock + 20_000)).toBe(1);
+    expect(slots.held('attacker', deadline - 1)).toBe(1);
+    expect(slots.held('attacker', deadline)).toBe(0);
     browser.finishSlow();
     await until(() => lambda.runningOn(SHARED_RENDERER) === 0);
+  });
+
+  it('holds a late hang-up as long again as the capture ran, past its deadline', async () => {
+    const deadline = clock + 90_000;
+    const hangUp = new AbortController();
+    const leaving = capture({
+      apiKey: apiKeys.get('attacker'),
+      request: () => ({ url: 'https://slow.test/left' }),
+      deadline,
+      signal: hangUp.signal,
+    });
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
+    clock += 60_000;
+    hangUp.abort();
+    expect(statusOf(await leaving)).toBe(499);
+    expect(slots.held('attacker', clock + 59_000)).toBe(1);
+    expect(slots.held('attacker', clock + 60_000)).toBe(0);
+    browser.finishSlow();
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 0);
+  });
+
+  it('takes no headroom for an account whose hung-up captures still fill the shared renderer', async () => {
+    // Two captures hung up a second in, their renderers still running (a long `delay`, say).
+    for (let i = 1; i <= 2; i++) {
+      const hangUp = new AbortController();
+      const leaving = capture({
+        apiKey: apiKeys.get('attacker'),
+        request: () => ({ url: `https://slow.test/${i}` }),
+        deadline: clock + 90_000,
+        signal: hangUp.signal,
+      });
+      await until(() => lambda.runningOn(SHARED_RENDERER) === i);
+      clock += 1_000;
+      hangUp.abort();
+      expect(statusOf(await leaving)).toBe(499);
+      clock += 5_000;
+    }
+    expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(429);
+    expect(lambda.runningOn(HEADROOM_RENDERER)).toBe(0);
+    browser.finishSlow();
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 0);
+  });
+
+  it('holds a slot as long again as the capture ran when its image never reached the client, though its slot had gone back', async () => {
+    const capturing = shoot('attacker', 'https://slow.test/undelivered');
+    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
+    clock += 30_000;
+    browser.finishSlow();
+    const outcome = await capturing;
+    expect(outcome.ok).toBe(true);
+    expect(slots.held('attacker', clock)).toBe(0);
+    // The client hung up before the image was handed over: free, and the account pays in slot time.
+    await (outcome as { undelivered: () => Promise<void> }).undelivered();
+    expect(await credits.balance('attacker')).toBe(10);
+    expect(slots.held('attacker', clock + 29_000)).toBe(1);
+    expect(slots.held('attacker', clock + 30_000)).toBe(0);
   });
 
   it('gives the slot back at once after a capture that failed for a reason of ours', async () => {

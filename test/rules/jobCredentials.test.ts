@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { openCredentials, sealCredentials } from '../../shared/jobs/jobCredentials';
+import {
+  CredentialsNotOpenedError,
+  openCredentials,
+  sealCredentials,
+} from '../../shared/jobs/jobCredentials';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import type { SecretCipher } from '../../shared/signing/secretCipher';
 
@@ -61,7 +65,9 @@ describe("a queued request's credentials", () => {
     const { cipher } = countingCipher();
     const [sealed] = await sealCredentials(cipher, [job('job_1', credentialed)]);
     const request = sealed?.request ?? {};
-    await expect(openCredentials(cipher, job('job_2', request))).rejects.toThrow(/do not open/);
-    await expect(openCredentials(cipher, job('job_1', request, 'acct-b'))).rejects.toThrow(/do not open/);
+    await expect(openCredentials(cipher, job('job_2', request))).rejects.toThrow(CredentialsNotOpenedError);
+    await expect(openCredentials(cipher, job('job_1', request, 'acct-b'))).rejects.toThrow(
+      CredentialsNotOpenedError,
+    );
   });
 });
