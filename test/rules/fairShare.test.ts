@@ -138,6 +138,23 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
 
   const shoot = (account: string, url: string) =>
     capture({ apiKey: apiKeys.get(account), request: () => ({ url }), deadline: clock + 90_000 });
+  /**
+   * The attacker's slow capture of `path`, its client hanging up `afterMs` into it (as many renderers running as
+   * `running` then); the capture's deadline is 90 s after it started.
+   */
+  const hungUp = async (path: string, afterMs: number, running = 1) => {
+    const hangUp = new AbortController();
+    const leaving = capture({
+      apiKey: apiKeys.get('attacker'),
+      request: () => ({ url: `https://slow.test/${path}` }),
+      deadline: clock + 90_000,
+      signal: hangUp.signal,
+    });
+    await until(() => lambda.runningOn(SHARED_RENDERER) === running);
+    clock += afterMs;
+    hangUp.abort();
+    return leaving;
+  };
   const statusOf = (outcome: Awaited<ReturnType<CaptureScreenshot>>) =>
     outcome.ok ? 200 : outcome.error instanceof AppError ? outcome.error.status : 500;
   /** Two slow captures of the attacker: the shared renderer is full. */
@@ -243,17 +260,7 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
 
   it('holds the slot of a capture whose client hung up until its renderer, which no hang-up stops, surely stopped', async () => {
     const deadline = clock + 90_000;
-    const hangUp = new AbortController();
-    const leaving = capture({
-      apiKey: apiKeys.get('attacker'),
-      request: () => ({ url: 'https://slow.test/left' }),
-      deadline,
-      signal: hangUp.signal,
-    });
-    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
-    clock += 20_000;
-    hangUp.abort();
-    expect(statusOf(await leaving)).toBe(499);
+    expect(statusOf(await hungUp('left', 20_000))).toBe(499);
     expect(await credits.balance('attacker')).toBe(10);
     expect(slots.held('attacker', clock + 20_000)).toBe(1);
     expect(slots.held('attacker', deadline - 1)).toBe(1);
@@ -263,18 +270,7 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
   });
 
   it('holds a late hang-up as long again as the capture ran, past its deadline', async () => {
-    const deadline = clock + 90_000;
-    const hangUp = new AbortController();
-    const leaving = capture({
-      apiKey: apiKeys.get('attacker'),
-      request: () => ({ url: 'https://slow.test/left' }),
-      deadline,
-      signal: hangUp.signal,
-    });
-    await until(() => lambda.runningOn(SHARED_RENDERER) === 1);
-    clock += 60_000;
-    hangUp.abort();
-    expect(statusOf(await leaving)).toBe(499);
+    expect(statusOf(await hungUp('left', 60_000))).toBe(499);
     expect(slots.held('attacker', clock + 59_000)).toBe(1);
     expect(slots.held('attacker', clock + 60_000)).toBe(0);
     browser.finishSlow();
@@ -284,17 +280,7 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
   it('takes no headroom for an account whose hung-up captures still fill the shared renderer', async () => {
     // Two captures hung up a second in, their renderers still running (a long `delay`, say).
     for (let i = 1; i <= 2; i++) {
-      const hangUp = new AbortController();
-      const leaving = capture({
-        apiKey: apiKeys.get('attacker'),
-        request: () => ({ url: `https://slow.test/${i}` }),
-        deadline: clock + 90_000,
-        signal: hangUp.signal,
-      });
-      await until(() => lambda.runningOn(SHARED_RENDERER) === i);
-      clock += 1_000;
-      hangUp.abort();
-      expect(statusOf(await leaving)).toBe(499);
+      expect(statusOf(await hungUp(String(i), 1_000, i))).toBe(499);
       clock += 5_000;
     }
     expect(statusOf(await shoot('attacker', 'https://a.test'))).toBe(429);
