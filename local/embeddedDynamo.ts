@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { RequestListener, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -12,7 +12,7 @@ import dynalite from 'dynalite';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
-import { fromOwnClient } from './ownClients';
+import { serveOwnClientsOnly } from './ownClients';
 
 /**
  * The embedded DynamoDB: dynalite (DynamoDB's HTTP API on LevelDB) on a loopback port. With a data dir it persists
@@ -36,12 +36,7 @@ export async function startEmbeddedDynamo(options: {
     updateTableMs: 0,
   });
   // dynalite checks no signature and answers any origin's CORS preflight: only our own clients get through.
-  const [serve] = server.listeners('request') as RequestListener[];
-  server.removeAllListeners('request');
-  server.on('request', (req, res) => {
-    if (serve && fromOwnClient(req)) serve(req, res);
-    else res.writeHead(403).end();
-  });
+  serveOwnClientsOnly(server);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

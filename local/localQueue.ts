@@ -1,4 +1,4 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import { Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -16,7 +16,7 @@ import { ownPorts } from '../shared/egress/ownPorts';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { logger } from '../shared/logger';
 import type { JobWorkerHandler } from '../shared/wiring/jobs';
-import { fromOwnClient } from './ownClients';
+import { serveOwnClientsOnly } from './ownClients';
 
 const REGION = 'us-east-1';
 
@@ -104,14 +104,7 @@ async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
   } as typeof listen;
   try {
     const started = await start();
-    for (const server of servers) {
-      const serve = server.listeners('request') as RequestListener[];
-      server.removeAllListeners('request');
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-        if (fromOwnClient(req)) for (const listener of serve) listener(req, res);
-        else res.writeHead(403).end();
-      });
-    }
+    for (const server of servers) serveOwnClientsOnly(server as HttpServer);
     return started;
   } finally {
     Server.prototype.listen = listen;

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, RequestListener, Server } from 'node:http';
 
 /** `127.0.0.1`, with a port or not: the port is not checked, so a test's relay in front of a service passes. */
 const LOOPBACK_HOST = /^127\.0\.0\.1(:\d{1,5})?$/;
@@ -13,4 +13,14 @@ const LOOPBACK_HOST = /^127\.0\.0\.1(:\d{1,5})?$/;
 export function fromOwnClient(req: IncomingMessage): boolean {
   const fromBrowser = req.headers.origin !== undefined || req.headers['sec-fetch-mode'] !== undefined;
   return LOOPBACK_HOST.test(req.headers.host ?? '') && !fromBrowser;
+}
+
+/** Puts `server`'s request listeners behind fromOwnClient: anyone else gets `403` before they see the request. */
+export function serveOwnClientsOnly(server: Server): void {
+  const serve = server.listeners('request') as RequestListener[];
+  server.removeAllListeners('request');
+  server.on('request', (req, res) => {
+    if (fromOwnClient(req)) for (const listener of serve) listener(req, res);
+    else res.writeHead(403).end();
+  });
 }
