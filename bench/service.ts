@@ -10,9 +10,7 @@ import { LocalRenderer } from '../local/renderer/localRenderer';
 import type { CaptureResult, Renderer } from '../shared/capture/renderer';
 import { readServiceConfig } from '../shared/config';
 import { createUrlPolicy } from '../shared/egress/urlPolicy';
-import { jobIntake } from '../shared/jobs/jobIntake';
 import { SqsJobQueue } from '../shared/store/sqsJobQueue';
-import { createSecretCipher } from '../shared/wiring/delivery';
 import { createJobRoutes, createJobWorker } from '../shared/wiring/jobs';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import { screenshotLambda } from '../shared/wiring/lambdaHandlers';
@@ -139,7 +137,7 @@ export async function startBenchJobs(store: BenchStore) {
       instantRenderer,
       createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
       env,
-      { acceptJobs: jobIntake({ jobs: stores.jobs, queue, cipher: createSecretCipher(env), now: Date.now }) },
+      { queue },
     ),
   );
   const renderer = new LocalRenderer({ env });

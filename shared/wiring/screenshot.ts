@@ -11,7 +11,7 @@ import type { Admission } from '../screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
 import { CAPTURE_BUDGETS, type CaptureBudgets, MAX_DELAY_MS } from '../timing';
 import { DeferredUsageRecorder } from '../usage/usageRecorder';
-import { createDeliveryPorts, createSecretCipher } from './delivery';
+import { createDeliveryPorts } from './delivery';
 import { createStores } from './stores';
 
 export interface ScreenshotServiceOptions {
@@ -45,16 +45,7 @@ export function createScreenshotService(
   const stores = createStores(client, config);
   const service = screenshotUseCase(stores, options.renderer, policy, env, {
     captureBudgetMs: captureBudgetOf(budgets),
-    ...(options.queue
-      ? {
-          acceptJobs: jobIntake({
-            jobs: stores.jobs,
-            queue: options.queue,
-            cipher: createSecretCipher(env),
-            now: Date.now,
-          }),
-        }
-      : {}),
+    ...(options.queue ? { queue: options.queue } : {}),
     ...(options.admission ? { admission: options.admission } : {}),
   });
   const { usage } = service;
@@ -93,7 +84,7 @@ export function invokedRenderer(
 
 /**
  * The screenshot use case over the stores with the given renderer and URL policy, with the delivery ports, metrics
- * and usage recorder the environment calls for. The Lambda handler flushes the usage records and metrics after each
+ * and usage recorder the environment calls for, and with `queue` the intake of async captures. The Lambda handler flushes the usage records and metrics after each
  * answer (shared/wiring/lambdaHandlers.ts).
  */
 export function screenshotUseCase(
@@ -101,14 +92,20 @@ export function screenshotUseCase(
   renderer: Renderer,
   urlPolicy: UrlPolicy,
   env: NodeJS.ProcessEnv,
-  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs' | 'acceptJobs'> = {},
+  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs'> & { queue?: JobQueue } = {},
 ) {
   const usage = new DeferredUsageRecorder(stores.usageStore);
   const metrics = new PowertoolsServiceMetrics(env);
+  const { queue, ...rest } = options;
+  const ports = createDeliveryPorts(env);
   const capture = captureScreenshot({
     ...stores,
-    ...createDeliveryPorts(env),
-    ...options,
+    ...ports,
+    ...rest,
+    // Async captures: queued with their credentials sealed by the same cipher as the signing secrets.
+    ...(queue
+      ? { acceptJobs: jobIntake({ jobs: stores.jobs, queue, cipher: ports.cipher, now: Date.now }) }
+      : {}),
     usage,
     metrics,
     renderer,
