@@ -184,24 +184,16 @@ function marginRoomIssues(body: Record<string, unknown>) {
     const length = (margin as Record<string, unknown>)[side];
     return typeof length === 'string' ? (lengthInMm(length) ?? 0) : 0;
   };
-  return [
-    ...(mm('left') + mm('right') >= width
-      ? [
-          {
-            path: ['pdfMargin'],
-            message: `pdfMargin left and right together must be less than the paper's width (${width} mm)`,
-          },
-        ]
-      : []),
-    ...(mm('top') + mm('bottom') >= height
-      ? [
-          {
-            path: ['pdfMargin'],
-            message: `pdfMargin top and bottom together must be less than the paper's height (${height} mm)`,
-          },
-        ]
-      : []),
-  ];
+  const across = [
+    { sides: ['left', 'right'], dimension: 'width', length: width },
+    { sides: ['top', 'bottom'], dimension: 'height', length: height },
+  ] as const;
+  return across
+    .filter(({ sides: [one, other], length }) => mm(one) + mm(other) >= length)
+    .map(({ sides: [one, other], dimension, length }) => ({
+      path: ['pdfMargin'],
+      message: `pdfMargin ${one} and ${other} together must be less than the paper's ${dimension} (${length} mm)`,
+    }));
 }
 
 /** The output fields of a validated request; the type keeps this module free of the request schema's. */
