@@ -1,3 +1,5 @@
+import type { OwnerCredits } from '../keys/ownerCredits';
+
 /**
  * The largest balance: every balance is a whole number from 0 to this, so it is exact in JavaScript and in JSON.
  * Operator changes that would pass it are refused (BalanceOverflowError).
@@ -5,10 +7,7 @@
 export const MAX_BALANCE = Number.MAX_SAFE_INTEGER;
 
 /** Port for account credit balances. Every change is a single atomic, conditional write. */
-export interface CreditLedger {
-  /** Gives the account its one-time free grant if it has never had it. */
-  grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void>;
-  balance(accountId: string): Promise<number>;
+export interface CreditLedger extends OwnerCredits {
   /** Takes `cost` credits, or throws InsufficientCreditsError with the balance at that moment. */
   reserve(accountId: string, cost: number): Promise<void>;
   /** Gives back what reserve took (a failed capture costs nothing). */

@@ -3,9 +3,7 @@ import { imageSize } from 'image-size';
 import { pdfPageSize } from '../capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type PageMetadata } from '../capture/renderer';
 import { logger } from '../logger';
-import type { ScreenshotRequest } from '../screenshot/schema';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
-import { cacheKeyOf } from './cacheKey';
 import { type ImageStore, imageKey, type StoredImageInfo } from './imageStore';
 
 export type CacheStatus = 'HIT' | 'MISS';
@@ -49,6 +47,15 @@ export interface Screenshot {
 export type CapturedImage = Required<Pick<Screenshot, 'image'>> &
   Omit<Screenshot, 'cache' | 'link' | 'notModified' | 'credentialed' | 'freshForSeconds'>;
 
+/** How a request wants its answer delivered (screenshot/cacheKey.ts builds it from a screenshot request). */
+export interface DeliveryRequest {
+  /** The account's cache entry of what the request shows, when it asks for the cache. */
+  cacheKey: string | undefined;
+  /** How old, in seconds, a cached image may be to answer it. */
+  cacheTtl: number;
+  response: 'image' | 'json';
+}
+
 export interface ImageDeliveryDeps {
   images: ImageStore;
   now: () => number;
@@ -79,11 +86,11 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
      */
     async fromCache(
       accountId: string,
-      request: ScreenshotRequest,
+      request: DeliveryRequest,
       ifNoneMatch: string | undefined,
     ): Promise<Screenshot | undefined> {
-      if (!request.cache) return undefined;
-      const key = imageKey.cached(accountId, cacheKeyOf(accountId, request));
+      if (request.cacheKey === undefined) return undefined;
+      const key = imageKey.cached(accountId, request.cacheKey);
       const now = deps.now();
       const freshUntil = (info: StoredImageInfo) =>
         Math.min(info.expiresAt, info.storedAt + request.cacheTtl * 1000);
@@ -116,21 +123,19 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
      * a link the store must succeed (the caller refunds when it throws); for the cache alone a failed store costs
      * only the next request's hit, so the paid-for image is still answered.
      */
-    async deliver(
-      accountId: string,
-      request: ScreenshotRequest,
-      captured: CapturedImage,
-    ): Promise<Screenshot> {
-      const cache = request.cache ? ({ cache: 'MISS' } as const) : {};
-      if (!request.cache && request.response === 'image') return captured;
+    async deliver(accountId: string, request: DeliveryRequest, captured: CapturedImage): Promise<Screenshot> {
+      const { cacheKey } = request;
+      const cache = cacheKey !== undefined ? ({ cache: 'MISS' } as const) : {};
+      if (cacheKey === undefined && request.response === 'image') return captured;
       const now = deps.now();
-      const key = request.cache
-        ? imageKey.cached(accountId, cacheKeyOf(accountId, request))
-        : imageKey.linked(accountId, randomUUID());
+      const key =
+        cacheKey !== undefined
+          ? imageKey.cached(accountId, cacheKey)
+          : imageKey.linked(accountId, randomUUID());
       const info = storedInfoOf(
         captured,
         now,
-        now + (request.cache ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+        now + (cacheKey !== undefined ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
       );
       const stored = deps.images.put(key, captured.image, info);
       if (request.response === 'json') {

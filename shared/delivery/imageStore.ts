@@ -76,7 +76,7 @@ function accountFolder(accountId: string): string {
 }
 
 export const imageKey = {
-  /** The cache entry of one request (its key from `cacheKeyOf`). */
+  /** The cache entry of one request (its key from `cacheKeyOf`, screenshot/cacheKey.ts). */
   cached: (accountId: string, cacheKey: string) =>
     `${IMAGE_KINDS.cache}${accountFolder(accountId)}/${cacheKey}`,
   /** An image stored only to be linked to. */

@@ -1,4 +1,3 @@
-import type { CreditLedger } from '../accounts/creditLedger';
 import type { SessionVerifier } from '../auth/sessionVerifier';
 import { ConflictError, NotFoundError } from '../errors';
 import type { SecretCipher } from '../signing/secretCipher';
@@ -6,6 +5,7 @@ import { generateSigningSecret } from '../signing/signedLink';
 import { validate } from '../validation';
 import { generateApiKey, hashApiKey, KEY_ID_PATTERN, lastFour, maskApiKey, newKeyId } from './apiKey';
 import type { ApiKeyRecord, KeyStore } from './keyStore';
+import type { OwnerCredits } from './ownerCredits';
 import { createKeyBody, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from './schemas';
 
 // One message for "no such key" and "someone else's key", so key ids of other accounts cannot be probed.
@@ -14,7 +14,7 @@ const KEY_NOT_FOUND = 'API key not found';
 export interface KeyManagementDeps {
   sessions: SessionVerifier;
   keys: KeyStore;
-  credits: CreditLedger;
+  credits: OwnerCredits;
   /** Seals each new key's signing secret before it is stored. */
   cipher: SecretCipher;
   freeCredits: number;

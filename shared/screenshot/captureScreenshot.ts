@@ -23,6 +23,7 @@ import { validate } from '../validation';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
 import { encodeAvif } from './avifEncoding';
+import { deliveryRequestOf } from './cacheKey';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
 import { outcomeStatus, type ScreenshotOutcome } from './outcome';
@@ -197,7 +198,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const cached =
         'valid' in checked && !queued
           ? await delivery
-              .fromCache(accountId, checked.valid.fields, input.ifNoneMatch)
+              .fromCache(accountId, deliveryRequestOf(accountId, checked.valid.fields), input.ifNoneMatch)
               .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
               .catch(() => undefined)
           : undefined;
@@ -252,7 +253,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           released.catch(() => undefined);
           const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
-          const delivered = await delivery.deliver(accountId, fields, {
+          const delivered = await delivery.deliver(accountId, deliveryRequestOf(accountId, fields), {
             image: output.image,
             contentType: output.contentType,
             etag: `"${createHash('md5').update(output.image).digest('hex')}"`,

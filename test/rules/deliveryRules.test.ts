@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { cacheKeyOf } from '../../shared/delivery/cacheKey';
 import { AppError, StoreUnavailableError, type ValidationError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
+import { cacheKeyOf } from '../../shared/screenshot/cacheKey';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { CACHE_TTL, screenshotRequest } from '../../shared/screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../../shared/screenshot/signedLinkFields';

@@ -1,7 +1,6 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { firstPages, pageSpans } from '../../shared/capture/pdfPages';
-import { cacheKeyOf } from '../../shared/delivery/cacheKey';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import {
   MAX_HTML_BODY_BYTES,
@@ -10,6 +9,7 @@ import {
 } from '../../shared/http/screenshotRoute';
 import type { HttpRequest } from '../../shared/http/types';
 import { encodeAvif } from '../../shared/screenshot/avifEncoding';
+import { cacheKeyOf } from '../../shared/screenshot/cacheKey';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';
 import { MAX_HTML_BYTES, MAX_PDF_TEMPLATE_BYTES } from '../../shared/screenshot/outputFields';

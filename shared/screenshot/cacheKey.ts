@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { comparableOutputs } from '../screenshot/outputFields';
-import type { ScreenshotRequest } from '../screenshot/schema';
+import type { DeliveryRequest } from '../delivery/imageDelivery';
+import { comparableOutputs } from './outputFields';
+import type { ScreenshotRequest } from './schema';
 
 /**
  * Fields that say how to deliver an image, not what it shows: two requests that differ only in these share a cache
@@ -29,8 +30,17 @@ export function cacheKeyOf(accountId: string, request: ScreenshotRequest): strin
     .digest('hex');
 }
 
+/** How the request's answer is delivered, with the key of its cache entry when it asks for the cache. */
+export function deliveryRequestOf(accountId: string, request: ScreenshotRequest): DeliveryRequest {
+  return {
+    cacheKey: request.cache ? cacheKeyOf(accountId, request) : undefined,
+    cacheTtl: request.cacheTtl,
+    response: request.response,
+  };
+}
+
 /** JSON with object keys sorted (by UTF-16 code units) at every depth; `undefined` members are left out, as JSON does. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
 }
 

@@ -1,0 +1,10 @@
+/**
+ * What the account owner's routes need of the credit ledger: the one-time grant on first sign-in and the balance.
+ * Declared here, beside its user, so key management depends on no more of the ledger than this
+ * (accounts/creditLedger.ts extends it).
+ */
+export interface OwnerCredits {
+  /** Gives the account its one-time free grant if it has never had it. */
+  grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void>;
+  balance(accountId: string): Promise<number>;
+}
