@@ -1,9 +1,9 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
 import { PayloadTooLargeError, ValidationError } from '../errors';
-import type { Job } from '../jobs/job';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
 import { MAX_HTML_BYTES, RASTER_TYPES } from '../screenshot/outputFields';
+import type { QueuedJob } from '../screenshot/queuedCaptures';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -95,7 +95,7 @@ function screenshotBody(request: HttpRequest): () => unknown {
 }
 
 /** 202: the job, and where to ask about it (docs/api.md, "Async captures"). */
-export function acceptedAnswer(job: Job, baseUrl: string, headers: Record<string, string>): HttpResponse {
+function acceptedAnswer(job: QueuedJob, baseUrl: string, headers: Record<string, string>): HttpResponse {
   const statusUrl = `${baseUrl}/api/jobs/${job.id}`;
   return jsonResponse(
     202,

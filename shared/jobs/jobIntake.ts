@@ -1,5 +1,6 @@
 import type { KeyIdentity } from '../keys/keyStore';
 import { logger } from '../logger';
+import { JobsNotAccepted, type QueueCapture, type QueuedCapture } from '../screenshot/queuedCaptures';
 import type { SecretCipher } from '../signing/secretCipher';
 import { type Batch, type Job, newBatchId, newJobId, type WebhookOutcome } from './job';
 import { sealCredentials } from './jobCredentials';
@@ -14,37 +15,11 @@ export interface JobIntakeDeps {
   now: () => number;
 }
 
-/** One capture to queue: its validated fields and the credits reserved for it. */
-export interface QueuedCapture {
-  request: Record<string, unknown>;
-  cost: number;
-}
-
 export type AcceptJobs = (
   identity: KeyIdentity,
   captures: QueuedCapture[],
   options: { webhookUrl?: string | undefined; batch?: boolean },
 ) => Promise<{ jobs: Job[]; batch?: Batch }>;
-
-/**
- * The intake failed with `reason` (what the request is answered). Of the credits the captures reserved, `creditsKept`
- * belong to jobs a worker already ended; the caller gives back the rest (givenBack).
- */
-export class JobsNotAccepted extends Error {
-  constructor(
-    readonly reason: unknown,
-    readonly creditsKept: number,
-  ) {
-    super('Jobs not accepted');
-  }
-}
-
-/** After acceptJobs threw `error`: the credits to give back of the `reserved` ones, and the error to answer. */
-export function givenBack(error: unknown, reserved: number): { credits: number; error: unknown } {
-  return error instanceof JobsNotAccepted
-    ? { credits: reserved - error.creditsKept, error: error.reason }
-    : { credits: reserved, error };
-}
 
 /**
  * Accepted captures become jobs: written to the table (the record of what is owed) and queued, both at once. When
@@ -131,5 +106,14 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
       );
     }
     return batch ? { jobs, batch } : { jobs };
+  };
+}
+
+/** The intake as the screenshot use case asks it: one capture, one queued job. */
+export function queueOne(acceptJobs: AcceptJobs): QueueCapture {
+  return async (identity, capture, options) => {
+    const [job] = (await acceptJobs(identity, [capture], options)).jobs;
+    if (!job) throw new Error('The intake accepted no job');
+    return { id: job.id, status: 'queued', createdAt: job.createdAt };
   };
 }

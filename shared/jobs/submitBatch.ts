@@ -8,10 +8,11 @@ import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { captureSpecOf } from '../screenshot/captureSpec';
 import { creditCost } from '../screenshot/cost';
+import { givenBack } from '../screenshot/queuedCaptures';
 import { MAX_URL_LENGTH, queuedIssues, screenshotRequest } from '../screenshot/schema';
 import { detailsFromZod } from '../validation';
 import type { Batch, Job } from './job';
-import { type AcceptJobs, givenBack } from './jobIntake';
+import type { AcceptJobs } from './jobIntake';
 
 /** The most captures one batch holds (docs/api.md, "Batches"). */
 export const MAX_BATCH_SIZE = 100;

@@ -10,8 +10,6 @@ import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDe
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, TooManyCapturesError } from '../errors';
-import type { Job } from '../jobs/job';
-import { type AcceptJobs, givenBack } from '../jobs/jobIntake';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
@@ -28,6 +26,7 @@ import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
 import { outcomeStatus, type ScreenshotOutcome } from './outcome';
 import { CONTENT_TYPES } from './outputFields';
+import { givenBack, type QueueCapture, type QueuedJob } from './queuedCaptures';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
 import { refuseOnSignedLink } from './signedLinkFields';
@@ -61,7 +60,7 @@ export interface ScreenshotDeps {
   /** Where a refund that could not be written is kept for an operator. */
   pendingRefunds: PendingRefunds;
   /** Where `async: true` captures go (the job table and queue); an async request is refused without it. */
-  acceptJobs?: AcceptJobs;
+  queueCapture?: QueueCapture;
   now?: () => number;
 }
 
@@ -151,13 +150,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     identity: KeyIdentity,
     checked: { valid: { fields: ScreenshotRequest } } | { invalid: unknown },
     cost: number | undefined,
-  ): Promise<Job> {
+  ): Promise<QueuedJob> {
     if ('invalid' in checked) throw checked.invalid;
     const { async: _, webhookUrl, ...request } = checked.valid.fields;
     try {
-      if (!deps.acceptJobs) throw new Error('Async captures are not wired');
-      const accepted = await deps.acceptJobs(identity, [{ request, cost: cost ?? 0 }], { webhookUrl });
-      return accepted.jobs[0] as Job;
+      if (!deps.queueCapture) throw new Error('Async captures are not wired');
+      return await deps.queueCapture(identity, { request, cost: cost ?? 0 }, { webhookUrl });
     } catch (error) {
       const back = givenBack(error, cost ?? 0);
       if (back.credits > 0) await giveCreditsBack(refundDeps, identity.accountId, back.credits);

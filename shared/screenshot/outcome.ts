@@ -1,7 +1,7 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
 import { statusOf } from '../errors';
-import type { Job } from '../jobs/job';
+import type { QueuedJob } from './queuedCaptures';
 
 /**
  * The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. A success carries
@@ -11,7 +11,7 @@ import type { Job } from '../jobs/job';
 export type ScreenshotOutcome =
   | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
   /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
-  | { ok: true; queued: Job; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  | { ok: true; queued: QueuedJob; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 /** The HTTP status an outcome is answered with. */

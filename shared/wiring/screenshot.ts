@@ -4,7 +4,7 @@ import { InvokedRenderer } from '../capture/invokedRenderer';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
 import { createUrlPolicy, type UrlPolicy } from '../egress/urlPolicy';
-import { jobIntake } from '../jobs/jobIntake';
+import { jobIntake, queueOne } from '../jobs/jobIntake';
 import type { JobQueue } from '../jobs/jobQueue';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import type { Admission } from '../screenshot/admission';
@@ -104,7 +104,11 @@ export function screenshotUseCase(
     ...rest,
     // Async captures: queued with their credentials sealed by the same cipher as the signing secrets.
     ...(queue
-      ? { acceptJobs: jobIntake({ jobs: stores.jobs, queue, cipher: ports.cipher, now: Date.now }) }
+      ? {
+          queueCapture: queueOne(
+            jobIntake({ jobs: stores.jobs, queue, cipher: ports.cipher, now: Date.now }),
+          ),
+        }
       : {}),
     usage,
     metrics,

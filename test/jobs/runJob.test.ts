@@ -6,7 +6,7 @@ import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
 import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
-import { givenBack, jobIntake } from '../../shared/jobs/jobIntake';
+import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
 import type { JobStore } from '../../shared/jobs/jobStore';
 import { batchView, jobView } from '../../shared/jobs/jobView';
@@ -18,6 +18,7 @@ import {
   runJob,
 } from '../../shared/jobs/runJob';
 import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
+import { givenBack } from '../../shared/screenshot/queuedCaptures';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';

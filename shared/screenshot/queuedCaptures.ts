@@ -1,0 +1,44 @@
+import type { KeyIdentity } from '../keys/keyStore';
+
+/** One capture to queue: its validated fields and the credits reserved for it. */
+export interface QueuedCapture {
+  request: Record<string, unknown>;
+  cost: number;
+}
+
+/** An accepted async capture as its 202 answers it (docs/api.md, "Async captures"). */
+export interface QueuedJob {
+  id: string;
+  status: 'queued';
+  createdAt: number;
+}
+
+/**
+ * Where an `async: true` capture goes (jobs/jobIntake.ts behind it). When it throws, the caller gives back the
+ * reserved credits that `givenBack` names.
+ */
+export type QueueCapture = (
+  identity: KeyIdentity,
+  capture: QueuedCapture,
+  options: { webhookUrl?: string | undefined },
+) => Promise<QueuedJob>;
+
+/**
+ * The intake failed with `reason` (what the request is answered). Of the credits the captures reserved, `creditsKept`
+ * belong to jobs a worker already ended; the caller gives back the rest (givenBack).
+ */
+export class JobsNotAccepted extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly creditsKept: number,
+  ) {
+    super('Jobs not accepted');
+  }
+}
+
+/** After an intake threw `error`: the credits to give back of the `reserved` ones, and the error to answer. */
+export function givenBack(error: unknown, reserved: number): { credits: number; error: unknown } {
+  return error instanceof JobsNotAccepted
+    ? { credits: reserved - error.creditsKept, error: error.reason }
+    : { credits: reserved, error };
+}
