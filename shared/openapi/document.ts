@@ -10,6 +10,7 @@ import {
 } from 'zod-openapi';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
+import { MAX_BATCH_BODY_BYTES } from '../http/jobRoutes';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
 import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
@@ -206,11 +207,20 @@ const retryAfterOne = z.object({
   'Retry-After': z.number().int().meta({ description: 'Whole seconds to wait before retrying' }),
 });
 
+/** What any route that reads the table may answer, in one of the two error styles. */
+const serverFailures = (failure: (description: string) => ZodOpenApiResponseObject) => ({
+  '500': failure('Unexpected server error (no internals in the body)'),
+  '503': { ...failure(UNAVAILABLE), headers: retryAfterOne },
+});
 const sessionFailures = {
   '401': managementFailure('Session token missing, malformed, expired or wrongly signed'),
-  '500': managementFailure('Unexpected server error (no internals in the body)'),
-  '503': { ...managementFailure(UNAVAILABLE), headers: retryAfterOne },
+  ...serverFailures(managementFailure),
 };
+/** `{ error }`, on routes of the screenshot style whose answer may come before the rate limit's headers. */
+const screenshotStyleFailure = (description: string): ZodOpenApiResponseObject => ({
+  description,
+  content: json(screenshotError),
+});
 const bodyFailures = {
   '400': managementFailure('Invalid body (malformed JSON, unknown fields, failed validation); see details'),
   '413': managementFailure(`Body larger than ${MAX_BODY_BYTES / 1024} KiB`),
@@ -346,7 +356,8 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
     requestParams: { query: signedLinkQuery(), header: conditionalRequestHeader },
     responses: Object.fromEntries(
-      Object.entries(screenshotResponses).filter(([status]) => status !== '413' && status !== '415'),
+      // No body to be too large or of the wrong type, and no async (refused on a link).
+      Object.entries(screenshotResponses).filter(([status]) => !['202', '413', '415'].includes(status)),
     ),
   },
   listKeys: {
@@ -461,6 +472,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       },
       '202': { description: 'A notification, accepted; no body' },
       '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
+      ...serverFailures(screenshotStyleFailure),
     },
   },
   getJob: {
@@ -472,6 +484,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       '200': { description: 'The job', content: json(job) },
       '401': { description: 'API key missing, unknown or revoked', content: json(managementError) },
       '404': managementFailure("No such job, or another account's (same answer either way)"),
+      ...serverFailures(managementFailure),
     },
   },
   listJobs: {
@@ -513,8 +526,11 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
         insufficientCreditsError,
       ),
       '409': managementFailure('The same Idempotency-Key is still being accepted'),
+      '413': screenshotStyleFailure(`Body larger than ${MAX_BATCH_BODY_BYTES / 1024 / 1024} MiB`),
+      '415': screenshotStyleFailure('Content-Type is not application/json'),
       '422': managementFailure('The same Idempotency-Key with another body'),
       '429': screenshotFailure('The rate window has no room for all of them', rateLimitedError),
+      ...serverFailures(screenshotStyleFailure),
     },
   },
   getBatch: {
@@ -525,6 +541,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       '200': { description: 'The batch', content: json(batch) },
       '401': { description: 'API key missing, unknown or revoked', content: json(managementError) },
       '404': managementFailure("No such batch, or another account's (same answer either way)"),
+      ...serverFailures(managementFailure),
     },
   },
   getOpenApi: {

@@ -123,6 +123,24 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('describes an unexpected error (500) and a store outage (503 with Retry-After) on every route that reads the table', () => {
+    for (const route of ROUTES.filter((r) => r.auth !== 'none')) {
+      const responses = api.operation(route.method, route.path).responses;
+      expect(responses['500'], `${route.handler} 500`).toBeDefined();
+      expect(responses['503']?.headers?.['Retry-After'], `${route.handler} 503`).toBeDefined();
+    }
+  });
+
+  it('describes body limits on the routes that take a body, and no async answer on a signed link', () => {
+    for (const route of ROUTES.filter((r) => r.method === 'POST' || r.method === 'PATCH')) {
+      if (route.handler === 'mcp' || route.handler === 'webhookSecret') continue;
+      const responses = api.operation(route.method, route.path).responses;
+      expect(Object.keys(responses), route.handler).toEqual(expect.arrayContaining(['413', '415']));
+    }
+    expect(api.operation('POST', '/api/batches').responses['413'].description).toContain('1 MiB');
+    expect(api.operation('GET', '/api/screenshot').responses['202']).toBeUndefined();
+  });
+
   it('describes the key id path parameter on PATCH and DELETE', () => {
     for (const method of ['PATCH', 'DELETE']) {
       expect(api.operation(method, '/api/keys/{id}').parameters).toEqual([
