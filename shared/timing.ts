@@ -8,7 +8,7 @@ export const SCREENSHOT_FUNCTION_TIMEOUT_MS = 90_000;
 
 /**
  * The job worker's timeout: one capture as the screenshot front allows it (its longest budget), the store writes,
- * and a webhook attempt's 10 s. Past it, a worker that ended a job has surely stopped (runJob counts on that).
+ * and a webhook attempt's 10 s. A claim on a failed job's refund lasts as long (REFUND_CLAIM_MS, jobStore.ts).
  */
 export const JOB_WORKER_TIMEOUT_MS = 120_000;
 

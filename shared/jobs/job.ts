@@ -57,6 +57,8 @@ export interface Job {
    * leaves it for the next delivery of the job's message to finish (runJob).
    */
   refundOwed?: true;
+  /** While `refundOwed`: until when (ms) the delivery that claimed the refund alone may give it (JobStore). */
+  refundClaimedUntil?: number;
 }
 
 export interface Batch {

@@ -1,4 +1,12 @@
+import { JOB_WORKER_TIMEOUT_MS } from '../timing';
 import type { Batch, Job, StoredResult, WebhookOutcome } from './job';
+
+/**
+ * How long one delivery's claim on a failed job's refund holds (`refundClaimedUntil`): the worker's timeout. A
+ * claimer sends its refund right after its claim is answered, so the refund has landed long before the claim runs
+ * out, whatever became of the claimer (deployed, Lambda has stopped it by then).
+ */
+export const REFUND_CLAIM_MS = JOB_WORKER_TIMEOUT_MS;
 
 /** How a job ended: its stored image, or what a synchronous capture would have answered. */
 export type JobEnd =
@@ -24,11 +32,16 @@ export interface JobStore {
   /** Marks the job running (again, after a worker died); undefined when it had already ended. */
   start(accountId: string, jobId: string, now: number): Promise<Job | undefined>;
   /**
-   * Ends a job that has not ended yet (a failure with `refundOwed`); the job as it ended, or undefined when another
-   * delivery ended it first.
+   * Ends a job that has not ended yet; the job as it ended, or undefined when another delivery ended it first. A
+   * failure owes its refund (`refundOwed`), and the ending delivery holds the claim on it (REFUND_CLAIM_MS from `now`).
    */
   finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined>;
-  /** The failed job's credits are back: removes `refundOwed`. */
+  /**
+   * Claims the failed job's refund for this delivery (REFUND_CLAIM_MS from `now`): true only while the refund is still
+   * owed and no other delivery's claim holds at `now`.
+   */
+  claimRefund(accountId: string, jobId: string, now: number): Promise<boolean>;
+  /** The failed job's credits are back: removes `refundOwed` and the claim. */
   refundGiven(accountId: string, jobId: string): Promise<void>;
   setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void>;
   getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;

@@ -12,12 +12,12 @@ import type { Admission } from '../screenshot/admission';
 import { outputOf, specOf } from '../screenshot/captureScreenshot';
 import { requestHost } from '../screenshot/usageOf';
 import type { SecretCipher } from '../signing/secretCipher';
-import { JOB_WORKER_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
+import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
 import { JOB_RETENTION_MS, type Job, jobCreatedAt, type StoredResult } from './job';
 import { CredentialsNotOpenedError, openCredentials } from './jobCredentials';
 import type { JobQueue } from './jobQueue';
-import type { JobEnd, JobStore } from './jobStore';
+import { type JobEnd, type JobStore, REFUND_CLAIM_MS } from './jobStore';
 
 /** How many times a job is started before a failure of ours ends it `failed` (and refunded). */
 export const MAX_JOB_RUNS = 3;
@@ -76,17 +76,19 @@ export function runJob(deps: RunJobDeps) {
       return;
     }
     // Ended, yet its message came back: the worker that ended it died before it was done, or this is a copy of the
-    // message (SQS delivers at least once). What follows the end is done again (idempotent), the refund of a failure
-    // included: it is given at most once (refundBack), but only once the worker that ended the job has surely
-    // stopped. Until then it may be giving that refund itself, and a copy that read the job before it said so could
-    // find the account's mark already forgotten and give the credits a second time.
+    // message (SQS delivers at least once). What follows the end is done again (idempotent). A refund still owed is
+    // given only by the delivery that holds its claim (refundBack); one that cannot claim it sends itself again for
+    // when any claim made by now has run out, and only then reports the end, after the credits are back. Its own
+    // message is the one that survives a claimer that died: the claimer's may come back while its claim still
+    // holds (locally after a few seconds), or not at all (its last delivery before the dead-letter queue).
     if (job.status === 'succeeded' || job.status === 'failed') {
-      const endingWorkerStops = (job.finishedAt ?? 0) + JOB_WORKER_TIMEOUT_MS - deps.now();
-      if (job.refundOwed && endingWorkerStops > 0) {
-        await deps.queue.send([{ kind: 'capture', accountId, jobId }], Math.ceil(endingWorkerStops / 1000));
-        return;
+      if (job.refundOwed) {
+        if (!(await deps.jobs.claimRefund(accountId, jobId, deps.now()))) {
+          await deps.queue.send([{ kind: 'capture', accountId, jobId }], Math.ceil(REFUND_CLAIM_MS / 1000));
+          return;
+        }
+        await refundBack(job);
       }
-      if (job.refundOwed) await refundBack(job);
       await deps.ended?.(job);
       return;
     }
@@ -166,12 +168,15 @@ export function runJob(deps: RunJobDeps) {
   }
 
   /**
-   * A failed job's credits back, once, in three writes any of which a dying worker may be the last to make: the
-   * refund with its mark on the account (refundOnce: a repeat gives nothing), `refundOwed` off the job (no delivery
-   * asks again), the mark off the account. Dying between the last two leaves one stale mark on the account item.
-   * A refund the ledger refuses is not kept as a pending refund (giveCreditsBack's way), which would carry no job id
-   * and could be given a second time once this one lands: the job keeps owing it, and the error brings the message
-   * back.
+   * A failed job's credits back, once, by the delivery that holds the claim on them (the ending write's, or
+   * claimRefund's), in three writes any of which a dying worker may be the last to make: the refund with its mark on
+   * the account (refundOnce: a repeat gives nothing), `refundOwed` off the job (no delivery claims it again), the mark
+   * off the account. Only a claimer refunds, and a claim outlasts its claimer's refund write, so no refund can land
+   * once the mark is forgotten: the next claim comes after the claim before it ran out, and finds the mark still
+   * there if that claimer gave the credits (it had not yet said so on the job), or nothing owed. Dying between the
+   * last two leaves one stale mark on the account item. A refund the ledger refuses is not kept as a pending refund
+   * (giveCreditsBack's way), which would carry no job id and could be given a second time once this one lands: the
+   * job keeps owing it, and the error brings the message back, to claim it again once this claim ran out.
    */
   async function refundBack(job: Job): Promise<void> {
     try {
@@ -203,7 +208,8 @@ export function runJob(deps: RunJobDeps) {
       durationMs: at - (ended.startedAt ?? at),
       ...(host ? { host } : {}),
     });
-    // After the usage record: a refund that fails brings the message back, which finds the job ended.
+    // After the usage record: a refund that fails brings the message back, which finds the job ended. The ending
+    // write claimed the refund for this delivery.
     if (ended.refundOwed) await refundBack(ended);
     await deps.ended?.(ended);
   }

@@ -7,7 +7,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { type Batch, JOB_RETENTION_MS, type Job, type WebhookOutcome } from '../jobs/job';
-import type { JobEnd, JobStore } from '../jobs/jobStore';
+import { type JobEnd, type JobStore, REFUND_CLAIM_MS } from '../jobs/jobStore';
 import { conditionHeld, isConditionFailure, itemKey, JOB_PREFIX } from './table';
 
 /** DynamoDB's BatchGetItem bound. */
@@ -110,7 +110,7 @@ export class DynamoJobStore implements JobStore {
           TableName: this.tableName,
           Key: itemKey.job(accountId, jobId),
           UpdateExpression: `SET #status = :end, finishedAt = :now, #result = :result, #error = :error${
-            owed ? ', refundOwed = :owed' : ''
+            owed ? ', refundOwed = :owed, refundClaimedUntil = :claimedUntil' : ''
           }`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
@@ -121,7 +121,7 @@ export class DynamoJobStore implements JobStore {
             ':error': end.status === 'failed' ? end.error : null,
             ':queued': 'queued',
             ':running': 'running',
-            ...(owed ? { ':owed': true } : {}),
+            ...(owed ? { ':owed': true, ':claimedUntil': now + REFUND_CLAIM_MS } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -133,12 +133,28 @@ export class DynamoJobStore implements JobStore {
     }
   }
 
+  async claimRefund(accountId: string, jobId: string, now: number): Promise<boolean> {
+    // A job ended before claims existed owes its refund without one: the first claim takes it.
+    return conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.job(accountId, jobId),
+          UpdateExpression: 'SET refundClaimedUntil = :until',
+          ConditionExpression:
+            'refundOwed = :owed AND (attribute_not_exists(refundClaimedUntil) OR refundClaimedUntil <= :now)',
+          ExpressionAttributeValues: { ':owed': true, ':now': now, ':until': now + REFUND_CLAIM_MS },
+        }),
+      ),
+    );
+  }
+
   async refundGiven(accountId: string, jobId: string): Promise<void> {
     await this.db.send(
       new UpdateCommand({
         TableName: this.tableName,
         Key: itemKey.job(accountId, jobId),
-        UpdateExpression: 'REMOVE refundOwed',
+        UpdateExpression: 'REMOVE refundOwed, refundClaimedUntil',
       }),
     );
   }

@@ -8,7 +8,7 @@ import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
-import type { JobStore } from '../../shared/jobs/jobStore';
+import { type JobStore, REFUND_CLAIM_MS } from '../../shared/jobs/jobStore';
 import { batchView, jobView } from '../../shared/jobs/jobView';
 import {
   ITEM_WRITE_WINDOW_MS,
@@ -24,7 +24,7 @@ import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
 import { itemKey } from '../../shared/store/table';
-import { JOB_WORKER_TIMEOUT_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
+import { TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
 import { startFaultProxy } from '../helpers/faultProxy';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
 import {
@@ -107,7 +107,13 @@ beforeEach(() => {
 /** A job accepted as the front accepts it: its credits already reserved. */
 async function accepted(
   url: string,
-  options: { batch?: boolean; cost?: number; ledger?: CreditLedger; fields?: Record<string, unknown> } = {},
+  options: {
+    batch?: boolean;
+    cost?: number;
+    ledger?: CreditLedger;
+    fields?: Record<string, unknown>;
+    webhookUrl?: string;
+  } = {},
 ) {
   const cost = options.cost ?? 1;
   const ledger = options.ledger ?? credits;
@@ -116,6 +122,7 @@ async function accepted(
   const intake = jobIntake({ jobs, queue: new RecordingQueue(), cipher, now: Date.now });
   const made = await intake(identity, [{ request: { url, ...options.fields }, cost }], {
     ...(options.batch ? { batch: true } : {}),
+    webhookUrl: options.webhookUrl,
   });
   return { job: made.jobs[0] as { id: string }, batch: made.batch };
 }
@@ -524,36 +531,67 @@ describe('a failed job whose worker died before its refund was done (the real le
         new GetCommand({ TableName: TEST_TABLE, Key: itemKey.account(ACCOUNT), ConsistentRead: true }),
       )
     ).Item ?? {};
-  /** An end far enough back that the worker that wrote it has surely stopped (its function's timeout). */
-  const longAgo = () => Date.now() - JOB_WORKER_TIMEOUT_MS - 1_000;
+  /** An end far enough back that the ending delivery's claim on the refund has run out. */
+  const longAgo = () => Date.now() - REFUND_CLAIM_MS - 1_000;
+  /** A worker whose clock says every claim made until now has run out. */
+  const workerLater = (deps: Partial<RunJobDeps> = {}) =>
+    runJob({ ...workerDeps(ledger), now: () => Date.now() + REFUND_CLAIM_MS + 1_000, ...deps });
+  /** A store whose worker is killed at `method`: the write is never made, nothing after it either. */
+  const killedAt = <T extends object>(port: T, method: keyof T): T =>
+    Object.assign(Object.create(port) as T, { [method]: () => Promise.reject(new Error('worker killed')) });
   const refundMarks = async () =>
     Object.keys(await accountItem()).filter((name) => name.startsWith('refund#'));
+  const resent = () => queue.sent.filter((entry) => entry.message.kind === 'capture');
+  async function expectRefundedOnce(jobId: string) {
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    expect(await jobs.get(ACCOUNT, jobId)).not.toHaveProperty('refundOwed');
+    expect(await refundMarks()).toEqual([]);
+  }
 
   beforeEach(() => {
     ledger = new DynamoCreditLedger(db, TEST_TABLE);
     run = workerWith(ledger);
   });
 
-  it('leaves neither a debt on the job nor a mark on the account once a failure is refunded', async () => {
+  it('leaves neither a debt, nor a claim on the job, nor a mark on the account once a failure is refunded', async () => {
     const { job } = await accepted('https://a.test/page', { ledger });
     await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);
     const ended = await jobs.get(ACCOUNT, job.id);
     expect(ended).toMatchObject({ status: 'failed' });
-    expect(ended).not.toHaveProperty('refundOwed');
-    expect(await ledger.balance(ACCOUNT)).toBe(10);
-    expect(await refundMarks()).toEqual([]);
+    expect(ended).not.toHaveProperty('refundClaimedUntil');
+    await expectRefundedOnce(job.id);
+  });
+
+  it('refunds once on the normal failure path, and reports the end once per delivery, each after the credits are back', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger, webhookUrl: 'https://hooks.test/job' });
+    const balancesAtEnd: number[] = [];
+    const reportEnd = jobEnded({ jobs, queue, now: Date.now });
+    run = runJob({
+      ...workerDeps(ledger),
+      ended: async (ended) => {
+        balancesAtEnd.push(await ledger.balance(ACCOUNT));
+        await reportEnd(ended);
+      },
+    });
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);
+    // A copy of its message, after the ending delivery was done.
+    await run(ACCOUNT, job.id, 1);
+    expect(balancesAtEnd).toEqual([10, 10]);
+    expect(queue.sent.map((entry) => entry.message)).toEqual([
+      expect.objectContaining({ kind: 'webhook', subjectId: job.id, type: 'screenshot.failed' }),
+      expect.objectContaining({ kind: 'webhook', subjectId: job.id, type: 'screenshot.failed' }),
+    ]);
+    await expectRefundedOnce(job.id);
   });
 
   it('died after the ending write: the next delivery gives the credits back, once however often it comes', async () => {
     const { job } = await accepted('https://a.test/page', { ledger });
-    // What a worker killed right after the ending write leaves behind, found once that worker has surely stopped.
+    // What a worker killed right after the ending write leaves behind, found once its claim has run out.
     expect(await jobs.finish(ACCOUNT, job.id, failedEnd, longAgo())).toMatchObject({ refundOwed: true });
     expect(await ledger.balance(ACCOUNT)).toBe(9);
     await run(ACCOUNT, job.id, 2);
     await run(ACCOUNT, job.id, 3);
-    expect(await ledger.balance(ACCOUNT)).toBe(10);
-    expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
-    expect(await refundMarks()).toEqual([]);
+    await expectRefundedOnce(job.id);
     expect(renderer.captures).toEqual([]);
   });
 
@@ -563,12 +601,10 @@ describe('a failed job whose worker died before its refund was done (the real le
     expect(await ledger.refundOnce(ACCOUNT, 1, job.id)).toBe(true);
     expect(await ledger.balance(ACCOUNT)).toBe(10);
     await run(ACCOUNT, job.id, 2);
-    expect(await ledger.balance(ACCOUNT)).toBe(10);
-    expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
-    expect(await refundMarks()).toEqual([]);
+    await expectRefundedOnce(job.id);
   });
 
-  it('leaves the refund to the worker that ended the job while that worker may still run, and sends itself again', async () => {
+  it('leaves the refund to the delivery that holds its claim, and sends itself again for when the claim runs out', async () => {
     const { job } = await accepted('https://a.test/page', { ledger });
     const endedAt = Date.now();
     await jobs.finish(ACCOUNT, job.id, failedEnd, endedAt);
@@ -576,12 +612,77 @@ describe('a failed job whose worker died before its refund was done (the real le
     await run(ACCOUNT, job.id, 1);
     expect(await ledger.balance(ACCOUNT)).toBe(9);
     expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ refundOwed: true });
-    const [again] = queue.sent;
+    const [again] = resent();
     expect(again?.message).toEqual({ kind: 'capture', accountId: ACCOUNT, jobId: job.id });
-    expect(again?.delaySeconds).toBeGreaterThan(0);
-    expect(endedAt + (again?.delaySeconds ?? 0) * 1000).toBeGreaterThanOrEqual(
-      endedAt + JOB_WORKER_TIMEOUT_MS,
-    );
+    expect(endedAt + (again?.delaySeconds ?? 0) * 1000).toBeGreaterThanOrEqual(endedAt + REFUND_CLAIM_MS);
+    // It comes back: the ending worker died before the refund, so it gives it.
+    await workerLater()(ACCOUNT, job.id, 1);
+    await expectRefundedOnce(job.id);
+  });
+
+  it('two copies: one read before the other said its refund was given, and asks after that one forgot its mark: refunded once', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    // The ending worker died after its ending write; its claim has run out, and two copies come together.
+    await jobs.finish(ACCOUNT, job.id, failedEnd, longAgo());
+    let firstDone = () => {};
+    const firstIsDone = new Promise<void>((resolve) => {
+      firstDone = resolve;
+    });
+    let secondRead = () => {};
+    const secondHasRead = new Promise<void>((resolve) => {
+      secondRead = resolve;
+    });
+    const readEarly = Object.assign(Object.create(jobs) as DynamoJobStore, {
+      get: async (...args: Parameters<DynamoJobStore['get']>) => {
+        const found = await jobs.get(...args);
+        secondRead();
+        await firstIsDone;
+        return found;
+      },
+    });
+    const second = runJob({ ...workerDeps(ledger), jobs: readEarly })(ACCOUNT, job.id, 1);
+    await secondHasRead;
+    await run(ACCOUNT, job.id, 1);
+    expect(await refundMarks()).toEqual([]);
+    firstDone();
+    await second;
+    await expectRefundedOnce(job.id);
+  });
+
+  it('many copies at once after the claim ran out: refunded once, and their messages sent again give nothing more', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    await jobs.finish(ACCOUNT, job.id, failedEnd, longAgo());
+    await Promise.all(Array.from({ length: 8 }, (_, copy) => run(ACCOUNT, job.id, copy + 1)));
+    await expectRefundedOnce(job.id);
+    const again = resent();
+    expect(again.length).toBeLessThan(8);
+    await Promise.all(again.map(() => workerLater()(ACCOUNT, job.id, 1)));
+    await expectRefundedOnce(job.id);
+  });
+
+  it('a claimer killed after the refund, before the job said so: the next claim gives nothing more and ends the debt', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    const dying = runJob({ ...workerDeps(ledger), jobs: killedAt(jobs, 'refundGiven') });
+    await expect(dying(ACCOUNT, job.id, MAX_JOB_RUNS + 1)).rejects.toThrow('worker killed');
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    // Its message comes back while its claim holds: nothing is given, the message waits for the claim.
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 2);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ refundOwed: true });
+    expect(resent()).toHaveLength(1);
+    await workerLater()(ACCOUNT, job.id, 1);
+    await expectRefundedOnce(job.id);
+  });
+
+  it('a claimer killed before the refund: the next claim, once it ran out, gives the credits back once', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    const dying = runJob({ ...workerDeps(killedAt(ledger, 'refundOnce')) });
+    await expect(dying(ACCOUNT, job.id, MAX_JOB_RUNS + 1)).rejects.toThrow('worker killed');
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 2);
+    expect(await ledger.balance(ACCOUNT)).toBe(9);
+    const later = workerLater();
+    await later(ACCOUNT, job.id, 1);
+    await later(ACCOUNT, job.id, 2);
+    await expectRefundedOnce(job.id);
   });
 
   it('keeps a refund the ledger refused owed on the job, never as a pending refund, and gives it on a later delivery', async () => {
@@ -598,20 +699,11 @@ describe('a failed job whose worker died before its refund was done (the real le
     expect(pendingRefunds.pending).toEqual([]);
     expect(usage.records).toHaveLength(1);
     expect(await ledger.balance(ACCOUNT)).toBe(9);
-    // The message comes back once the worker that ended the job has surely stopped.
-    const ended = await jobs.get(ACCOUNT, job.id);
-    await db.send(
-      new UpdateCommand({
-        TableName: TEST_TABLE,
-        Key: itemKey.job(ACCOUNT, job.id),
-        UpdateExpression: 'SET finishedAt = :then',
-        ExpressionAttributeValues: { ':then': (ended?.finishedAt ?? 0) - JOB_WORKER_TIMEOUT_MS },
-      }),
-    );
-    await run(ACCOUNT, job.id, 1);
-    await run(ACCOUNT, job.id, 2);
-    expect(await ledger.balance(ACCOUNT)).toBe(10);
-    expect(await jobs.get(ACCOUNT, job.id)).not.toHaveProperty('refundOwed');
+    // The message comes back once the claim of the delivery that ended the job has run out.
+    const later = workerLater({ credits: flaky, pendingRefunds });
+    await later(ACCOUNT, job.id, 1);
+    await later(ACCOUNT, job.id, 2);
+    await expectRefundedOnce(job.id);
     expect(usage.records).toHaveLength(1);
   });
 
@@ -624,5 +716,50 @@ describe('a failed job whose worker died before its refund was done (the real le
     expect(await ledger.balance(ACCOUNT)).toBe(5);
     await ledger.forgetRefund(ACCOUNT, 'job_same');
     expect(await refundMarks()).toEqual([]);
+  });
+});
+
+describe("the claim on a failed job's refund (the table)", () => {
+  const failedEnd = { status: 'failed' as const, error: { status: 500, message: 'x' } };
+
+  it('is held by the ending delivery, taken by one other once it ran out, and by none once the refund is given', async () => {
+    const { job } = await accepted('https://a.test/page');
+    const endedAt = Date.now();
+    expect(await jobs.finish(ACCOUNT, job.id, failedEnd, endedAt)).toMatchObject({
+      refundClaimedUntil: endedAt + REFUND_CLAIM_MS,
+    });
+    expect(await jobs.claimRefund(ACCOUNT, job.id, endedAt + REFUND_CLAIM_MS - 1)).toBe(false);
+    const runOut = endedAt + REFUND_CLAIM_MS;
+    expect(await Promise.all([1, 2, 3].map(() => jobs.claimRefund(ACCOUNT, job.id, runOut)))).toEqual(
+      expect.arrayContaining([true, false, false]),
+    );
+    expect(await jobs.claimRefund(ACCOUNT, job.id, runOut + REFUND_CLAIM_MS - 1)).toBe(false);
+    await jobs.refundGiven(ACCOUNT, job.id);
+    expect(await jobs.claimRefund(ACCOUNT, job.id, runOut + 10 * REFUND_CLAIM_MS)).toBe(false);
+    const given = await jobs.get(ACCOUNT, job.id);
+    expect(given).not.toHaveProperty('refundOwed');
+    expect(given).not.toHaveProperty('refundClaimedUntil');
+  });
+
+  it('is taken on a job that owes its refund without one (ended before claims existed)', async () => {
+    const { job } = await accepted('https://a.test/page');
+    await jobs.finish(ACCOUNT, job.id, failedEnd, Date.now());
+    await db.send(
+      new UpdateCommand({
+        TableName: TEST_TABLE,
+        Key: itemKey.job(ACCOUNT, job.id),
+        UpdateExpression: 'REMOVE refundClaimedUntil',
+      }),
+    );
+    expect(await jobs.claimRefund(ACCOUNT, job.id, Date.now())).toBe(true);
+  });
+
+  it('is never taken on a job that succeeded, or on one whose refund its caller gave', async () => {
+    const succeeded = (await accepted('https://a.test/page')).job;
+    await run(ACCOUNT, succeeded.id, 1);
+    const refused = (await accepted('https://a.test/page')).job;
+    await jobs.finish(ACCOUNT, refused.id, { ...failedEnd, refundedByCaller: true }, Date.now());
+    for (const id of [succeeded.id, refused.id])
+      expect(await jobs.claimRefund(ACCOUNT, id, Date.now())).toBe(false);
   });
 });
