@@ -2,6 +2,12 @@ import { randomBytes } from 'node:crypto';
 
 /** How long a job (and its batch, and its stored result) is kept: docs/api.md, "Async captures". */
 export const JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+/**
+ * How long after its acceptance a job still `queued` counts as stranded: its accepting function died between the
+ * item's write and the message's send. Well past ITEM_WRITE_WINDOW_MS (runJob.ts, 90 s), when that function has
+ * surely stopped, with room for a message in a queue's backlog to reach a worker first.
+ */
+export const STRANDED_AFTER_MS = 5 * 60 * 1000;
 /** How long the `url` of a job's result is valid from the GET that shows it. */
 export const RESULT_LINK_SECONDS = 60 * 60;
 
@@ -57,6 +63,11 @@ export interface Job {
    * leaves it for the next delivery of the job's message to finish (runJob).
    */
   refundOwed?: true;
+  /**
+   * While the job is `queued`: when the sweep (sweepStrandedJobs.ts) takes it for stranded, with no message left to
+   * run it. Removed by the write that starts or ends the job.
+   */
+  sweepAt?: number;
 }
 
 export interface Batch {
