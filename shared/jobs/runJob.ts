@@ -101,7 +101,10 @@ export function runJob(deps: RunJobDeps) {
       return;
     }
     if (job.status === 'queued' && deps.now() > job.createdAt + LATEST_START_MS) {
-      await end(job, { status: 'failed', error: { status: 503, message: 'The job could not be run in time' } });
+      await end(job, {
+        status: 'failed',
+        error: { status: 503, message: 'The job could not be run in time' },
+      });
       return;
     }
     await deps.admission.run(accountId, async () => {
