@@ -46,6 +46,8 @@ export interface LocalServiceOptions {
   env?: NodeJS.ProcessEnv;
   /** The webhook backoff, shortened by tests only. */
   webhookRetryDelaySeconds?: (attempt: number) => number | undefined;
+  /** How often the sweep of stranded jobs runs; shortened by tests only. */
+  sweepPeriodMs?: number;
 }
 
 /**
@@ -150,7 +152,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     visibilityTimeoutSeconds: visibility,
   });
   // The deployed schedule's sweep, on an interval: jobs a killed `npm start` wrote but never queued run after a restart.
-  const sweeper = repeat(createJobSweeper(dynamo.client, env, queue), SWEEP_PERIOD_MS);
+  const sweeper = repeat(
+    createJobSweeper(dynamo.client, env, queue),
+    options.sweepPeriodMs ?? SWEEP_PERIOD_MS,
+  );
   // Start the renderer process (which launches Chromium) now, as the renderer function does in its cold start.
   renderer.warmUp().catch((error) => logger.error('Renderer warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {
