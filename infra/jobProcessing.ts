@@ -79,12 +79,7 @@ export class JobProcessing extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
     });
 
-    const logGroup = new logs.LogGroup(this, 'WorkerLogs', { retention: logs.RetentionDays.ONE_MONTH });
-    const role = new iam.Role(this, 'WorkerRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'The job queue worker',
-    });
-    logGroup.grantWrite(role);
+    const { role, logGroup } = this.functionRole('Worker', 'The job queue worker');
     role.addToPolicy(
       new iam.PolicyStatement({
         sid: 'TableAccess',
@@ -191,12 +186,6 @@ export class JobProcessing extends Construct {
       reason:
         "Result objects are named by account and job at run time; the grant is limited to the jobs' prefix.",
     });
-    Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'Only the X-Ray statement that active tracing adds (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "*": ' +
-        'those actions have no resource-level permissions.',
-    });
     for (const reader of props.readers) {
       if (!reader.role) continue;
       Validations.of(reader.role).acknowledge({
@@ -213,12 +202,7 @@ export class JobProcessing extends Construct {
    * sends messages; no GetItem, no S3, no KMS, no renderer.
    */
   private createSweeper(props: JobProcessingProps): NodejsFunction {
-    const logGroup = new logs.LogGroup(this, 'SweeperLogs', { retention: logs.RetentionDays.ONE_MONTH });
-    const role = new iam.Role(this, 'SweeperRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'The sweep of stranded jobs',
-    });
-    logGroup.grantWrite(role);
+    const { role, logGroup } = this.functionRole('Sweeper', 'The sweep of stranded jobs');
     role.addToPolicy(
       new iam.PolicyStatement({
         sid: 'QueuedJobsIndex',
@@ -263,12 +247,23 @@ export class JobProcessing extends Construct {
       schedule: events.Schedule.rate(Duration.millis(SWEEP_PERIOD_MS)),
       targets: [new eventTargets.LambdaFunction(sweeper, { retryAttempts: 0 })],
     });
+    return sweeper;
+  }
+
+  /** A function's own role and log group (one month): the role writes that group's logs, and nothing yet. */
+  private functionRole(name: string, description: string) {
+    const logGroup = new logs.LogGroup(this, `${name}Logs`, { retention: logs.RetentionDays.ONE_MONTH });
+    const role = new iam.Role(this, `${name}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description,
+    });
+    logGroup.grantWrite(role);
     Validations.of(role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Only the X-Ray statement that active tracing adds (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "*": ' +
         'those actions have no resource-level permissions.',
     });
-    return sweeper;
+    return { role, logGroup };
   }
 }

@@ -17,18 +17,12 @@ import {
   SWEEP_SEND_LIMIT,
   sweepStrandedJobs,
 } from '../../shared/jobs/sweepStrandedJobs';
-import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { SqsJobQueue } from '../../shared/store/sqsJobQueue';
-import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
-import {
-  FakeRenderer,
-  MemoryCaptureSlots,
-  MemoryImageStore,
-  MemoryPendingRefunds,
-} from '../helpers/memoryPorts';
+import { jobWorkerDeps } from '../helpers/jobWorker';
+import { FakeRenderer, MemoryCaptureSlots } from '../helpers/memoryPorts';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 
 /**
@@ -121,25 +115,8 @@ async function drain(): Promise<QueueMessage[]> {
 }
 
 /** The worker, as deployed but for its renderer, slots and image store. */
-function worker() {
-  const now = () => Date.now();
-  return runJob({
-    jobs,
-    queue,
-    captureSlots: slots,
-    renderer,
-    urlPolicy: { assertAllowed: async () => undefined },
-    images: new MemoryImageStore(),
-    usage: { record: () => undefined },
-    admission: IMMEDIATE_ADMISSION,
-    captureBudgetMs: 30_000,
-    cipher,
-    credits: ledger,
-    pendingRefunds: new MemoryPendingRefunds(),
-    metrics: new InMemoryServiceMetrics(),
-    now,
-  });
-}
+const worker = () =>
+  runJob(jobWorkerDeps({ jobs, queue, captureSlots: slots, renderer, cipher, credits: ledger }));
 
 /** Runs every capture message on the queue through the worker, as the queue delivers them. */
 async function runQueued(): Promise<QueueMessage[]> {

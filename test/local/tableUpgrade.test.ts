@@ -46,6 +46,21 @@ const indexNames = async (client: DynamoDBClient) =>
   ).map((index) => index.IndexName);
 const expectedIndexes = (tableDefinition(TABLE).GlobalSecondaryIndexes ?? []).map((index) => index.IndexName);
 
+/** A start on the data dir leaves the table with every index, the item kept, and no copy behind. */
+async function expectUpgraded(): Promise<void> {
+  const started = await startEmbeddedDynamo({ dataDir, tableName: TABLE });
+  try {
+    expect(expectedIndexes.length).toBeGreaterThan(0);
+    expect(await indexNames(started.client)).toEqual(expectedIndexes);
+    expect((await started.client.send(new GetItemCommand({ TableName: TABLE, Key: key }))).Item).toEqual(
+      account,
+    );
+    expect(existsSync(join(dataDir, UPGRADE_FILE))).toBe(false);
+  } finally {
+    await started.close();
+  }
+}
+
 describe('a local table of an earlier version', () => {
   it('gets the indexes of the table definition and keeps its items', async () => {
     const old = await startEmbeddedDynamo({ dataDir, tableName: TABLE });
@@ -62,17 +77,7 @@ describe('a local table of an earlier version', () => {
     expect(await indexNames(old.client)).toEqual([]);
     await old.close();
 
-    const upgraded = await startEmbeddedDynamo({ dataDir, tableName: TABLE });
-    try {
-      expect(expectedIndexes.length).toBeGreaterThan(0);
-      expect(await indexNames(upgraded.client)).toEqual(expectedIndexes);
-      expect((await upgraded.client.send(new GetItemCommand({ TableName: TABLE, Key: key }))).Item).toEqual(
-        account,
-      );
-      expect(existsSync(join(dataDir, UPGRADE_FILE))).toBe(false);
-    } finally {
-      await upgraded.close();
-    }
+    await expectUpgraded();
   });
 
   it('finishes an upgrade a killed start left halfway, from the copy of the items it kept', async () => {
@@ -84,15 +89,6 @@ describe('a local table of an earlier version', () => {
     await cut.close();
     await writeFile(join(dataDir, UPGRADE_FILE), JSON.stringify([account]));
 
-    const resumed = await startEmbeddedDynamo({ dataDir, tableName: TABLE });
-    try {
-      expect(await indexNames(resumed.client)).toEqual(expectedIndexes);
-      expect((await resumed.client.send(new GetItemCommand({ TableName: TABLE, Key: key }))).Item).toEqual(
-        account,
-      );
-      expect(existsSync(join(dataDir, UPGRADE_FILE))).toBe(false);
-    } finally {
-      await resumed.close();
-    }
+    await expectUpgraded();
   });
 });
