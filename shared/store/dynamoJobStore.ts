@@ -15,6 +15,7 @@ import {
   itemKey,
   JOB_PREFIX,
   QUEUED_JOBS_INDEX,
+  queryItems,
   sweepShard,
   sweepShardOf,
 } from './table';
@@ -152,32 +153,25 @@ export class DynamoJobStore implements JobStore {
   }
 
   async dueForSweep(shard: number, now: number, limit: number): Promise<SweepEntry[]> {
-    const due: SweepEntry[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: QUEUED_JOBS_INDEX.name,
-          KeyConditionExpression: '#shard = :shard AND #sweepAt <= :now',
-          ExpressionAttributeNames: {
-            '#shard': QUEUED_JOBS_INDEX.partitionKey,
-            '#sweepAt': QUEUED_JOBS_INDEX.sortKey,
-          },
-          ExpressionAttributeValues: { ':shard': sweepShard(shard), ':now': now },
-          Limit: limit - due.length,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? [])
-        due.push({
-          accountId: String(item.pk).slice(ACCOUNT_PREFIX.length),
-          jobId: String(item.sk).slice(JOB_PREFIX.length),
-          sweepAt: Number(item[QUEUED_JOBS_INDEX.sortKey]),
-        });
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && due.length < limit);
-    return due;
+    const items = await queryItems(
+      this.db,
+      {
+        TableName: this.tableName,
+        IndexName: QUEUED_JOBS_INDEX.name,
+        KeyConditionExpression: '#shard = :shard AND #sweepAt <= :now',
+        ExpressionAttributeNames: {
+          '#shard': QUEUED_JOBS_INDEX.partitionKey,
+          '#sweepAt': QUEUED_JOBS_INDEX.sortKey,
+        },
+        ExpressionAttributeValues: { ':shard': sweepShard(shard), ':now': now },
+      },
+      limit,
+    );
+    return items.map((item) => ({
+      accountId: String(item.pk).slice(ACCOUNT_PREFIX.length),
+      jobId: String(item.sk).slice(JOB_PREFIX.length),
+      sweepAt: Number(item[QUEUED_JOBS_INDEX.sortKey]),
+    }));
   }
 
   async moveSweep(accountId: string, jobId: string, from: number, to: number): Promise<boolean> {

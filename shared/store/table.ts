@@ -1,4 +1,5 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { SWEEP_SHARDS } from '../jobs/jobStore';
 
 /**
@@ -113,6 +114,28 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
       },
     ],
   };
+}
+
+/** The items a Query finds across its pages (DynamoDB answers at most 1 MB a call), at most `limit` of them. */
+export async function queryItems(
+  db: DynamoDBDocumentClient,
+  input: QueryCommandInput,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        ...input,
+        ...(Number.isFinite(limit) ? { Limit: limit - items.length } : {}),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && items.length < limit);
+  return items;
 }
 
 /** True for the SDK error a failed ConditionExpression raises. */
