@@ -23,7 +23,8 @@ export interface SweepDeps {
  * message's send) and sends their messages again. The worker takes a message for a job as it takes any copy: it
  * runs the job once (its start and end are conditional writes), charged once. Each job is first claimed by moving
  * its sweep time on, conditionally, so two sweeps at once queue it once, and a job is queued again at most once per
- * nextSweepAt's interval. A send that fails gives the claims back for the next run, and the error goes up.
+ * nextSweepAt's interval. A send that fails gives the claims back for the next run, and the error goes up (a batch
+ * of ten that went through before the failure is then sent once more: a copy, which the worker takes as any).
  */
 export function sweepStrandedJobs(deps: SweepDeps) {
   return async (): Promise<{ requeued: number }> => {
