@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { type CfnResource, Duration, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -10,6 +12,8 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { IMAGE_KINDS } from '../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
+import { SWEEP_PERIOD_MS } from '../shared/jobs/sweepStrandedJobs';
+import { QUEUED_JOBS_INDEX } from '../shared/store/table';
 import { JOB_WORKER_TIMEOUT_MS } from '../shared/timing';
 import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling } from './functionBundling';
@@ -21,6 +25,10 @@ export const WORKER_TIMEOUT = Duration.millis(JOB_WORKER_TIMEOUT_MS);
 /** SQS's advice: six times the function's timeout, so a message is not delivered again while a retry runs. */
 export const JOB_VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
 export const WORKER_MEMORY_MB = 1024;
+/** The sweep reads keys and sends names: no image ever passes through it. */
+export const SWEEPER_MEMORY_MB = 256;
+/** Sixteen shards, each a Query, at most a hundred conditional writes and ten message batches: seconds. */
+export const SWEEPER_TIMEOUT = Duration.minutes(1);
 
 export interface JobProcessingProps {
   projectRoot: string;
@@ -52,6 +60,8 @@ export class JobProcessing extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly worker: NodejsFunction;
+  /** Queues again, on a schedule, the jobs an accepting function wrote and died before queueing. */
+  readonly sweeper: NodejsFunction;
 
   constructor(scope: Construct, id: string, props: JobProcessingProps) {
     super(scope, id);
@@ -69,12 +79,7 @@ export class JobProcessing extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
     });
 
-    const logGroup = new logs.LogGroup(this, 'WorkerLogs', { retention: logs.RetentionDays.ONE_MONTH });
-    const role = new iam.Role(this, 'WorkerRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'The job queue worker',
-    });
-    logGroup.grantWrite(role);
+    const { role, logGroup } = this.functionRole('Worker', 'The job queue worker');
     role.addToPolicy(
       new iam.PolicyStatement({
         sid: 'TableAccess',
@@ -166,6 +171,8 @@ export class JobProcessing extends Construct {
         reader.addEnvironment('IMAGE_BUCKET', props.images.bucket.bucketName);
     }
 
+    this.sweeper = this.createSweeper(props);
+
     Validations.of(this.deadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
@@ -179,12 +186,6 @@ export class JobProcessing extends Construct {
       reason:
         "Result objects are named by account and job at run time; the grant is limited to the jobs' prefix.",
     });
-    Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'Only the X-Ray statement that active tracing adds (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "*": ' +
-        'those actions have no resource-level permissions.',
-    });
     for (const reader of props.readers) {
       if (!reader.role) continue;
       Validations.of(reader.role).acknowledge({
@@ -193,5 +194,76 @@ export class JobProcessing extends Construct {
           "Job results are named by account and job at run time; the grant is read-only, on the jobs' prefix.",
       });
     }
+  }
+
+  /**
+   * The sweep of stranded jobs (shared/jobs/sweepStrandedJobs.ts), every SWEEP_PERIOD_MS. Its role reads the
+   * queued-jobs index, moves sweep times (UpdateItem: the sweep's writes are conditional on the job being queued) and
+   * sends messages; no GetItem, no S3, no KMS, no renderer.
+   */
+  private createSweeper(props: JobProcessingProps): NodejsFunction {
+    const { role, logGroup } = this.functionRole('Sweeper', 'The sweep of stranded jobs');
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'QueuedJobsIndex',
+        actions: ['dynamodb:Query'],
+        resources: [`${props.table.tableArn}/index/${QUEUED_JOBS_INDEX.name}`],
+      }),
+    );
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'SweepTimes',
+        actions: ['dynamodb:UpdateItem'],
+        resources: [props.table.tableArn],
+      }),
+    );
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'JobMessages',
+        actions: ['sqs:SendMessage'],
+        resources: [this.queue.queueArn],
+      }),
+    );
+    const sweeper = new NodejsFunction(this, 'Sweeper', {
+      entry: path.join(props.projectRoot, 'functions', 'jobSweeper.ts'),
+      handler: 'handler',
+      projectRoot: props.projectRoot,
+      depsLockFilePath: path.join(props.projectRoot, 'package-lock.json'),
+      description: 'Queues again the jobs an accepting function wrote and died before queueing',
+      runtime: props.runtime,
+      architecture: props.architecture,
+      memorySize: SWEEPER_MEMORY_MB,
+      timeout: SWEEPER_TIMEOUT,
+      environment: { ...props.environment, JOB_QUEUE_URL: this.queue.queueUrl },
+      role,
+      logGroup,
+      bundling: functionBundling(props.sourceMaps),
+      tracing: lambda.Tracing.ACTIVE,
+      // The next run comes in five minutes; a retry would only run beside it (harmless, its claims are conditional).
+      retryAttempts: 0,
+    });
+    new events.Rule(this, 'SweepSchedule', {
+      description: 'Runs the sweep of stranded jobs',
+      schedule: events.Schedule.rate(Duration.millis(SWEEP_PERIOD_MS)),
+      targets: [new eventTargets.LambdaFunction(sweeper, { retryAttempts: 0 })],
+    });
+    return sweeper;
+  }
+
+  /** A function's own role and log group (one month): the role writes that group's logs, and nothing yet. */
+  private functionRole(name: string, description: string) {
+    const logGroup = new logs.LogGroup(this, `${name}Logs`, { retention: logs.RetentionDays.ONE_MONTH });
+    const role = new iam.Role(this, `${name}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description,
+    });
+    logGroup.grantWrite(role);
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Only the X-Ray statement that active tracing adds (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "*": ' +
+        'those actions have no resource-level permissions.',
+    });
+    return { role, logGroup };
   }
 }

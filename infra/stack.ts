@@ -15,7 +15,7 @@ import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
-import { TABLE_SCHEMA } from '../shared/store/table';
+import { QUEUED_JOBS_INDEX, TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
@@ -119,6 +119,16 @@ export class ScreenshotServiceStack extends Stack {
           deletionProtection: true,
           removalPolicy: RemovalPolicy.RETAIN,
         });
+    if (this.table instanceof dynamodb.Table) {
+      // Sparse (only queued jobs carry its keys) and keys only: the sweep of stranded jobs reads it. An attached
+      // table has it already (a point-in-time restore keeps it; docs/deploy.md for one retained from before it).
+      this.table.addGlobalSecondaryIndex({
+        indexName: QUEUED_JOBS_INDEX.name,
+        partitionKey: { name: QUEUED_JOBS_INDEX.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: QUEUED_JOBS_INDEX.sortKey, type: dynamodb.AttributeType.NUMBER },
+        projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+      });
+    }
 
     this.userPool = settings.existingUserPoolId
       ? cognito.UserPool.fromUserPoolId(this, 'UserPool', settings.existingUserPoolId)
@@ -300,11 +310,12 @@ export class ScreenshotServiceStack extends Stack {
       readers: [routeFunction('getJob'), routeFunction('getBatch'), routeFunction('listJobs')],
     });
     acknowledge(this.jobs.worker, 'L1', RUNTIME_REASON);
+    acknowledge(this.jobs.sweeper, 'L1', RUNTIME_REASON);
 
     this.addRoutes(aliases);
     this.monitoring = new Monitoring(this, 'Monitoring', {
       deadLetterQueue: this.jobs.deadLetterQueue,
-      workers: { jobWorker: this.jobs.worker },
+      workers: { jobWorker: this.jobs.worker, jobSweeper: this.jobs.sweeper },
       api: this.api,
       functions,
       aliases,

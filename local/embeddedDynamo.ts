@@ -13,6 +13,7 @@ import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
 import { serveOwnClientsOnly } from './ownClients';
+import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
 
 /**
  * The embedded DynamoDB: dynalite (DynamoDB's HTTP API on LevelDB) on a loopback port. With a data dir it persists
@@ -43,7 +44,11 @@ export async function startEmbeddedDynamo(options: {
   const leaveOwnPorts = ownPorts.add(port);
   const endpoint = `http://127.0.0.1:${port}`;
   const client = localDynamoClient(endpoint);
-  await ensureTable(client, options.tableName);
+  await ensureTable(
+    client,
+    options.tableName,
+    options.dataDir && join(options.dataDir, 'dynamodb-upgrade.json'),
+  );
   return {
     endpoint,
     client,
@@ -71,14 +76,20 @@ export function localDynamoClient(endpoint: string): DynamoDBClient {
   );
 }
 
-async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
+/** The table as defined now: made when missing, and upgraded when a DATA_DIR of an earlier version lacks an index. */
+async function ensureTable(client: DynamoDBClient, tableName: string, upgradeFile?: string): Promise<void> {
+  if (upgradeFile && (await resumeUpgrade(client, tableName, upgradeFile))) return;
+  const table = await client
+    .send(new DescribeTableCommand({ TableName: tableName }))
+    .then((described) => described.Table)
+    .catch(() => undefined);
+  if (table) {
+    if (upgradeFile && !hasEveryIndex(table, tableName)) await upgradeTable(client, tableName, upgradeFile);
+    return;
+  }
   try {
-    await client.send(new DescribeTableCommand({ TableName: tableName }));
-  } catch {
-    try {
-      await client.send(new CreateTableCommand(tableDefinition(tableName)));
-    } catch (error) {
-      if (!(error instanceof ResourceInUseException)) throw error;
-    }
+    await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
   }
 }

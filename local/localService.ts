@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readServiceConfig } from '../shared/config';
 import { ownPorts } from '../shared/egress/ownPorts';
+import { SWEEP_PERIOD_MS } from '../shared/jobs/sweepStrandedJobs';
 import { logger } from '../shared/logger';
 import { SqsJobQueue } from '../shared/store/sqsJobQueue';
-import { createJobRoutes, createJobWorker } from '../shared/wiring/jobs';
+import { createJobRoutes, createJobSweeper, createJobWorker } from '../shared/wiring/jobs';
 import { createKeyManagement } from '../shared/wiring/keyManagement';
 import {
   jobLambdas,
@@ -45,6 +46,8 @@ export interface LocalServiceOptions {
   env?: NodeJS.ProcessEnv;
   /** The webhook backoff, shortened by tests only. */
   webhookRetryDelaySeconds?: (attempt: number) => number | undefined;
+  /** How often the sweep of stranded jobs runs; shortened by tests only. */
+  sweepPeriodMs?: number;
 }
 
 /**
@@ -148,6 +151,11 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     concurrency: Number(env.LOCAL_MAX_CAPTURES) || 4,
     visibilityTimeoutSeconds: visibility,
   });
+  // The deployed schedule's sweep, on an interval: jobs a killed `npm start` wrote but never queued run after a restart.
+  const sweeper = repeat(
+    createJobSweeper(dynamo.client, env, queue),
+    options.sweepPeriodMs ?? SWEEP_PERIOD_MS,
+  );
   // Start the renderer process (which launches Chromium) now, as the renderer function does in its cold start.
   renderer.warmUp().catch((error) => logger.error('Renderer warm-up failed', { error }));
   const serveJwks: ExtraRoute = (req, res) => {
@@ -189,6 +197,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       await Promise.race([listener.idle(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
       // Jobs being run finish; those not yet received stay in the queue (on disk) for the next start.
       await Promise.race([poller.stop(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
+      await sweeper.stop();
       await worker.close();
       await localQueue.close();
       await screenshot.close();
@@ -196,6 +205,28 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       await s3.close();
       await rm(stateFile, { force: true });
       leaveOwnPorts();
+    },
+  };
+}
+
+/** Runs `task` every `periodMs`, skipping a turn while the last run goes on; stop() waits for the run under way. */
+function repeat(task: () => Promise<unknown>, periodMs: number) {
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    running ??= task()
+      .then(
+        () => undefined,
+        (error) => logger.error('Sweep failed', { error: error as Error }),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  }, periodMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
     },
   };
 }

@@ -2,6 +2,13 @@ import { randomBytes } from 'node:crypto';
 
 /** How long a job (and its batch, and its stored result) is kept: docs/api.md, "Async captures". */
 export const JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+/**
+ * How long after its acceptance a job still `queued` counts as stranded: its accepting function died between the
+ * item's write and the message's send. Well past ITEM_WRITE_WINDOW_MS (runJob.ts, 90 s), when that function has
+ * surely stopped, with room for a message in a queue's backlog to reach a worker first (a backlog longer than this
+ * gets a second message for its unstarted jobs).
+ */
+export const STRANDED_AFTER_MS = 15 * 60 * 1000;
 /** How long the `url` of a job's result is valid from the GET that shows it. */
 export const RESULT_LINK_SECONDS = 60 * 60;
 
@@ -59,6 +66,11 @@ export interface Job {
   refundOwed?: true;
   /** While `refundOwed`: until when (ms) the delivery that claimed the refund alone may give it (JobStore). */
   refundClaimedUntil?: number;
+  /**
+   * While the job is `queued`: when the sweep (sweepStrandedJobs.ts) takes it for stranded, with no message left to
+   * run it. Removed by the write that starts or ends the job.
+   */
+  sweepAt?: number;
 }
 
 export interface Batch {

@@ -2,7 +2,7 @@ import type { KeyIdentity } from '../keys/keyStore';
 import { logger } from '../logger';
 import { JobsNotAccepted, type QueueCapture, type QueuedCapture } from '../screenshot/queuedCaptures';
 import type { SecretCipher } from '../signing/secretCipher';
-import { type Batch, type Job, newBatchId, newJobId, type WebhookOutcome } from './job';
+import { type Batch, type Job, newBatchId, newJobId, STRANDED_AFTER_MS, type WebhookOutcome } from './job';
 import { sealCredentials } from './jobCredentials';
 import type { JobQueue } from './jobQueue';
 import type { JobStore } from './jobStore';
@@ -59,6 +59,8 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         // A batch's webhook is the batch's own (batch.completed), not one per job.
         webhook: batch ? null : webhook(options.webhookUrl),
         runs: 0,
+        // In the item's own write: should this function die before the message is sent, the sweep finds the job.
+        sweepAt: now + STRANDED_AFTER_MS,
         ...(batch ? { batchId: batch.id } : {}),
       }),
     );
@@ -66,7 +68,8 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
     const jobs = await sealCredentials(deps.cipher, accepted);
     if (batch) batch.jobIds = jobs.map((job) => job.id);
     // Both at once, so accepting costs one round trip more than admission, not two. A message that outruns its item
-    // is sent again a moment later by the worker (runJob); one whose item was never written is dropped there.
+    // is sent again a moment later by the worker (runJob); one whose item was never written is dropped there. A
+    // function killed after the items and before the messages leaves them to the sweep (sweepStrandedJobs.ts).
     const [created, queued] = await Promise.allSettled([
       deps.jobs.create(jobs, batch),
       deps.queue.send(jobs.map((job) => ({ kind: 'capture', accountId: job.accountId, jobId: job.id }))),

@@ -19,6 +19,19 @@ export type JobEnd =
     };
 
 /**
+ * How many shards the queued jobs are spread over, by job id: the index's writes spread over as many partitions, and
+ * the sweep reads each.
+ */
+export const SWEEP_SHARDS = 16;
+
+/** A queued job whose sweep time is up (JobStore.dueForSweep). */
+export interface SweepEntry {
+  accountId: string;
+  jobId: string;
+  sweepAt: number;
+}
+
+/**
  * Port for jobs and batches (the single table deployed and locally). Every change of a job's status is a conditional
  * write, so a job is started by any number of deliveries of its message but ends once: that one end is what charges
  * or refunds it.
@@ -36,6 +49,16 @@ export interface JobStore {
    * failure owes its refund (`refundOwed`), and the ending delivery holds the claim on it (REFUND_CLAIM_MS from `now`).
    */
   finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined>;
+  /**
+   * Queued jobs of one of the SWEEP_SHARDS whose `sweepAt` is at or before `now`, the earliest first, at most `limit`.
+   * Read from an index that may lag the table by a moment: moveSweep is what checks the job is still queued.
+   */
+  dueForSweep(shard: number, now: number, limit: number): Promise<SweepEntry[]>;
+  /**
+   * Moves a queued job's `sweepAt` from `from` to `to`; false when it no longer stood at `from` (another sweep or the
+   * job's own message moved it) or the job is no longer queued.
+   */
+  moveSweep(accountId: string, jobId: string, from: number, to: number): Promise<boolean>;
   /**
    * Claims the failed job's refund for this delivery (REFUND_CLAIM_MS from `now`): true only while the refund is still
    * owed and no other delivery's claim holds at `now`.

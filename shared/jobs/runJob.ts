@@ -14,7 +14,7 @@ import { requestHost } from '../screenshot/usageOf';
 import type { SecretCipher } from '../signing/secretCipher';
 import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
-import { JOB_RETENTION_MS, type Job, jobCreatedAt, type StoredResult } from './job';
+import { JOB_RETENTION_MS, type Job, jobCreatedAt, STRANDED_AFTER_MS, type StoredResult } from './job';
 import { CredentialsNotOpenedError, openCredentials } from './jobCredentials';
 import type { JobQueue } from './jobQueue';
 import { type JobEnd, type JobStore, REFUND_CLAIM_MS } from './jobStore';
@@ -35,6 +35,12 @@ export const NO_SLOT_DELAY_SECONDS = 2;
  * dropped: one whose write failed was answered with an error and its credits given back.
  */
 export const ITEM_WRITE_WINDOW_MS = SCREENSHOT_FUNCTION_TIMEOUT_MS;
+/**
+ * A job still queued this long after its acceptance ends failed and refunded instead of running: its result, kept
+ * until the job's own expiry, would be gone within a day. Only a job stranded while the sweep was stopped for days
+ * gets there.
+ */
+export const LATEST_START_MS = JOB_RETENTION_MS - 24 * 60 * 60 * 1000;
 
 export interface RunJobDeps extends RefundDeps {
   jobs: JobStore;
@@ -96,11 +102,19 @@ export function runJob(deps: RunJobDeps) {
       await end(job, failure(new Error('The capture kept failing')));
       return;
     }
+    if (job.status === 'queued' && deps.now() > job.createdAt + LATEST_START_MS) {
+      await end(job, {
+        status: 'failed',
+        error: { status: 503, message: 'The job could not be run in time' },
+      });
+      return;
+    }
     await deps.admission.run(accountId, async () => {
       const deadline = deps.now() + deps.captureBudgetMs;
       const lease = await deps.captureSlots.acquire(accountId, deps.now(), deadline);
       if (lease === undefined) {
         await deps.queue.send([{ kind: 'capture', accountId, jobId }], NO_SLOT_DELAY_SECONDS);
+        await keepFromSweep(job);
         return;
       }
       // A job that ends free because of its page costs its account the slot a while longer, as a synchronous
@@ -134,6 +148,19 @@ export function runJob(deps: RunJobDeps) {
       }
     });
   };
+
+  /**
+   * A job waiting for a slot has a live message (this one, sent again): its sweep time is moved on before the sweep
+   * would take it for stranded and queue a second message, which would wait beside this one. One write per job every
+   * STRANDED_AFTER_MS / 2 or so, not one per wait; a job whose message is lost is found once its time is up.
+   */
+  async function keepFromSweep(job: Job): Promise<void> {
+    const now = deps.now();
+    if (job.sweepAt === undefined || job.sweepAt - now > STRANDED_AFTER_MS / 2) return;
+    await deps.jobs
+      .moveSweep(job.accountId, job.id, job.sweepAt, now + STRANDED_AFTER_MS)
+      .catch((error) => logger.warn('Sweep time not moved', { jobId: job.id, error: error as Error }));
+  }
 
   async function capture(job: Job, deadline: number, newcomer: boolean): Promise<StoredResult> {
     // Checked again: what the host resolves to may have changed since the job was accepted.

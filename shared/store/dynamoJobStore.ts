@@ -7,8 +7,18 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { type Batch, JOB_RETENTION_MS, type Job, type WebhookOutcome } from '../jobs/job';
-import { type JobEnd, type JobStore, REFUND_CLAIM_MS } from '../jobs/jobStore';
-import { conditionHeld, isConditionFailure, itemKey, JOB_PREFIX } from './table';
+import { type JobEnd, type JobStore, REFUND_CLAIM_MS, type SweepEntry } from '../jobs/jobStore';
+import {
+  ACCOUNT_PREFIX,
+  conditionHeld,
+  isConditionFailure,
+  itemKey,
+  JOB_PREFIX,
+  QUEUED_JOBS_INDEX,
+  queryItems,
+  sweepShard,
+  sweepShardOf,
+} from './table';
 
 /** DynamoDB's BatchGetItem bound. */
 const BATCH_GET_LIMIT = 100;
@@ -35,10 +45,19 @@ export class DynamoJobStore implements JobStore {
       );
     // The batch first: a job that runs and finishes at once must find it to count itself.
     if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch);
-    // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value). Settled
-    // all before a failure goes up: the intake then ends every item written, and none may land after it has.
+    // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value). A queued
+    // job's sweep time puts it in the queued-jobs index, in its shard. Settled all before a failure goes up: the
+    // intake then ends every item written, and none may land after it has.
     const written = await Promise.allSettled(
-      jobs.map(({ startedAt: _, ...job }) => put(itemKey.job(job.accountId, job.id), job as Job)),
+      jobs.map(({ startedAt: _, ...job }) =>
+        put(
+          {
+            ...itemKey.job(job.accountId, job.id),
+            ...(job.sweepAt === undefined ? {} : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
+          },
+          job as Job,
+        ),
+      ),
     );
     const refused = written.find((outcome) => outcome.status === 'rejected');
     if (refused) throw refused.reason;
@@ -87,8 +106,8 @@ export class DynamoJobStore implements JobStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.job(accountId, jobId),
-          UpdateExpression:
-            'SET #status = :running, startedAt = if_not_exists(startedAt, :now) ADD runs :one',
+          // Out of the queued-jobs index in the same write: a running job is the queue's to deliver again.
+          UpdateExpression: `SET #status = :running, startedAt = if_not_exists(startedAt, :now) ADD runs :one ${LEAVE_SWEEP}`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':running': 'running', ':queued': 'queued', ':now': now, ':one': 1 },
@@ -111,7 +130,7 @@ export class DynamoJobStore implements JobStore {
           Key: itemKey.job(accountId, jobId),
           UpdateExpression: `SET #status = :end, finishedAt = :now, #result = :result, #error = :error${
             owed ? ', refundOwed = :owed, refundClaimedUntil = :claimedUntil' : ''
-          }`,
+          } ${LEAVE_SWEEP}`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
           ExpressionAttributeValues: {
@@ -131,6 +150,43 @@ export class DynamoJobStore implements JobStore {
       if (isConditionFailure(error)) return undefined;
       throw error;
     }
+  }
+
+  async dueForSweep(shard: number, now: number, limit: number): Promise<SweepEntry[]> {
+    const items = await queryItems(
+      this.db,
+      {
+        TableName: this.tableName,
+        IndexName: QUEUED_JOBS_INDEX.name,
+        KeyConditionExpression: '#shard = :shard AND #sweepAt <= :now',
+        ExpressionAttributeNames: {
+          '#shard': QUEUED_JOBS_INDEX.partitionKey,
+          '#sweepAt': QUEUED_JOBS_INDEX.sortKey,
+        },
+        ExpressionAttributeValues: { ':shard': sweepShard(shard), ':now': now },
+      },
+      limit,
+    );
+    return items.map((item) => ({
+      accountId: String(item.pk).slice(ACCOUNT_PREFIX.length),
+      jobId: String(item.sk).slice(JOB_PREFIX.length),
+      sweepAt: Number(item[QUEUED_JOBS_INDEX.sortKey]),
+    }));
+  }
+
+  async moveSweep(accountId: string, jobId: string, from: number, to: number): Promise<boolean> {
+    return conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.job(accountId, jobId),
+          UpdateExpression: 'SET #sweepAt = :to',
+          ConditionExpression: '#status = :queued AND #sweepAt = :from',
+          ExpressionAttributeNames: { '#status': 'status', '#sweepAt': QUEUED_JOBS_INDEX.sortKey },
+          ExpressionAttributeValues: { ':queued': 'queued', ':from': from, ':to': to },
+        }),
+      ),
+    );
   }
 
   async claimRefund(accountId: string, jobId: string, now: number): Promise<boolean> {
@@ -256,8 +312,11 @@ export class DynamoJobStore implements JobStore {
   }
 }
 
+/** Takes a job out of the queued-jobs index (a REMOVE clause): the attributes that place it there. */
+const LEAVE_SWEEP = `REMOVE ${QUEUED_JOBS_INDEX.partitionKey}, ${QUEUED_JOBS_INDEX.sortKey}`;
+
 function jobOf(item: Record<string, unknown>): Job {
-  const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...job } = item;
+  const { pk: _pk, sk: _sk, expiresAt: _expiresAt, [QUEUED_JOBS_INDEX.partitionKey]: _shard, ...job } = item;
   return { startedAt: null, ...job } as unknown as Job;
 }
 

@@ -4,11 +4,10 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../accounts/pendingRefunds';
-import { isConditionFailure, itemKey, PENDING_REFUNDS_PARTITION } from './table';
+import { isConditionFailure, itemKey, PENDING_REFUNDS_PARTITION, queryItems } from './table';
 
 /**
  * Failed refunds as items `REFUNDS#PENDING / REFUND#<id>` (docs/data-model.md). Giving one back needs two items and
@@ -33,22 +32,13 @@ export class DynamoPendingRefunds implements PendingRefunds {
   }
 
   async list(): Promise<PendingRefund[]> {
-    const refunds: PendingRefund[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': PENDING_REFUNDS_PARTITION },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) refunds.push(toRefund(item));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return refunds;
+    const items = await queryItems(this.db, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': PENDING_REFUNDS_PARTITION },
+      ConsistentRead: true,
+    });
+    return items.map(toRefund);
   }
 
   async giveBack(id: string): Promise<RefundReturn> {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type DynamoDBDocumentClient, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   DAY_MS,
   type DayTotals,
@@ -11,7 +11,7 @@ import {
   type UsageStore,
   utcDate,
 } from '../usage/usageStore';
-import { itemKey, USAGE_DAY_PREFIX } from './table';
+import { itemKey, queryItems, USAGE_DAY_PREFIX } from './table';
 
 const DAY_RETENTION_MS = USAGE_RETENTION_DAYS * DAY_MS;
 const RECORD_RETENTION_MS = USAGE_RECORD_RETENTION_DAYS * DAY_MS;
@@ -78,26 +78,17 @@ export class DynamoUsageStore implements UsageStore {
   }
 
   async days(accountId: string, fromDate: string, toDate: string): Promise<DayTotals[]> {
-    const days: DayTotals[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-          ExpressionAttributeValues: {
-            ':pk': itemKey.account(accountId).pk,
-            ':from': itemKey.usageDay(accountId, fromDate).sk,
-            ':to': itemKey.usageDay(accountId, toDate).sk,
-          },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) days.push(toDayTotals(item));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return days;
+    const items = await queryItems(this.db, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: {
+        ':pk': itemKey.account(accountId).pk,
+        ':from': itemKey.usageDay(accountId, fromDate).sk,
+        ':to': itemKey.usageDay(accountId, toDate).sk,
+      },
+      ConsistentRead: true,
+    });
+    return items.map(toDayTotals);
   }
 }
 

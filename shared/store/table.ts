@@ -1,4 +1,6 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { SWEEP_SHARDS } from '../jobs/jobStore';
 
 /**
  * The single table (see docs/data-model.md). Generic key names so every entity fits; `expiresAt` (epoch seconds)
@@ -45,6 +47,7 @@ export const itemKey = {
 };
 
 export const JOB_PREFIX = 'JOB#';
+export const ACCOUNT_PREFIX = 'ACCOUNT#';
 
 /** Attributes of the account item (docs/data-model.md). */
 export const accountAttribute = {
@@ -64,7 +67,28 @@ export const USAGE_DAY_PREFIX = 'USAGE#DAY#';
 
 export const ACCOUNT_KEY_PREFIX = 'KEY#';
 
-/** CreateTable input for the local store and the tests; the CDK stack declares the same key schema. */
+/**
+ * The table's one secondary index: the jobs still `queued`, by when the sweep would take them for stranded
+ * (shared/jobs/sweepStrandedJobs.ts). Sparse: only a queued job's item carries its two attributes, written with the
+ * item and removed by the write that starts or ends the job. Keys only: the sweep needs the table's key (account and
+ * job) and nothing else, so the index costs little to write.
+ */
+export const QUEUED_JOBS_INDEX = {
+  name: 'QueuedJobs',
+  /** `SWEEP#<n>`, n of SWEEP_SHARDS: a queued job's shard, from its id, so writes spread over the index's partitions. */
+  partitionKey: 'sweepShard',
+  /** When the sweep takes the job for stranded (ms). */
+  sortKey: 'sweepAt',
+} as const;
+
+/** The index partition of a job: from the random end of its id (spread evenly, the same for every write). */
+export function sweepShardOf(jobId: string): string {
+  return sweepShard(Number.parseInt(jobId.slice(-4), 16) % SWEEP_SHARDS || 0);
+}
+
+export const sweepShard = (shard: number) => `SWEEP#${shard}`;
+
+/** CreateTable input for the local store and the tests; the CDK stack declares the same keys and index. */
 export function tableDefinition(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,
@@ -72,12 +96,46 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
     AttributeDefinitions: [
       { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
       { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+      { AttributeName: QUEUED_JOBS_INDEX.partitionKey, AttributeType: 'S' },
+      { AttributeName: QUEUED_JOBS_INDEX.sortKey, AttributeType: 'N' },
     ],
     KeySchema: [
       { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
       { AttributeName: TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
     ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: QUEUED_JOBS_INDEX.name,
+        KeySchema: [
+          { AttributeName: QUEUED_JOBS_INDEX.partitionKey, KeyType: 'HASH' },
+          { AttributeName: QUEUED_JOBS_INDEX.sortKey, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+    ],
   };
+}
+
+/** The items a Query finds across its pages (DynamoDB answers at most 1 MB a call), at most `limit` of them. */
+export async function queryItems(
+  db: DynamoDBDocumentClient,
+  input: QueryCommandInput,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        ...input,
+        ...(Number.isFinite(limit) ? { Limit: limit - items.length } : {}),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && items.length < limit);
+  return items;
 }
 
 /** True for the SDK error a failed ConditionExpression raises. */

@@ -15,6 +15,7 @@ import { jobWorker } from '../jobs/jobWorker';
 import { runJob } from '../jobs/runJob';
 import { sendWebhook } from '../jobs/sendWebhook';
 import { submitBatch } from '../jobs/submitBatch';
+import { sweepStrandedJobs } from '../jobs/sweepStrandedJobs';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import { type Admission, IMMEDIATE_ADMISSION } from '../screenshot/admission';
 import { createSqsClient, SqsJobQueue } from '../store/sqsJobQueue';
@@ -97,6 +98,15 @@ export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, 
       await usage.flush();
     },
   };
+}
+
+/**
+ * The sweep of stranded jobs (sweepStrandedJobs.ts): the scheduled function deployed, an interval under `npm start`.
+ * It reads the queued-jobs index, moves sweep times and sends messages; nothing else.
+ */
+export function createJobSweeper(client: DynamoDBClient, env: NodeJS.ProcessEnv, queue: JobQueue) {
+  const { jobs } = createStores(client, readServiceConfig(env));
+  return sweepStrandedJobs({ jobs, queue, now: () => Date.now() });
 }
 
 /** The job routes over the stores: GET /api/jobs/{id}, GET /api/jobs, POST /api/batches, GET /api/batches/{id}. */

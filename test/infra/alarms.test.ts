@@ -100,8 +100,8 @@ describe('alarms on the stores', () => {
       const filters = ofType(synth.resources, 'AWS::Logs::MetricFilter').filter(([, f]) =>
         JSON.stringify(f.Properties).includes(`"MetricName":"${metric}"`),
       );
-      // Every route's function, and the job worker.
-      expect(filters).toHaveLength(synth.stack.functions.size + 1);
+      // Every route's function, the job worker and the job sweeper.
+      expect(filters).toHaveLength(synth.stack.functions.size + 2);
       for (const [, filter] of filters) {
         expect(filter.Properties.FilterPattern).toBe(`{ $.message = "${message}" }`);
         expect((asList(filter.Properties.MetricTransformations)[0] as Json).Dimensions).toEqual([

@@ -21,7 +21,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
 import { SHARP_PACKAGE } from '../../infra/encoderAssets';
 import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
-import { JOB_VISIBILITY_TIMEOUT, WORKER_TIMEOUT } from '../../infra/jobProcessing';
+import {
+  JOB_VISIBILITY_TIMEOUT,
+  SWEEPER_MEMORY_MB,
+  SWEEPER_TIMEOUT,
+  WORKER_TIMEOUT,
+} from '../../infra/jobProcessing';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
 import { RENDERER_MEMORY_MB, RENDERER_TIMEOUT } from '../../infra/rendererFunction';
 import { reservedConcurrencies } from '../../infra/settings';
@@ -44,9 +49,10 @@ import {
 } from '../../infra/webAcl';
 import { IMAGE_KINDS, IMAGE_PREFIX } from '../../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../../shared/jobs/runJob';
+import { SWEEP_PERIOD_MS } from '../../shared/jobs/sweepStrandedJobs';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
-import { TABLE_SCHEMA } from '../../shared/store/table';
+import { QUEUED_JOBS_INDEX, TABLE_SCHEMA, tableDefinition } from '../../shared/store/table';
 import {
   apiResourcePaths,
   asList,
@@ -76,11 +82,11 @@ function functionOf(handler: RouteDefinition['handler']): Resource {
   return resource;
 }
 
-/** The job queue's worker: a function of its own, not a route's. */
-function workerOf(): Resource {
-  const id = synth.logicalId(synth.stack.jobs.worker);
+/** The job queue's worker (or its sweeper): a function of its own, not a route's. */
+function workerOf(name: 'worker' | 'sweeper' = 'worker'): Resource {
+  const id = synth.logicalId(synth.stack.jobs[name]);
   const resource = synth.resources[id];
-  if (!resource) throw new Error('no worker function');
+  if (!resource) throw new Error(`no ${name} function`);
   return resource;
 }
 
@@ -262,16 +268,18 @@ describe('Lambda functions', () => {
     const ids = new Set(ROUTES.map((route) => synth.functionId(route.handler)));
     expect(ids.size).toBe(new Set(ROUTES.map((route) => route.handler)).size);
     // The only other functions are the two renderers, CDK's handlers (one copies the dashboard's files to its bucket,
-    // one reads the edge stack's web ACL ARN across regions) and the screenshot function's pre-traffic hook.
+    // one reads the edge stack's web ACL ARN across regions), the job worker and sweeper, and the screenshot
+    // function's pre-traffic hook.
     const others = ofType(synth.resources, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.has(id) && !rendererIds().includes(id))
       .sort();
-    expect(others).toHaveLength(4);
+    expect(others).toHaveLength(5);
     expect(others[0]).toMatch(/^CustomCDKBucketDeployment/);
     expect(others[1]).toMatch(/^CustomCrossRegionExportReader/);
-    expect(others[2]).toMatch(/^JobProcessingWorker/);
-    expect(others[3]).toMatch(/^ScreenshotPreTrafficHook/);
+    expect(others[2]).toMatch(/^JobProcessingSweeper/);
+    expect(others[3]).toMatch(/^JobProcessingWorker/);
+    expect(others[4]).toMatch(/^ScreenshotPreTrafficHook/);
   });
 
   it('bundles each function from its own entry in functions/', () => {
@@ -437,6 +445,7 @@ describe('Lambda functions', () => {
       ]),
       ['renderer', rendererOf(), true],
       ['jobWorker', workerOf(), false],
+      ['jobSweeper', workerOf('sweeper'), false],
     ];
     for (const [name, fn, withLayer] of bundles) {
       // Lambda puts the bundle in /var/task and the layer in /opt/nodejs/node_modules; a node_modules link next to
@@ -529,7 +538,7 @@ describe('Lambda functions', () => {
 });
 
 describe('DynamoDB table', () => {
-  it('has the string keys pk and sk of the data model and no secondary index', () => {
+  it('has the string keys pk and sk of the data model, and one index: the queued jobs, keys only', () => {
     synth.template.resourceCountIs('AWS::DynamoDB::Table', 1);
     synth.template.hasResourceProperties('AWS::DynamoDB::Table', {
       KeySchema: [
@@ -539,8 +548,11 @@ describe('DynamoDB table', () => {
       AttributeDefinitions: [
         { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
         { AttributeName: TABLE_SCHEMA.sortKey, AttributeType: 'S' },
+        { AttributeName: QUEUED_JOBS_INDEX.partitionKey, AttributeType: 'S' },
+        { AttributeName: QUEUED_JOBS_INDEX.sortKey, AttributeType: 'N' },
       ],
-      GlobalSecondaryIndexes: Match.absent(),
+      // The same index the local store and the tests create (tableDefinition).
+      GlobalSecondaryIndexes: tableDefinition('t').GlobalSecondaryIndexes,
       LocalSecondaryIndexes: Match.absent(),
     });
   });
@@ -1386,6 +1398,61 @@ describe('async jobs', () => {
       );
       expect(actions, route.handler).not.toContain('sqs:ReceiveMessage');
       expect(actions, route.handler).not.toContain('sqs:DeleteMessage');
+    }
+  });
+});
+
+describe('the sweep of stranded jobs', () => {
+  const sweeperId = () => synth.logicalId(synth.stack.jobs.sweeper);
+  const sweeperStatements = () => statementsOfRole(referencedId(workerOf('sweeper').Properties.Role) ?? '');
+  const tableId = () => synth.logicalId(synth.stack.table);
+  const queueId = () => synth.logicalId(synth.stack.node.findChild('JobProcessing').node.findChild('Jobs'));
+
+  it('runs on a schedule every sweep period, without retries (the next run comes soon)', () => {
+    const rules = ofType(synth.resources, 'AWS::Events::Rule').filter(([, rule]) =>
+      asList(rule.Properties.Targets).some((target) => referencedId((target as Json).Arn) === sweeperId()),
+    );
+    expect(rules).toHaveLength(1);
+    expect(rules[0]?.[1].Properties.ScheduleExpression).toBe(`rate(${SWEEP_PERIOD_MS / 60_000} minutes)`);
+    expect(asList(rules[0]?.[1].Properties.Targets)[0]).toMatchObject({
+      RetryPolicy: { MaximumRetryAttempts: 0 },
+    });
+    const permission = ofType(synth.resources, 'AWS::Lambda::Permission').find(
+      ([, resource]) => referencedId(resource.Properties.FunctionName) === sweeperId(),
+    );
+    expect(permission?.[1].Properties.Principal).toBe('events.amazonaws.com');
+  });
+
+  it('is small and holds no browser: no layer, little memory, the queue and the table named', () => {
+    const sweeper = workerOf('sweeper');
+    expect(sweeper.Properties.Layers).toBeUndefined();
+    expect(sweeper.Properties.MemorySize).toBe(SWEEPER_MEMORY_MB);
+    expect(SWEEPER_MEMORY_MB).toBeLessThanOrEqual(256);
+    expect(sweeper.Properties.Timeout).toBe(SWEEPER_TIMEOUT.toSeconds());
+    const variables = (sweeper.Properties.Environment as Json).Variables as Json;
+    expect(variables).toHaveProperty('JOB_QUEUE_URL');
+    expect(variables).toHaveProperty('TABLE_NAME');
+    expect(variables).not.toHaveProperty('RENDERER_FUNCTION_NAME');
+    expect(variables).not.toHaveProperty('IMAGE_BUCKET');
+  });
+
+  it('may query the queued-jobs index, update job items and send messages to the job queue, and nothing else', () => {
+    const grants = sweeperStatements()
+      .filter((statement) => !asList(statement.Action).some((action) => /^(logs|xray):/.test(String(action))))
+      .map((statement) => ({ actions: asList(statement.Action).map(String), resource: statement.Resource }));
+    expect(grants).toEqual([
+      {
+        actions: ['dynamodb:Query'],
+        resource: {
+          'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId(), 'Arn'] }, `/index/${QUEUED_JOBS_INDEX.name}`]],
+        },
+      },
+      { actions: ['dynamodb:UpdateItem'], resource: { 'Fn::GetAtt': [tableId(), 'Arn'] } },
+      { actions: ['sqs:SendMessage'], resource: { 'Fn::GetAtt': [queueId(), 'Arn'] } },
+    ]);
+    for (const statement of sweeperStatements()) {
+      if (!asList(statement.Resource).includes('*')) continue;
+      for (const action of asList(statement.Action)) expect(String(action)).toMatch(/^xray:/);
     }
   });
 });

@@ -17,7 +17,6 @@ import {
   type RunJobDeps,
   runJob,
 } from '../../shared/jobs/runJob';
-import { IMMEDIATE_ADMISSION } from '../../shared/screenshot/admission';
 import { givenBack } from '../../shared/screenshot/queuedCaptures';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
@@ -26,7 +25,7 @@ import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
 import { itemKey } from '../../shared/store/table';
 import { TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
 import { startFaultProxy } from '../helpers/faultProxy';
-import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
+import { jobWorkerDeps } from '../helpers/jobWorker';
 import {
   FakeRenderer,
   MemoryCaptureSlots,
@@ -83,23 +82,18 @@ beforeEach(() => {
   const records: unknown[] = [];
   usage = { record: (entry) => records.push(entry), records };
   const now = () => Date.now();
-  workerDeps = (ledger) => ({
-    jobs,
-    queue,
-    captureSlots: slots,
-    renderer,
-    urlPolicy: { assertAllowed: async () => undefined },
-    images: new MemoryImageStore(),
-    usage,
-    admission: IMMEDIATE_ADMISSION,
-    captureBudgetMs: 30_000,
-    cipher,
-    credits: ledger,
-    pendingRefunds: new MemoryPendingRefunds(),
-    metrics: new InMemoryServiceMetrics(),
-    ended: jobEnded({ jobs, queue, now }),
-    now,
-  });
+  workerDeps = (ledger) =>
+    jobWorkerDeps({
+      jobs,
+      queue,
+      captureSlots: slots,
+      renderer,
+      usage,
+      cipher,
+      credits: ledger,
+      ended: jobEnded({ jobs, queue, now }),
+      now,
+    });
   workerWith = (ledger) => runJob(workerDeps(ledger));
   run = workerWith(credits);
 });
