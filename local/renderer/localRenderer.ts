@@ -19,6 +19,8 @@ export const BUDGETS_VARIABLE = 'RENDERER_CAPTURE_BUDGETS';
 export interface ReadyMessage {
   /** The local Invoke API's endpoint. */
   ready: string;
+  /** Every port the process listens on (its Invoke API, its egress proxy): the front's egress gate refuses them. */
+  ownPorts: number[];
 }
 
 /**
@@ -65,6 +67,8 @@ interface RunningProcess {
   child: ChildProcess;
   /** The local Invoke API's endpoint. */
   url: string;
+  /** The ports it listens on. */
+  ownPorts: number[];
   renderer: InvokedRenderer;
   client: LambdaClient;
   /** Its last capture failed: it may have died, so the next capture first checks that it still answers. */
@@ -134,10 +138,10 @@ export class LocalRenderer implements Renderer {
     await stopProcess(running.child);
   }
 
-  /** The running process's id and endpoint (tests kill it, read its environment, or count its requests). */
-  async processInfo(): Promise<{ pid: number; url: string }> {
-    const { child, url } = await this.process();
-    return { pid: child.pid ?? -1, url };
+  /** The running process's id, endpoint and ports (tests kill it, read its environment, or count its requests). */
+  async processInfo(): Promise<{ pid: number; url: string; ownPorts: number[] }> {
+    const { child, url, ownPorts } = await this.process();
+    return { pid: child.pid ?? -1, url, ownPorts };
   }
 
   private process(): Promise<RunningProcess> {
@@ -160,16 +164,17 @@ export class LocalRenderer implements Renderer {
     // Its log lines go out with the front's, through this process's streams (one terminal, one place to read them).
     child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(chunk));
     child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
-    const url = await new Promise<string>((resolve, reject) => {
-      child.once('message', (message: ReadyMessage) => resolve(message.ready));
+    const ready = await new Promise<ReadyMessage>((resolve, reject) => {
+      child.once('message', resolve);
       child.once('exit', (code, signal) =>
         reject(new Error(`The renderer process exited at start (${signal ?? code})`)),
       );
       child.once('error', reject);
     });
-    // Its Invoke API is one of the service's ports for this process's egress gate too (a webhook is sent from here),
-    // as long as the process lives.
-    child.once('exit', ownPorts.add(Number(new URL(url).port)));
+    const { ready: url } = ready;
+    // Its Invoke API and egress proxy are the service's ports for this process's egress gate too (a webhook is sent
+    // from here, a capture's url is checked here), as long as the process lives.
+    for (const port of ready.ownPorts) child.once('exit', ownPorts.add(port));
     const client = new LambdaClient({
       endpoint: url,
       region: 'local',
@@ -180,6 +185,7 @@ export class LocalRenderer implements Renderer {
     const running: RunningProcess = {
       child,
       url,
+      ownPorts: ready.ownPorts,
       client,
       renderer: new InvokedRenderer(client, LOCAL_RENDERER_FUNCTION),
     };

@@ -9,7 +9,8 @@ import { BUDGETS_VARIABLE, LOCAL_RENDERER_FUNCTION, type ReadyMessage } from './
 /*
  * The local renderer process: the renderer function's code behind a local Lambda Invoke API. Started by the front
  * (local/renderer/localRenderer.ts) with an environment built from an allow-list, so it holds none of the service's
- * data, keys or credentials. It reports its endpoint over the IPC channel and exits when that channel closes.
+ * data, keys or credentials. It reports its endpoint and the ports it listens on over the IPC channel and exits when
+ * that channel closes.
  */
 const budgetsSchema = z.object({
   navigationMs: z.number().int().min(1),
@@ -27,7 +28,11 @@ const server = await startInvokeServer(
   { [LOCAL_RENDERER_FUNCTION]: renderer.handler },
   SCREENSHOT_FUNCTION_TIMEOUT_MS,
 );
-ownPorts.add(Number(new URL(server.url).port));
+const invokePort = Number(new URL(server.url).port);
+ownPorts.add(invokePort);
+// The egress proxy listens before the front is told the process is ready, so the front refuses its port from the
+// first request on (a webhook or a capture's url aimed at it), as it refuses its own.
+const proxyPort = Number(new URL((await renderer.egress()).url).port);
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
@@ -39,6 +44,6 @@ const stop = async () => {
 process.once('disconnect', stop);
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
-send({ ready: server.url } satisfies ReadyMessage);
+send({ ready: server.url, ownPorts: [invokePort, proxyPort] } satisfies ReadyMessage);
 // As the deployed function does in its init phase; captures that come first wait for the same launch.
 renderer.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));

@@ -34,8 +34,9 @@ const METADATA_STRINGS = 2 * 2 * MAX_METADATA_PROPERTIES + 8;
 const MAX_FINAL_URL_LENGTH = 2 * 1024 * 1024;
 export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT * 6 + MAX_FINAL_URL_LENGTH;
 /**
- * The most an answer's image may weigh: above the largest image the spec allows in practice (a 3,840 x 16,384 full
- * page), and far below the front's memory, so a taken-over renderer cannot exhaust it.
+ * The most an answer's image may weigh: above what real pages make at the largest size the spec allows (an 11,520 x
+ * 16,384 full page, 3,840 px at scale 3), and far below the front's memory, so a taken-over renderer cannot exhaust
+ * it. A page can still outweigh it (noise does not compress): the renderer then answers the page's failure.
  */
 export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 

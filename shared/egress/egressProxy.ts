@@ -48,11 +48,25 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const onBlocked = options.onBlocked ?? (() => {});
-  const agent = new PinnedAgent(connectTimeoutMs, idleTimeoutMs);
   const sockets = new Set<Duplex>();
   const track = (socket: Duplex) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
+  };
+  // Upstream connections are kept alive for the client connection that opened them only, and end with it. Chromium
+  // holds its proxy connections per browser context, so one capture's upstream connection never serves another's:
+  // a site that keeps a sign-in per connection (NTLM, Negotiate) would otherwise answer the next customer's capture
+  // as the previous one's.
+  const agents = new WeakMap<Duplex, PinnedAgent>();
+  const agentOf = (client: Duplex) => {
+    let agent = agents.get(client);
+    if (!agent) {
+      const created = new PinnedAgent(connectTimeoutMs, idleTimeoutMs);
+      client.once('close', () => created.destroy());
+      agents.set(client, created);
+      agent = created;
+    }
+    return agent;
   };
 
   const server = createServer();
@@ -62,7 +76,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   // A malformed request from Chromium must not reach the default handler (or crash anything): just drop it.
   server.on('clientError', (_error, socket) => socket.destroy());
   server.on('request', (req, res) => {
-    forward(req, res, { gate, agent, onBlocked, idleTimeoutMs }).catch(() => res.destroy());
+    forward(req, res, { gate, agent: agentOf(req.socket), onBlocked, idleTimeoutMs }).catch(() =>
+      res.destroy(),
+    );
   });
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
     tunnel(req, client, head, { gate, onBlocked, connectTimeoutMs, idleTimeoutMs, track }).catch(() =>
@@ -81,8 +97,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     async close() {
       leaveOwnPorts();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Each client connection's upstream connections end with it.
       for (const socket of sockets) socket.destroy();
-      agent.destroy();
       await closed;
     },
   };
@@ -138,6 +154,7 @@ function endToEndHeaders(raw: string[]): string[] {
 
 interface ForwardContext {
   gate: EgressGate;
+  /** The agent of the client connection the request came on. */
   agent: PinnedAgent;
   onBlocked: (blocked: BlockedEgress) => void;
   idleTimeoutMs: number;

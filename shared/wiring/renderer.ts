@@ -30,6 +30,8 @@ export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureB
   return {
     renderer,
     handler: rendererHandler(renderer),
+    /** The egress proxy, started now if the browser has not started it yet (its port is one of the service's). */
+    egress: startEgress,
     async close() {
       await renderer.close();
       await (await egress)?.close();

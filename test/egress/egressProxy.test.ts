@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http';
+import { Agent, type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -22,7 +22,7 @@ interface ProxyAnswer {
 function viaProxy(
   proxy: EgressProxy,
   target: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string; agent?: Agent } = {},
 ): Promise<ProxyAnswer> {
   const { port } = new URL(proxy.url);
   return new Promise((resolve, reject) => {
@@ -32,7 +32,7 @@ function viaProxy(
       method: options.method ?? 'GET',
       path: target,
       headers: { Host: safeHost(target), ...options.headers },
-      agent: false,
+      agent: options.agent ?? false,
     });
     req.on('error', reject);
     req.on('response', (res: IncomingMessage) => {
@@ -86,6 +86,8 @@ let site: PageServer;
 let canary: Canary;
 let rebindCanary: Canary;
 const proxies: EgressProxy[] = [];
+/** The site's connections, numbered in the order they came. */
+const upstreamConnections = new Map<Socket, number>();
 
 async function proxyWith(
   options: Partial<Parameters<typeof startEgressProxy>[0]> = {},
@@ -121,6 +123,11 @@ beforeAll(async () => {
         ['Keep-Alive', 'timeout=5'],
       ]);
       res.end('ok');
+    },
+    '/connection': (req, res) => {
+      const { socket } = req;
+      if (!upstreamConnections.has(socket)) upstreamConnections.set(socket, upstreamConnections.size + 1);
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end(String(upstreamConnections.get(socket)));
     },
     '/hang': () => {
       // Never answers.
@@ -194,6 +201,24 @@ describe('startEgressProxy, plain http', () => {
     expect(answer.headers['set-cookie']).toEqual(['a=1', 'b=2']);
     expect(answer.headers['x-hop']).toBeUndefined();
     expect(answer.headers['keep-alive']).toBeUndefined();
+  });
+
+  it('keeps an upstream connection for the client connection that opened it, never for another', async () => {
+    const proxy = await proxyWith();
+    // Chromium holds its proxy connections per browser context: one capture's connection is never another's.
+    const first = new Agent({ keepAlive: true, maxSockets: 1 });
+    const second = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const on = async (agent: Agent) => (await viaProxy(proxy, `${site.origin}/connection`, { agent })).body;
+      const firstOn = await on(first);
+      // Kept alive for the same client connection.
+      expect(await on(first)).toBe(firstOn);
+      // A site that keeps a sign-in per connection (NTLM) would take the next client for the first.
+      expect(await on(second)).not.toBe(firstOn);
+    } finally {
+      first.destroy();
+      second.destroy();
+    }
   });
 
   it('drops the connection without any answer for a private address on a port not allowed', async () => {

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { invocationContext } from '../../local/invocationContext';
 import type { CaptureResult, Renderer } from '../../shared/capture/renderer';
-import { decodeAnswer, MAX_HEADER_BYTES } from '../../shared/capture/rendererProtocol';
+import { decodeAnswer, MAX_ANSWER_BYTES, MAX_HEADER_BYTES } from '../../shared/capture/rendererProtocol';
 import { CaptureFailedError, CaptureTimedOutError, ValidationError } from '../../shared/errors';
 import { rendererHandler } from '../../shared/http/adapter/rendererFunction';
 
@@ -90,6 +90,24 @@ describe('the renderer function', () => {
     );
     expect(failed).toMatchObject({ ok: false, fault: 'service' });
     expect((failed as { reason: string }).reason.length).toBeLessThanOrEqual(500);
+  });
+
+  it('answers an image larger than the front takes as a failure of the page, not an answer it must refuse', async () => {
+    // A full page of noise at 11,520 px wide (3,840 at scale 3) weighs more than MAX_ANSWER_BYTES as PNG: the page
+    // made it so, and an answer the front refuses would count as ours (no slot penalty for the free capture).
+    const answer = await answerTo(
+      request,
+      rendererThat(async () => ({
+        image: Buffer.allocUnsafe(MAX_ANSWER_BYTES + 1),
+        contentType: 'image/png',
+        truncated: false,
+      })),
+    );
+    expect(answer).toEqual({
+      ok: false,
+      reason: 'The image is larger than 256 MiB, more than the service can deliver',
+      fault: 'page',
+    });
   });
 
   it('carries metadata at its largest within the header limit', async () => {

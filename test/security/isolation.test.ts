@@ -1,8 +1,10 @@
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumDescendants } from '../helpers/chromiumProcesses';
 import { environmentOf } from '../helpers/egressFixtures';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 import {
+  BLUE,
   decodeImage,
   GREEN,
   near,
@@ -33,6 +35,12 @@ let cachedHits = 0;
 const optionsSeen: { header: string | undefined; cookie: string | undefined }[] = [];
 let beacons = 0;
 let swScriptHits = 0;
+/** The server-side connection each request to /connection came on, numbered. */
+const connectionsSeen: number[] = [];
+/** Connections a request with X-Login signed in: a site that keeps its sign-in per connection (NTLM does). */
+const signedIn = new WeakSet<Socket>();
+const connectionIds = new WeakMap<Socket, number>();
+let connections = 0;
 
 /** A page that starts blue and turns green if `check` resolves true, red otherwise. */
 function verdictPage(check: string): string {
@@ -147,6 +155,17 @@ beforeAll(async () => {
         .writeHead(200, { 'Content-Type': 'text/html' })
         .end(verdictPage('return window.leftBehind === undefined && document.cookie === ""'));
     },
+    '/connection': (req, res) => {
+      const socket = req.socket;
+      if (!connectionIds.has(socket)) connectionIds.set(socket, ++connections);
+      connectionsSeen.push(connectionIds.get(socket) ?? 0);
+      if (req.headers['x-login'] !== undefined) signedIn.add(socket);
+      // Blue for the one who signed in; for anyone else red on a signed-in connection, green on a fresh one.
+      const colour = req.headers['x-login'] !== undefined ? '#00f' : signedIn.has(socket) ? '#f00' : '#0f0';
+      res
+        .writeHead(200, { 'Content-Type': 'text/html' })
+        .end(`<!doctype html><html style="background:${colour}"><body></body></html>`);
+    },
     '/cross-origin': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/html' }).end(verdictPage(CROSS_ORIGIN_READ(other.origin)));
     },
@@ -231,6 +250,30 @@ describe('capture options between captures', () => {
     const settled = beacons;
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(beacons).toBe(settled);
+  });
+});
+
+describe('connections between captures', () => {
+  it("never answers another account's capture on a connection an earlier capture opened", async () => {
+    const other = await harness.newAccount();
+    const first = await harness.shoot(apiKey, {
+      url: `${site.origin}/connection`,
+      width: 320,
+      height: 320,
+      headers: { 'X-Login': 'first-customer' },
+    });
+    expect(first.status).toBe(200);
+    expect(near((await decodeImage(first.body)).pixel(10, 10), BLUE)).toBe(true);
+    // Well within the idle time a kept-alive upstream connection would still be open.
+    const second = await harness.shoot(other.apiKey, {
+      url: `${site.origin}/connection`,
+      width: 320,
+      height: 320,
+    });
+    expect(second.status).toBe(200);
+    expect(near((await decodeImage(second.body)).pixel(10, 10), GREEN)).toBe(true);
+    expect(connectionsSeen).toHaveLength(2);
+    expect(connectionsSeen[1]).not.toBe(connectionsSeen[0]);
   });
 });
 

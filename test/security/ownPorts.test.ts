@@ -7,17 +7,19 @@ import { decodeImage, GREEN, near } from '../helpers/screenshotHarness';
 /**
  * Under ALLOW_PRIVATE_HOSTS='*' (the README's suggestion for local trials) a captured page may reach any private
  * address, but never the service's own ports: the local API, the embedded DynamoDB, the local S3 API and the s3rver
- * behind it, the renderer process's Invoke API (and its egress proxy, which the test cannot name). Through the local
- * server as `npm start` runs it, with real Chromium in its renderer process.
+ * behind it, the renderer process's Invoke API and its egress proxy. Through the local server as `npm start` runs it,
+ * with real Chromium in its renderer process.
  */
 
 let service: TestLocalService;
 let site: PageServer;
 let apiKey: string;
-/** The ports the service listens on: the front's, and the renderer process's Invoke API. */
+/** The ports the service listens on: the front's, and the renderer process's (its Invoke API and egress proxy). */
 let targets: string[];
 /** The renderer process's Invoke API. */
 let invokeEndpoint: string;
+/** The renderer process's egress proxy: the one port of the service the front has no listener of its own for. */
+let proxyEndpoint: string;
 /** How often the page's own loopback origin answered its script. */
 let ownOriginHits = 0;
 
@@ -68,8 +70,15 @@ beforeAll(async () => {
   // given them when it started, and adds its own Invoke API.
   expect(ports).toEqual(expect.arrayContaining(known));
   expect(ports.length).toBeGreaterThanOrEqual(known.length + 1);
-  invokeEndpoint = (await service.renderer.processInfo()).url;
+  const renderer = await service.renderer.processInfo();
+  invokeEndpoint = renderer.url;
   const invokePort = Number(new URL(invokeEndpoint).port);
+  // The renderer process reports its own listeners (its Invoke API, its egress proxy), and the front refuses them too.
+  expect(renderer.ownPorts).toContain(invokePort);
+  const proxyPort = renderer.ownPorts.find((port) => port !== invokePort);
+  expect(proxyPort).toBeDefined();
+  proxyEndpoint = `http://127.0.0.1:${proxyPort}`;
+  expect(ownPorts.list()).toEqual(expect.arrayContaining(renderer.ownPorts));
   targets = [...ports, invokePort].flatMap((port) => [
     `http://127.0.0.1:${port}/`,
     `http://localhost:${port}/json/version`,
@@ -96,8 +105,8 @@ async function expectGreen(response: Response): Promise<void> {
 }
 
 describe("under ALLOW_PRIVATE_HOSTS='*', the service's own ports", () => {
-  it("are refused as a webhook URL at submission: the local SQS API, the API itself, the renderer's Invoke API", async () => {
-    for (const endpoint of [service.queue.endpoint, service.url, invokeEndpoint]) {
+  it("are refused as a webhook URL at submission: the local SQS API, the API itself, the renderer's Invoke API and egress proxy", async () => {
+    for (const endpoint of [service.queue.endpoint, service.url, invokeEndpoint, proxyEndpoint]) {
       const refused = await shoot({ url: `${site.origin}/plain`, async: true, webhookUrl: `${endpoint}/` });
       expect(refused.status).toBe(400);
       expect((await refused.json()).details).toEqual([
@@ -126,7 +135,7 @@ describe("under ALLOW_PRIVATE_HOSTS='*', the service's own ports", () => {
   });
 
   it('are refused as the url of a capture, with 400', async () => {
-    for (const url of [service.url, service.dynamo.endpoint, service.s3.endpoint]) {
+    for (const url of [service.url, service.dynamo.endpoint, service.s3.endpoint, proxyEndpoint]) {
       const response = await shoot({ url: `${url}/`, width: 320, height: 320 });
       expect(response.status).toBe(400);
       const body = await response.json();

@@ -4,6 +4,7 @@ import type { CaptureSpec, Renderer } from '../../capture/renderer';
 import {
   encodeFailure,
   encodeResult,
+  MAX_ANSWER_BYTES,
   type RenderFailure,
   renderRequestSchema,
 } from '../../capture/rendererProtocol';
@@ -13,6 +14,7 @@ import type { InvocationContext, StreamingLambdaHandler } from './lambdaStreamin
 
 /** Kept back from the function's own remaining time, so the renderer answers before Lambda stops it. */
 const ANSWER_RESERVE_MS = 1_000;
+const TOO_LARGE = `The image is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
 
 /**
  * The renderer function's handler: a capture spec and a deadline in, the image streamed back
@@ -39,6 +41,11 @@ export function rendererHandler(renderer: Renderer): StreamingLambdaHandler<unkn
     stream.once('close', onClose);
     try {
       const result = await renderer.capture(spec, { deadline, signal: hangUp.signal });
+      // The spec allows images heavier than the front takes (a full page of noise 11,520 px wide): the page made it
+      // so, and it is told as the page's failure, not sent for the front to refuse as a broken renderer's.
+      if (result.image.length > MAX_ANSWER_BYTES) {
+        throw new CaptureFailedError(spec.url, TOO_LARGE, 'page');
+      }
       const [header, image] = encodeResult(result);
       stream.write(header);
       stream.end(image);
