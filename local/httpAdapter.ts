@@ -182,8 +182,9 @@ async function runStreaming(
 
 /**
  * The response as the handler's stream. A write is done once the socket took it, and the end once the whole answer
- * was handed to the operating system. A client that hangs up before that closes the stream early: a capture still
- * running stops (and is not charged); an answer already being sent is cut off.
+ * was handed to the operating system, so the handler sees its answer delivered only then. A client that hangs up
+ * before that closes the stream early: a capture still running stops, and an answer being sent counts as
+ * undelivered (not charged).
  */
 function responseStream(res: ServerResponse): Writable {
   const stream = new Writable({

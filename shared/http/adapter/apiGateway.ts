@@ -47,10 +47,7 @@ export function bufferedHandler(route: HttpRoute, options: AdapterOptions): Buff
 /**
  * A streaming route (API Gateway STREAM transfer mode): status and headers first, then the body. A client that hangs
  * up, as the runtime reports it by closing the stream, aborts the request's signal while the route runs, and makes
- * the answer undelivered (its `undelivered` callback runs) when it went away before the answer began to be sent. Once
- * the body is on its way the answer counts as delivered, even if the client leaves before its end: the bytes it read
- * are the image's (a truncated PNG or JPEG still shows all the rows it holds), so giving the credits back then would
- * let a client read all but the last bytes of every capture and hang up to have it free.
+ * the answer undelivered (its `undelivered` callback runs) when it goes away before the body was handed over.
  */
 export function streamingHandler(route: HttpRoute, options: AdapterOptions): StreamingLambdaHandler {
   return async (event, responseStream, context) => {
@@ -80,7 +77,10 @@ export function streamingHandler(route: HttpRoute, options: AdapterOptions): Str
       });
       out.end(body);
       // A client that hung up is not a server error, and there is no one left to send an error answer to.
-      await finished(out).catch((error) => logger.warn('Response not delivered', { error }));
+      await finished(out).catch(async (error) => {
+        logger.warn('Response not delivered', { error });
+        await answer.undelivered?.();
+      });
     } finally {
       await options.afterResponse?.();
     }
