@@ -59,17 +59,17 @@ const pageMetadataSchema = z.strictObject({
 
 /**
  * The header, as the front validates it: a renderer may have been taken over, so its answer is checked like any
- * other input. Fields beyond these (those of newer outputs) pass through to the result; the page's metadata, which
- * the front passes on to the customer and stores beside the image, only in its own shape.
+ * other input. Fields beyond these are dropped (a newer renderer's are ignored, none reaches the result); the
+ * page's metadata, which the front passes on to the customer and stores beside the image, only in its own shape.
  */
 export const renderHeaderSchema = z.discriminatedUnion('ok', [
-  z.looseObject({
+  z.object({
     ok: z.literal(true),
-    /** 0 only for text: a page with no text content is empty Markdown (InvokedRenderer checks it by format). */
+    /** 0 only for text: a page with no text content is empty Markdown (answerCheck.ts checks it by format). */
     size: z.number().int().min(0).max(MAX_ANSWER_BYTES),
     /**
      * What the bytes are: an image, a PDF or text (CAPTURE_CONTENT_TYPES). Only ever compared with the type of the
-     * format the front asked for (InvokedRenderer): a renderer never chooses what the front serves.
+     * format the front asked for (answerCheck.ts): a renderer never chooses what the front serves.
      */
     contentType: z.string().min(1).max(64),
     truncated: z.boolean(),

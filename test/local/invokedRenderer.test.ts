@@ -15,6 +15,7 @@ import {
   MAX_HEADER_BYTES,
 } from '../../shared/capture/rendererProtocol';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
+import { fakePng } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 import { postFromReboundName } from '../helpers/reboundRequest';
 
@@ -25,7 +26,9 @@ import { postFromReboundName } from '../helpers/reboundRequest';
  */
 type Behaviour = (event: unknown, stream: Writable) => Promise<unknown>;
 
-const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
+/** A PNG's signature and header (what the front reads of it), of a viewport the spec below allows. */
+const PNG = fakePng(800, 600, 'the page');
+const PDF = Buffer.from('%PDF-1.4\n%hostile or not, the front cannot tell\n');
 const well: Behaviour = async (_event, stream) => {
   const [header, image] = encodeResult({ image: PNG, contentType: 'image/png', truncated: false });
   stream.write(header);
@@ -65,7 +68,14 @@ afterAll(async () => {
   await server?.close();
 });
 
-const spec = { url: 'https://a.test/', format: 'png' } as CaptureSpec;
+const spec = {
+  url: 'https://a.test/',
+  format: 'png',
+  width: 800,
+  height: 600,
+  scale: 1,
+  fullPage: false,
+} as CaptureSpec;
 const soon = () => Date.now() + 10_000;
 /** A successful answer's header line, as a renderer taken over may write it. */
 const headerOf = (fields: Record<string, unknown>) =>
@@ -79,6 +89,13 @@ const declaring =
     stream.write(headerOf({ contentType }));
     stream.end(PNG);
   };
+/** A renderer answering `bytes` under the content type of the format asked for. */
+const answering =
+  (bytes: Buffer, contentType = 'image/png'): Behaviour =>
+  async (_e, stream) => {
+    stream.write(headerOf({ size: bytes.length, contentType }));
+    stream.end(bytes);
+  };
 
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -88,14 +105,32 @@ async function failureOf(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('a renderer that answers as the protocol says', () => {
-  it('gives the front the image, and fields it does not know pass through', async () => {
+  it('gives the front the image, and drops fields it does not know (none reaches what the front serves)', async () => {
     behaviour = async (_event, stream) => {
-      stream.write(headerOf({ contentType: 'application/pdf', truncated: true, pages: 3 }));
-      stream.end(PNG);
+      stream.write(
+        Buffer.from(
+          `${JSON.stringify({ ok: true, size: PDF.length, contentType: 'application/pdf', truncated: true, pages: 3, link: { url: 'https://evil.example/' }, credentialed: true })}\n`,
+        ),
+      );
+      stream.end(PDF);
     };
     const result = await renderer.capture({ ...spec, format: 'pdf' }, { deadline: soon() });
-    expect(result.image.equals(PNG)).toBe(true);
-    expect(result).toMatchObject({ contentType: 'application/pdf', truncated: true, pages: 3 });
+    expect(result.image.equals(PDF)).toBe(true);
+    expect(result).toEqual({ image: PDF, contentType: 'application/pdf', truncated: true });
+  });
+
+  it('drops prototype keys of the header and of the metadata', async () => {
+    const line = `{"ok":true,"size":${PNG.length},"contentType":"image/png","truncated":false,"constructor":{"prototype":{"polluted":true}},"__proto__":{"polluted":true},"metadata":{"title":null,"description":null,"lang":null,"canonicalUrl":null,"finalUrl":null,"statusCode":null,"favicon":null,"openGraph":{"__proto__":"x","title":"t"},"twitter":{}}}\n`;
+    behaviour = async (_event, stream) => {
+      stream.write(Buffer.from(line));
+      stream.end(PNG);
+    };
+    const result = await renderer.capture(spec, { deadline: soon() });
+    expect(Object.keys(result).sort()).toEqual(['contentType', 'image', 'metadata', 'truncated']);
+    expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+    expect(result.metadata?.openGraph).toEqual({ title: 't' });
+    expect(Object.getPrototypeOf(result.metadata?.openGraph)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it("passes the page's metadata on only in its own shape and bounds", async () => {
@@ -176,6 +211,21 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
     ['declares HTML for a png', declaring('text/html; charset=utf-8')],
     ['declares script for a png', declaring('text/javascript')],
     ['declares the type of another format it could produce (a PDF) for a png', declaring('application/pdf')],
+    ['declares the png asked for with a header line after it', declaring('image/png\r\nSet-Cookie: a=b')],
+    [
+      'answers HTML under the png asked for',
+      answering(Buffer.from('<!doctype html><script>alert(document.domain)</script>')),
+    ],
+    ['answers an SVG under the png asked for', answering(Buffer.from('<svg onload="alert(1)"/>'))],
+    [
+      'answers a png larger than the viewport asked for (the front decodes it for AVIF)',
+      answering(fakePng(16_000, 16_000, 'a bomb')),
+    ],
+    [
+      'answers a png two pixels wider than the viewport (one is rounding)',
+      answering(fakePng(802, 600, 'wide')),
+    ],
+    ['answers a JPEG under the png asked for', answering(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16]))],
     [
       'answers an empty image (only text may be empty)',
       async (_e, stream) => stream.end(headerOf({ size: 0 })),
@@ -201,6 +251,38 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
       expect((await renderer.capture(spec, { deadline: soon() })).image.equals(PNG)).toBe(true);
     });
   }
+
+  it.each([
+    ['pdf', answering(Buffer.from('<html>not a PDF</html>'), 'application/pdf')],
+    ['jpeg', answering(PNG, 'image/jpeg')],
+    ['webp', answering(Buffer.from('RIFF\0\0\0\0WAVEfmt '), 'image/webp')],
+    ['markdown', answering(Buffer.from([0x23, 0x20, 0xff, 0xfe, 0xc0]), 'text/markdown; charset=utf-8')],
+  ])('refuses an answer to a %s whose bytes are not of that format', async (format, answer) => {
+    behaviour = answer;
+    const error = await failureOf(renderer.capture({ ...spec, format } as CaptureSpec, { deadline: soon() }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect(statusOf(error)).toBe(500);
+  });
+
+  it.each([
+    ['a full page as tall as the height cap', { fullPage: true }, fakePng(800, 16_384, 'tall')],
+    ['an element as large as the height cap both ways', { selector: '#a' }, fakePng(16_384, 16_384, 'big')],
+    ['a viewport at scale 1.5', { scale: 1.5 }, fakePng(1200, 900, 'sharp')],
+    ['a smaller image than the viewport', {}, fakePng(1, 1, 'dot')],
+  ])('accepts %s', async (_name, fields, bytes) => {
+    behaviour = answering(bytes);
+    const result = await renderer.capture({ ...spec, ...fields } as CaptureSpec, { deadline: soon() });
+    expect(result.image.equals(bytes)).toBe(true);
+  });
+
+  it('refuses a full page wider than the viewport or taller than the cap', async () => {
+    for (const bytes of [fakePng(1000, 600, 'wide'), fakePng(800, 16_386, 'tall')]) {
+      behaviour = answering(bytes);
+      expect(
+        await failureOf(renderer.capture({ ...spec, fullPage: true }, { deadline: soon() })),
+      ).toBeInstanceOf(CaptureFailedError);
+    }
+  });
 
   it('stops reading a header without a newline as soon as it is longer than any header', async () => {
     hungUp = false;
