@@ -322,6 +322,48 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
     expect(ANSWER_GRACE_MS).toBeLessThanOrEqual(5_000);
   });
 
+  it('gives up on a renderer that stops halfway through the image, and closes its invocation', async () => {
+    hungUp = false;
+    behaviour = (_event, stream) =>
+      new Promise<void>((resolve) => {
+        stream.write(headerOf({}));
+        stream.write(PNG.subarray(0, 10));
+        stream.once('close', () => resolve());
+      });
+    const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 200 }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect((error as CaptureFailedError).reason).toBe('The renderer did not answer in time');
+    await expect.poll(() => hungUp).toBe(true);
+  });
+
+  it('answers with the image at once when the renderer goes on writing after it, and cuts that stream off', async () => {
+    hungUp = false;
+    let after = 0;
+    behaviour = (_event, stream) =>
+      new Promise<void>((resolve) => {
+        const [header, image] = encodeResult({ image: PNG, contentType: 'image/png', truncated: false });
+        stream.write(Buffer.concat([header, image]));
+        const chunk = Buffer.alloc(64 * 1024, 'x');
+        const pump = () => {
+          while (!stream.destroyed) {
+            after += chunk.length;
+            if (!stream.write(chunk)) {
+              stream.once('drain', pump);
+              return;
+            }
+          }
+        };
+        stream.once('close', () => resolve());
+        pump();
+      });
+    const result = await renderer.capture(spec, { deadline: soon() });
+    expect(result.image.equals(PNG)).toBe(true);
+    // What follows the answer is read and dropped, for a while only: then the invocation is closed.
+    await renderer.settle();
+    await expect.poll(() => hungUp, { timeout: 15_000 }).toBe(true);
+    expect(after).toBeGreaterThan(0);
+  }, 30_000);
+
   it('closes the invocation when the client hangs up, so the renderer stops', async () => {
     hungUp = false;
     behaviour = (_event, stream) => new Promise<void>((resolve) => stream.once('close', () => resolve()));
@@ -421,6 +463,29 @@ describe('the use case across the boundary', () => {
       expect(await service.credits.balance('acct')).toBe(5);
     },
   );
+});
+
+describe('a hostile PDF across the boundary', () => {
+  it('is stored and linked in one pass over its bytes, however its page objects are laid out', async () => {
+    const NOW = Date.UTC(2026, 0, 1);
+    const service = memoryScreenshotService({ now: () => NOW, renderer });
+    const { key } = await service.addKey('acct', NOW);
+    await service.credits.set('acct', 5);
+    // Page objects that never end: the front's old reading of the first page's size searched again from each.
+    behaviour = answering(
+      Buffer.from(`%PDF-1.4\n${'1 0 obj\n<</Type /Page\n'.repeat(750_000)}`),
+      'application/pdf',
+    );
+    const outcome = await service.capture({
+      apiKey: key,
+      request: () => ({ url: 'https://a.test/', format: 'pdf', response: 'json' }),
+      deadline: soon(),
+    });
+    expect(outcome.ok && 'screenshot' in outcome && outcome.screenshot.link).toMatchObject({
+      width: 0,
+      height: 0,
+    });
+  });
 });
 
 describe('the answer reader', () => {
