@@ -11,12 +11,11 @@ import {
   ValidationError,
 } from '../errors';
 import { logger } from '../logger';
+import { ANSWER_GRACE_MS } from '../timing';
 import { checkAnswer } from './answerCheck';
 import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
 import { AnswerReader, type RenderAnswer, type RenderFailure, type RenderRequest } from './rendererProtocol';
 
-/** Past the capture's deadline, how long the renderer still has to answer before the front gives up on it. */
-export const ANSWER_GRACE_MS = 5_000;
 /** Past the answer, how long the renderer's leftover work (settle) is waited for before the stream is dropped. */
 const SETTLE_LIMIT_MS = 10_000;
 
