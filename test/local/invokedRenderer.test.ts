@@ -510,6 +510,31 @@ describe('the answer reader', () => {
     expect(() => reader.push(headerOf({ size: MAX_ANSWER_BYTES + 1 }))).toThrow(GarbledAnswerError);
   });
 
+  it('reads the image into one buffer of its announced size as it arrives, not gathered and copied at the end', () => {
+    const image = Buffer.alloc(1024 * 1024, 7);
+    const reader = new AnswerReader();
+    const [header] = encodeResult({ image, contentType: 'image/png', truncated: false });
+    expect(reader.push(Buffer.concat([header as Buffer, image.subarray(0, 1000)]))).toBe(false);
+    for (let at = 1000; at < image.length; at += 64 * 1024)
+      reader.push(image.subarray(at, Math.min(at + 64 * 1024, image.length)));
+    const answer = reader.answer();
+    if (!answer.ok) throw new Error('a success was expected');
+    expect(answer.result.image.equals(image)).toBe(true);
+    // Its own memory, of exactly its size: the header and the chunks it came in are not held with it.
+    expect(answer.result.image.buffer.byteLength).toBe(image.length);
+  });
+
+  it('refuses bytes beyond the announced size as soon as they arrive, and a failure that carries any', () => {
+    const reader = new AnswerReader();
+    expect(() => reader.push(Buffer.concat([headerOf({}), PNG, Buffer.from('x')]))).toThrow(
+      GarbledAnswerError,
+    );
+    const failure = new AnswerReader();
+    expect(() => failure.push(Buffer.from(`${JSON.stringify({ ok: false, reason: 'no' })}\nextra`))).toThrow(
+      GarbledAnswerError,
+    );
+  });
+
   it('finds a header line split over chunks, and is complete with its last byte', () => {
     const reader = new AnswerReader();
     const bytes = Buffer.concat(encodeResult({ image: PNG, contentType: 'image/png', truncated: false }));
