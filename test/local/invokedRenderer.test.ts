@@ -98,6 +98,27 @@ const answering =
     stream.end(bytes);
   };
 
+/** A renderer that writes `first`, then `chunk` for ever, until the front closes its stream; counts the chunks' bytes. */
+function endlessly(chunk: Buffer, first?: Buffer): { behaviour: Behaviour; written: () => number } {
+  let written = 0;
+  const behaviour: Behaviour = (_event, stream) =>
+    new Promise<void>((resolve) => {
+      if (first) stream.write(first);
+      const pump = () => {
+        while (!stream.destroyed) {
+          written += chunk.length;
+          if (!stream.write(chunk)) {
+            stream.once('drain', pump);
+            return;
+          }
+        }
+      };
+      stream.once('close', () => resolve());
+      pump();
+    });
+  return { behaviour, written: () => written };
+}
+
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
     () => undefined,
@@ -287,30 +308,16 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
 
   it('stops reading a header without a newline as soon as it is longer than any header', async () => {
     hungUp = false;
-    let written = 0;
     // Small chunks, for ever: what the front reads of them must cost it no more than once each.
-    behaviour = (_event, stream) =>
-      new Promise<void>((resolve) => {
-        const chunk = Buffer.alloc(4 * 1024, 'x');
-        const pump = () => {
-          while (!stream.destroyed) {
-            written += chunk.length;
-            if (!stream.write(chunk)) {
-              stream.once('drain', pump);
-              return;
-            }
-          }
-        };
-        stream.once('close', () => resolve());
-        pump();
-      });
+    const garbage = endlessly(Buffer.alloc(4 * 1024, 'x'));
+    behaviour = garbage.behaviour;
     const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 30_000 }));
     expect(error).toBeInstanceOf(CaptureFailedError);
     expect(statusOf(error)).toBe(500);
     // Not given up on at the deadline: refused on the bytes, and the invocation closed.
     expect((error as CaptureFailedError).reason).not.toBe('The renderer did not answer in time');
     await expect.poll(() => hungUp).toBe(true);
-    expect(written).toBeGreaterThan(MAX_HEADER_BYTES);
+    expect(garbage.written()).toBeGreaterThan(MAX_HEADER_BYTES);
     behaviour = well;
     expect((await renderer.capture(spec, { deadline: soon() })).image.equals(PNG)).toBe(true);
   });
@@ -342,29 +349,17 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
 
   it('answers with the image at once when the renderer goes on writing after it, and cuts that stream off', async () => {
     hungUp = false;
-    let after = 0;
-    behaviour = (_event, stream) =>
-      new Promise<void>((resolve) => {
-        stream.write(Buffer.concat(encodeResult({ image: PNG, contentType: 'image/png', truncated: false })));
-        const chunk = Buffer.alloc(64 * 1024, 'x');
-        const pump = () => {
-          while (!stream.destroyed) {
-            after += chunk.length;
-            if (!stream.write(chunk)) {
-              stream.once('drain', pump);
-              return;
-            }
-          }
-        };
-        stream.once('close', () => resolve());
-        pump();
-      });
+    const after = endlessly(
+      Buffer.alloc(64 * 1024, 'x'),
+      Buffer.concat(encodeResult({ image: PNG, contentType: 'image/png', truncated: false })),
+    );
+    behaviour = after.behaviour;
     const result = await renderer.capture(spec, { deadline: soon() });
     expect(result.image.equals(PNG)).toBe(true);
     // What follows the answer is read and dropped, for a while only: then the invocation is closed.
     await renderer.settle();
     await expect.poll(() => hungUp, { timeout: 15_000 }).toBe(true);
-    expect(after).toBeGreaterThan(0);
+    expect(after.written()).toBeGreaterThan(0);
   }, 30_000);
 
   it('closes the invocation when the client hangs up, so the renderer stops', async () => {
@@ -420,11 +415,17 @@ describe('the local Invoke API', () => {
 });
 
 describe('the use case across the boundary', () => {
-  it('refunds a capture whose renderer answered garbage, and charges the next one exactly', async () => {
+  /** The use case over the renderer behind the local Invoke API, and an account `acct` holding 5 credits. */
+  async function fundedAccount() {
     const NOW = Date.UTC(2026, 0, 1);
     const service = memoryScreenshotService({ now: () => NOW, renderer });
     const { key } = await service.addKey('acct', NOW);
     await service.credits.set('acct', 5);
+    return { service, key };
+  }
+
+  it('refunds a capture whose renderer answered garbage, and charges the next one exactly', async () => {
+    const { service, key } = await fundedAccount();
     behaviour = async (_e, stream) => stream.end(Buffer.from('garbage'));
     const failed = await service.capture({
       apiKey: key,
@@ -451,10 +452,7 @@ describe('the use case across the boundary', () => {
   ])(
     'refunds a capture whose renderer declared %s for a %s, and serves nothing',
     async (declared, format) => {
-      const NOW = Date.UTC(2026, 0, 1);
-      const service = memoryScreenshotService({ now: () => NOW, renderer });
-      const { key } = await service.addKey('acct', NOW);
-      await service.credits.set('acct', 5);
+      const { service, key } = await fundedAccount();
       behaviour = declaring(declared);
       const failed = await service.capture({
         apiKey: key,
@@ -466,14 +464,9 @@ describe('the use case across the boundary', () => {
       expect(await service.credits.balance('acct')).toBe(5);
     },
   );
-});
 
-describe('a hostile PDF across the boundary', () => {
-  it('is stored and linked in one pass over its bytes, however its page objects are laid out', async () => {
-    const NOW = Date.UTC(2026, 0, 1);
-    const service = memoryScreenshotService({ now: () => NOW, renderer });
-    const { key } = await service.addKey('acct', NOW);
-    await service.credits.set('acct', 5);
+  it('stores and links a hostile PDF in one pass over its bytes, however its page objects are laid out', async () => {
+    const { service, key } = await fundedAccount();
     // Page objects that never end: the front's old reading of the first page's size searched again from each.
     behaviour = answering(
       Buffer.from(`%PDF-1.4\n${'1 0 obj\n<</Type /Page\n'.repeat(750_000)}`),
