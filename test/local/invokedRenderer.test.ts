@@ -15,6 +15,9 @@ import {
   MAX_HEADER_BYTES,
 } from '../../shared/capture/rendererProtocol';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
+import type { HttpRequest } from '../../shared/http/types';
+import { mcpRoute } from '../../shared/mcp/mcpRoute';
+import { MAX_INLINE_TEXT_BYTES } from '../../shared/mcp/tools';
 import { RESPONSE_RESERVE_MS } from '../../shared/timing';
 import { fakePng } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
@@ -97,6 +100,26 @@ const answering =
     stream.write(headerOf({ size: bytes.length, contentType }));
     stream.end(bytes);
   };
+
+/** One MCP tool call of `apiKey`, as POST /mcp receives it. */
+function mcpCall(apiKey: string, params: { name: string; arguments: Record<string, unknown> }): HttpRequest {
+  return {
+    method: 'POST',
+    path: '/mcp',
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    pathParameters: {},
+    query: {},
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
+    requestId: 'r',
+    baseUrl: 'https://api.test',
+    deadline: soon(),
+    signal: new AbortController().signal,
+  };
+}
 
 /** A renderer that writes `first`, then `chunk` for ever, until the front closes its stream; counts the chunks' bytes. */
 function endlessly(chunk: Buffer, first?: Buffer): { behaviour: Behaviour; written: () => number } {
@@ -464,6 +487,22 @@ describe('the use case across the boundary', () => {
       expect(await service.credits.balance('acct')).toBe(5);
     },
   );
+
+  it('answers an MCP call whose Markdown is larger than a tool answer carries with an error, and charges nothing', async () => {
+    const { service, key } = await fundedAccount();
+    behaviour = answering(Buffer.alloc(MAX_INLINE_TEXT_BYTES + 1, 'a'), 'text/markdown; charset=utf-8');
+    const route = mcpRoute({ capture: service.capture, keys: service.keys });
+    const answer = await route(
+      mcpCall(key, { name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }),
+    );
+    const { result } = JSON.parse(String(answer.body)) as {
+      result: { isError?: boolean; content: { text: string }[] };
+    };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toContain('larger than');
+    expect(String(answer.body).length).toBeLessThan(10_000);
+    expect(await service.credits.balance('acct')).toBe(5);
+  });
 
   it('stores and links a hostile PDF in one pass over its bytes, however its page objects are laid out', async () => {
     const { service, key } = await fundedAccount();
