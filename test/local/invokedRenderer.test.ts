@@ -15,10 +15,10 @@ import {
   MAX_HEADER_BYTES,
 } from '../../shared/capture/rendererProtocol';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
-import type { HttpRequest } from '../../shared/http/types';
 import { mcpRoute } from '../../shared/mcp/mcpRoute';
 import { MAX_INLINE_TEXT_BYTES } from '../../shared/mcp/tools';
 import { RESPONSE_RESERVE_MS } from '../../shared/timing';
+import { toolCalls } from '../helpers/mcpRequest';
 import { fakePng } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 import { postFromReboundName } from '../helpers/reboundRequest';
@@ -100,26 +100,6 @@ const answering =
     stream.write(headerOf({ size: bytes.length, contentType }));
     stream.end(bytes);
   };
-
-/** One MCP tool call of `apiKey`, as POST /mcp receives it. */
-function mcpCall(apiKey: string, params: { name: string; arguments: Record<string, unknown> }): HttpRequest {
-  return {
-    method: 'POST',
-    path: '/mcp',
-    headers: {
-      authorization: `Bearer ${apiKey}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    },
-    pathParameters: {},
-    query: {},
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
-    requestId: 'r',
-    baseUrl: 'https://api.test',
-    deadline: soon(),
-    signal: new AbortController().signal,
-  };
-}
 
 /** A renderer that writes `first`, then `chunk` for ever, until the front closes its stream; counts the chunks' bytes. */
 function endlessly(chunk: Buffer, first?: Buffer): { behaviour: Behaviour; written: () => number } {
@@ -493,8 +473,9 @@ describe('the use case across the boundary', () => {
     behaviour = answering(Buffer.alloc(MAX_INLINE_TEXT_BYTES + 1, 'a'), 'text/markdown; charset=utf-8');
     const route = mcpRoute({ capture: service.capture, keys: service.keys });
     const answer = await route(
-      mcpCall(key, { name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }),
+      toolCalls(key, [{ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }]),
     );
+    // A batch of one is answered as one message.
     const { result } = JSON.parse(String(answer.body)) as {
       result: { isError?: boolean; content: { text: string }[] };
     };
