@@ -18,6 +18,14 @@ export const MANAGEMENT_FUNCTION_TIMEOUT_MS = 10_000;
 /** Kept back from the function's remaining time to refund and answer after a capture that ran out. */
 export const RESPONSE_RESERVE_MS = 3_000;
 
+/**
+ * Past a capture's deadline, how long the front still waits for the renderer's answer (a failure it reports at its
+ * deadline, or an image finished just before it). Taken out of RESPONSE_RESERVE_MS, never added to it: a renderer
+ * that does not answer (hung, or taken over) must not keep the front until Lambda stops it, which would leave its
+ * credits charged and its client without an answer. What remains of the reserve refunds and answers.
+ */
+export const ANSWER_GRACE_MS = RESPONSE_RESERVE_MS - 1_000;
+
 /** Session tokens (Cognito access tokens deployed, the local identity provider's locally) live this long. */
 export const SESSION_TOKEN_LIFETIME_SECONDS = 3_600;
 

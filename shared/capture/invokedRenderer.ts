@@ -11,24 +11,11 @@ import {
   ValidationError,
 } from '../errors';
 import { logger } from '../logger';
-import {
-  CAPTURE_CONTENT_TYPES,
-  type CaptureLimits,
-  type CaptureResult,
-  type CaptureSpec,
-  isContentFormat,
-  type Renderer,
-} from './renderer';
-import {
-  AnswerReader,
-  GarbledAnswerError,
-  type RenderAnswer,
-  type RenderFailure,
-  type RenderRequest,
-} from './rendererProtocol';
+import { ANSWER_GRACE_MS } from '../timing';
+import { checkAnswer } from './answerCheck';
+import type { CaptureLimits, CaptureResult, CaptureSpec, Renderer } from './renderer';
+import { AnswerReader, type RenderAnswer, type RenderFailure, type RenderRequest } from './rendererProtocol';
 
-/** Past the capture's deadline, how long the renderer still has to answer before the front gives up on it. */
-export const ANSWER_GRACE_MS = 5_000;
 /** Past the answer, how long the renderer's leftover work (settle) is waited for before the stream is dropped. */
 const SETTLE_LIMIT_MS = 10_000;
 
@@ -71,14 +58,8 @@ export class InvokedRenderer implements Renderer {
     try {
       const decoded = await this.invoke({ spec, deadline: limits.deadline }, stop, limits.newcomer === true);
       if (!decoded.ok) throw failureError(spec.url, decoded);
-      // What the bytes are is the front's to say, from what it asked for: a renderer taken over that declared an
-      // SVG or HTML would otherwise have its script served, and cached, on our origin.
-      if (decoded.result.contentType !== CAPTURE_CONTENT_TYPES[spec.format]) {
-        throw new GarbledAnswerError('the answer is not of the format asked for');
-      }
-      if (decoded.result.image.length === 0 && !isContentFormat(spec.format)) {
-        throw new GarbledAnswerError('an empty image');
-      }
+      // What the bytes are is the front's to say, from what it asked for.
+      checkAnswer(spec, decoded.result);
       return decoded.result;
     } catch (error) {
       if (limits.signal?.aborted) throw new ClientGoneError();

@@ -5,8 +5,9 @@
  */
 
 const PAGE_OBJECT = /^\d+ 0 obj\r?\n<<\/Type \/Page\r?\n/gm;
-const MEDIA_BOX =
-  /^\d+ 0 obj\r?\n<<\/Type \/Page\r?\n(?:(?!endobj)[^\n]*\n)*?\/MediaBox \[0 0 ([\d.]+) ([\d.]+)\]/m;
+/** A line of a page object giving its size, and the line that ends the object: each looked for once, from a page. */
+const MEDIA_BOX = /^\/MediaBox \[0 0 ([\d.]+) ([\d.]+)\]/gm;
+const OBJECT_END = /^endobj/gm;
 
 /** `1-5, 8` as [first, last] spans: [[1, 5], [8, 8]]. */
 export function pageSpans(ranges: string): [number, number][] {
@@ -45,8 +46,28 @@ export function pdfPageCount(pdf: Buffer): number {
   return pdf.toString('latin1').match(PAGE_OBJECT)?.length ?? 0;
 }
 
-/** The size of the first page of a PDF printed by Chromium, in PDF points (1/72 in), rounded. */
+/**
+ * The size of the first page of a PDF printed by Chromium, in PDF points (1/72 in), rounded; 0 by 0 when its first
+ * page object gives none. The front reads it from what a renderer answered, which may be anything: every search
+ * runs once, forward from the first page object, so the time is linear in the bytes whatever they hold (a pattern
+ * tried again from every page object took minutes for a few megabytes of page headers without an end).
+ */
 export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
-  const match = MEDIA_BOX.exec(pdf.toString('latin1'));
-  return { width: Math.round(Number(match?.[1] ?? 0)), height: Math.round(Number(match?.[2] ?? 0)) };
+  const text = pdf.toString('latin1');
+  const none = { width: 0, height: 0 };
+  const page = firstMatch(PAGE_OBJECT, text, 0);
+  if (!page) return none;
+  const start = page.index + page[0].length;
+  const box = firstMatch(MEDIA_BOX, text, start);
+  const end = firstMatch(OBJECT_END, text, start)?.index ?? text.length;
+  if (!box || box.index > end) return none;
+  return { width: Math.round(Number(box[1])), height: Math.round(Number(box[2])) };
+}
+
+/** The first match of a global pattern at or after `from`. */
+function firstMatch(pattern: RegExp, text: string, from: number): RegExpExecArray | null {
+  pattern.lastIndex = from;
+  const match = pattern.exec(text);
+  pattern.lastIndex = 0;
+  return match;
 }

@@ -60,17 +60,17 @@ const pageMetadataSchema = z.strictObject({
 
 /**
  * The header, as the front validates it: a renderer may have been taken over, so its answer is checked like any
- * other input. Fields beyond these (those of newer outputs) pass through to the result; the page's metadata, which
- * the front passes on to the customer and stores beside the image, only in its own shape.
+ * other input. Fields beyond these are dropped (a newer renderer's are ignored, none reaches the result); the
+ * page's metadata, which the front passes on to the customer and stores beside the image, only in its own shape.
  */
 export const renderHeaderSchema = z.discriminatedUnion('ok', [
-  z.looseObject({
+  z.object({
     ok: z.literal(true),
-    /** 0 only for text: a page with no text content is empty Markdown (InvokedRenderer checks it by format). */
+    /** 0 only for text: a page with no text content is empty Markdown (answerCheck.ts checks it by format). */
     size: z.number().int().min(0).max(MAX_ANSWER_BYTES),
     /**
      * What the bytes are: an image, a PDF or text (CAPTURE_CONTENT_TYPES). Only ever compared with the type of the
-     * format the front asked for (InvokedRenderer): a renderer never chooses what the front serves.
+     * format the front asked for (answerCheck.ts): a renderer never chooses what the front serves.
      */
     contentType: z.string().min(1).max(64),
     truncated: z.boolean(),
@@ -127,46 +127,63 @@ export class GarbledAnswerError extends Error {}
  * Gathers a streamed answer, believing nothing of it unchecked. The header line is looked for in each new chunk
  * only, so a renderer trickling bytes without a newline costs the front nothing more per chunk; the answer is
  * refused as soon as MAX_HEADER_BYTES arrived without one, and the header, with the size it announces, is validated
- * before anything more is read.
+ * before anything more is read. The image is then copied, as it arrives, into one buffer of exactly that size (its
+ * pages taken only as they are written): the front holds an answer once, not its chunks and a copy of them, and a
+ * byte beyond the announced size is refused when it arrives.
  */
 export class AnswerReader {
-  private readonly chunks: Buffer[] = [];
-  private received = 0;
-  /** Once the header line has arrived: the validated header, where the image starts, where the answer ends. */
-  private read: { header: RenderHeader; bodyStart: number; length: number } | undefined;
+  /** The chunks before the header line's end. */
+  private head: Buffer[] = [];
+  private headLength = 0;
+  private read: ReadAnswer | undefined;
 
   /** Takes the stream's next bytes; true once the whole answer has arrived (what follows is not the answer's). */
   push(chunk: Buffer): boolean {
-    const start = this.received;
-    this.chunks.push(chunk);
-    this.received += chunk.length;
-    if (!this.read) {
-      const newline = chunk.indexOf(NEWLINE);
-      const end = newline < 0 ? this.received : start + newline;
-      if (end > MAX_HEADER_BYTES) throw new GarbledAnswerError('no header line');
-      if (newline < 0) return false;
-      const header = parseHeader(Buffer.concat(this.chunks, end));
-      this.read = { header, bodyStart: end + 1, length: end + 1 + (header.ok ? header.size : 0) };
-    }
-    return this.received >= this.read.length;
+    if (this.read) return fill(this.read, chunk);
+    const start = this.headLength;
+    this.head.push(chunk);
+    this.headLength += chunk.length;
+    const newline = chunk.indexOf(NEWLINE);
+    const end = newline < 0 ? this.headLength : start + newline;
+    if (end > MAX_HEADER_BYTES) throw new GarbledAnswerError('no header line');
+    if (newline < 0) return false;
+    const received = Buffer.concat(this.head, this.headLength);
+    this.head = [];
+    const header = parseHeader(received.subarray(0, end));
+    // Uninitialised, and never handed out before every byte of it was written (answer()).
+    this.read = { header, body: Buffer.allocUnsafe(header.ok ? header.size : 0), filled: 0 };
+    return fill(this.read, received.subarray(end + 1));
   }
 
   /**
    * The complete answer: the validated header, and for a success the result with its image. Throws
-   * GarbledAnswerError for anything else (no header line, too few or too many bytes).
+   * GarbledAnswerError for anything else (no header line, too few bytes).
    */
   answer(): RenderAnswer {
     if (!this.read) throw new GarbledAnswerError('no header line');
-    const { header, bodyStart } = this.read;
-    const body = Buffer.concat(this.chunks, this.received).subarray(bodyStart);
-    if (!header.ok) {
-      if (body.length > 0) throw new GarbledAnswerError('a failure carries bytes');
-      return header;
-    }
-    const { ok: _ok, size, ...fields } = header;
-    if (body.length !== size) throw new GarbledAnswerError(`expected ${size} bytes, got ${body.length}`);
+    const { header, body, filled } = this.read;
+    if (filled !== body.length) throw new GarbledAnswerError(`expected ${body.length} bytes, got ${filled}`);
+    if (!header.ok) return header;
+    const { ok: _ok, size: _size, ...fields } = header;
     return { ok: true, result: { ...fields, image: body } };
   }
+}
+
+/** An answer whose header line has arrived: the validated header, and the image as far as it has been read. */
+interface ReadAnswer {
+  header: RenderHeader;
+  body: Buffer;
+  filled: number;
+}
+
+/** Copies the next bytes of the image; true once it is whole. */
+function fill(read: ReadAnswer, bytes: Buffer): boolean {
+  if (read.filled + bytes.length > read.body.length) {
+    throw new GarbledAnswerError(read.header.ok ? 'more bytes than announced' : 'a failure carries bytes');
+  }
+  bytes.copy(read.body, read.filled);
+  read.filled += bytes.length;
+  return read.filled === read.body.length;
 }
 
 /** Reads an answer received whole (AnswerReader.answer). */

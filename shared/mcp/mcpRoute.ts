@@ -13,7 +13,18 @@ import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
-import { isToolName, MAX_INLINE_IMAGE_BYTES, TOOL_LIST, type ToolName, toolRequest } from './tools';
+import {
+  isToolName,
+  MAX_INLINE_IMAGE_BYTES,
+  MAX_INLINE_TEXT_BYTES,
+  TOOL_LIST,
+  type ToolName,
+  toolRequest,
+} from './tools';
+
+const TEXT_TOO_LARGE =
+  `The page's Markdown is larger than ${MAX_INLINE_TEXT_BYTES / 1024 / 1024} MiB, more than a tool answers with; ` +
+  'POST /api/screenshot with format "markdown" returns it';
 
 /** The server's name and version, as MCP clients show them. */
 export const MCP_SERVER_INFO = { name: 'screenshot-service', version: '1.0.0' } as const;
@@ -77,6 +88,11 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       }
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
+      if ((outcome.screenshot.image?.length ?? 0) > MAX_INLINE_TEXT_BYTES) {
+        // Never reaches the client: not charged, as for an answer it never received.
+        await outcome.undelivered();
+        return { isError: true, content: [{ type: 'text', text: TEXT_TOO_LARGE }] };
+      }
       let result: CallToolResult;
       try {
         result = await toolResult(name, outcome.screenshot, download);

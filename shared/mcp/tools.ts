@@ -62,6 +62,12 @@ const PDF_FIELDS = [
 
 /** Images up to this size come back inline as image content; larger ones as a link to the stored image. */
 export const MAX_INLINE_IMAGE_BYTES = 1_000_000;
+/**
+ * The largest Markdown a tool answers with. The text is copied several times on its way into the JSON-RPC answer
+ * (about seven times its size in memory), so larger text, which only a page of hundreds of thousands of paragraphs
+ * or a renderer taken over would produce, would exhaust the front instead.
+ */
+export const MAX_INLINE_TEXT_BYTES = 32 * 1024 * 1024;
 
 export const TOOLS = {
   take_screenshot: {
@@ -78,7 +84,8 @@ export const TOOLS = {
   get_page_markdown: {
     title: 'Get a page as Markdown',
     description:
-      'Loads a web page in real Chromium (scripts run, ads and banners blocked on request) and returns its main content as Markdown (Mozilla Readability, then Turndown with GFM tables; links absolute). 1 credit.',
+      'Loads a web page in real Chromium (scripts run, ads and banners blocked on request) and returns its main content as Markdown (Mozilla Readability, then Turndown with GFM tables; links absolute), ' +
+      `up to ${MAX_INLINE_TEXT_BYTES / 1024 / 1024} MiB. 1 credit.`,
     inputSchema: fields(PAGE_FIELDS),
   },
   get_page_pdf: {

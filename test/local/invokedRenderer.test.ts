@@ -5,7 +5,7 @@ import type { Writable } from 'node:stream';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type InvokeServer, startInvokeServer } from '../../local/renderer/invokeServer';
-import { ANSWER_GRACE_MS, InvokedRenderer } from '../../shared/capture/invokedRenderer';
+import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import { type CaptureSpec, MAX_METADATA_TEXT } from '../../shared/capture/renderer';
 import {
   AnswerReader,
@@ -15,6 +15,11 @@ import {
   MAX_HEADER_BYTES,
 } from '../../shared/capture/rendererProtocol';
 import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from '../../shared/errors';
+import { mcpRoute } from '../../shared/mcp/mcpRoute';
+import { MAX_INLINE_TEXT_BYTES } from '../../shared/mcp/tools';
+import { ANSWER_GRACE_MS, RESPONSE_RESERVE_MS } from '../../shared/timing';
+import { toolCalls } from '../helpers/mcpRequest';
+import { fakePng } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 import { postFromReboundName } from '../helpers/reboundRequest';
 
@@ -25,7 +30,9 @@ import { postFromReboundName } from '../helpers/reboundRequest';
  */
 type Behaviour = (event: unknown, stream: Writable) => Promise<unknown>;
 
-const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
+/** A PNG's signature and header (what the front reads of it), of a viewport the spec below allows. */
+const PNG = fakePng(800, 600, 'the page');
+const PDF = Buffer.from('%PDF-1.4\n%hostile or not, the front cannot tell\n');
 const well: Behaviour = async (_event, stream) => {
   const [header, image] = encodeResult({ image: PNG, contentType: 'image/png', truncated: false });
   stream.write(header);
@@ -65,7 +72,14 @@ afterAll(async () => {
   await server?.close();
 });
 
-const spec = { url: 'https://a.test/', format: 'png' } as CaptureSpec;
+const spec = {
+  url: 'https://a.test/',
+  format: 'png',
+  width: 800,
+  height: 600,
+  scale: 1,
+  fullPage: false,
+} as CaptureSpec;
 const soon = () => Date.now() + 10_000;
 /** A successful answer's header line, as a renderer taken over may write it. */
 const headerOf = (fields: Record<string, unknown>) =>
@@ -79,6 +93,34 @@ const declaring =
     stream.write(headerOf({ contentType }));
     stream.end(PNG);
   };
+/** A renderer answering `bytes` under the content type of the format asked for. */
+const answering =
+  (bytes: Buffer, contentType = 'image/png'): Behaviour =>
+  async (_e, stream) => {
+    stream.write(headerOf({ size: bytes.length, contentType }));
+    stream.end(bytes);
+  };
+
+/** A renderer that writes `first`, then `chunk` for ever, until the front closes its stream; counts the chunks' bytes. */
+function endlessly(chunk: Buffer, first?: Buffer): { behaviour: Behaviour; written: () => number } {
+  let written = 0;
+  const behaviour: Behaviour = (_event, stream) =>
+    new Promise<void>((resolve) => {
+      if (first) stream.write(first);
+      const pump = () => {
+        while (!stream.destroyed) {
+          written += chunk.length;
+          if (!stream.write(chunk)) {
+            stream.once('drain', pump);
+            return;
+          }
+        }
+      };
+      stream.once('close', () => resolve());
+      pump();
+    });
+  return { behaviour, written: () => written };
+}
 
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -88,14 +130,32 @@ async function failureOf(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('a renderer that answers as the protocol says', () => {
-  it('gives the front the image, and fields it does not know pass through', async () => {
+  it('gives the front the image, and drops fields it does not know (none reaches what the front serves)', async () => {
     behaviour = async (_event, stream) => {
-      stream.write(headerOf({ contentType: 'application/pdf', truncated: true, pages: 3 }));
-      stream.end(PNG);
+      stream.write(
+        Buffer.from(
+          `${JSON.stringify({ ok: true, size: PDF.length, contentType: 'application/pdf', truncated: true, pages: 3, link: { url: 'https://evil.example/' }, credentialed: true })}\n`,
+        ),
+      );
+      stream.end(PDF);
     };
     const result = await renderer.capture({ ...spec, format: 'pdf' }, { deadline: soon() });
-    expect(result.image.equals(PNG)).toBe(true);
-    expect(result).toMatchObject({ contentType: 'application/pdf', truncated: true, pages: 3 });
+    expect(result.image.equals(PDF)).toBe(true);
+    expect(result).toEqual({ image: PDF, contentType: 'application/pdf', truncated: true });
+  });
+
+  it('drops prototype keys of the header and of the metadata', async () => {
+    const line = `{"ok":true,"size":${PNG.length},"contentType":"image/png","truncated":false,"constructor":{"prototype":{"polluted":true}},"__proto__":{"polluted":true},"metadata":{"title":null,"description":null,"lang":null,"canonicalUrl":null,"finalUrl":null,"statusCode":null,"favicon":null,"openGraph":{"__proto__":"x","title":"t"},"twitter":{}}}\n`;
+    behaviour = async (_event, stream) => {
+      stream.write(Buffer.from(line));
+      stream.end(PNG);
+    };
+    const result = await renderer.capture(spec, { deadline: soon() });
+    expect(Object.keys(result).sort()).toEqual(['contentType', 'image', 'metadata', 'truncated']);
+    expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+    expect(result.metadata?.openGraph).toEqual({ title: 't' });
+    expect(Object.getPrototypeOf(result.metadata?.openGraph)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it("passes the page's metadata on only in its own shape and bounds", async () => {
@@ -176,6 +236,21 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
     ['declares HTML for a png', declaring('text/html; charset=utf-8')],
     ['declares script for a png', declaring('text/javascript')],
     ['declares the type of another format it could produce (a PDF) for a png', declaring('application/pdf')],
+    ['declares the png asked for with a header line after it', declaring('image/png\r\nSet-Cookie: a=b')],
+    [
+      'answers HTML under the png asked for',
+      answering(Buffer.from('<!doctype html><script>alert(document.domain)</script>')),
+    ],
+    ['answers an SVG under the png asked for', answering(Buffer.from('<svg onload="alert(1)"/>'))],
+    [
+      'answers a png larger than the viewport asked for (the front decodes it for AVIF)',
+      answering(fakePng(16_000, 16_000, 'a bomb')),
+    ],
+    [
+      'answers a png two pixels wider than the viewport (one is rounding)',
+      answering(fakePng(802, 600, 'wide')),
+    ],
+    ['answers a JPEG under the png asked for', answering(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16]))],
     [
       'answers an empty image (only text may be empty)',
       async (_e, stream) => stream.end(headerOf({ size: 0 })),
@@ -202,43 +277,98 @@ describe('a renderer that misbehaves fails that capture with 500, and the next o
     });
   }
 
+  it.each([
+    ['pdf', answering(Buffer.from('<html>not a PDF</html>'), 'application/pdf')],
+    ['jpeg', answering(PNG, 'image/jpeg')],
+    ['webp', answering(Buffer.from('RIFF\0\0\0\0WAVEfmt '), 'image/webp')],
+    ['markdown', answering(Buffer.from([0x23, 0x20, 0xff, 0xfe, 0xc0]), 'text/markdown; charset=utf-8')],
+  ])('refuses an answer to a %s whose bytes are not of that format', async (format, answer) => {
+    behaviour = answer;
+    const error = await failureOf(renderer.capture({ ...spec, format } as CaptureSpec, { deadline: soon() }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect(statusOf(error)).toBe(500);
+  });
+
+  it.each([
+    ['a full page as tall as the height cap', { fullPage: true }, fakePng(800, 16_384, 'tall')],
+    ['an element as large as the height cap both ways', { selector: '#a' }, fakePng(16_384, 16_384, 'big')],
+    ['a viewport at scale 1.5', { scale: 1.5 }, fakePng(1200, 900, 'sharp')],
+    ['a smaller image than the viewport', {}, fakePng(1, 1, 'dot')],
+  ])('accepts %s', async (_name, fields, bytes) => {
+    behaviour = answering(bytes);
+    const result = await renderer.capture({ ...spec, ...fields } as CaptureSpec, { deadline: soon() });
+    expect(result.image.equals(bytes)).toBe(true);
+  });
+
+  it('refuses a full page wider than the viewport or taller than the cap', async () => {
+    for (const bytes of [fakePng(1000, 600, 'wide'), fakePng(800, 16_386, 'tall')]) {
+      behaviour = answering(bytes);
+      expect(
+        await failureOf(renderer.capture({ ...spec, fullPage: true }, { deadline: soon() })),
+      ).toBeInstanceOf(CaptureFailedError);
+    }
+  });
+
   it('stops reading a header without a newline as soon as it is longer than any header', async () => {
     hungUp = false;
-    let written = 0;
     // Small chunks, for ever: what the front reads of them must cost it no more than once each.
-    behaviour = (_event, stream) =>
-      new Promise<void>((resolve) => {
-        const chunk = Buffer.alloc(4 * 1024, 'x');
-        const pump = () => {
-          while (!stream.destroyed) {
-            written += chunk.length;
-            if (!stream.write(chunk)) {
-              stream.once('drain', pump);
-              return;
-            }
-          }
-        };
-        stream.once('close', () => resolve());
-        pump();
-      });
+    const garbage = endlessly(Buffer.alloc(4 * 1024, 'x'));
+    behaviour = garbage.behaviour;
     const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 30_000 }));
     expect(error).toBeInstanceOf(CaptureFailedError);
     expect(statusOf(error)).toBe(500);
     // Not given up on at the deadline: refused on the bytes, and the invocation closed.
     expect((error as CaptureFailedError).reason).not.toBe('The renderer did not answer in time');
     await expect.poll(() => hungUp).toBe(true);
-    expect(written).toBeGreaterThan(MAX_HEADER_BYTES);
+    expect(garbage.written()).toBeGreaterThan(MAX_HEADER_BYTES);
     behaviour = well;
     expect((await renderer.capture(spec, { deadline: soon() })).image.equals(PNG)).toBe(true);
   });
 
-  it('gives up on a renderer that never answers, shortly after the deadline', async () => {
+  it('gives up on a renderer that never answers while the front still has its reserve to refund and answer', async () => {
     behaviour = (_event, stream) => new Promise<void>((resolve) => stream.once('close', () => resolve()));
+    const deadline = Date.now() + 200;
+    const error = await failureOf(renderer.capture(spec, { deadline }));
+    expect(error).toBeInstanceOf(CaptureFailedError);
+    expect((error as CaptureFailedError).reason).toBe('The renderer did not answer in time');
+    // Deployed, the deadline is the function's remaining time less RESPONSE_RESERVE_MS: waiting past the reserve
+    // would have Lambda stop the front first, with nothing refunded. So the grace fits the reserve with a second to
+    // refund and answer, and the front waits that grace and then gives up (the upper bound is loose: this machine's
+    // load is not what is tested).
+    expect(ANSWER_GRACE_MS).toBeLessThanOrEqual(RESPONSE_RESERVE_MS - 1_000);
+    const waited = Date.now() - deadline;
+    expect(waited).toBeGreaterThanOrEqual(ANSWER_GRACE_MS - 50);
+    expect(waited).toBeLessThan(ANSWER_GRACE_MS + 10_000);
+  });
+
+  it('gives up on a renderer that stops halfway through the image, and closes its invocation', async () => {
+    hungUp = false;
+    behaviour = (_event, stream) =>
+      new Promise<void>((resolve) => {
+        stream.write(headerOf({}));
+        stream.write(PNG.subarray(0, 10));
+        stream.once('close', () => resolve());
+      });
     const error = await failureOf(renderer.capture(spec, { deadline: Date.now() + 200 }));
     expect(error).toBeInstanceOf(CaptureFailedError);
     expect((error as CaptureFailedError).reason).toBe('The renderer did not answer in time');
-    expect(ANSWER_GRACE_MS).toBeLessThanOrEqual(5_000);
+    await expect.poll(() => hungUp).toBe(true);
   });
+
+  it('answers with the image at once when the renderer goes on writing after it, and cuts that stream off', async () => {
+    hungUp = false;
+    const after = endlessly(
+      Buffer.alloc(64 * 1024, 'x'),
+      Buffer.concat(encodeResult({ image: PNG, contentType: 'image/png', truncated: false })),
+    );
+    behaviour = after.behaviour;
+    const result = await renderer.capture(spec, { deadline: soon() });
+    expect(result.image.equals(PNG)).toBe(true);
+    // What follows the answer is read and dropped, for a while only: then the invocation is closed.
+    await renderer.settle();
+    await expect.poll(() => hungUp, { timeout: 15_000 }).toBe(true);
+    expect(after.written()).toBeGreaterThan(0);
+  }, 30_000);
 
   it('closes the invocation when the client hangs up, so the renderer stops', async () => {
     hungUp = false;
@@ -293,11 +423,17 @@ describe('the local Invoke API', () => {
 });
 
 describe('the use case across the boundary', () => {
-  it('refunds a capture whose renderer answered garbage, and charges the next one exactly', async () => {
+  /** The use case over the renderer behind the local Invoke API, and an account `acct` holding 5 credits. */
+  async function fundedAccount() {
     const NOW = Date.UTC(2026, 0, 1);
     const service = memoryScreenshotService({ now: () => NOW, renderer });
     const { key } = await service.addKey('acct', NOW);
     await service.credits.set('acct', 5);
+    return { service, key };
+  }
+
+  it('refunds a capture whose renderer answered garbage, and charges the next one exactly', async () => {
+    const { service, key } = await fundedAccount();
     behaviour = async (_e, stream) => stream.end(Buffer.from('garbage'));
     const failed = await service.capture({
       apiKey: key,
@@ -324,10 +460,7 @@ describe('the use case across the boundary', () => {
   ])(
     'refunds a capture whose renderer declared %s for a %s, and serves nothing',
     async (declared, format) => {
-      const NOW = Date.UTC(2026, 0, 1);
-      const service = memoryScreenshotService({ now: () => NOW, renderer });
-      const { key } = await service.addKey('acct', NOW);
-      await service.credits.set('acct', 5);
+      const { service, key } = await fundedAccount();
       behaviour = declaring(declared);
       const failed = await service.capture({
         apiKey: key,
@@ -339,6 +472,41 @@ describe('the use case across the boundary', () => {
       expect(await service.credits.balance('acct')).toBe(5);
     },
   );
+
+  it('answers an MCP call whose Markdown is larger than a tool answer carries with an error, and charges nothing', async () => {
+    const { service, key } = await fundedAccount();
+    behaviour = answering(Buffer.alloc(MAX_INLINE_TEXT_BYTES + 1, 'a'), 'text/markdown; charset=utf-8');
+    const route = mcpRoute({ capture: service.capture, keys: service.keys });
+    const answer = await route(
+      toolCalls(key, [{ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }]),
+    );
+    // A batch of one is answered as one message.
+    const { result } = JSON.parse(String(answer.body)) as {
+      result: { isError?: boolean; content: { text: string }[] };
+    };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toContain('larger than');
+    expect(String(answer.body).length).toBeLessThan(10_000);
+    expect(await service.credits.balance('acct')).toBe(5);
+  });
+
+  it('stores and links a hostile PDF in one pass over its bytes, however its page objects are laid out', async () => {
+    const { service, key } = await fundedAccount();
+    // Page objects that never end: the front's old reading of the first page's size searched again from each.
+    behaviour = answering(
+      Buffer.from(`%PDF-1.4\n${'1 0 obj\n<</Type /Page\n'.repeat(750_000)}`),
+      'application/pdf',
+    );
+    const outcome = await service.capture({
+      apiKey: key,
+      request: () => ({ url: 'https://a.test/', format: 'pdf', response: 'json' }),
+      deadline: soon(),
+    });
+    expect(outcome.ok && 'screenshot' in outcome && outcome.screenshot.link).toMatchObject({
+      width: 0,
+      height: 0,
+    });
+  });
 });
 
 describe('the answer reader', () => {
@@ -358,6 +526,31 @@ describe('the answer reader', () => {
   it('refuses an announced size above MAX_ANSWER_BYTES with the header, before any image byte', () => {
     const reader = new AnswerReader();
     expect(() => reader.push(headerOf({ size: MAX_ANSWER_BYTES + 1 }))).toThrow(GarbledAnswerError);
+  });
+
+  it('reads the image into one buffer of its announced size as it arrives, not gathered and copied at the end', () => {
+    const image = Buffer.alloc(1024 * 1024, 7);
+    const reader = new AnswerReader();
+    const [header] = encodeResult({ image, contentType: 'image/png', truncated: false });
+    expect(reader.push(Buffer.concat([header as Buffer, image.subarray(0, 1000)]))).toBe(false);
+    for (let at = 1000; at < image.length; at += 64 * 1024)
+      reader.push(image.subarray(at, Math.min(at + 64 * 1024, image.length)));
+    const answer = reader.answer();
+    if (!answer.ok) throw new Error('a success was expected');
+    expect(answer.result.image.equals(image)).toBe(true);
+    // Its own memory, of exactly its size: the header and the chunks it came in are not held with it.
+    expect(answer.result.image.buffer.byteLength).toBe(image.length);
+  });
+
+  it('refuses bytes beyond the announced size as soon as they arrive, and a failure that carries any', () => {
+    const reader = new AnswerReader();
+    expect(() => reader.push(Buffer.concat([headerOf({}), PNG, Buffer.from('x')]))).toThrow(
+      GarbledAnswerError,
+    );
+    const failure = new AnswerReader();
+    expect(() => failure.push(Buffer.from(`${JSON.stringify({ ok: false, reason: 'no' })}\nextra`))).toThrow(
+      GarbledAnswerError,
+    );
   });
 
   it('finds a header line split over chunks, and is complete with its last byte', () => {

@@ -1,31 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { HttpRequest } from '../../shared/http/types';
 import { mcpRoute } from '../../shared/mcp/mcpRoute';
+import { toolCalls } from '../helpers/mcpRequest';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /** What POST /mcp charges when its answer never reaches the client: the same as the REST route (docs/api.md 5.4). */
-
-function toolCalls(
-  apiKey: string,
-  calls: { name: string; arguments: Record<string, unknown> }[],
-): HttpRequest {
-  return {
-    method: 'POST',
-    path: '/mcp',
-    headers: {
-      authorization: `Bearer ${apiKey}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    },
-    pathParameters: {},
-    query: {},
-    body: JSON.stringify(calls.map((params, id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params }))),
-    requestId: 'r',
-    baseUrl: 'https://api.test',
-    deadline: Date.now() + 90_000,
-    signal: new AbortController().signal,
-  };
-}
 
 describe('an MCP answer the client never received', () => {
   it('gives back the credits of every call it charged, and keeps the charge of an image kept in the cache', async () => {

@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { firstPages, pageSpans } from '../../shared/capture/pdfPages';
+import { firstPages, pageSpans, pdfPageSize } from '../../shared/capture/pdfPages';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import {
   MAX_HTML_BODY_BYTES,
@@ -243,6 +243,32 @@ describe('page ranges', () => {
     expect(firstPages('8, 1-5', 6)).toBe('1-5,8');
     expect(firstPages('3-150, 1-10', 100)).toBe('1-100');
     expect(firstPages('2, 2, 2-3', 100)).toBe('2-3');
+  });
+});
+
+describe('the first page size read back from a PDF', () => {
+  /** A page object as Chromium's PDF writer lays it out: each key on a line of its own. */
+  const pageObject = (id: number, box: string) =>
+    `${id} 0 obj\n<</Type /Page\n/Parent 2 0 R\n/MediaBox [0 0 ${box}]\n/Contents 5 0 R\n>>\nendobj\n`;
+
+  it("is the first page object's media box, in whole points", () => {
+    const pdf = Buffer.from(`%PDF-1.4\n${pageObject(3, '595.91998 842')}${pageObject(4, '842 595')}`);
+    expect(pdfPageSize(pdf)).toEqual({ width: 596, height: 842 });
+  });
+
+  it('is 0 by 0 when the first page object ends without one, or there is no page', () => {
+    const withoutBox = '3 0 obj\n<</Type /Page\n/Parent 2 0 R\n>>\nendobj\n';
+    expect(pdfPageSize(Buffer.from(`%PDF-1.4\n${withoutBox}${pageObject(4, '842 595')}`))).toEqual({
+      width: 0,
+      height: 0,
+    });
+    expect(pdfPageSize(Buffer.from('%PDF-1.4\n/MediaBox [0 0 10 10]\n'))).toEqual({ width: 0, height: 0 });
+  });
+
+  it('reads a hostile answer of 16 MB of page objects that never end in one pass (a search per page object took minutes)', () => {
+    const pdf = Buffer.from(`%PDF-1.4\n${'1 0 obj\n<</Type /Page\n'.repeat(750_000)}`);
+    expect(pdf.length).toBeGreaterThan(16_000_000);
+    expect(pdfPageSize(pdf)).toEqual({ width: 0, height: 0 });
   });
 });
 
