@@ -17,6 +17,7 @@ import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
+import { assertDeliverable } from './oversizedImage';
 import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
 import {
@@ -245,6 +246,10 @@ export class ChromiumRenderer implements Renderer {
     };
     if (spec.selector) return captureElement(page, spec, spec.selector, encoding);
     if (!spec.fullPage) {
+      const { width, height } = spec;
+      await assertDeliverable({ width, height, scale: spec.scale }, spec.url, (strip) =>
+        page.screenshot({ ...encoding, captureBeyondViewport: false, clip: { x: 0, width, ...strip } }),
+      );
       const image = await page.screenshot(encoding);
       return { image: Buffer.from(image), contentType: CAPTURE_CONTENT_TYPES[type], truncated: false };
     }

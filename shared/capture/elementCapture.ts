@@ -1,5 +1,6 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
+import { assertDeliverable } from './oversizedImage';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureResult,
@@ -32,6 +33,9 @@ export async function captureElement(
   const cap = heightCap(encoding.type) / spec.scale;
   const width = Math.min(box.width, cap);
   const height = Math.min(box.height, cap);
+  await assertDeliverable({ width, height, scale: spec.scale }, spec.url, (strip) =>
+    element.screenshot({ ...encoding, captureBeyondViewport: true, clip: { x: 0, width, ...strip } }),
+  );
   const image = await element.screenshot({
     ...encoding,
     captureBeyondViewport: true,

@@ -1,4 +1,5 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
+import { assertDeliverable } from './oversizedImage';
 import { awaitStartedImages, type IsolatedWorld, pageHeight, scrollThrough } from './pageScripts';
 import {
   CAPTURE_CONTENT_TYPES,
@@ -46,6 +47,13 @@ export async function captureFullPage(
   const cap = Math.floor(heightCap(encoding.type) / spec.scale);
   const fullHeight = await loadLazyContent(page, world, cap);
   const height = Math.min(fullHeight, cap);
+  await assertDeliverable({ width: spec.width, height, scale: spec.scale }, spec.url, (strip) =>
+    page.screenshot({
+      ...encoding,
+      clip: { x: 0, width: spec.width, ...strip },
+      captureBeyondViewport: true,
+    }),
+  );
   const image = await page.screenshot({
     ...encoding,
     clip: { x: 0, y: 0, width: spec.width, height },

@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { IMAGE_TOO_LARGE } from '../../capture/oversizedImage';
 import type { CaptureSpec, Renderer } from '../../capture/renderer';
 import {
   encodeFailure,
@@ -14,7 +15,6 @@ import type { InvocationContext, StreamingLambdaHandler } from './lambdaStreamin
 
 /** Kept back from the function's own remaining time, so the renderer answers before Lambda stops it. */
 const ANSWER_RESERVE_MS = 1_000;
-const TOO_LARGE = `The image is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
 
 /**
  * The renderer function's handler: a capture spec and a deadline in, the image streamed back
@@ -44,7 +44,7 @@ export function rendererHandler(renderer: Renderer): StreamingLambdaHandler<unkn
       // The spec allows images heavier than the front takes (a full page of noise 11,520 px wide): the page made it
       // so, and it is told as the page's failure, not sent for the front to refuse as a broken renderer's.
       if (result.image.length > MAX_ANSWER_BYTES) {
-        throw new CaptureFailedError(spec.url, TOO_LARGE, 'page');
+        throw new CaptureFailedError(spec.url, IMAGE_TOO_LARGE, 'page');
       }
       const [header, image] = encodeResult(result);
       stream.write(header);

@@ -1,0 +1,46 @@
+import { CaptureFailedError } from '../errors';
+import { MAX_ANSWER_BYTES } from './rendererProtocol';
+
+/** What a renderer answers for an image heavier than the front takes: the page's failure, not ours. */
+export const IMAGE_TOO_LARGE = `The image is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
+
+/**
+ * The most an image may weigh, at worst, to be taken in one screenshot. DevTools hands a screenshot over as base64 in
+ * one message, which Node turns into one string, and a string longer than V8's 2^29 - 24 characters (about 402 MB of
+ * image) kills the renderer process in puppeteer's transport, with every capture it runs. 360 MiB leaves room.
+ */
+const ONE_SCREENSHOT_WORST_BYTES = 360 * 1024 * 1024;
+/** An image of noise with an alpha channel: PNG's worst (JPEG and WebP weigh less). */
+const WORST_BYTES_PER_PIXEL = 4;
+/** Image pixels per measured strip: 128 MiB at worst, well inside one message. */
+const STRIP_PIXELS = 2 ** 25;
+
+/** A rectangle of the page in CSS pixels, captured at `scale` (the device pixel ratio). */
+export interface CaptureRegion {
+  width: number;
+  height: number;
+  scale: number;
+}
+
+/**
+ * Refuses, as the page's failure, an image that would weigh more than MAX_ANSWER_BYTES before it is taken, when
+ * taking it in one piece could kill the renderer: only a region whose worst case passes ONE_SCREENSHOT_WORST_BYTES
+ * (above 94 million image pixels: a viewport of 3840 x 3840 at scale 3, a full page 11,520 px wide) is measured,
+ * in horizontal strips taken by `shootStrip` (y and height in CSS pixels, within the region), and given up on as
+ * soon as their sum is too heavy. One that passes is then taken whole, as any other: its weight is the strips' sum,
+ * within a few per cent.
+ */
+export async function assertDeliverable(
+  region: CaptureRegion,
+  url: string,
+  shootStrip: (strip: { y: number; height: number }) => Promise<Uint8Array>,
+): Promise<void> {
+  const rowPixels = region.width * region.scale * region.scale;
+  if (rowPixels * region.height * WORST_BYTES_PER_PIXEL <= ONE_SCREENSHOT_WORST_BYTES) return;
+  const stripHeight = Math.max(1, Math.floor(STRIP_PIXELS / rowPixels));
+  let bytes = 0;
+  for (let y = 0; y < region.height; y += stripHeight) {
+    bytes += (await shootStrip({ y, height: Math.min(stripHeight, region.height - y) })).length;
+    if (bytes > MAX_ANSWER_BYTES) throw new CaptureFailedError(url, IMAGE_TOO_LARGE, 'page');
+  }
+}

@@ -1,0 +1,73 @@
+import { imageSize } from 'image-size';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IMAGE_TOO_LARGE } from '../../shared/capture/oversizedImage';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+
+/**
+ * Images within the spec that weigh more than a renderer can hand over, through the real handler, the renderer's
+ * own process and real Chromium. A viewport of 3840 x 3840 at scale 3 is 11,520 px square; as noise with a random
+ * alpha channel its PNG weighs about 530 MB, whose base64 is longer than a V8 string may be: taken in one
+ * screenshot, it killed the renderer process, and with it another account's capture running beside it.
+ */
+
+const GIANT = { width: 3840, height: 3840, scale: 3, omitBackground: true };
+// Every pixel random, alpha included, drawn in bands (one ImageData of 130 million pixels would not fit).
+const noisePage = `<!doctype html><style>html,body{margin:0}</style><canvas id=c></canvas><script>
+const c = document.getElementById('c'), w = innerWidth * devicePixelRatio, h = innerHeight * devicePixelRatio;
+c.width = w; c.height = h; c.style.width = innerWidth + 'px'; c.style.height = innerHeight + 'px';
+const g = c.getContext('2d'), band = g.createImageData(w, 512);
+for (let y = 0; y < h; y += 512) {
+  for (let i = 0; i < band.data.length; i += 65536) crypto.getRandomValues(band.data.subarray(i, i + 65536));
+  g.putImageData(band, 0, y);
+}
+</script>`;
+
+let pages: PageServer;
+let harness: ScreenshotHarness;
+
+beforeAll(async () => {
+  pages = await startPageServer({
+    '/noise': (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end(noisePage);
+    },
+    '/plain': solidPage('#3366ff'),
+  });
+  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: pages.hostPort });
+});
+
+afterAll(async () => {
+  await harness?.close();
+  await pages?.close();
+});
+
+describe('an image heavier than the renderer can hand over', () => {
+  it("is the page's failure, free, while the renderer process and another account's capture go on", async () => {
+    const attacker = await harness.newAccount();
+    const neighbour = await harness.newAccount();
+    const before = await harness.credits.balance(attacker.accountId);
+    const { pid } = await harness.renderer.processInfo();
+
+    const [giant, beside] = await Promise.all([
+      harness.shoot(attacker.apiKey, { url: `${pages.origin}/noise`, ...GIANT }),
+      harness.shoot(neighbour.apiKey, { url: `${pages.origin}/plain`, width: 640, height: 480 }),
+    ]);
+
+    expect(giant.status).toBe(500);
+    expect(giant.json()).toEqual({
+      error: 'Screenshot capture failed',
+      url: `${pages.origin}/noise`,
+      message: IMAGE_TOO_LARGE,
+    });
+    expect(await harness.credits.balance(attacker.accountId)).toBe(before);
+    expect(beside.status).toBe(200);
+    expect((await harness.renderer.processInfo()).pid).toBe(pid);
+  }, 180_000);
+
+  it('of a page that compresses well is captured whole, at the size the spec asks for', async () => {
+    const account = await harness.newAccount();
+    const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/plain`, ...GIANT });
+    expect(answer.status).toBe(200);
+    expect(imageSize(answer.body)).toMatchObject({ type: 'png', width: 11_520, height: 11_520 });
+  }, 180_000);
+});
