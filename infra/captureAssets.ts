@@ -1,11 +1,12 @@
 import type { ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { CONTENT_LIBRARY_FILES } from '../shared/capture/pageContent';
+import { encoderAssetCommands } from './encoderAssets';
 
 /**
- * Files the screenshot function reads at run time beside its bundle, copied there after bundling: the compiled ad
+ * Files the renderer functions read at run time beside their bundle, copied there after bundling: the compiled ad
  * and tracker filter engine (read from `filters/` next to the bundle, as next to shared/capture/adBlocking.ts), and
  * autoconsent's content script and rules, and the Readability and Turndown builds of content captures, found the way
- * Node finds a package (node_modules/, from the bundle).
+ * Node finds a package (node_modules/, from the bundle); and the AVIF encoder (encoderAssets.ts).
  */
 const AUTOCONSENT = 'node_modules/@duckduckgo/autoconsent';
 const AUTOCONSENT_FILES = [
@@ -30,5 +31,6 @@ export const captureAssetHooks: ICommandHooks = {
       (file) =>
         `mkdir -p "$(dirname "${outputDir}/${file}")" && cp "${inputDir}/${file}" "${outputDir}/${file}"`,
     ),
+    ...encoderAssetCommands(inputDir, outputDir),
   ],
 };

@@ -15,7 +15,6 @@ import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { SWEEP_PERIOD_MS } from '../shared/jobs/sweepStrandedJobs';
 import { QUEUED_JOBS_INDEX } from '../shared/store/table';
 import { JOB_WORKER_TIMEOUT_MS } from '../shared/timing';
-import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling } from './functionBundling';
 import type { ImageStorage } from './imageStorage';
 import type { RendererFunction } from './rendererFunction';
@@ -125,12 +124,8 @@ export class JobProcessing extends Construct {
       },
       role,
       logGroup,
-      // No layer: Chromium is the renderer's alone. AVIF is encoded from the renderer's PNG, as the front does, so
-      // the encoder travels beside the bundle.
-      bundling: functionBundling(props.sourceMaps, {
-        externalModules: [SHARP_PACKAGE],
-        commandHooks: encoderAssetHooks,
-      }),
+      // No layer and no native encoder: Chromium and AVIF are the renderer's alone.
+      bundling: functionBundling(props.sourceMaps),
       tracing: lambda.Tracing.ACTIVE,
     });
     this.worker.addEventSource(

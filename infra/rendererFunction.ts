@@ -8,6 +8,7 @@ import { Construct } from 'constructs';
 import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { captureAssetHooks } from './captureAssets';
 import { CHROMIUM_PACKAGE } from './chromiumLayer';
+import { SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling, sourceMapEnvironment } from './functionBundling';
 
 /**
@@ -79,7 +80,7 @@ export class RendererFunction extends Construct {
       // Active tracing would add X-Ray permissions to the role; the front's trace covers the invocation.
       tracing: lambda.Tracing.DISABLED,
       bundling: functionBundling(props.sourceMaps, {
-        externalModules: [CHROMIUM_PACKAGE],
+        externalModules: [CHROMIUM_PACKAGE, SHARP_PACKAGE],
         commandHooks: captureAssetHooks,
       }),
     });

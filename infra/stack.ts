@@ -19,7 +19,6 @@ import { QUEUED_JOBS_INDEX, TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { ChromiumLayer } from './chromiumLayer';
 import { DashboardSite } from './dashboardSite';
-import { encoderAssetHooks, SHARP_PACKAGE } from './encoderAssets';
 import { functionBundling, sourceMapEnvironment } from './functionBundling';
 import { ImageStorage } from './imageStorage';
 import { JobProcessing } from './jobProcessing';
@@ -465,12 +464,8 @@ export class ScreenshotServiceStack extends Stack {
       role,
       logGroup,
       tracing: lambda.Tracing.ACTIVE,
-      // No Chromium and no fonts in any route's package: the renderer functions alone have the layer. The fronts
-      // that capture carry the AVIF encoder beside their bundle.
-      bundling: functionBundling(
-        settings.sourceMaps,
-        isScreenshot ? { externalModules: [SHARP_PACKAGE], commandHooks: encoderAssetHooks } : {},
-      ),
+      // No Chromium, no fonts and no native encoder in any route's package: the renderer functions alone have them.
+      bundling: functionBundling(settings.sourceMaps),
     });
     if (isScreenshot) {
       this.renderer.alias.grantInvoke(role);

@@ -11,7 +11,12 @@ import {
 import { GarbledAnswerError } from './rendererProtocol';
 
 /** The name image-size gives each image format it reads from the bytes' own signature. */
-const SIZE_TYPES: Record<ImageFormat, string> = { png: 'png', jpeg: 'jpg', webp: 'webp' };
+const SIZE_TYPES: Record<ImageFormat | 'avif', string> = {
+  png: 'png',
+  jpeg: 'jpg',
+  webp: 'webp',
+  avif: 'avif',
+};
 const PDF_SIGNATURE = '%PDF-';
 /** Chromium rounds a clip at fractional CSS pixels out to whole image pixels. */
 const ROUNDING_PX = 1;
@@ -21,8 +26,8 @@ const ROUNDING_PX = 1;
  * renderer taken over chooses neither what the front serves nor how much it decodes. The type is the format's (an
  * SVG or HTML declared instead would run script on our origin, and on the bucket's once stored); the bytes start as
  * that format does (image-size reads the signature and the header only), text is UTF-8, and an image is no larger
- * than the spec allows (the front decodes a PNG to encode an AVIF: a tiny file declaring 16,000 px squared would
- * take gigabytes). Throws GarbledAnswerError otherwise.
+ * than the spec allows (whatever later reads its pixels, a tiny file declaring 16,000 px squared would take
+ * gigabytes). Throws GarbledAnswerError otherwise.
  */
 export function checkAnswer(spec: CaptureSpec, result: CaptureResult): void {
   const { format } = spec;

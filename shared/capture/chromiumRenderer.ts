@@ -36,6 +36,7 @@ import {
   type CaptureSpec,
   type ImageFormat,
   isContentFormat,
+  isImageFormat,
   type Renderer,
 } from './renderer';
 import { assertSelectorsParse } from './selectorCheck';
@@ -229,6 +230,8 @@ export class ChromiumRenderer implements Renderer {
     if (spec.format === 'pdf') {
       return { ...(await printPdf(page, spec.url, spec.pdf ?? missingPdfOptions())), ...metadata };
     }
+    // AVIF is encoded from a PNG outside the browser (withAvifEncoding): asked for here, it is a wiring error.
+    if (!isImageFormat(spec.format)) throw new Error(`The browser does not encode ${spec.format}`);
     return { ...(await this.image(tab, spec, spec.format)), ...metadata };
   }
 

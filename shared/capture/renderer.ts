@@ -7,17 +7,25 @@ export type ImageFormat = (typeof IMAGE_FORMATS)[number];
 /** The page's content as text instead of pixels: its main content as Markdown, or its rendered DOM. */
 export const CONTENT_FORMATS = ['markdown', 'html'] as const;
 export type ContentFormat = (typeof CONTENT_FORMATS)[number];
-/** What the browser produces: an image, a document printed by Chromium's own PDF engine, or the page's text. */
-export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'pdf', ...CONTENT_FORMATS] as const;
+/**
+ * What a renderer produces: an image (AVIF encoded from the browser's PNG, avifEncoding.ts), a document printed by
+ * Chromium's own PDF engine, or the page's text.
+ */
+export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'avif', 'pdf', ...CONTENT_FORMATS] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 export const CAPTURE_CONTENT_TYPES: Record<OutputFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
+  avif: 'image/avif',
   pdf: 'application/pdf',
   markdown: 'text/markdown; charset=utf-8',
   html: 'text/html; charset=utf-8',
 };
+
+export function isImageFormat(format: OutputFormat): format is ImageFormat {
+  return (IMAGE_FORMATS as readonly string[]).includes(format);
+}
 
 export function isContentFormat(format: OutputFormat): format is ContentFormat {
   return (CONTENT_FORMATS as readonly string[]).includes(format);

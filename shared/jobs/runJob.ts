@@ -9,7 +9,7 @@ import type { UrlPolicy } from '../egress/urlPolicy';
 import { AppError, CapacityFullError, CaptureFailedError, statusOf } from '../errors';
 import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
-import { outputOf, specOf } from '../screenshot/captureScreenshot';
+import { specOf } from '../screenshot/captureScreenshot';
 import { requestHost } from '../screenshot/usageOf';
 import type { SecretCipher } from '../signing/secretCipher';
 import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
@@ -165,11 +165,8 @@ export function runJob(deps: RunJobDeps) {
   async function capture(job: Job, deadline: number, newcomer: boolean): Promise<StoredResult> {
     // Checked again: what the host resolves to may have changed since the job was accepted.
     const request = await openCredentials(deps.cipher, job);
-    const { fields, spec } = await specOf(() => ({ ...request, response: 'json' }), deps.urlPolicy);
-    const output = await outputOf(fields, await deps.renderer.capture(spec, { deadline, newcomer }), {
-      url: spec.url,
-      deadline,
-    });
+    const { spec } = await specOf(() => ({ ...request, response: 'json' }), deps.urlPolicy);
+    const output = await deps.renderer.capture(spec, { deadline, newcomer });
     const key = imageKey.job(job.accountId, job.id, job.runs);
     const captured = {
       image: output.image,

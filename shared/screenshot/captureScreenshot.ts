@@ -5,7 +5,7 @@ import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
 import { asLongAgain, slotPenaltyUntil } from '../accounts/slotPenalty';
-import type { CaptureResult, CaptureSpec, Renderer } from '../capture/renderer';
+import type { CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
@@ -20,12 +20,10 @@ import type { UsageRecord } from '../usage/usageStore';
 import { validate } from '../validation';
 import { type Admission, IMMEDIATE_ADMISSION } from './admission';
 import { authenticateApiKey } from './apiKeyAuth';
-import { encodeAvif } from './avifEncoding';
 import { deliveryRequestOf } from './cacheKey';
 import { captureSpecOf } from './captureSpec';
 import { creditCost } from './cost';
 import { outcomeStatus, type ScreenshotOutcome } from './outcome';
-import { CONTENT_TYPES } from './outputFields';
 import { givenBack, type QueueCapture, type QueuedJob } from './queuedCaptures';
 import { type ScreenshotRequest, screenshotRequest } from './schema';
 import { authenticateSignedLink, type SignedCredential } from './signedLinkAuth';
@@ -240,16 +238,15 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         const { fields, spec } = checked.valid;
         let screenshot: Screenshot;
         try {
-          const result = await deps.renderer.capture(spec, {
+          const output = await deps.renderer.capture(spec, {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
             ...(newcomer === undefined ? {} : { newcomer }),
           });
-          // The renderer is done: the slot goes back while the image is encoded and stored (an AVIF, an upload
-          // to the image store), not after; the answer still waits for it. Its failure is met in `finally`.
+          // The renderer is done: the slot goes back while the image is stored (an upload to the image store), not
+          // after; the answer still waits for it. Its failure is met in `finally`.
           released = release();
           released.catch(() => undefined);
-          const output = await outputOf(fields, result, { url: spec.url, deadline });
           if (input.signal?.aborted) throw new ClientGoneError();
           const delivered = await delivery.deliver(accountId, deliveryRequestOf(accountId, fields), {
             image: output.image,
@@ -342,17 +339,6 @@ export async function specOf(
   // A job's webhook is checked at submission too, and again at each delivery (shared/webhooks/).
   if (fields.webhookUrl !== undefined) await assertAllowedAt(urlPolicy, fields.webhookUrl, ['webhookUrl']);
   return { fields, spec: captureSpecOf(fields) };
-}
-
-/** What the renderer captured, in the format asked for: AVIF is encoded here from its PNG. */
-export async function outputOf(
-  fields: ScreenshotRequest,
-  result: CaptureResult,
-  capture: { url: string; deadline: number },
-): Promise<CaptureResult> {
-  if (fields.format !== 'avif') return result;
-  const image = await encodeAvif(result.image, fields.quality, capture);
-  return { ...result, image, contentType: CONTENT_TYPES.avif };
 }
 
 /** A capture made with the caller's `headers` or `cookies` shows what they see: no shared cache may keep it. */

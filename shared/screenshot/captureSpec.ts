@@ -18,7 +18,7 @@ export function captureSpecOf(request: ScreenshotRequest): CaptureSpec {
     url: request.url ?? HTML_SOURCE,
     ...(request.html === undefined ? {} : { html: request.html }),
     ...size,
-    format: request.format === 'avif' ? 'png' : request.format,
+    format: request.format,
     ...(request.format === 'pdf' ? { pdf: pdfOptionsOf(request) } : {}),
     mediaType: mediaTypeOf(request),
     omitBackground: request.omitBackground ?? false,

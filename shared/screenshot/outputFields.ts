@@ -18,10 +18,10 @@ import {
  * depend on the format. The OpenAPI text and docs/api.md quote these bounds.
  */
 
-/** What a request may ask for: what the renderer produces, and AVIF (encoded by us from the renderer's PNG). */
-export const REQUEST_FORMATS = [...OUTPUT_FORMATS, 'avif'] as const;
+/** What a request may ask for: what the renderer produces. */
+export const REQUEST_FORMATS = OUTPUT_FORMATS;
 export type RequestFormat = (typeof REQUEST_FORMATS)[number];
-export const CONTENT_TYPES: Record<RequestFormat, string> = { ...CAPTURE_CONTENT_TYPES, avif: 'image/avif' };
+export const CONTENT_TYPES: Record<RequestFormat, string> = CAPTURE_CONTENT_TYPES;
 
 /**
  * The raster images, which no browser runs as a document: every other type (image/svg+xml among them, should one

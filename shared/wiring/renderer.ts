@@ -1,3 +1,4 @@
+import { withAvifEncoding } from '../capture/avifEncoding';
 import { ChromiumRenderer } from '../capture/chromiumRenderer';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
@@ -22,11 +23,13 @@ export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureB
     });
     return egress;
   };
-  const renderer: Renderer = new ChromiumRenderer({
-    env,
-    budgets,
-    launchArgs: async () => egressChromiumArgs((await startEgress()).url),
-  });
+  const renderer: Renderer = withAvifEncoding(
+    new ChromiumRenderer({
+      env,
+      budgets,
+      launchArgs: async () => egressChromiumArgs((await startEgress()).url),
+    }),
+  );
   return {
     renderer,
     handler: rendererHandler(renderer),

@@ -384,15 +384,11 @@ describe('Lambda functions', () => {
     for (const pkg of bare) expect(existsSync(path.join(modules, pkg.relativeDir)), pkg.name).toBe(false);
   });
 
-  it('leaves only Node built-ins for the routes to import (and the image encoder for the fronts that capture), and the layer package for the renderer', async () => {
+  it('leaves only Node built-ins for the routes to import, and the layer package and the image encoder for the renderer', async () => {
     const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
     const bundles: [string, Resource, string[]][] = [
-      ...ROUTES.map((route): [string, Resource, string[]] => [
-        route.handler,
-        functionOf(route.handler),
-        route.streaming ? [SHARP_PACKAGE] : [],
-      ]),
-      ['renderer', rendererOf(), [CHROMIUM_PACKAGE]],
+      ...ROUTES.map((route): [string, Resource, string[]] => [route.handler, functionOf(route.handler), []]),
+      ['renderer', rendererOf(), [CHROMIUM_PACKAGE, SHARP_PACKAGE]],
     ];
     for (const [name, fn, allowed] of bundles) {
       // esbuild reads the bundle back and reports what it still imports from outside itself.
@@ -414,8 +410,15 @@ describe('Lambda functions', () => {
     }
   });
 
-  it('carries the image encoder and its native binaries beside the screenshot bundle, where Node finds them', () => {
-    const dir = assetDir(functionOf('screenshot'));
+  it('carries the image encoder and its native binaries beside the renderer bundle, where Node finds them, and no front carries it', () => {
+    const fronts: [string, Resource][] = [
+      ...ROUTES.map((route): [string, Resource] => [route.handler, functionOf(route.handler)]),
+      ['jobWorker', workerOf()],
+    ];
+    for (const [name, fn] of fronts) {
+      expect(existsSync(path.join(assetDir(fn), 'node_modules', SHARP_PACKAGE)), name).toBe(false);
+    }
+    const dir = assetDir(rendererOf());
     const script =
       "const { default: sharp } = await import('sharp');" +
       "const avif = await sharp({ create: { width: 7, height: 5, channels: 3, background: '#f00' } }).avif().toBuffer();" +

@@ -1,6 +1,8 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
+import { encodeAvif, withAvifEncoding } from '../../shared/capture/avifEncoding';
 import { firstPages, pageSpans, pdfPageSize } from '../../shared/capture/pdfPages';
+import { CAPTURE_CONTENT_TYPES, type CaptureSpec, type Renderer } from '../../shared/capture/renderer';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import {
   MAX_HTML_BODY_BYTES,
@@ -8,7 +10,6 @@ import {
   screenshotRoute,
 } from '../../shared/http/screenshotRoute';
 import type { HttpRequest } from '../../shared/http/types';
-import { encodeAvif } from '../../shared/screenshot/avifEncoding';
 import { cacheKeyOf } from '../../shared/screenshot/cacheKey';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';
@@ -204,9 +205,9 @@ describe('what reaches the renderer', () => {
     });
   });
 
-  it('asks the renderer for PNG when the answer is AVIF, which the front encodes', () => {
+  it("asks the renderer for AVIF, which the renderer function encodes from its browser's PNG", () => {
     expect(spec({ url: URL, format: 'avif', omitBackground: true })).toMatchObject({
-      format: 'png',
+      format: 'avif',
       omitBackground: true,
     });
   });
@@ -402,6 +403,32 @@ describe('AVIF encoding', () => {
       height: 21,
       hasAlpha: true,
     });
+  });
+
+  it("is the renderer's: the browser is asked for the PNG, the answer is AVIF of its size; other formats pass", async () => {
+    const asked: CaptureSpec[] = [];
+    const browser: Renderer = {
+      async capture(captureSpec) {
+        asked.push(captureSpec);
+        return {
+          image: await png(),
+          contentType: CAPTURE_CONTENT_TYPES[captureSpec.format],
+          truncated: false,
+        };
+      },
+      warmUp: async () => undefined,
+      settle: async () => undefined,
+      close: async () => undefined,
+    };
+    const renderer = withAvifEncoding(browser);
+    const limits = { deadline: Date.now() + 10_000 };
+    const avif = await renderer.capture(spec({ url: URL, format: 'avif', quality: 40 }), limits);
+    expect(asked[0]).toMatchObject({ format: 'png', quality: 40 });
+    expect(avif.contentType).toBe('image/avif');
+    expect(await sharp(avif.image).metadata()).toMatchObject({ format: 'heif', width: 33, height: 21 });
+    const jpeg = await renderer.capture(spec({ url: URL, format: 'jpeg' }), limits);
+    expect(asked[1]).toMatchObject({ format: 'jpeg' });
+    expect(jpeg.contentType).toBe('image/jpeg');
   });
 
   it('fails the capture, with a reason, when the deadline leaves no time', async () => {

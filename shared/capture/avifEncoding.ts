@@ -1,5 +1,6 @@
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
+import { CAPTURE_CONTENT_TYPES, type Renderer } from './renderer';
 
 /**
  * libaom's fastest setting. Its default (4) takes 3-5 s for a 1920x1080 screenshot on two cores, far beyond the
@@ -8,10 +9,28 @@ import { logger } from '../logger';
 export const AVIF_EFFORT = 0;
 
 /**
- * AVIF from the PNG the renderer captured, at the same pixel size and with its alpha. Encoded here, in the front,
- * not in the renderer: the encoder is a native library the browser's process has no need of. Chroma is subsampled
- * 4:2:0, as Chromium's own JPEG and WebP are. The library is loaded on the first AVIF, not at every cold start.
- * The encoding is part of the capture: it stops at the capture's deadline, which fails the capture.
+ * The renderer that answers AVIF: it asks `browser` for the PNG and encodes that here, in the renderer's box, once
+ * the browser's tab is given back. So the front never runs a native decoder on bytes a taken-over renderer chose:
+ * it reads only their header, in JavaScript (answerCheck.ts).
+ */
+export function withAvifEncoding(browser: Renderer): Renderer {
+  return {
+    async capture(spec, limits) {
+      if (spec.format !== 'avif') return browser.capture(spec, limits);
+      const png = await browser.capture({ ...spec, format: 'png' }, limits);
+      const image = await encodeAvif(png.image, spec.quality, { url: spec.url, deadline: limits.deadline });
+      return { ...png, image, contentType: CAPTURE_CONTENT_TYPES.avif };
+    },
+    warmUp: () => browser.warmUp(),
+    settle: () => browser.settle(),
+    close: () => browser.close(),
+  };
+}
+
+/**
+ * AVIF from a PNG, at the same pixel size and with its alpha. Chroma is subsampled 4:2:0, as Chromium's own JPEG and
+ * WebP are. The library is loaded on the first AVIF, not at every cold start. The encoding is part of the capture:
+ * it stops at the capture's deadline, which fails the capture.
  */
 export async function encodeAvif(
   png: Buffer,
