@@ -11,16 +11,16 @@ export type ContentFormat = (typeof CONTENT_FORMATS)[number];
  * What a renderer produces: an image (AVIF encoded from the browser's PNG, avifEncoding.ts), a document printed by
  * Chromium's own PDF engine, or the page's text.
  */
-export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'avif', 'pdf', ...CONTENT_FORMATS] as const;
+export const OUTPUT_FORMATS = [...IMAGE_FORMATS, 'pdf', ...CONTENT_FORMATS, 'avif'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 export const CAPTURE_CONTENT_TYPES: Record<OutputFormat, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',
   webp: 'image/webp',
-  avif: 'image/avif',
   pdf: 'application/pdf',
   markdown: 'text/markdown; charset=utf-8',
   html: 'text/html; charset=utf-8',
+  avif: 'image/avif',
 };
 
 export function isImageFormat(format: OutputFormat): format is ImageFormat {
