@@ -28,6 +28,7 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
+import { viewportOrigin } from './pageScripts';
 import { printPdf } from './pdfPrint';
 import {
   CAPTURE_CONTENT_TYPES,
@@ -250,9 +251,16 @@ export class ChromiumRenderer implements Renderer {
     if (spec.selector) return captureElement(page, spec, spec.selector, encoding);
     if (!spec.fullPage) {
       const { width, height } = spec;
-      await assertDeliverable({ width, height, scale: spec.scale }, spec.url, (strip) =>
-        page.screenshot({ ...encoding, captureBeyondViewport: false, clip: { x: 0, width, ...strip } }),
-      );
+      // A clip is placed on the page, not in the viewport: a page scrolled (an anchor, its own script) would
+      // otherwise be measured where it is not shown, or not at all.
+      await assertDeliverable({ width, height, scale: spec.scale }, spec.url, async (strip) => {
+        const origin = await viewportOrigin(tab.control);
+        return page.screenshot({
+          ...encoding,
+          captureBeyondViewport: false,
+          clip: { x: origin.x, y: origin.y + strip.y, width, height: strip.height },
+        });
+      });
       const image = await page.screenshot(encoding);
       return { image: Buffer.from(image), contentType: CAPTURE_CONTENT_TYPES[type], truncated: false };
     }

@@ -70,3 +70,8 @@ export async function awaitStartedImages(world: IsolatedWorld): Promise<void> {
 export function pageHeight(world: IsolatedWorld): Promise<number> {
   return world.evaluate<number>(PAGE_HEIGHT);
 }
+
+/** Where the viewport stands on the page (CSS px): where a clip of what it shows starts. */
+export function viewportOrigin(world: IsolatedWorld): Promise<{ x: number; y: number }> {
+  return world.evaluate(`({ x: window.visualViewport.pageLeft, y: window.visualViewport.pageTop })`);
+}

@@ -32,6 +32,12 @@ beforeAll(async () => {
       res.writeHead(200, { 'Content-Type': 'text/html' }).end(noisePage);
     },
     '/plain': solidPage('#3366ff'),
+    // Opened at its anchor, the page is scrolled 8,000 px down when it is taken.
+    '/scrolled': solidPage(
+      '#3366ff',
+      '',
+      '<div style="height:8000px"></div><div id=below style="height:8000px"></div>',
+    ),
   });
   harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: pages.hostPort });
 });
@@ -67,6 +73,13 @@ describe('an image heavier than the renderer can hand over', () => {
   it('of a page that compresses well is captured whole, at the size the spec asks for', async () => {
     const account = await harness.newAccount();
     const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/plain`, ...GIANT });
+    expect(answer.status).toBe(200);
+    expect(imageSize(answer.body)).toMatchObject({ type: 'png', width: 11_520, height: 11_520 });
+  }, 180_000);
+
+  it('scrolled down the page (an anchor) is measured where the viewport shows it and captured whole', async () => {
+    const account = await harness.newAccount();
+    const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/scrolled#below`, ...GIANT });
     expect(answer.status).toBe(200);
     expect(imageSize(answer.body)).toMatchObject({ type: 'png', width: 11_520, height: 11_520 });
   }, 180_000);
