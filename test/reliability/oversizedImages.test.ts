@@ -12,8 +12,10 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  */
 
 const GIANT = { width: 3840, height: 3840, scale: 3, omitBackground: true };
-// Every pixel random, alpha included, drawn in bands (one ImageData of 130 million pixels would not fit).
-const noisePage = `<!doctype html><style>html,body{margin:0}</style><canvas id=c></canvas><script>
+// Every pixel random, alpha included, drawn in bands (one ImageData of 130 million pixels would not fit), `left` px
+// to the right on the page, which is scrolled there.
+const noisePage = (left: number) => `<!doctype html><style>html,body{margin:0}</style>
+<canvas id=c style="position:absolute;top:0;left:${left}px"></canvas><script>
 const c = document.getElementById('c'), w = innerWidth * devicePixelRatio, h = innerHeight * devicePixelRatio;
 c.width = w; c.height = h; c.style.width = innerWidth + 'px'; c.style.height = innerHeight + 'px';
 const g = c.getContext('2d'), band = g.createImageData(w, 512);
@@ -21,6 +23,7 @@ for (let y = 0; y < h; y += 512) {
   for (let i = 0; i < band.data.length; i += 65536) crypto.getRandomValues(band.data.subarray(i, i + 65536));
   g.putImageData(band, 0, y);
 }
+scrollTo(${left}, 0);
 </script>`;
 
 let pages: PageServer;
@@ -28,9 +31,9 @@ let harness: ScreenshotHarness;
 
 beforeAll(async () => {
   pages = await startPageServer({
-    '/noise': (_req, res) => {
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end(noisePage);
-    },
+    '/noise': noisePage(0),
+    // Scrolled sideways all but one column: a viewport measured where the page begins would see one column of noise.
+    '/noise-aside': noisePage(GIANT.width - 1),
     '/plain': solidPage('#3366ff'),
     // Opened at its anchor, the page is scrolled 8,000 px down when it is taken.
     '/scrolled': solidPage(
@@ -67,6 +70,15 @@ describe('an image heavier than the renderer can hand over', () => {
     });
     expect(await harness.credits.balance(attacker.accountId)).toBe(before);
     expect(beside.status).toBe(200);
+    expect((await harness.renderer.processInfo()).pid).toBe(pid);
+  }, 180_000);
+
+  it('is measured where the viewport stands on a page scrolled sideways, and refused', async () => {
+    const account = await harness.newAccount();
+    const { pid } = await harness.renderer.processInfo();
+    const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/noise-aside`, ...GIANT });
+    expect(answer.status).toBe(500);
+    expect(answer.json()).toMatchObject({ message: IMAGE_TOO_LARGE });
     expect((await harness.renderer.processInfo()).pid).toBe(pid);
   }, 180_000);
 
