@@ -97,10 +97,25 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
           .catch((failure) => logger.error('Refused batch not completed', { error: failure as Error }));
       const kept = await Promise.all(
         jobs.map(async (job) => {
-          const endedHere = await deps.jobs.finish(job.accountId, job.id, end, deps.now()).catch(() => true);
+          const endedHere = await deps.jobs.finish(job.accountId, job.id, end, deps.now()).catch(() => false);
           if (endedHere) return 0;
-          const endedByWorker = await deps.jobs.get(job.accountId, job.id).catch(() => undefined);
-          return endedByWorker ? job.cost : 0;
+          // Not ended here: its item was never written (the credits go back), or it exists and is the worker's to
+          // charge or refund: ended by a worker, or still queued because this end failed, and then run by its message
+          // or the sweep. Giving those credits back too could refund a job twice or run it free, so a job whose
+          // item cannot be read keeps its credits, for an operator to return should it never have been written.
+          const stored = await deps.jobs.get(job.accountId, job.id).then(
+            (found) => (found ? 'stored' : 'absent'),
+            () => 'unknown',
+          );
+          if (stored === 'absent') return 0;
+          if (stored === 'unknown') {
+            logger.error('Job state unknown after a failed intake; its credits are kept', {
+              accountId: job.accountId,
+              jobId: job.id,
+              cost: job.cost,
+            });
+          }
+          return job.cost;
         }),
       );
       throw new JobsNotAccepted(

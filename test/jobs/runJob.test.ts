@@ -463,6 +463,38 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     expect(await ledger.balance(ACCOUNT)).toBe(9);
   });
 
+  it('a job whose ending write fails keeps its credits: it stays queued and runs once, charged once, never free', async () => {
+    const refusingQueue: JobQueue = {
+      async send() {
+        throw new Error('queue refused');
+      },
+    };
+    // The table takes the items, then throttles the intake's ending writes.
+    const written: string[] = [];
+    const throttledEnds = Object.assign(Object.create(jobs) as DynamoJobStore, {
+      create: async (...args: Parameters<JobStore['create']>) => {
+        written.push(...args[0].map((job) => job.id));
+        await jobs.create(...args);
+      },
+      finish: async () => {
+        throw new Error('ProvisionedThroughputExceededException');
+      },
+    });
+    const captures = Array.from({ length: 3 }, (_, i) => ({
+      request: { url: `https://a.test/${i}` },
+      cost: 1,
+    }));
+    const ledger = await acceptance(captures, refusingQueue, { store: throttledEnds });
+    // Nothing given back: each job is still queued, so its message or the sweep will run it.
+    expect(await ledger.balance(ACCOUNT)).toBe(7);
+    expect(written).toHaveLength(3);
+    for (const id of written) expect(await jobs.get(ACCOUNT, id)).toMatchObject({ status: 'queued' });
+    run = workerWith(ledger);
+    for (const id of written) await run(ACCOUNT, id, 1);
+    for (const id of written) expect(await jobs.get(ACCOUNT, id)).toMatchObject({ status: 'succeeded' });
+    expect(await ledger.balance(ACCOUNT)).toBe(7);
+  });
+
   it('a queue that never answers: the send fails in time, so the intake ends the job and the caller refunds it', async () => {
     const silent = await startFaultProxy('http://127.0.0.1:9');
     await silent.setMode('blackhole');
