@@ -9,7 +9,7 @@ import {
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
-import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
+import { CAPTURE_CONTENT_TYPES, heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { MAX_BATCH_BODY_BYTES } from '../http/jobRoutes';
 import { MAX_BODY_BYTES } from '../http/request';
 import { MAX_SCREENSHOT_BODY_BYTES } from '../http/screenshotRoute';
@@ -17,7 +17,6 @@ import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
-import { CONTENT_TYPES } from '../screenshot/outputFields';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
@@ -243,7 +242,7 @@ const deliveredResponses = {
     content: {
       // Media types without their parameters (the charset of text formats), as OpenAPI keys them.
       ...Object.fromEntries(
-        Object.values(CONTENT_TYPES).map((type) => [type.split(';')[0], { schema: binary }]),
+        Object.values(CAPTURE_CONTENT_TYPES).map((type) => [type.split(';')[0], { schema: binary }]),
       ),
       ...json(imageLink),
     },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { CAPTURE_CONTENT_TYPES } from '../capture/renderer';
 import { MAX_KEYS_PER_ACCOUNT } from '../keys/schemas';
-import { CONTENT_TYPES } from '../screenshot/outputFields';
 
 /**
  * Response bodies, for the API description only: the handlers build these objects themselves, and
@@ -176,7 +176,7 @@ export const imageLink = z
   .object({
     url: z.string().meta({ description: 'Pre-signed address of the stored image' }),
     expiresAt: timestamp.meta({ description: 'When url stops working, milliseconds since the epoch' }),
-    contentType: z.enum(Object.values(CONTENT_TYPES) as [string, ...string[]]),
+    contentType: z.enum(Object.values(CAPTURE_CONTENT_TYPES) as [string, ...string[]]),
     width: z.number().int().nullable().meta({ description: 'Image width in pixels; null for text formats' }),
     height: z
       .number()

@@ -4,7 +4,7 @@ import {
   CAPTURE_CONTENT_TYPES,
   MEDIA_TYPES,
   type MediaType,
-  OUTPUT_FORMATS,
+  type OutputFormat,
   PAPER_FORMATS,
   PAPER_SIZES_MM,
   type PaperFormat,
@@ -18,20 +18,15 @@ import {
  * depend on the format. The OpenAPI text and docs/api.md quote these bounds.
  */
 
-/** What a request may ask for: what the renderer produces. */
-export const REQUEST_FORMATS = OUTPUT_FORMATS;
-export type RequestFormat = (typeof REQUEST_FORMATS)[number];
-export const CONTENT_TYPES: Record<RequestFormat, string> = CAPTURE_CONTENT_TYPES;
-
 /**
  * The raster images, which no browser runs as a document: every other type (image/svg+xml among them, should one
  * ever come back) is answered sandboxed, and stored to be downloaded rather than opened (see `opensInline`).
  */
 export const RASTER_TYPES: ReadonlySet<string> = new Set([
-  CONTENT_TYPES.png,
-  CONTENT_TYPES.jpeg,
-  CONTENT_TYPES.webp,
-  CONTENT_TYPES.avif,
+  CAPTURE_CONTENT_TYPES.png,
+  CAPTURE_CONTENT_TYPES.jpeg,
+  CAPTURE_CONTENT_TYPES.webp,
+  CAPTURE_CONTENT_TYPES.avif,
 ]);
 
 /**
@@ -40,7 +35,7 @@ export const RASTER_TYPES: ReadonlySet<string> = new Set([
  * run its scripts on the bucket's origin, so it and every other type are downloaded.
  */
 export function opensInline(contentType: string): boolean {
-  return RASTER_TYPES.has(contentType) || contentType === CONTENT_TYPES.pdf;
+  return RASTER_TYPES.has(contentType) || contentType === CAPTURE_CONTENT_TYPES.pdf;
 }
 
 /** Of `html`, in bytes of UTF-8. */
@@ -198,7 +193,7 @@ function marginRoomIssues(body: Record<string, unknown>) {
 
 /** The output fields of a validated request; the type keeps this module free of the request schema's. */
 export interface OutputRequest {
-  format: RequestFormat;
+  format: OutputFormat;
   mediaType?: MediaType | undefined;
   pdfPaperFormat?: PdfOptions['paperFormat'] | undefined;
   pdfLandscape?: boolean | undefined;

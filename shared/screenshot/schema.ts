@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
+import { OUTPUT_FORMATS } from '../capture/renderer';
 import { MAX_DELAY_MS } from '../timing';
 import { captureOptionFields, combinationIssues } from './optionFields';
-import { MAX_HTML_BYTES, outputFields, outputIssues, REQUEST_FORMATS } from './outputFields';
+import { MAX_HTML_BYTES, outputFields, outputIssues } from './outputFields';
 
 /** Bounds of the request's fields; the OpenAPI text and docs/api.md quote these, never retyped numbers. */
 export const MAX_URL_LENGTH = 2048;
@@ -29,7 +30,7 @@ const screenshotFields = z.strictObject({
     .optional(),
   width: dimension(DEVICE_PRESETS.desktop.width),
   height: dimension(DEVICE_PRESETS.desktop.height),
-  format: z.enum(REQUEST_FORMATS).default('png'),
+  format: z.enum(OUTPUT_FORMATS).default('png'),
   quality: z.number().int().min(QUALITY.min).max(QUALITY.max).default(QUALITY.default),
   fullPage: z.boolean().default(false),
   device: z.enum(DEVICE_NAMES).optional(),
