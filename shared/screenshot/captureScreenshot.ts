@@ -185,7 +185,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           : input.request,
         deps.urlPolicy,
       ).then(
-        (valid) => ({ valid }),
+        // How it is delivered, with its cache key, worked out once for the cache lookup and the delivery.
+        (valid) => ({ valid: { ...valid, delivering: deliveryRequestOf(accountId, valid.fields) } }),
         (error: unknown) => ({ invalid: error }),
       );
       // An async capture is answered before it runs: it takes no slot now, and looks in no cache.
@@ -194,7 +195,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const cached =
         'valid' in checked && !queued
           ? await delivery
-              .fromCache(accountId, deliveryRequestOf(accountId, checked.valid.fields), input.ifNoneMatch)
+              .fromCache(accountId, checked.valid.delivering, input.ifNoneMatch)
               .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
               .catch(() => undefined)
           : undefined;
@@ -235,7 +236,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const startedAt = now();
       try {
         if ('invalid' in checked) throw checked.invalid;
-        const { fields, spec } = checked.valid;
+        const { fields, spec, delivering } = checked.valid;
         let screenshot: Screenshot;
         try {
           const output = await deps.renderer.capture(spec, {
@@ -248,7 +249,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           released = release();
           released.catch(() => undefined);
           if (input.signal?.aborted) throw new ClientGoneError();
-          const delivered = await delivery.deliver(accountId, deliveryRequestOf(accountId, fields), {
+          const delivered = await delivery.deliver(accountId, delivering, {
             image: output.image,
             contentType: output.contentType,
             etag: `"${createHash('md5').update(output.image).digest('hex')}"`,
