@@ -374,6 +374,10 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     return ledger;
   }
 
+  /** `count` captures of a credit each, of pages a.test/0, a.test/1, … */
+  const oneCreditCaptures = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({ request: { url: `https://a.test/${i}` }, cost: 1 }));
+
   /** Every job the worker can find ends failed and owes nothing; running their messages gives nothing more. */
   async function expectNothingOwed(ledger: DynamoCreditLedger, sent: QueueMessage[]) {
     run = workerWith(ledger);
@@ -405,10 +409,7 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
         throw new Error('3 queue messages not sent');
       },
     };
-    const captures = Array.from({ length: 5 }, (_, i) => ({
-      request: { url: `https://a.test/${i}` },
-      cost: 1,
-    }));
+    const captures = oneCreditCaptures(5);
     const ledger = await acceptance(captures, halfQueue, { webhookUrl: 'https://hooks.test/batch' });
     expect(sent).toHaveLength(2);
     // Not left `running` until its TTL: every job it holds has ended, whether or not its message went through.
@@ -427,10 +428,7 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
         throw new Error('queue answer lost');
       },
     };
-    const captures = Array.from({ length: 3 }, (_, i) => ({
-      request: { url: `https://a.test/${i}` },
-      cost: 1,
-    }));
+    const captures = oneCreditCaptures(3);
     const ledger = await acceptance(captures, lostAnswer, { webhookUrl: 'https://hooks.test/batch' });
     await expectNothingOwed(ledger, sent);
     expect(await batchOfSent(sent)).toMatchObject({ status: 'completed', finished: 3 });
@@ -450,10 +448,7 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
         throw new Error('queue answer lost');
       },
     };
-    const captures = Array.from({ length: 3 }, (_, i) => ({
-      request: { url: `https://a.test/${i}` },
-      cost: 1,
-    }));
+    const captures = oneCreditCaptures(3);
     const ledger = await acceptance(captures, lostAnswer);
     const [first] = sent;
     expect(await jobs.get(ACCOUNT, first?.kind === 'capture' ? first.jobId : '')).toMatchObject({
@@ -480,10 +475,7 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
         throw new Error('ProvisionedThroughputExceededException');
       },
     });
-    const captures = Array.from({ length: 3 }, (_, i) => ({
-      request: { url: `https://a.test/${i}` },
-      cost: 1,
-    }));
+    const captures = oneCreditCaptures(3);
     const ledger = await acceptance(captures, refusingQueue, { store: throttledEnds });
     // Nothing given back: each job is still queued, so its message or the sweep will run it.
     expect(await ledger.balance(ACCOUNT)).toBe(7);
