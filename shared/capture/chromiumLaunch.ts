@@ -5,6 +5,7 @@ import { allowedVariables } from '../allowedVariables';
 import { logger } from '../logger';
 import { type BrowserBundle, browserBundle } from './browserBundle';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
+import { capDevToolsMessages } from './devtoolsMessageCap';
 import { chromiumExecutable } from './packedChromium';
 import { blockServiceWorkers } from './serviceWorkerBlock';
 
@@ -134,6 +135,12 @@ async function launchOnce(extraArgs: string[], env: NodeJS.ProcessEnv): Promise<
       handleSIGHUP: false,
     });
     browser.once('disconnected', () => void tempDir.remove());
+    try {
+      capDevToolsMessages(browser);
+    } catch (error) {
+      await browser.close();
+      throw error;
+    }
     await blockServiceWorkers(browser).catch(async (error) => {
       await browser.close();
       throw error;

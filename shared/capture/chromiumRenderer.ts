@@ -15,9 +15,10 @@ import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
+import { PAGE_ANSWER_TOO_LARGE } from './devtoolsMessageCap';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
-import { assertDeliverable } from './oversizedImage';
+import { assertDeliverable, IMAGE_TOO_LARGE } from './oversizedImage';
 import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
 import {
@@ -146,7 +147,7 @@ export class ChromiumRenderer implements Renderer {
       // A selector the browser cannot parse is the request's fault (400), found before the page was loaded.
       throw error instanceof ClientGoneError || error instanceof ValidationError
         ? error
-        : asCaptureFailure(spec.url, error);
+        : asCaptureFailure(spec, error);
     } finally {
       budget.dispose();
       limits.signal?.removeEventListener('abort', onAbort);
@@ -479,12 +480,17 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */
-function asCaptureFailure(url: string, error: unknown): CaptureFailedError {
+function asCaptureFailure({ url, format }: CaptureSpec, error: unknown): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
   if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`, 'page');
   if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
+  if (message.includes(PAGE_ANSWER_TOO_LARGE)) {
+    // For an image, the only answer that large is the image itself.
+    const reason = isImageFormat(format) ? IMAGE_TOO_LARGE : PAGE_ANSWER_TOO_LARGE;
+    return new CaptureFailedError(url, reason, 'page');
+  }
   if (/Target closed|Session closed|Protocol error|detached|disconnected/i.test(message)) {
     return new CaptureFailedError(url, 'The browser stopped during the capture');
   }

@@ -5,9 +5,11 @@ import { MAX_ANSWER_BYTES } from './rendererProtocol';
 export const IMAGE_TOO_LARGE = `The image is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
 
 /**
- * The most an image may weigh, at worst, to be taken in one screenshot. DevTools hands a screenshot over as base64 in
- * one message, which Node turns into one string, and a string longer than V8's 2^29 - 24 characters (about 402 MB of
- * image) kills the renderer process in puppeteer's transport, with every capture it runs. 360 MiB leaves room.
+ * The most an image may weigh, at worst, to be taken in one screenshot without measuring it first. Chromium holds a
+ * screenshot several times over while it makes it (pixels, PNG, base64), and one too large for the front is refused
+ * only once it is whole (by the DevTools cap, devtoolsMessageCap.ts, which keeps it from killing the renderer
+ * process); a region that could weigh more is measured in strips instead, so a giant image of noise costs a few
+ * strips, not a browser-sized allocation.
  */
 const ONE_SCREENSHOT_WORST_BYTES = 360 * 1024 * 1024;
 /** An image of noise with an alpha channel: PNG's worst (JPEG and WebP weigh less). */

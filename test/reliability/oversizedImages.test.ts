@@ -82,6 +82,24 @@ describe('an image heavier than the renderer can hand over', () => {
     expect((await harness.renderer.processInfo()).pid).toBe(pid);
   }, 180_000);
 
+  it('taken whole without being measured (below the size that is), is refused at the DevTools cap, the renderer process alive', async () => {
+    // 3840 x 2160 at scale 3: 75 million pixels, at worst 285 MiB, so taken in one screenshot; as noise its PNG weighs
+    // about 300 MB, whose base64 is above the cap on one DevTools answer (devtoolsMessageCap.ts). The answer is dropped
+    // unread and the screenshot call fails at once, in the tab of its own session.
+    const account = await harness.newAccount();
+    const before = await harness.credits.balance(account.accountId);
+    const { pid } = await harness.renderer.processInfo();
+    const answer = await harness.shoot(account.apiKey, {
+      url: `${pages.origin}/noise`,
+      ...GIANT,
+      height: 2160,
+    });
+    expect(answer.status).toBe(500);
+    expect(answer.json()).toMatchObject({ message: IMAGE_TOO_LARGE });
+    expect(await harness.credits.balance(account.accountId)).toBe(before);
+    expect((await harness.renderer.processInfo()).pid).toBe(pid);
+  }, 180_000);
+
   it('of a page that compresses well is captured whole, at the size the spec asks for', async () => {
     const account = await harness.newAccount();
     const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/plain`, ...GIANT });

@@ -1,0 +1,156 @@
+import { constants } from 'node:buffer';
+import type { Readable } from 'node:stream';
+import type { Browser } from 'puppeteer-core';
+import { logger } from '../logger';
+import { MAX_ANSWER_BYTES } from './rendererProtocol';
+
+/**
+ * The largest DevTools answer to one of our commands: a screenshot as large as the front takes, in base64, with room
+ * for its envelope. A page decides how large some answers are (its screenshot, its HTML), so one above this is the
+ * page's failure.
+ */
+export const MAX_DEVTOOLS_ANSWER_BYTES = Math.ceil(MAX_ANSWER_BYTES / 3) * 4 + 1024 * 1024;
+/**
+ * The largest DevTools event. The page decides how large some are (a `console.log` argument, an exception's text, a
+ * WebSocket frame), and none that we use comes near this.
+ */
+export const MAX_DEVTOOLS_EVENT_BYTES = 64 * 1024 * 1024;
+
+/** Told to the customer when a page made the browser answer more than a renderer takes. */
+export const PAGE_ANSWER_TOO_LARGE = `The page made the browser answer with more than ${Math.floor(
+  MAX_DEVTOOLS_ANSWER_BYTES / 1024 / 1024,
+)} MiB at once, more than the service takes`;
+
+// Puppeteer turns each message into one string: one longer than V8 allows throws inside its pipe reader, which
+// nothing can catch, and the renderer process dies with every capture it runs. Both caps stay well below that.
+if (MAX_DEVTOOLS_ANSWER_BYTES >= constants.MAX_STRING_LENGTH) {
+  throw new Error('A DevTools answer at the cap would not fit in one string');
+}
+
+/** Enough of a message's start for its id or method, and of its end for the session it belongs to. */
+const EDGE_BYTES = 256;
+const MESSAGE_END = 0;
+
+interface Dropped {
+  head: Buffer;
+  tail: Buffer;
+  bytes: number;
+}
+
+/**
+ * Puts the cap between Chromium and puppeteer: the browser's DevTools pipe (its fifth stdio, which puppeteer's
+ * `PipeTransport` reads) is handed to puppeteer through `capMessages`. Fails the launch if the pipe is not read as
+ * expected (a puppeteer upgrade that reads it otherwise), rather than run a browser whose pages can kill us.
+ */
+export function capDevToolsMessages(browser: Browser): void {
+  const pipe = browser.process()?.stdio[4] as Readable | null | undefined;
+  const readers = pipe?.listeners('data') ?? [];
+  if (!pipe || readers.length !== 1) {
+    throw new Error(`Expected puppeteer to read the DevTools pipe once, found ${readers.length} readers`);
+  }
+  const puppeteerReader = readers[0] as (chunk: Buffer) => void;
+  pipe.off('data', puppeteerReader);
+  pipe.on('data', capMessages(puppeteerReader));
+}
+
+/**
+ * Passes DevTools messages (JSON, each ended by a NUL byte) on to `deliver` as they came, but no message above its
+ * cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped, and an answer above MAX_DEVTOOLS_ANSWER_BYTES becomes an
+ * error answer to the same command, so the call that asked for it fails at once instead of waiting for its timeout.
+ * A message's bytes are held until it is whole (as the reader would hold them), so none of an oversized message
+ * is ever delivered, and they are let go as soon as it passes its cap.
+ */
+export function capMessages(
+  deliver: (chunk: Buffer) => void,
+  caps = { answer: MAX_DEVTOOLS_ANSWER_BYTES, event: MAX_DEVTOOLS_EVENT_BYTES },
+): (chunk: Buffer) => void {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  /** The held message's cap, read from its start once it is larger than an event may be. */
+  let cap: number | undefined;
+  let dropped: Dropped | undefined;
+  return (chunk) => {
+    for (let start = 0; start < chunk.length; ) {
+      const nul = chunk.indexOf(MESSAGE_END, start);
+      const end = nul === -1 ? chunk.length : nul + 1;
+      const piece = chunk.subarray(start, end);
+      start = end;
+      const body = nul === -1 ? piece : piece.subarray(0, -1);
+      if (dropped) {
+        dropped.bytes += body.length;
+        dropped.tail = lastBytes([dropped.tail, body]);
+      } else {
+        held.push(body);
+        heldBytes += body.length;
+        if (heldBytes > caps.event) {
+          cap ??= answerId(firstBytes(held)) === undefined ? caps.event : caps.answer;
+          if (heldBytes > cap) {
+            dropped = { head: firstBytes(held), tail: lastBytes(held), bytes: heldBytes };
+            held = [];
+            heldBytes = 0;
+          }
+        }
+      }
+      if (nul === -1) continue;
+      cap = undefined;
+      if (dropped) {
+        const reply = errorAnswerFor(dropped);
+        dropped = undefined;
+        if (reply) deliver(reply);
+      } else {
+        // The last body is delivered with its NUL, as it came (the same bytes of `chunk`, not a copy).
+        held.pop();
+        for (const part of held) deliver(part);
+        deliver(piece);
+        held = [];
+        heldBytes = 0;
+      }
+    }
+  };
+}
+
+function firstBytes(parts: Buffer[]): Buffer {
+  const kept: Buffer[] = [];
+  let bytes = 0;
+  for (const part of parts) {
+    if (bytes >= EDGE_BYTES) break;
+    kept.push(part);
+    bytes += part.length;
+  }
+  return Buffer.from(Buffer.concat(kept).subarray(0, EDGE_BYTES));
+}
+
+function lastBytes(parts: Buffer[]): Buffer {
+  const kept: Buffer[] = [];
+  let bytes = 0;
+  for (const part of parts.toReversed()) {
+    if (bytes >= EDGE_BYTES) break;
+    kept.unshift(part);
+    bytes += part.length;
+  }
+  return Buffer.from(Buffer.concat(kept).subarray(-EDGE_BYTES));
+}
+
+/** Chromium writes an answer's id first; the page's own text only ever comes later, escaped. */
+function answerId(head: Buffer): number | undefined {
+  const id = /^\{"id":(\d+)[,}]/.exec(head.toString('latin1'))?.[1];
+  return id === undefined ? undefined : Number(id);
+}
+
+/** The error answer standing in for an oversized one: its id, and its session (Chromium appends that last). */
+function errorAnswerFor(dropped: Dropped): Buffer | undefined {
+  const head = dropped.head.toString('latin1');
+  const id = answerId(dropped.head);
+  logger.warn('Dropped an oversized DevTools message', {
+    bytes: dropped.bytes,
+    ...(id === undefined ? { method: /^\{"method":"([\w.]+)"/.exec(head)?.[1] } : { id }),
+  });
+  if (id === undefined) return undefined;
+  const sessionId = /,"sessionId":"([0-9A-F]+)"\}$/.exec(dropped.tail.toString('latin1'))?.[1];
+  const answer = {
+    id,
+    error: { code: -32000, message: PAGE_ANSWER_TOO_LARGE },
+    ...(sessionId ? { sessionId } : {}),
+  };
+  return Buffer.from(`${JSON.stringify(answer)}\0`);
+}
