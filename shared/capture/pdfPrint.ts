@@ -2,6 +2,10 @@ import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { firstPages, pdfPageCount } from './pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureResult, MAX_PDF_PAGES, type PdfOptions } from './renderer';
+import { MAX_ANSWER_BYTES } from './rendererProtocol';
+
+/** A printed document heavier than the front takes: the page's failure. */
+export const PDF_TOO_LARGE = `The PDF is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
 
 /** Puppeteer's default templates show the date and title; a template the caller did not give shows nothing. */
 const EMPTY_TEMPLATE = '<span></span>';
@@ -18,7 +22,7 @@ const EMPTY_TEMPLATE = '<span></span>';
 export async function printPdf(page: Page, url: string, options: PdfOptions): Promise<CaptureResult> {
   const print = (pageRanges: string) =>
     page
-      .pdf({
+      .createPDFStream({
         format: options.paperFormat,
         landscape: options.landscape,
         printBackground: options.printBackground,
@@ -34,7 +38,7 @@ export async function printPdf(page: Page, url: string, options: PdfOptions): Pr
         // The capture's budget, not puppeteer, times the print.
         timeout: 0,
       })
-      .then((bytes) => Buffer.from(bytes))
+      .then((pdf) => readWithin(pdf, url))
       .catch((error: unknown) => {
         throw printFailure(url, options, error);
       });
@@ -43,6 +47,27 @@ export async function printPdf(page: Page, url: string, options: PdfOptions): Pr
     return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
   const cut = await print(firstPages(options.pageRanges, MAX_PDF_PAGES));
   return { image: cut, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: true };
+}
+
+/**
+ * The printed document, read from Chromium as it streams it, and given up on as soon as it passes what the front
+ * takes: a page can print a document of gigabytes within its budget (pages of noise), which read whole would take
+ * the renderer's memory with it.
+ */
+async function readWithin(pdf: ReadableStream<Uint8Array>, url: string): Promise<Buffer> {
+  const reader = pdf.getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    bytes += read.value.length;
+    if (bytes > MAX_ANSWER_BYTES) {
+      // Chromium's copy goes with the page's context, closed after the capture.
+      await reader.cancel();
+      throw new CaptureFailedError(url, PDF_TOO_LARGE, 'page');
+    }
+    chunks.push(read.value);
+  }
+  return Buffer.concat(chunks, bytes);
 }
 
 /** Chromium's reasons, said in the request's terms; anything else is left to the renderer's own mapping. */

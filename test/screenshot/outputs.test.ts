@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PDF_TOO_LARGE } from '../../shared/capture/pdfPrint';
 import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { type Canary, startCanary } from '../helpers/egressFixtures';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
@@ -36,6 +37,26 @@ function pages(count: number): string {
   return solidPage('rgb(255, 0, 0)', '', sheets);
 }
 
+/**
+ * `count` sheets, each a canvas of `side` px square of opaque noise, which a PDF holds uncompressed: seven of 4,000
+ * px weigh about 336 MB printed.
+ */
+function noiseSheets(count: number, side: number): string {
+  return `<!doctype html><style>html,body{margin:0}canvas{display:block;break-after:page;width:100%}</style><script>
+for (let p = 0; p < ${count}; p++) {
+  const c = document.createElement('canvas'), g = c.getContext('2d');
+  c.width = c.height = ${side};
+  const band = g.createImageData(${side}, 256);
+  for (let y = 0; y < ${side}; y += 256) {
+    for (let i = 0; i < band.data.length; i += 65536) crypto.getRandomValues(band.data.subarray(i, i + 65536));
+    for (let i = 3; i < band.data.length; i += 4) band.data[i] = 255;
+    g.putImageData(band, 0, y);
+  }
+  document.documentElement.append(c);
+}
+</script>`;
+}
+
 /** Red on screen, green in print. */
 const MEDIA_PAGE = solidPage(
   '#f00',
@@ -54,6 +75,7 @@ beforeAll(async () => {
     startPageServer({
       '/doc': pages(3),
       '/long': pages(130),
+      '/noise-sheets': noiseSheets(7, 4000),
       '/media': MEDIA_PAGE,
       '/clear': CLEAR_PAGE,
       '/red': solidPage('#f00'),
@@ -182,6 +204,16 @@ describe('PDF', () => {
     expect(pdf.pageCount).toBe(100);
     expect(pdf.pages.at(-1)?.text).toBe('Sheet 100');
   });
+
+  it("stops reading a document heavier than the front takes as soon as it passes that: the page's failure, free", async () => {
+    const before = await balance();
+    const { pid } = await harness.renderer.processInfo();
+    const response = await shoot({ url: url('/noise-sheets'), format: 'pdf' });
+    expect(response.status).toBe(500);
+    expect(response.json().message).toBe(PDF_TOO_LARGE);
+    expect(await balance()).toBe(before);
+    expect((await harness.renderer.processInfo()).pid).toBe(pid);
+  }, 120_000);
 
   it('answers 500 when pdfPageRanges selects no page, charging nothing', async () => {
     const before = await balance();
