@@ -49,8 +49,18 @@ export function capDevToolsMessages(browser: Browser): void {
     throw new Error(`Expected puppeteer to read the DevTools pipe once, found ${readers.length} readers`);
   }
   const puppeteerReader = readers[0] as (chunk: Buffer) => void;
+  // Puppeteer stops reading when its connection closes (it removes its reader, which is no longer on the pipe, and
+  // its transport throws on anything read after): from then on, whatever Chromium still sends goes nowhere. The
+  // connection says it closed just before its transport does.
+  let connected = true;
+  browser.once('disconnected', () => {
+    connected = false;
+  });
+  const read = capMessages(puppeteerReader);
   pipe.off('data', puppeteerReader);
-  pipe.on('data', capMessages(puppeteerReader));
+  pipe.on('data', (chunk: Buffer) => {
+    if (connected) read(chunk);
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import type { Browser } from 'puppeteer-core';
@@ -112,21 +113,36 @@ describe('the DevTools message cap', () => {
 
   it('refuses a browser whose pipe puppeteer does not read as it used to, rather than run it uncapped', () => {
     const pipe = new PassThrough();
-    const browser = { process: () => ({ stdio: [null, null, null, null, pipe] }) } as unknown as Browser;
+    const browser = Object.assign(new EventEmitter(), {
+      process: () => ({ stdio: [null, null, null, null, pipe] }),
+    }) as unknown as Browser;
     expect(() => capDevToolsMessages(browser)).toThrow('found 0 readers');
     pipe.on('data', () => undefined);
     pipe.on('data', () => undefined);
     expect(() => capDevToolsMessages(browser)).toThrow('found 2 readers');
   });
 
-  it('reads the pipe in place of puppeteer once there is one reader, and hands it what passes', () => {
+  it('reads the pipe in place of puppeteer while it is connected, and hands it what passes', () => {
     const pipe = new PassThrough();
+    const browser = Object.assign(new EventEmitter(), {
+      process: () => ({ stdio: [null, null, null, null, pipe] }),
+    });
     const seen: string[] = [];
-    const puppeteerReader = (chunk: Buffer) => seen.push(chunk.toString());
+    let closed = false;
+    // As puppeteer's transport: it throws on anything read once it is closed, which nothing could catch.
+    const puppeteerReader = (chunk: Buffer) => {
+      if (closed) throw new Error('`PipeTransport` is closed.');
+      seen.push(chunk.toString());
+    };
     pipe.on('data', puppeteerReader);
-    capDevToolsMessages({ process: () => ({ stdio: [null, null, null, null, pipe] }) } as unknown as Browser);
+    capDevToolsMessages(browser as unknown as Browser);
     expect(pipe.listeners('data')).not.toContain(puppeteerReader);
     pipe.write(`${answer(1, 'ok')}\0`);
+    expect(seen.join('')).toBe(`${answer(1, 'ok')}\0`);
+
+    browser.emit('disconnected');
+    closed = true;
+    expect(() => pipe.write(`${event('late')}\0`)).not.toThrow();
     expect(seen.join('')).toBe(`${answer(1, 'ok')}\0`);
   });
 });
