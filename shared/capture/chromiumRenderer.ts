@@ -52,6 +52,9 @@ export interface ChromiumRendererOptions {
   budgets?: CaptureBudgets;
 }
 
+/** A page that replaced its document once it was to be captured, in a way that cannot be held back. */
+export const DOCUMENT_REPLACED = 'The page replaced its document while it was being captured';
+
 /** How long after a capture that asked for blockAds or blockCookieBanners spare pages are still prepared with it. */
 const SWITCH_KEPT_READY_MS = 5 * 60_000;
 
@@ -141,6 +144,7 @@ export class ChromiumRenderer implements Renderer {
     tab.page.once('error', () =>
       fail(new CaptureFailedError(spec.url, 'The page crashed the renderer', 'page')),
     );
+    tab.control.whenReplaced(() => fail(new CaptureFailedError(spec.url, DOCUMENT_REPLACED, 'page')));
     try {
       return await Promise.race([this.shoot(tab, spec, budget), stopped]);
     } catch (error) {
@@ -486,6 +490,9 @@ function asCaptureFailure({ url, format }: CaptureSpec, error: unknown): Capture
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
   if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`, 'page');
   if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
+  // Puppeteer's words for a script of ours whose document the page replaced under it.
+  if (message.includes('Execution context was destroyed'))
+    return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
   if (message.includes(PAGE_ANSWER_TOO_LARGE)) {
     // For an image, the only answer that large is the image itself.
     const reason = isImageFormat(format) ? IMAGE_TOO_LARGE : PAGE_ANSWER_TOO_LARGE;

@@ -12,8 +12,8 @@ const SAME_DOCUMENT = new Set(['historySameDocument', 'sameDocument']);
  * - it watches and, once the page is ready to be captured, holds the main frame's navigations. A page may navigate
  *   itself after its load event (a script setting `location`, a reload loop, a meta refresh), and an image requested
  *   while its document is being replaced is never answered. So before the capture, new main-frame navigations are
- *   refused at the network stage (the page stays as it stands; frames inside it load as usual), and a navigation
- *   already under way is waited for;
+ *   refused at the network stage (the page stays as it stands; frames inside it load as usual), a navigation
+ *   already under way is waited for, and one that needs no request is reported (whenReplaced);
  * - it runs our page scripts in an isolated world (pageScripts.ts);
  * - it sets what the page learns of the browser (user agent, client hints, languages);
  * - it tells whether the page's renderer still answers.
@@ -27,6 +27,9 @@ export class PageControl implements IsolatedWorld {
   private latest: string | undefined;
   /** A document whose own loading is not waited for (`waitUntil: domcontentloaded`). */
   private accepted: string | undefined;
+  /** Once navigations are held: the one document still allowed to replace the current one (already under way). */
+  private held: { underWay: string | undefined } | undefined;
+  private onReplaced: () => void = () => undefined;
 
   private constructor(
     private readonly session: CDPSession,
@@ -53,6 +56,10 @@ export class PageControl implements IsolatedWorld {
     });
     session.on('Page.frameNavigated', ({ frame }) => {
       if (frame.id !== navigation.mainFrameId) return;
+      const { held } = navigation;
+      if (held && frame.loaderId !== navigation.committed && frame.loaderId !== held.underWay) {
+        navigation.onReplaced();
+      }
       navigation.committed = frame.loaderId;
       navigation.latest = frame.loaderId;
     });
@@ -86,6 +93,16 @@ export class PageControl implements IsolatedWorld {
     await this.session.send('Fetch.enable', {
       patterns: [{ resourceType: 'Document', requestStage: 'Request' }],
     });
+    this.held = { underWay: this.latest };
+  }
+
+  /**
+   * Calls `listener` if, once navigations are held, the main frame still commits another document: one that needs
+   * no network request (about:blank, a blob: URL, back through the page cache) cannot be held back. An image or a
+   * script asked of the document it replaced is never answered, so the capture stops at once.
+   */
+  whenReplaced(listener: () => void): void {
+    this.onReplaced = listener;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DOCUMENT_REPLACED } from '../../shared/capture/chromiumRenderer';
 import { onlyBrowserPid, rendererPids } from '../helpers/chromiumProcesses';
 import { neverLoadingPage, type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import {
@@ -19,6 +20,14 @@ import {
  */
 
 const BUDGETS = { navigationMs: 3_000, afterLoadMs: 3_000 };
+
+/** A page script: 20 ms after each load, a new document from a blob: URL that does the same. */
+const REPLACE_ITSELF = `(function replaceItself() {
+  onload = () => setTimeout(() => {
+    const html = '<body style="background:#f00"><script>(' + replaceItself + ')()<\\/script></body>';
+    location.href = URL.createObjectURL(new Blob([html], { type: 'text/html' }));
+  }, 20);
+})()`;
 
 let pages: PageServer;
 let harness: ScreenshotHarness;
@@ -44,6 +53,8 @@ beforeAll(async () => {
       '<script>onload=()=>setTimeout(()=>{location.href="/green"},0)</script>',
     ),
     '/reloads': solidPage('#00ff00', '<script>onload=()=>setTimeout(()=>location.reload(),0)</script>'),
+    // Every 20 ms, a new document from a blob: URL, which loads without a network request, so it cannot be held back.
+    '/replaces-itself': solidPage('#00ff00', `<script>${REPLACE_ITSELF}</script>`),
     '/pushes': solidPage(
       '#00ff00',
       '<script>onload=()=>{let i=0;setInterval(()=>{for(let k=0;k<100;k++)history.pushState({},"","/pushes?"+i++)},0)}</script>',
@@ -160,6 +171,17 @@ describe('a page that navigates itself after loading', () => {
     const { result, ms } = await timed(shoot('/pushes'));
     expect(result.status).toBe(200);
     expect(ms).toBeLessThan(BUDGETS.afterLoadMs);
+  });
+
+  it('is a 500 at once that says so when it replaces its document without a network request, and costs nothing', async () => {
+    const before = await balance();
+    const { result, ms } = await timed(shoot('/replaces-itself'));
+    expect(result.status).toBe(500);
+    expect(result.json().message).toBe(DOCUMENT_REPLACED);
+    // Not left to its budget: an image asked of a replaced document is never answered.
+    expect(ms).toBeLessThan(BUDGETS.afterLoadMs);
+    expect(await balance()).toBe(before);
+    expect((await shoot('/red')).status).toBe(200);
   });
 
   it('is captured after the delay when it moves on during it', async () => {
