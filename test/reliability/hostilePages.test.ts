@@ -21,13 +21,14 @@ import {
 
 const BUDGETS = { navigationMs: 3_000, afterLoadMs: 3_000 };
 
-/** A page script: 20 ms after each load, a new document from a blob: URL that does the same. */
-const REPLACE_ITSELF = `(function replaceItself() {
-  onload = () => setTimeout(() => {
-    const html = '<body style="background:#f00"><script>(' + replaceItself + ')()<\\/script></body>';
-    location.href = URL.createObjectURL(new Blob([html], { type: 'text/html' }));
-  }, 20);
-})()`;
+/**
+ * A page script: navigates at once to a blob: document that does the same, so the page keeps replacing its document
+ * without a network request.
+ */
+const REPLACE_ITSELF = `function replaceItself() {
+  const html = '<body style="background:#f00"><script>(' + replaceItself + ')()<\\/script></body>';
+  location.href = URL.createObjectURL(new Blob([html], { type: 'text/html' }));
+}`;
 
 let pages: PageServer;
 let harness: ScreenshotHarness;
@@ -53,8 +54,9 @@ beforeAll(async () => {
       '<script>onload=()=>setTimeout(()=>{location.href="/green"},0)</script>',
     ),
     '/reloads': solidPage('#00ff00', '<script>onload=()=>setTimeout(()=>location.reload(),0)</script>'),
-    // Every 20 ms, a new document from a blob: URL, which loads without a network request, so it cannot be held back.
-    '/replaces-itself': solidPage('#00ff00', `<script>${REPLACE_ITSELF}</script>`),
+    // Once loaded, document after document from blob: URLs, which load without a network request and so cannot be
+    // held back.
+    '/replaces-itself': solidPage('#00ff00', `<script>${REPLACE_ITSELF}; onload = replaceItself;</script>`),
     '/pushes': solidPage(
       '#00ff00',
       '<script>onload=()=>{let i=0;setInterval(()=>{for(let k=0;k<100;k++)history.pushState({},"","/pushes?"+i++)},0)}</script>',
