@@ -151,7 +151,7 @@ export class ChromiumRenderer implements Renderer {
       // A selector the browser cannot parse is the request's fault (400), found before the page was loaded.
       throw error instanceof ClientGoneError || error instanceof ValidationError
         ? error
-        : asCaptureFailure(spec, error);
+        : asCaptureFailure(spec, error, tab.control.isHeld);
     } finally {
       budget.dispose();
       limits.signal?.removeEventListener('abort', onAbort);
@@ -484,15 +484,17 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */
-function asCaptureFailure({ url, format }: CaptureSpec, error: unknown): CaptureFailedError {
+function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: boolean): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
   if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`, 'page');
   if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
-  // Puppeteer's words for a script of ours whose document the page replaced under it.
-  if (message.includes('Execution context was destroyed'))
+  // Puppeteer's and DevTools' words for a call whose document was replaced under it: once the page is held, only
+  // the page can have done that (whenReplaced may be told just after).
+  if (held && /Execution context was destroyed|Inspected target navigated or closed/.test(message)) {
     return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
+  }
   if (message.includes(PAGE_ANSWER_TOO_LARGE)) {
     // For an image, the only answer that large is the image itself.
     const reason = isImageFormat(format) ? IMAGE_TOO_LARGE : PAGE_ANSWER_TOO_LARGE;

@@ -88,7 +88,7 @@ export function capMessages(
       const body = nul === -1 ? piece : piece.subarray(0, -1);
       if (dropped) {
         dropped.bytes += body.length;
-        dropped.tail = lastBytes([dropped.tail, body]);
+        dropped.tail = lastBytes([dropped.tail, body.subarray(-EDGE_BYTES)]);
       } else {
         held.push(body);
         heldBytes += body.length;

@@ -27,8 +27,9 @@ export class PageControl implements IsolatedWorld {
   private latest: string | undefined;
   /** A document whose own loading is not waited for (`waitUntil: domcontentloaded`). */
   private accepted: string | undefined;
-  /** Once navigations are held: the one document still allowed to replace the current one (already under way). */
-  private held: { underWay: string | undefined } | undefined;
+  /** Every cross-document navigation of the main frame started before the hold: one of them may still commit. */
+  private readonly startedBeforeHold = new Set<string>();
+  private held = false;
   private onReplaced: () => void = () => undefined;
 
   private constructor(
@@ -51,13 +52,19 @@ export class PageControl implements IsolatedWorld {
       }
     });
     session.on('Page.frameStartedNavigating', ({ frameId, loaderId, navigationType }) => {
-      if (frameId === navigation.mainFrameId && !SAME_DOCUMENT.has(navigationType))
+      if (frameId === navigation.mainFrameId && !SAME_DOCUMENT.has(navigationType)) {
         navigation.latest = loaderId;
+        if (!navigation.held) navigation.startedBeforeHold.add(loaderId);
+      }
     });
     session.on('Page.frameNavigated', ({ frame }) => {
       if (frame.id !== navigation.mainFrameId) return;
-      const { held } = navigation;
-      if (held && frame.loaderId !== navigation.committed && frame.loaderId !== held.underWay) {
+      // Commits may be told after a later navigation started: any started before the hold may still commit.
+      if (
+        navigation.held &&
+        frame.loaderId !== navigation.committed &&
+        !navigation.startedBeforeHold.has(frame.loaderId)
+      ) {
         navigation.onReplaced();
       }
       navigation.committed = frame.loaderId;
@@ -93,7 +100,12 @@ export class PageControl implements IsolatedWorld {
     await this.session.send('Fetch.enable', {
       patterns: [{ resourceType: 'Document', requestStage: 'Request' }],
     });
-    this.held = { underWay: this.latest };
+    this.held = true;
+  }
+
+  /** True once hold() has taken effect. */
+  get isHeld(): boolean {
+    return this.held;
   }
 
   /**
