@@ -11,6 +11,11 @@ export const queueMessage = z.discriminatedUnion('kind', [
     jobId: z.string(),
     /** How often a worker found no job item yet (the message is sent beside the item's write and may outrun it). */
     waited: z.number().int().min(0).optional(),
+    /**
+     * Sent by the worker of a job it had started, to run it later (every renderer was busy): it may take the job
+     * although it is `running`. Other first deliveries may not (runJob.ts).
+     */
+    resume: z.boolean().optional(),
   }),
   z.object({
     kind: z.literal('webhook'),

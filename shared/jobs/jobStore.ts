@@ -42,8 +42,11 @@ export interface JobStore {
   get(accountId: string, jobId: string): Promise<Job | undefined>;
   /** The account's latest jobs, newest first. */
   latest(accountId: string, limit: number): Promise<Job[]>;
-  /** Marks the job running (again, after a worker died); undefined when it had already ended. */
-  start(accountId: string, jobId: string, now: number): Promise<Job | undefined>;
+  /**
+   * Marks a queued job running; with `restart`, one already running too (its worker died, or gave it back to the
+   * queue). Undefined when it had already ended, or, without `restart`, is running.
+   */
+  start(accountId: string, jobId: string, now: number, restart: boolean): Promise<Job | undefined>;
   /**
    * Ends a job that has not ended yet; the job as it ended, or undefined when another delivery ended it first. A
    * failure owes its refund (`refundOwed`), and the ending delivery holds the claim on it (REFUND_CLAIM_MS from `now`).

@@ -8,7 +8,13 @@ import { queueMessage } from './jobQueue';
  * our messages is dropped: no retry would make it one.
  */
 export function jobWorker(deps: {
-  runJob: (accountId: string, jobId: string, receiveCount: number, waited?: number) => Promise<void>;
+  runJob: (
+    accountId: string,
+    jobId: string,
+    receiveCount: number,
+    waited?: number,
+    resume?: boolean,
+  ) => Promise<void>;
   sendWebhook: (
     message: Extract<ReturnType<typeof queueMessage.parse>, { kind: 'webhook' }>,
   ) => Promise<void>;
@@ -27,7 +33,8 @@ export function jobWorker(deps: {
     }
     if (message.data.kind === 'capture') {
       const receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
-      await deps.runJob(message.data.accountId, message.data.jobId, receiveCount, message.data.waited);
+      const { accountId, jobId, waited, resume } = message.data;
+      await deps.runJob(accountId, jobId, receiveCount, waited, resume);
     } else {
       await deps.sendWebhook(message.data);
     }

@@ -64,11 +64,20 @@ export interface RunJobDeps extends RefundDeps {
  * takes one of its account's capture slots only now; without one it is sent again a little later, never refused. It
  * ends once, by a conditional write: a success keeps the credits reserved at acceptance, a failure gives them back.
  * A failure of ours (not the page's) is thrown so the queue delivers it again, up to MAX_JOB_RUNS; after that the
- * job ends `failed`. A worker that died mid-capture leaves the job `running`: the next delivery runs it again, and
- * nothing is charged twice because nothing is charged at the end of a success.
+ * job ends `failed`. A worker that died mid-capture leaves the job `running`: the next delivery of its message (a
+ * redelivery, `receiveCount` above 1) runs it again, and nothing is charged twice because nothing is charged at the
+ * end of a success. A first delivery that finds the job running leaves it to the delivery running it: that is a
+ * second message for the job (the stranded-jobs sweep's, for a job that waited in a queue backlog), and the running
+ * delivery's own message comes back should its worker die. Only the worker's own `resume` message may take it.
  */
 export function runJob(deps: RunJobDeps) {
-  return async (accountId: string, jobId: string, receiveCount: number, waited = 0): Promise<void> => {
+  return async (
+    accountId: string,
+    jobId: string,
+    receiveCount: number,
+    waited = 0,
+    resume = false,
+  ): Promise<void> => {
     const job = await deps.jobs.get(accountId, jobId);
     if (!job) {
       const left = (jobCreatedAt(jobId) ?? 0) + ITEM_WRITE_WINDOW_MS - deps.now();
@@ -121,7 +130,7 @@ export function runJob(deps: RunJobDeps) {
       // capture does (slotPenalty.ts).
       let penaltyUntil: number | undefined;
       try {
-        const running = await deps.jobs.start(accountId, jobId, deps.now());
+        const running = await deps.jobs.start(accountId, jobId, deps.now(), receiveCount > 1 || resume);
         if (!running) return;
         let result: StoredResult;
         const startedAt = deps.now();
@@ -132,7 +141,10 @@ export function runJob(deps: RunJobDeps) {
           // Every renderer is busy (deployed: their reserved concurrency is full): a queued job is never refused for
           // concurrency, so it waits as for a slot.
           if (error instanceof CapacityFullError) {
-            await deps.queue.send([{ kind: 'capture', accountId, jobId }], NO_SLOT_DELAY_SECONDS);
+            await deps.queue.send(
+              [{ kind: 'capture', accountId, jobId, resume: true }],
+              NO_SLOT_DELAY_SECONDS,
+            );
             return;
           }
           // Ours and not yet the last try: the queue delivers it again.

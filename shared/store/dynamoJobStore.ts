@@ -100,7 +100,7 @@ export class DynamoJobStore implements JobStore {
     return jobIds.flatMap((id) => found.get(id) ?? []);
   }
 
-  async start(accountId: string, jobId: string, now: number): Promise<Job | undefined> {
+  async start(accountId: string, jobId: string, now: number, restart: boolean): Promise<Job | undefined> {
     try {
       const { Attributes } = await this.db.send(
         new UpdateCommand({
@@ -108,7 +108,7 @@ export class DynamoJobStore implements JobStore {
           Key: itemKey.job(accountId, jobId),
           // Out of the queued-jobs index in the same write: a running job is the queue's to deliver again.
           UpdateExpression: `SET #status = :running, startedAt = if_not_exists(startedAt, :now) ADD runs :one ${LEAVE_SWEEP}`,
-          ConditionExpression: '#status IN (:queued, :running)',
+          ConditionExpression: restart ? '#status IN (:queued, :running)' : '#status = :queued',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':running': 'running', ':queued': 'queued', ':now': now, ':one': 1 },
           ReturnValues: 'ALL_NEW',

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
+import { CapacityFullError } from '../../shared/errors';
 import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
@@ -239,7 +240,8 @@ describe('a queued job', () => {
     slots = new MemoryCaptureSlots(2);
     const images = new MemoryImageStore();
     run = runJob({ ...workerDeps(credits), images });
-    const both = Promise.all([run(ACCOUNT, job.id, 1), run(ACCOUNT, job.id, 1)]);
+    // The second, a redelivery (its first worker seemed gone), may restart the job while the first still runs it.
+    const both = Promise.all([run(ACCOUNT, job.id, 1), run(ACCOUNT, job.id, 2)]);
     while (renderer.captures.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
     renderer.finishSlow();
     await both;
@@ -248,6 +250,45 @@ describe('a queued job', () => {
     expect(images.objects.size).toBe(2);
     const kept = images.objects.get(ended?.result?.key as string);
     expect(kept?.info.etag).toBe(ended?.result?.etag);
+    expect(await credits.balance(ACCOUNT)).toBe(9);
+  });
+
+  it("leaves a job another delivery is running to it when a second message comes (the sweep's, after a backlog)", async () => {
+    const { job } = await accepted('https://a.test/slow');
+    slots = new MemoryCaptureSlots(2);
+    run = workerWith(credits);
+    const first = run(ACCOUNT, job.id, 1);
+    while (renderer.captures.length < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await run(ACCOUNT, job.id, 1);
+    expect(renderer.captures).toHaveLength(1);
+    renderer.finishSlow();
+    await first;
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'succeeded', runs: 1 });
+    expect(await credits.balance(ACCOUNT)).toBe(9);
+  });
+
+  it('takes up a job it gave back to the queue when every renderer was busy, by its own message', async () => {
+    const { job } = await accepted('https://a.test/page');
+    let busy = true;
+    const capture = renderer.capture.bind(renderer);
+    renderer.capture = async (spec, limits) => {
+      if (busy) throw new CapacityFullError();
+      return capture(spec, limits);
+    };
+    await run(ACCOUNT, job.id, 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'running' });
+    expect(queue.sent).toEqual([
+      {
+        message: { kind: 'capture', accountId: ACCOUNT, jobId: job.id, resume: true },
+        delaySeconds: NO_SLOT_DELAY_SECONDS,
+      },
+    ]);
+    busy = false;
+    // Another first delivery (a copy) leaves it; the worker's own message takes it.
+    await run(ACCOUNT, job.id, 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'running' });
+    await run(ACCOUNT, job.id, 1, 0, true);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'succeeded' });
     expect(await credits.balance(ACCOUNT)).toBe(9);
   });
 

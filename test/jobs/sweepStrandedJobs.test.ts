@@ -154,7 +154,7 @@ describe('the sweep of stranded jobs', () => {
     const accountId = await account();
     const [running, succeeded, failed] = await stranded(accountId, 3);
     if (!running || !succeeded || !failed) throw new Error('no jobs');
-    await jobs.start(accountId, running.id, Date.now());
+    await jobs.start(accountId, running.id, Date.now(), false);
     await jobs.finish(accountId, succeeded.id, { status: 'succeeded', result: {} as never }, Date.now());
     await jobs.finish(
       accountId,
