@@ -134,7 +134,12 @@ async function launchOnce(extraArgs: string[], env: NodeJS.ProcessEnv): Promise<
       handleSIGTERM: false,
       handleSIGHUP: false,
     });
-    browser.once('disconnected', () => void tempDir.remove());
+    // Nobody awaits this removal, so its failure is logged here: unhandled, it would end the process.
+    browser.once('disconnected', () => {
+      tempDir.remove().catch((error: unknown) => {
+        logger.warn("Chromium's temp folder was not removed", { error: error as Error });
+      });
+    });
     try {
       capDevToolsMessages(browser);
     } catch (error) {

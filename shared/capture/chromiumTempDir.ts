@@ -45,6 +45,8 @@ export async function createChromiumTempDir(parent: string): Promise<ChromiumTem
       }
       return removed;
     },
-    remove: () => rm(path, { recursive: true, force: true }),
+    // Chromium's child processes may still create and unlink files in it while they exit, which fails a removal
+    // with ENOTEMPTY: Node's retries (for that error among others) outlast them.
+    remove: () => rm(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }),
   };
 }
