@@ -24,7 +24,7 @@ const CHECK_SUITES = [
   'test/security',
   'test/screenshot/screenshot.test.ts',
   // The cap sits between puppeteer and Chromium's pipe: a puppeteer-core that reads the pipe otherwise fails it.
-  'test/reliability/oversizedDevtoolsMessages.test.ts',
+  'test/reliability/hostileDevtoolsTraffic.test.ts',
 ];
 
 function npm(args: string[]): string {

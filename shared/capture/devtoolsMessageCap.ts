@@ -27,6 +27,17 @@ if (MAX_DEVTOOLS_ANSWER_BYTES >= constants.MAX_STRING_LENGTH) {
   throw new Error('A DevTools answer at the cap would not fit in one string');
 }
 
+/**
+ * Events no capture listens to, which puppeteer still acts on: it sends a command of its own to release every object
+ * a page passes to `console.log` (a page logging 20,000 objects every 5 ms held the renderer process, and a capture
+ * of another account beside it, for 48 s), and parses every exception the page throws into an error. Chromium
+ * writes an event's method first.
+ */
+const UNHEARD_EVENTS = ['Runtime.consoleAPICalled', 'Runtime.exceptionThrown'].map((method) =>
+  Buffer.from(`{"method":"${method}"`),
+);
+const UNHEARD_PREFIX_BYTES = Math.max(...UNHEARD_EVENTS.map((prefix) => prefix.length));
+
 /** Enough of a message's start for its id or method, and of its end for the session it belongs to. */
 const EDGE_BYTES = 256;
 const MESSAGE_END = 0;
@@ -64,9 +75,10 @@ export function capDevToolsMessages(browser: Browser): void {
 }
 
 /**
- * Passes DevTools messages (JSON, each ended by a NUL byte) on to `deliver` as they came, but no message above its
- * cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped, and an answer above MAX_DEVTOOLS_ANSWER_BYTES becomes an
- * error answer to the same command, so the call that asked for it fails at once instead of waiting for its timeout.
+ * Passes DevTools messages (JSON, each ended by a NUL byte) on to `deliver` as they came, but none of UNHEARD_EVENTS
+ * and no message above its cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped, and an answer above
+ * MAX_DEVTOOLS_ANSWER_BYTES becomes an error answer to the same command, so the call that asked for it fails at once
+ * instead of waiting for its timeout.
  * A message's bytes are held until it is whole (as the reader would hold them), so none of an oversized message
  * is ever delivered, and they are let go as soon as it passes its cap.
  */
@@ -108,15 +120,24 @@ export function capMessages(
         dropped = undefined;
         if (reply) deliver(reply);
       } else {
-        // The last body is delivered with its NUL, as it came (the same bytes of `chunk`, not a copy).
-        held.pop();
-        for (const part of held) deliver(part);
-        deliver(piece);
+        if (!isUnheard(held)) {
+          // The last body is delivered with its NUL, as it came (the same bytes of `chunk`, not a copy).
+          held.pop();
+          for (const part of held) deliver(part);
+          deliver(piece);
+        }
         held = [];
         heldBytes = 0;
       }
     }
   };
+}
+
+/** True for a whole message that is one of UNHEARD_EVENTS (most messages come in one piece: no copy then). */
+function isUnheard(parts: Buffer[]): boolean {
+  const [first] = parts;
+  const head = first && first.length >= UNHEARD_PREFIX_BYTES ? first : firstBytes(parts);
+  return UNHEARD_EVENTS.some((prefix) => head.subarray(0, prefix.length).equals(prefix));
 }
 
 function firstBytes(parts: Buffer[]): Buffer {

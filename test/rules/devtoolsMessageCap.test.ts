@@ -22,7 +22,7 @@ const answer = (id: number, value: string, sessionId?: string) =>
   JSON.stringify({ id, result: { value }, ...(sessionId ? { sessionId } : {}) });
 const event = (value: string, sessionId?: string) =>
   JSON.stringify({
-    method: 'Runtime.consoleAPICalled',
+    method: 'Network.requestWillBeSent',
     params: { value },
     ...(sessionId ? { sessionId } : {}),
   });
@@ -89,6 +89,25 @@ describe('the DevTools message cap', () => {
     );
   });
 
+  it('drops console calls and thrown exceptions, which no capture listens to, however the pipe cuts them', () => {
+    const consoleCall = JSON.stringify({
+      method: 'Runtime.consoleAPICalled',
+      params: { args: [{ type: 'object', objectId: '1' }] },
+    });
+    const exception = JSON.stringify({
+      method: 'Runtime.exceptionThrown',
+      params: { exceptionDetails: {} },
+      sessionId: SESSION,
+    });
+    // A heard event whose text names an unheard one is still heard: the method is Chromium's, written first.
+    const heard = [answer(1, 'ok', SESSION), event('{"method":"Runtime.consoleAPICalled"')];
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 30 }), (cuts) => {
+        expect(through([consoleCall, ...heard, exception], cuts)).toEqual(heard);
+      }),
+    );
+  });
+
   it('takes an answer larger than any event may be, up to the answer cap', () => {
     const large = answer(7, 'x'.repeat(300), SESSION);
     expect(through([large, event('y'.repeat(300))])).toEqual([large]);
@@ -97,7 +116,7 @@ describe('the DevTools message cap', () => {
   it('never hands on a byte of an oversized message, even the part read before it passed its cap', () => {
     const delivered: Buffer[] = [];
     const read = capMessages((chunk) => delivered.push(chunk), CAPS);
-    read(Buffer.from('{"method":"Runtime.consoleAPICalled","params":{"value":"'));
+    read(Buffer.from('{"method":"Network.requestWillBeSent","params":{"value":"'));
     read(Buffer.from('z'.repeat(150)));
     expect(delivered).toEqual([]);
     read(Buffer.from('z'.repeat(150)));
