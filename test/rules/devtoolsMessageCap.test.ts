@@ -57,35 +57,30 @@ const message = fc.oneof(
     .map(([value, session]) => event(value, session)),
 );
 
+/** Messages, and where the pipe cuts them into chunks. */
+const messagesAndCuts = fc.tuple(fc.array(message, { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 30 }));
+
 describe('the DevTools message cap', () => {
   it('passes every message within its cap byte for byte, however the pipe cuts them', () => {
     fc.assert(
-      fc.property(
-        fc.array(message, { maxLength: 12 }),
-        fc.array(fc.nat(), { maxLength: 30 }),
-        (messages, cuts) => {
-          const big = { answer: 10_000, event: 10_000 };
-          expect(through(messages, cuts, big)).toEqual(messages);
-        },
-      ),
+      fc.property(messagesAndCuts, ([messages, cuts]) => {
+        const big = { answer: 10_000, event: 10_000 };
+        expect(through(messages, cuts, big)).toEqual(messages);
+      }),
     );
   });
 
   it('replaces each oversized answer with an error answer to the same command and session, and drops oversized events', () => {
     fc.assert(
-      fc.property(
-        fc.array(message, { maxLength: 12 }),
-        fc.array(fc.nat(), { maxLength: 30 }),
-        (messages, cuts) => {
-          const expected = messages.flatMap((m) => {
-            const bytes = Buffer.byteLength(m);
-            const parsed = JSON.parse(m) as { id?: number; sessionId?: string };
-            if (parsed.id === undefined) return bytes > CAPS.event ? [] : [m];
-            return bytes > CAPS.answer ? [errorAnswer(parsed.id, parsed.sessionId)] : [m];
-          });
-          expect(through(messages, cuts)).toEqual(expected);
-        },
-      ),
+      fc.property(messagesAndCuts, ([messages, cuts]) => {
+        const expected = messages.flatMap((m) => {
+          const bytes = Buffer.byteLength(m);
+          const parsed = JSON.parse(m) as { id?: number; sessionId?: string };
+          if (parsed.id === undefined) return bytes > CAPS.event ? [] : [m];
+          return bytes > CAPS.answer ? [errorAnswer(parsed.id, parsed.sessionId)] : [m];
+        });
+        expect(through(messages, cuts)).toEqual(expected);
+      }),
     );
   });
 
