@@ -12,8 +12,9 @@ export const queueMessage = z.discriminatedUnion('kind', [
     /** How often a worker found no job item yet (the message is sent beside the item's write and may outrun it). */
     waited: z.number().int().min(0).optional(),
     /**
-     * Sent by the worker of a job it had started, to run it later (every renderer was busy): it may take the job
-     * although it is `running`. Other first deliveries may not (runJob.ts).
+     * Sent by a worker in place of a delivery that could take the job although it is `running` (one that started it
+     * and found every renderer busy, or a redelivery that found no free slot): it keeps that right. Other first
+     * deliveries do not have it (runJob.ts).
      */
     resume: z.boolean().optional(),
   }),

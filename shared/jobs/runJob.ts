@@ -68,7 +68,8 @@ export interface RunJobDeps extends RefundDeps {
  * redelivery, `receiveCount` above 1) runs it again, and nothing is charged twice because nothing is charged at the
  * end of a success. A first delivery that finds the job running leaves it to the delivery running it: that is a
  * second message for the job (the stranded-jobs sweep's, for a job that waited in a queue backlog), and the running
- * delivery's own message comes back should its worker die. Only the worker's own `resume` message may take it.
+ * delivery's own message comes back should its worker die. A message a worker sends in place of a delivery that could
+ * take the job (`resume`) may take it too.
  */
 export function runJob(deps: RunJobDeps) {
   return async (
@@ -118,11 +119,16 @@ export function runJob(deps: RunJobDeps) {
       });
       return;
     }
+    // This delivery may take the job although it is running; a message it sends in its place keeps that right.
+    const restart = receiveCount > 1 || resume;
     await deps.admission.run(accountId, async () => {
       const deadline = deps.now() + deps.captureBudgetMs;
       const lease = await deps.captureSlots.acquire(accountId, deps.now(), deadline);
       if (lease === undefined) {
-        await deps.queue.send([{ kind: 'capture', accountId, jobId }], NO_SLOT_DELAY_SECONDS);
+        await deps.queue.send(
+          [{ kind: 'capture', accountId, jobId, ...(restart ? { resume: true } : {}) }],
+          NO_SLOT_DELAY_SECONDS,
+        );
         await keepFromSweep(job);
         return;
       }
@@ -130,7 +136,7 @@ export function runJob(deps: RunJobDeps) {
       // capture does (slotPenalty.ts).
       let penaltyUntil: number | undefined;
       try {
-        const running = await deps.jobs.start(accountId, jobId, deps.now(), receiveCount > 1 || resume);
+        const running = await deps.jobs.start(accountId, jobId, deps.now(), restart);
         if (!running) return;
         let result: StoredResult;
         const startedAt = deps.now();

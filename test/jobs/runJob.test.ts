@@ -292,6 +292,23 @@ describe('a queued job', () => {
     expect(await credits.balance(ACCOUNT)).toBe(9);
   });
 
+  it('restarts a job whose worker died, through a wait for a slot: the message it sends again may take it', async () => {
+    const { job } = await accepted('https://a.test/page');
+    // Its first worker started it and died: the job stays running, its message comes back.
+    await jobs.start(ACCOUNT, job.id, Date.now(), false);
+    const held = await slots.acquire(ACCOUNT, Date.now(), Date.now() + 60_000);
+    await run(ACCOUNT, job.id, 2);
+    expect(queue.sent).toEqual([
+      {
+        message: { kind: 'capture', accountId: ACCOUNT, jobId: job.id, resume: true },
+        delaySeconds: NO_SLOT_DELAY_SECONDS,
+      },
+    ]);
+    await slots.release(ACCOUNT, (held as SlotLease).leaseId);
+    await run(ACCOUNT, job.id, 1, 0, true);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'succeeded' });
+  });
+
   it('waits for a free slot: sent again with a delay, still queued, never refused', async () => {
     const { job } = await accepted('https://a.test/page');
     const held = await slots.acquire(ACCOUNT, Date.now(), Date.now() + 60_000);
