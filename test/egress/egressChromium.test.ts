@@ -131,6 +131,12 @@ beforeAll(async () => {
       pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') done() };
       pc.createOffer().then((offer) => pc.setLocalDescription(offer));
       setTimeout(done, 4000);`),
+    // HTTP/3 over UDP, which no HTTP proxy carries; without the egress flags Chromium sends the canary datagrams.
+    '/webtransport': script(`
+      new WebTransport('https://${canary.host}:${canary.udpPort}/').ready.then(
+        () => { document.title = 'open' },
+        () => { document.title = 'failed' },
+      );`),
     '/file-iframe': html(
       `<iframe src="file://${fileMarker}" onload="document.title='frame-event'"></iframe>`,
     ),
@@ -293,6 +299,12 @@ describe('Chromium behind the egress proxy', () => {
   it('sends no UDP to a STUN server on a private address', async () => {
     const page = await open('/webrtc');
     await waitForTitle(page, (t) => t === 'gathered');
+    expectCanaryUntouched();
+  });
+
+  it('sends no UDP for a WebTransport session to a private address', async () => {
+    const page = await open('/webtransport');
+    expect(await waitForTitle(page, (t) => t !== 'start')).toBe('failed');
     expectCanaryUntouched();
   });
 });
