@@ -31,8 +31,21 @@ let apiKey: string;
 /** Cookie headers the server saw, per path. */
 const cookiesSeen: Record<string, (string | undefined)[]> = {};
 let cachedHits = 0;
-/** What /options and /options-read saw of the customer's header and cookie. */
-const optionsSeen: { header: string | undefined; cookie: string | undefined }[] = [];
+/** What /options and /options-read saw of the customer's header and cookie, and of the browser's identity. */
+const optionsSeen: {
+  header: string | undefined;
+  cookie: string | undefined;
+  agent: string | undefined;
+  language: string | undefined;
+}[] = [];
+const optionsSeenOf = (req: import('node:http').IncomingMessage) => ({
+  header: req.headers['x-left-behind'] as string | undefined,
+  cookie: req.headers.cookie,
+  agent: req.headers['user-agent'],
+  language: req.headers['accept-language'],
+});
+/** The identity the first capture of "capture options between captures" asks for; the next tab is prepared with it. */
+const LEFT_BEHIND_AGENT = 'LeftBehind/1.0 (isolation test)';
 let beacons = 0;
 let swScriptHits = 0;
 /** The server-side connection each request to /connection came on, numbered. */
@@ -136,10 +149,7 @@ beforeAll(async () => {
       res.end(`self.addEventListener('fetch', (e) => e.respondWith(fetch(e.request)))`);
     },
     '/options': (req, res) => {
-      optionsSeen.push({
-        header: req.headers['x-left-behind'] as string | undefined,
-        cookie: req.headers.cookie,
-      });
+      optionsSeen.push(optionsSeenOf(req));
       res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><p>options');
     },
     '/options-beacon': (_, res) => {
@@ -147,13 +157,14 @@ beforeAll(async () => {
       res.writeHead(204).end();
     },
     '/options-read': (req, res) => {
-      optionsSeen.push({
-        header: req.headers['x-left-behind'] as string | undefined,
-        cookie: req.headers.cookie,
-      });
+      optionsSeen.push(optionsSeenOf(req));
       res
         .writeHead(200, { 'Content-Type': 'text/html' })
-        .end(verdictPage('return window.leftBehind === undefined && document.cookie === ""'));
+        .end(
+          verdictPage(
+            `return window.leftBehind === undefined && document.cookie === "" && !navigator.userAgent.includes("LeftBehind") && navigator.language === "en-US"`,
+          ),
+        );
     },
     '/connection': (req, res) => {
       const socket = req.socket;
@@ -228,24 +239,36 @@ describe('state between captures', () => {
 });
 
 describe('capture options between captures', () => {
-  it('leaves no cookie, header or script of one capture in the next', async () => {
+  it('leaves no cookie, header, script or identity of one capture in the next', async () => {
     const response = await harness.shoot(apiKey, {
       url: `${site.origin}/options`,
       width: 320,
       height: 320,
       headers: { 'X-Left-Behind': 'yes' },
       cookies: [{ name: 'given', value: 'yes' }],
+      // The next capture's tab is prepared with this capture's identity (callers tend to repeat their settings): one
+      // that asks for none must get the browser's own back.
+      userAgent: LEFT_BEHIND_AGENT,
+      locale: 'de-DE',
       // A script that would keep running and a global it leaves, were the page or context reused.
       js: 'window.leftBehind = true; setInterval(() => fetch("/options-beacon"), 50);',
       delay: 300,
     });
     expect(response.status).toBe(200);
-    expect(optionsSeen.at(-1)).toEqual({ header: 'yes', cookie: 'given=yes' });
+    expect(optionsSeen.at(-1)).toMatchObject({
+      header: 'yes',
+      cookie: 'given=yes',
+      agent: LEFT_BEHIND_AGENT,
+    });
+    expect(optionsSeen.at(-1)?.language).toMatch(/^de-DE/);
     const beaconsBefore = beacons;
     expect(beaconsBefore).toBeGreaterThan(0);
 
     expect(near(await captureColour('/options-read', 300), GREEN)).toBe(true);
-    expect(optionsSeen.at(-1)).toEqual({ header: undefined, cookie: undefined });
+    expect(optionsSeen.at(-1)).toMatchObject({ header: undefined, cookie: undefined });
+    expect(optionsSeen.at(-1)?.agent).toMatch(/Chrome\/\d+/);
+    expect(optionsSeen.at(-1)?.agent).not.toContain('LeftBehind');
+    expect(optionsSeen.at(-1)?.language).toMatch(/^en-US/);
     // The first capture's page is gone: its interval sends nothing more.
     const settled = beacons;
     await new Promise((resolve) => setTimeout(resolve, 300));
