@@ -32,6 +32,8 @@ export interface RendererFunctionProps {
   purpose: string;
   /** Captures it runs at once: its part of the capture capacity (docs/api.md 6.5). */
   reservedConcurrency: number;
+  /** Instances of its live alias Lambda keeps initialised (browser launched): none when 0. */
+  provisionedConcurrency: number;
   sourceMaps: boolean;
   liveAlias: string;
 }
@@ -87,6 +89,9 @@ export class RendererFunction extends Construct {
     this.alias = new lambda.Alias(this, 'Live', {
       aliasName: props.liveAlias,
       version: this.fn.currentVersion,
+      ...(props.provisionedConcurrency > 0
+        ? { provisionedConcurrentExecutions: props.provisionedConcurrency }
+        : {}),
     });
     Validations.of(this.fn).acknowledge({
       id: 'AwsSolutions-L1',

@@ -52,6 +52,13 @@ const settingsFile = z
      * at least 100 plus the reservations of every stack in the account and region.
      */
     screenshotReservedConcurrency: count(1, 50),
+    /**
+     * Shared renderer instances Lambda keeps initialised (provisioned concurrency on its live alias): a capture one
+     * of them takes has no cold start, its browser having been launched in the instance's init. Each is billed all
+     * the time, used or not (docs/performance.md, "Cost per 1,000"); 0, the default, provisions none. At most the
+     * shared renderer's reserved concurrency.
+     */
+    rendererProvisionedConcurrency: count(0, 0),
     /** Web ACL rate rules: requests per 5 minutes from one IP address, and with one Authorization value. */
     wafRequestsPerIp: count(10, 1000),
     wafRequestsPerCredential: count(10, 300),
@@ -113,6 +120,19 @@ const settingsFile = z
         (t) => t !== undefined && t.rateLimit <= s.apiRateLimit && t.burstLimit <= s.apiBurstLimit,
       ),
     { message: 'routeThrottles cannot exceed apiRateLimit/apiBurstLimit' },
+  )
+  .refine(
+    (s) => s.rendererProvisionedConcurrency <= capacityOfReserved(s.screenshotReservedConcurrency).shared,
+    {
+      error: (issue) => {
+        const { screenshotReservedConcurrency: reserved } = issue.input as {
+          screenshotReservedConcurrency: number;
+        };
+        return `rendererProvisionedConcurrency cannot exceed the shared renderer's reserved concurrency (${
+          capacityOfReserved(reserved).shared
+        } with screenshotReservedConcurrency ${reserved})`;
+      },
+    },
   )
   .refine((s) => !s.production || s.alarmEmails.length > 0 || s.alarmTopicArn !== undefined, {
     message:

@@ -236,7 +236,12 @@ export class ScreenshotServiceStack extends Stack {
     // Their reserved concurrencies are the capture capacity, shared fairly (docs/api.md 6.5): anyone's capture runs
     // on the shared renderer, a newcomer's on the headroom renderer when the shared one is full.
     const reserved = reservedConcurrencies(settings);
-    const renderer = (id: string, purpose: string, reservedConcurrency: number) =>
+    const renderer = (
+      id: string,
+      purpose: string,
+      reservedConcurrency: number,
+      provisionedConcurrency: number,
+    ) =>
       new RendererFunction(this, id, {
         projectRoot: PROJECT_ROOT,
         runtime: RUNTIME,
@@ -245,11 +250,18 @@ export class ScreenshotServiceStack extends Stack {
         serviceName: this.stackName,
         purpose,
         reservedConcurrency,
+        provisionedConcurrency,
         sourceMaps: settings.sourceMaps,
         liveAlias: LIVE_ALIAS,
       });
-    this.renderer = renderer('Renderer', 'shared capacity', reserved.sharedRenderer);
-    this.headroomRenderer = renderer('HeadroomRenderer', 'headroom', reserved.headroomRenderer);
+    // Only the shared renderer is kept warm on request: the headroom one serves newcomers when the shared one is full.
+    this.renderer = renderer(
+      'Renderer',
+      'shared capacity',
+      reserved.sharedRenderer,
+      settings.rendererProvisionedConcurrency,
+    );
+    this.headroomRenderer = renderer('HeadroomRenderer', 'headroom', reserved.headroomRenderer, 0);
 
     const functions = new Map<RouteDefinition['handler'], NodejsFunction>();
     const aliases = new Map<RouteDefinition['handler'], lambda.Alias>();

@@ -37,6 +37,16 @@ describe('parseSettings', () => {
     expect(() => parse({ screenshotRateLimit: 500 })).toThrow(/cannot exceed/);
   });
 
+  it('provisions no renderer by default, and never more than the shared renderer reserves', () => {
+    expect(parse({}).rendererProvisionedConcurrency).toBe(0);
+    expect(parse({ rendererProvisionedConcurrency: 45 }).rendererProvisionedConcurrency).toBe(45);
+    // 50 reserved: 45 for the shared renderer, 5 for the headroom.
+    expect(() => parse({ rendererProvisionedConcurrency: 46 })).toThrow(
+      /rendererProvisionedConcurrency cannot exceed the shared renderer's reserved concurrency \(45 with screenshotReservedConcurrency 50\)/,
+    );
+    expect(() => parse({ rendererProvisionedConcurrency: -1 })).toThrow(/rendererProvisionedConcurrency/);
+  });
+
   it('refuses a production environment nobody receives alarms from', () => {
     expect(() => parse({ production: true })).toThrow(/alarmEmails or alarmTopicArn/);
     expect(

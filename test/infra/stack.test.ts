@@ -879,6 +879,21 @@ describe('Capacity', () => {
     });
   });
 
+  it('keeps as many shared renderers initialised as configured, on their live alias, and no headroom renderer', () => {
+    const aliasOf = (renderer: typeof synth.stack.renderer) =>
+      synth.resources[synth.stack.getLogicalId(renderer.alias.node.defaultChild as CfnResource)];
+    expect(TEST_SETTINGS.rendererProvisionedConcurrency).toBe(2);
+    expect(aliasOf(synth.stack.renderer)?.Properties.ProvisionedConcurrencyConfig).toEqual({
+      ProvisionedConcurrentExecutions: 2,
+    });
+    expect(aliasOf(synth.stack.headroomRenderer)?.Properties.ProvisionedConcurrencyConfig).toBeUndefined();
+    // Nothing else is kept warm: the fronts carry no browser and start in a fraction of the renderer's time.
+    const provisioned = ofType(synth.resources, 'AWS::Lambda::Alias').filter(
+      ([, alias]) => alias.Properties.ProvisionedConcurrencyConfig !== undefined,
+    );
+    expect(provisioned).toHaveLength(1);
+  });
+
   it('keeps no capacity setting in any environment: no DynamoDB item decides it', () => {
     for (const [, fn] of ofType(synth.resources, 'AWS::Lambda::Function')) {
       const variables = ((fn.Properties.Environment as Json | undefined)?.Variables ?? {}) as Json;

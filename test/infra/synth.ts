@@ -20,6 +20,7 @@ export const TEST_SETTINGS: DeploymentSettings = parseSettings(
     rateLimitPerHour: 250,
     freeCredits: 7,
     screenshotReservedConcurrency: 40,
+    rendererProvisionedConcurrency: 2,
     wafRequestsPerIp: 900,
     wafRequestsPerCredential: 240,
     maxConcurrentCaptures: 6,
