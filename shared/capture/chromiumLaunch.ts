@@ -4,6 +4,7 @@ import puppeteer, { type Browser } from 'puppeteer-core';
 import { allowedVariables } from '../allowedVariables';
 import { logger } from '../logger';
 import { type BrowserBundle, browserBundle } from './browserBundle';
+import { NO_SANDBOX_FLAGS, sandboxChoice } from './chromiumSandbox';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { capDevToolsMessages } from './devtoolsMessageCap';
 import { chromiumExecutable } from './packedChromium';
@@ -50,8 +51,10 @@ const EXTRA_FLAGS = [
   '--disable-blink-features=AutomationControlled',
 ];
 
-export function chromiumArgs(extra: string[] = []): string[] {
-  return [...chromium.args.filter((flag) => !REFUSED_FLAGS.has(flag)), ...EXTRA_FLAGS, ...extra];
+/** Our flags, plus `extra`; with `sandboxed`, without the flags that turn Chromium's sandbox off (chromiumSandbox.ts). */
+export function chromiumArgs(extra: string[] = [], sandboxed = false): string[] {
+  const refused = sandboxed ? new Set([...REFUSED_FLAGS, ...NO_SANDBOX_FLAGS]) : REFUSED_FLAGS;
+  return [...chromium.args.filter((flag) => !refused.has(flag)), ...EXTRA_FLAGS, ...extra];
 }
 
 /**
@@ -90,33 +93,57 @@ export interface LaunchedChromium {
   browser: Browser;
   /** Removed once the browser disconnects (closed or crashed); the renderer also sweeps it between captures. */
   tempDir: ChromiumTempDir;
+  /** Whether it runs with its own sandbox (chromiumSandbox.ts). */
+  sandboxed: boolean;
 }
 
+/** Once Chromium said it cannot have its sandbox on this machine, this process's later launches do not ask again. */
+let sandboxRefused = false;
+
 /**
- * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), a short environment with our fonts, a
- * temp folder of its own under the caller's TMPDIR, so that what Chromium leaves there goes with the browser, and no
- * service workers.
+ * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), its own sandbox where it can have one
+ * (`uid` is the user it runs as), a short environment with our fonts, a temp folder of its own under the caller's
+ * TMPDIR, so that what Chromium leaves there goes with the browser, and no service workers.
  */
 export async function launchChromium(
   extraArgs: string[] = [],
   env: NodeJS.ProcessEnv = process.env,
+  uid: number | undefined = process.getuid?.(),
 ): Promise<LaunchedChromium> {
+  const choice = sandboxChoice(env, uid);
+  const sandboxed = choice === 'on' || (choice === 'auto' && !sandboxRefused);
   try {
-    return await launchOnce(extraArgs, env);
+    return await launchOnce(extraArgs, env, sandboxed);
   } catch (error) {
     // Now and then, on a loaded machine, Chromium dies while it starts ("Target closed" before its first command):
     // it is started once more, from a new temp folder, before the capture fails for it.
     logger.warn('Chromium did not start; starting it once more', { error: error as Error });
-    return launchOnce(extraArgs, env);
+    try {
+      return await launchOnce(extraArgs, env, sandboxed);
+    } catch (again) {
+      if (!sandboxed || choice !== 'auto') throw again;
+      // Twice: the machine does not let Chromium set its sandbox up (unprivileged user namespaces off, by a kernel
+      // setting or AppArmor; Chromium says why on its stderr, which DevTools over a pipe does not show).
+      sandboxRefused = true;
+      logger.warn(
+        'Chromium did not start with its sandbox; this process runs it without one (CHROMIUM_SANDBOX=off skips the attempt, =on insists)',
+        { error: again as Error },
+      );
+      return launchOnce(extraArgs, env, false);
+    }
   }
 }
 
-async function launchOnce(extraArgs: string[], env: NodeJS.ProcessEnv): Promise<LaunchedChromium> {
+async function launchOnce(
+  extraArgs: string[],
+  env: NodeJS.ProcessEnv,
+  sandboxed: boolean,
+): Promise<LaunchedChromium> {
   const tempDir = await createChromiumTempDir(env.TMPDIR ?? tmpdir());
   try {
     const browser = await puppeteer.launch({
       executablePath: await chromiumExecutable(env),
-      args: chromiumArgs(extraArgs),
+      args: chromiumArgs(extraArgs, sandboxed),
       headless: 'shell',
       env: chromiumEnvironment(env, tempDir.path),
       acceptInsecureCerts: false,
@@ -150,7 +177,7 @@ async function launchOnce(extraArgs: string[], env: NodeJS.ProcessEnv): Promise<
       await browser.close();
       throw error;
     });
-    return { browser, tempDir };
+    return { browser, tempDir, sandboxed };
   } catch (error) {
     await tempDir.remove();
     throw error;
