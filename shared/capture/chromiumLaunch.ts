@@ -97,8 +97,11 @@ export interface LaunchedChromium {
   sandboxed: boolean;
 }
 
-/** Once Chromium said it cannot have its sandbox on this machine, this process's later launches do not ask again. */
-let sandboxRefused = false;
+/**
+ * Chromium builds that could not start with their sandbox here (CHROMIUM_PATH, or '' for the bundle's): this process
+ * does not ask them again.
+ */
+const sandboxRefused = new Set<string>();
 
 /**
  * Chromium as we run it: our flags plus `extraArgs` (the egress proxy's), its own sandbox where it can have one
@@ -111,7 +114,8 @@ export async function launchChromium(
   uid: number | undefined = process.getuid?.(),
 ): Promise<LaunchedChromium> {
   const choice = sandboxChoice(env, uid);
-  const sandboxed = choice === 'on' || (choice === 'auto' && !sandboxRefused);
+  const build = env.CHROMIUM_PATH ?? '';
+  const sandboxed = choice === 'on' || (choice === 'auto' && !sandboxRefused.has(build));
   try {
     return await launchOnce(extraArgs, env, sandboxed);
   } catch (error) {
@@ -124,7 +128,7 @@ export async function launchChromium(
       if (!sandboxed || choice !== 'auto') throw again;
       // Twice: the machine does not let Chromium set its sandbox up (unprivileged user namespaces off, by a kernel
       // setting or AppArmor; Chromium says why on its stderr, which DevTools over a pipe does not show).
-      sandboxRefused = true;
+      sandboxRefused.add(build);
       logger.warn(
         'Chromium did not start with its sandbox; this process runs it without one (CHROMIUM_SANDBOX=off skips the attempt, =on insists)',
         { error: again as Error },
