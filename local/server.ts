@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { SANDBOX_SUMMARY, sandboxChoice } from '../shared/capture/chromiumSandbox';
 import { readServiceConfig } from '../shared/config';
 import { exitUnlessSupportedNode } from './supportedNode';
 
@@ -11,6 +12,8 @@ const dataDir = resolve(process.env.DATA_DIR || '.data');
 // Business metrics are CloudWatch EMF lines, for Lambda's log shipping; on a terminal they would only be noise.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const port = Number(process.env.PORT || 3000);
+// Read before anything starts: a CHROMIUM_SANDBOX that is not on, off or auto stops npm start with its reason.
+const sandbox = sandboxChoice(process.env, process.getuid?.());
 
 const service = await startLocalService({ dataDir, port });
 const demoToken = service.idp.mintToken('demo');
@@ -23,6 +26,7 @@ Node.js:          ${process.version}
 Dashboard:        ${service.url}/   (sign in with any account id)
 API description:  ${service.url}/api/openapi.json
 Data:             ${dataDir}
+Chromium sandbox: ${SANDBOX_SUMMARY[sandbox]}
 
 Rate limit:       ${rateLimitPerHour} screenshot requests per account per hour (for local trials, raise it: RATE_LIMIT_PER_HOUR=10000 npm start)
 

@@ -17,6 +17,13 @@ export const NO_SANDBOX_FLAGS = ['--no-sandbox', '--no-zygote'] as const;
  */
 export type SandboxChoice = 'on' | 'auto' | 'off';
 
+/** What `npm start` says of each choice, so a developer knows whether a page that escapes its renderer is confined. */
+export const SANDBOX_SUMMARY: Record<SandboxChoice, string> = {
+  auto: "Chromium's own sandbox wherever this machine allows it (CHROMIUM_SANDBOX=auto; a warning in the log when not)",
+  on: "Chromium's own sandbox, required (CHROMIUM_SANDBOX=on: a browser that cannot have it does not start)",
+  off: 'none: CHROMIUM_SANDBOX=off or running as root, so a page that escapes its renderer runs as this user',
+};
+
 export function sandboxChoice(env: NodeJS.ProcessEnv, uid: number | undefined): SandboxChoice {
   const asked = env.CHROMIUM_SANDBOX;
   if (asked === 'on' || asked === 'off') return asked;

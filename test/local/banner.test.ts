@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_SUMMARY } from '../../shared/capture/chromiumSandbox';
 import { unusedPort } from '../helpers/pageServer';
 
 /** What `npm start` prints once it is ready, with a DATA_DIR of its own. */
@@ -43,7 +44,40 @@ describe('the npm start banner', () => {
     expect(banner).toMatch(/100 screenshot requests per account per hour.*RATE_LIMIT_PER_HOUR=\d+ npm start/);
   });
 
+  it("says whether pages run in Chromium's own sandbox", () => {
+    // As root (CI) Chromium refuses its sandbox; any other user gets it where the machine allows it.
+    expect(banner).toContain(
+      `Chromium sandbox: ${SANDBOX_SUMMARY[process.getuid?.() === 0 ? 'off' : 'auto']}`,
+    );
+  });
+
   it('gives the token command with the DATA_DIR the server uses', () => {
     expect(banner).toContain(`DATA_DIR=${dataDir} npm run --silent token -- <accountId>`);
   });
+});
+
+describe('npm start with a CHROMIUM_SANDBOX it does not know', () => {
+  it('stops before serving, and says which values it takes', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'local/server.ts'], {
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        PORT: String(await unusedPort()),
+        CHROMIUM_SANDBOX: 'maybe',
+        POWERTOOLS_LOG_LEVEL: 'SILENT',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).not.toBe(0);
+    expect(output).toContain('CHROMIUM_SANDBOX must be on, off or auto, not "maybe"');
+    expect(output).not.toContain('listening');
+  }, 60_000);
 });
