@@ -55,7 +55,7 @@ const settingsFile = z
     /**
      * Shared renderer instances Lambda keeps initialised (provisioned concurrency on its live alias): a capture one
      * of them takes has no cold start, its browser having been launched in the instance's init. Each is billed all
-     * the time, used or not (docs/performance.md, "Cost per 1,000"); 0, the default, provisions none. At most the
+     * the time, used or not (docs/deploy.md, "Costs"); 0, the default, provisions none. At most the
      * shared renderer's reserved concurrency.
      */
     rendererProvisionedConcurrency: count(0, 0),
