@@ -1,8 +1,8 @@
 import { CaptureFailedError } from '../errors';
-import { MAX_ANSWER_BYTES } from './rendererProtocol';
+import { MAX_ANSWER_BYTES, tooLargeToDeliver } from './rendererProtocol';
 
 /** What a renderer answers for an image heavier than the front takes: the page's failure, not ours. */
-export const IMAGE_TOO_LARGE = `The image is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
+export const IMAGE_TOO_LARGE = tooLargeToDeliver('image');
 
 /**
  * The most an image may weigh, at worst, to be taken in one screenshot without measuring it first. Chromium holds a

@@ -2,10 +2,10 @@ import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { firstPages, pdfPageCount } from './pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureResult, MAX_PDF_PAGES, type PdfOptions } from './renderer';
-import { MAX_ANSWER_BYTES } from './rendererProtocol';
+import { MAX_ANSWER_BYTES, tooLargeToDeliver } from './rendererProtocol';
 
 /** A printed document heavier than the front takes: the page's failure. */
-export const PDF_TOO_LARGE = `The PDF is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
+export const PDF_TOO_LARGE = tooLargeToDeliver('PDF');
 
 /** Puppeteer's default templates show the date and title; a template the caller did not give shows nothing. */
 const EMPTY_TEMPLATE = '<span></span>';

@@ -40,6 +40,11 @@ export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT
  */
 export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
+/** What a renderer answers for an output (`what`: an image, a PDF) heavier than MAX_ANSWER_BYTES: the page's failure. */
+export function tooLargeToDeliver(what: string): string {
+  return `The ${what} is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, more than the service can deliver`;
+}
+
 const metadataText = z.string().max(MAX_METADATA_TEXT).nullable();
 const metadataProperties = z
   .record(z.string().max(MAX_METADATA_TEXT), z.string().max(MAX_METADATA_TEXT))
