@@ -13,17 +13,23 @@ let dataDir: string;
 let server: ChildProcess | undefined;
 let banner = '';
 
-beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'screenshot-banner-'));
-  server = spawn(process.execPath, ['--import', 'tsx', 'local/server.ts'], {
+/** `npm start` (its entry, as npm runs it) on a free port with this file's DATA_DIR, and `extra` in its environment. */
+async function startServer(extra: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe'): Promise<ChildProcess> {
+  return spawn(process.execPath, ['--import', 'tsx', 'local/server.ts'], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,
       PORT: String(await unusedPort()),
       POWERTOOLS_LOG_LEVEL: 'SILENT',
+      ...extra,
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', stderr],
   });
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'screenshot-banner-'));
+  server = await startServer({}, 'inherit');
   server.stdout?.setEncoding('utf8');
   for await (const chunk of server.stdout as AsyncIterable<string>) {
     banner += chunk;
@@ -58,16 +64,7 @@ describe('the npm start banner', () => {
 
 describe('npm start with a CHROMIUM_SANDBOX it does not know', () => {
   it('stops before serving, and says which values it takes', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/server.ts'], {
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        PORT: String(await unusedPort()),
-        CHROMIUM_SANDBOX: 'maybe',
-        POWERTOOLS_LOG_LEVEL: 'SILENT',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = await startServer({ CHROMIUM_SANDBOX: 'maybe' }, 'pipe');
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
