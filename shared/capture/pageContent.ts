@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { withinMetadataBudget } from './metadataBudget';
 import type { IsolatedWorld } from './pageScripts';
 import {
   type ContentFormat,
@@ -132,5 +133,5 @@ export async function pageMetadata(
   navigation: { finalUrl: string | null; statusCode: number | null },
 ): Promise<PageMetadata> {
   const head = await world.evaluate<Omit<PageMetadata, 'finalUrl' | 'statusCode'>>(METADATA);
-  return { ...head, finalUrl: navigation.finalUrl, statusCode: navigation.statusCode };
+  return withinMetadataBudget({ ...head, finalUrl: navigation.finalUrl, statusCode: navigation.statusCode });
 }

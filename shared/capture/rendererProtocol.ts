@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_METADATA_BYTES, metadataBytes } from './metadataBudget';
 import { type CaptureResult, type CaptureSpec, MAX_METADATA_PROPERTIES, MAX_METADATA_TEXT } from './renderer';
 
 /**
@@ -24,15 +25,10 @@ export const renderRequestSchema = z.object({
 /** The longest failure reason the front passes on to the customer. */
 const MAX_REASON_LENGTH = 500;
 /**
- * A header longer than this is garbage, whatever it says. Its largest honest content is the page's metadata, which
- * the page controls within the bounds of renderer.ts (applied in pageContent.ts): two objects of MAX_METADATA_PROPERTIES keys and values and a
- * few more strings, each at most MAX_METADATA_TEXT characters (up to 6 bytes each once escaped as JSON), and the
- * final URL, up to Chromium's 2 MiB.
+ * A header longer than this is garbage, whatever it says. Its largest honest content is the page's metadata, at most
+ * MAX_METADATA_BYTES as JSON (metadataBudget.ts).
  */
-const METADATA_STRINGS = 2 * 2 * MAX_METADATA_PROPERTIES + 8;
-/** The longest URL Chromium navigates to: a page's final URL, after redirects, is at most this long. */
-const MAX_FINAL_URL_LENGTH = 2 * 1024 * 1024;
-export const MAX_HEADER_BYTES = 64 * 1024 + METADATA_STRINGS * MAX_METADATA_TEXT * 6 + MAX_FINAL_URL_LENGTH;
+export const MAX_HEADER_BYTES = 64 * 1024 + MAX_METADATA_BYTES;
 /**
  * The most an answer's image may weigh: above what real pages make at the largest size the spec allows (an 11,520 x
  * 16,384 full page, 3,840 px at scale 3), and far below the front's memory, so a taken-over renderer cannot exhaust
@@ -51,17 +47,19 @@ const metadataProperties = z
   .refine((properties) => Object.keys(properties).length <= MAX_METADATA_PROPERTIES);
 
 /** What the page said about itself, in the shape and bounds pageContent.ts gives it, and nothing else. */
-const pageMetadataSchema = z.strictObject({
-  title: metadataText,
-  description: metadataText,
-  lang: metadataText,
-  canonicalUrl: metadataText,
-  finalUrl: z.string().max(MAX_FINAL_URL_LENGTH).nullable(),
-  statusCode: z.number().int().min(100).max(999).nullable(),
-  favicon: metadataText,
-  openGraph: metadataProperties,
-  twitter: metadataProperties,
-});
+const pageMetadataSchema = z
+  .strictObject({
+    title: metadataText,
+    description: metadataText,
+    lang: metadataText,
+    canonicalUrl: metadataText,
+    finalUrl: z.string().max(MAX_METADATA_BYTES).nullable(),
+    statusCode: z.number().int().min(100).max(999).nullable(),
+    favicon: metadataText,
+    openGraph: metadataProperties,
+    twitter: metadataProperties,
+  })
+  .refine((metadata) => metadataBytes(metadata) <= MAX_METADATA_BYTES);
 
 /**
  * The header, as the front validates it: a renderer may have been taken over, so its answer is checked like any

@@ -33,8 +33,8 @@ export interface StoredResult {
   etag: string;
   creditsCharged: number;
   /**
-   * The page's metadata was asked for and is stored beside the image (ImageStore.pageMetadata), never in the item: a
-   * page can make it larger than an item may be (a URL of megabytes, 128 properties of 2,048 characters).
+   * The page's metadata was asked for and is stored beside the image (ImageStore.pageMetadata), as a cached capture's
+   * is, never in the item: up to 16 KiB (metadataBudget.ts) the job's every read and write would pay for.
    */
   metadataStored?: true;
 }

@@ -159,7 +159,7 @@ export const pageMetadata = z
     lang: nullableText('The lang attribute of the html element'),
     canonicalUrl: nullableText('The canonical link, absolute'),
     finalUrl: nullableText(
-      'Where the page ended up after redirects; null for an html document that did not navigate elsewhere',
+      'Where the page ended up after redirects; null for an html document that did not navigate elsewhere, and for an address too long for the metadata budget',
     ),
     statusCode: z
       .number()
@@ -170,7 +170,11 @@ export const pageMetadata = z
     openGraph: properties('og: properties, keyed without the prefix'),
     twitter: properties('twitter: properties, keyed without the prefix'),
   })
-  .meta({ id: 'PageMetadata', description: 'What the rendered page says about itself (metadata: true)' });
+  .meta({
+    id: 'PageMetadata',
+    description:
+      'What the rendered page says about itself (metadata: true): at most 16 KiB as JSON, its first properties kept',
+  });
 
 export const imageLink = z
   .object({

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_METADATA_BYTES, metadataBytes } from '../../shared/capture/metadataBudget';
+import type { PageMetadata } from '../../shared/capture/renderer';
 import { ARTICLE_HEADING, ARTICLE_ROUTES } from '../helpers/articlePages';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
@@ -124,13 +126,17 @@ describe('metadata', () => {
     expect(metadata.openGraph).toEqual({});
   });
 
-  it('bounds what a hostile page puts in it: 2,048 characters a string, 64 properties an object', async () => {
+  it('bounds what a hostile page puts in it: 2,048 characters a string, 16 KiB in all, its first properties kept', async () => {
     const answer = await shoot({ url: `${site.origin}/swollen`, response: 'json', metadata: true });
     expect(answer.status, answer.body.toString('utf8').slice(0, 300)).toBe(200);
-    const metadata = answer.json().metadata as { title: string; openGraph: Record<string, string> };
-    expect(metadata.title).toHaveLength(2048);
-    expect(Object.keys(metadata.openGraph)).toHaveLength(64);
-    for (const value of Object.values(metadata.openGraph)) expect(value).toHaveLength(2048);
+    const metadata = answer.json().metadata as PageMetadata;
+    expect(metadataBytes(metadata)).toBeLessThanOrEqual(MAX_METADATA_BYTES);
+    expect(metadata.title).toBe('T'.repeat(2048));
+    const kept = Object.keys(metadata.openGraph);
+    expect(kept.length).toBeGreaterThan(4);
+    expect(kept).toEqual(kept.map((_, i) => `p${i}`));
+    for (const value of Object.values(metadata.openGraph)) expect(value).toBe('v'.repeat(2048));
+    expect(metadata.twitter).toEqual({});
   });
 
   it('comes back from the cache as it was captured', async () => {

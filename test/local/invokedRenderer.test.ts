@@ -178,6 +178,13 @@ describe('a renderer that answers as the protocol says', () => {
     for (const bent of [
       { ...metadata, title: { nested: ['script'] } },
       { ...metadata, title: 'x'.repeat(MAX_METADATA_TEXT + 1) },
+      // Each string within its bound, the whole over its budget (views of many jobs carry it).
+      {
+        ...metadata,
+        openGraph: Object.fromEntries(
+          Array.from({ length: 16 }, (_, i) => [`p${i}`, 'x'.repeat(MAX_METADATA_TEXT)]),
+        ),
+      },
       { ...metadata, openGraph: { image: 5 } },
       { ...metadata, extra: 'field' },
     ]) {
