@@ -26,6 +26,30 @@ const TEXT_TOO_LARGE =
   `The page's Markdown is larger than ${MAX_INLINE_TEXT_BYTES / 1024 / 1024} MiB, more than a tool answers with; ` +
   'POST /api/screenshot with format "markdown" returns it';
 
+/** A JSON text that is an array: a JSON-RPC batch. */
+const JSON_ARRAY = /^[ \t\n\r]*\[/;
+
+/**
+ * A JSON-RPC batch is refused before any of its messages is read (MCP 2025-06-18 has no batches). Its calls would
+ * share one answer: a client that hung up after reading the first results (the links of a PDF and an image at the
+ * start of a Markdown padded to megabytes) would keep them, and have every call given back as undelivered. And the
+ * SDK answers one message per id, so a repeated id would run a capture whose result is never sent.
+ */
+function batchRefused(): HttpResponse {
+  return {
+    status: 400,
+    headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: ErrorCode.InvalidRequest,
+        message: 'JSON-RPC batches are not supported: send one message per request',
+      },
+    }),
+  };
+}
+
 /** The server's name and version, as MCP clients show them. */
 export const MCP_SERVER_INFO = { name: 'screenshot-service', version: '1.0.0' } as const;
 
@@ -47,6 +71,7 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
   return async (request) => {
     const apiKey = bearerCredential(request);
     await authenticateApiKey(apiKey, deps.keys);
+    if (request.method === 'POST' && JSON_ARRAY.test(request.body)) return batchRefused();
     // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
     // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });

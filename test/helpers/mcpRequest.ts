@@ -1,10 +1,7 @@
 import type { HttpRequest } from '../../shared/http/types';
 
-/** POST /mcp carrying `calls` as one JSON-RPC batch of tools/call messages (ids 0, 1, …) of `apiKey`. */
-export function toolCalls(
-  apiKey: string,
-  calls: { name: string; arguments: Record<string, unknown> }[],
-): HttpRequest {
+/** POST /mcp carrying `messages` (one JSON-RPC message, or a batch of them) with `apiKey`. */
+export function mcpPost(apiKey: string, messages: unknown): HttpRequest {
   return {
     method: 'POST',
     path: '/mcp',
@@ -15,10 +12,15 @@ export function toolCalls(
     },
     pathParameters: {},
     query: {},
-    body: JSON.stringify(calls.map((params, id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params }))),
+    body: JSON.stringify(messages),
     requestId: 'r',
     baseUrl: 'https://api.test',
     deadline: Date.now() + 90_000,
     signal: new AbortController().signal,
   };
+}
+
+/** One tools/call message (id `id`). */
+export function toolCall(call: { name: string; arguments: Record<string, unknown> }, id = 1) {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: call };
 }

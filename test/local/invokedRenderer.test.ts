@@ -18,7 +18,7 @@ import { CapacityFullError, CaptureFailedError, ClientGoneError, statusOf } from
 import { mcpRoute } from '../../shared/mcp/mcpRoute';
 import { MAX_INLINE_TEXT_BYTES } from '../../shared/mcp/tools';
 import { ANSWER_GRACE_MS, RESPONSE_RESERVE_MS } from '../../shared/timing';
-import { toolCalls } from '../helpers/mcpRequest';
+import { mcpPost, toolCall } from '../helpers/mcpRequest';
 import { fakePng } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 import { postFromReboundName } from '../helpers/reboundRequest';
@@ -485,9 +485,8 @@ describe('the use case across the boundary', () => {
     behaviour = answering(Buffer.alloc(MAX_INLINE_TEXT_BYTES + 1, 'a'), 'text/markdown; charset=utf-8');
     const route = mcpRoute({ capture: service.capture, keys: service.keys });
     const answer = await route(
-      toolCalls(key, [{ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }]),
+      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } })),
     );
-    // A batch of one is answered as one message.
     const { result } = JSON.parse(String(answer.body)) as {
       result: { isError?: boolean; content: { text: string }[] };
     };

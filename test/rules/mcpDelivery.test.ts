@@ -1,47 +1,85 @@
 import { describe, expect, it } from 'vitest';
 import { mcpRoute } from '../../shared/mcp/mcpRoute';
-import { toolCalls } from '../helpers/mcpRequest';
+import { mcpPost, toolCall } from '../helpers/mcpRequest';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /** What POST /mcp charges when its answer never reaches the client: the same as the REST route (docs/api.md 5.4). */
 
+async function fundedRoute(download?: () => Promise<Buffer>) {
+  const service = memoryScreenshotService({ now: () => Date.now() });
+  const { key } = await service.addKey('acct', Date.now());
+  await service.credits.set('acct', 10);
+  return { service, key, route: mcpRoute({ capture: service.capture, keys: service.keys, download }) };
+}
+
+const markdown = (url: string, cache = false) =>
+  toolCall({ name: 'get_page_markdown', arguments: { url, ...(cache ? { cache } : {}) } });
+
 describe('an MCP answer the client never received', () => {
-  it('gives back the credits of every call it charged, and keeps the charge of an image kept in the cache', async () => {
-    const service = memoryScreenshotService({ now: () => Date.now() });
-    const { key } = await service.addKey('acct', Date.now());
-    await service.credits.set('acct', 10);
-    const route = mcpRoute({ capture: service.capture, keys: service.keys });
-    const answer = await route(
-      toolCalls(key, [
-        { name: 'get_page_markdown', arguments: { url: 'https://a.test/one' } },
-        { name: 'get_page_markdown', arguments: { url: 'https://a.test/two' } },
-        { name: 'get_page_markdown', arguments: { url: 'https://a.test/kept', cache: true } },
-      ]),
-    );
+  it('gives back the credits of the call it charged, and keeps the charge of an image kept in the cache', async () => {
+    const { service, key, route } = await fundedRoute();
+    const answer = await route(mcpPost(key, markdown('https://a.test/one')));
     expect(answer.status).toBe(200);
     expect(String(answer.body)).not.toContain('isError');
-    expect(await service.credits.balance('acct')).toBe(7);
+    expect(await service.credits.balance('acct')).toBe(9);
     await answer.undelivered?.();
+    expect(await service.credits.balance('acct')).toBe(10);
+
+    const kept = await route(mcpPost(key, markdown('https://a.test/kept', true)));
+    expect(String(kept.body)).not.toContain('isError');
+    await kept.undelivered?.();
     expect(await service.credits.balance('acct')).toBe(9);
   });
 
   it('gives back the credits of a call whose stored image could not be read for its answer', async () => {
-    const service = memoryScreenshotService({ now: () => Date.now() });
-    const { key } = await service.addKey('acct', Date.now());
-    await service.credits.set('acct', 10);
-    const route = mcpRoute({
-      capture: service.capture,
-      keys: service.keys,
-      download: async () => {
-        throw new Error('The stored file could not be read: HTTP 503');
-      },
+    const { service, key, route } = await fundedRoute(async () => {
+      throw new Error('The stored file could not be read: HTTP 503');
     });
     const answer = await route(
-      toolCalls(key, [{ name: 'take_screenshot', arguments: { url: 'https://a.test/' } }]),
+      mcpPost(key, toolCall({ name: 'take_screenshot', arguments: { url: 'https://a.test/' } })),
     );
     expect(String(answer.body)).toContain('could not be read');
     expect(await service.credits.balance('acct')).toBe(10);
     await answer.undelivered?.();
     expect(await service.credits.balance('acct')).toBe(10);
+  });
+});
+
+describe('a JSON-RPC batch', () => {
+  // Its calls would share one answer: a client could read the first results (links to a PDF and an image) and hang
+  // up before the end, and every call would be given back. A repeated id would run a call whose result is never sent.
+  it('is refused before any of its calls runs, and charges nothing, whatever the whitespace before it', async () => {
+    const { service, key, route } = await fundedRoute();
+    for (const batch of [
+      [
+        markdown('https://a.test/one'),
+        toolCall({ name: 'get_page_pdf', arguments: { url: 'https://a.test/' } }, 2),
+      ],
+      [markdown('https://a.test/one'), markdown('https://a.test/two')],
+      [markdown('https://a.test/one')],
+    ]) {
+      for (const space of ['', ' \n\t\r']) {
+        const request = mcpPost(key, batch);
+        const answer = await route({ ...request, body: `${space}${request.body}` });
+        expect(answer.status).toBe(400);
+        expect(JSON.parse(String(answer.body))).toEqual({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: -32600,
+            message: 'JSON-RPC batches are not supported: send one message per request',
+          },
+        });
+      }
+    }
+    expect(service.renderer.captures).toHaveLength(0);
+    expect(await service.credits.balance('acct')).toBe(10);
+  });
+
+  it('is refused only after the key: a missing key is still 401', async () => {
+    const { route } = await fundedRoute();
+    await expect(route(mcpPost('sk_live_unknown', [markdown('https://a.test/')]))).rejects.toMatchObject({
+      status: 401,
+    });
   });
 });
