@@ -6,17 +6,16 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { UnauthorizedError, ValidationError } from '../errors';
+import { UnauthorizedError } from '../errors';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { TABLE_SCHEMA } from '../store/table';
+import { isAsyncBody, isWellFormedIdempotencyKey } from './idempotencyKey';
 import { bearerCredential } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 /** How long an Idempotency-Key answers with its first answer (docs/api.md, "Idempotency"). */
 export const IDEMPOTENCY_SECONDS = 24 * 60 * 60;
-/** 1 to 255 visible ASCII characters. */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** How long a first request may stay "being accepted" before a crashed one stops answering 409. */
 const IN_PROGRESS_MS = 60_000;
 
@@ -72,15 +71,9 @@ export function idempotentRoute(
   return async (request) => {
     const key = request.headers['idempotency-key'];
     if (key === undefined || !applies(request)) return route(request);
-    if (!IDEMPOTENCY_KEY.test(key)) {
-      throw new ValidationError([
-        {
-          code: 'invalid_idempotency_key',
-          path: ['Idempotency-Key'],
-          message: 'Idempotency-Key must be 1 to 255 visible ASCII characters',
-        },
-      ]);
-    }
+    // The route refuses it (withIdempotencyKeyChecked) where its other fields are refused: after the key and the
+    // rate limit, as a counted and recorded 400 with the rate-limit headers.
+    if (!isWellFormedIdempotencyKey(key)) return route(request);
     // Not authenticated: the route gives its own 401. Any other failure (the store out of reach) goes up as it is:
     // running the route unguarded could accept a retry of an acceptance that went through.
     const identity = await authenticateApiKey(bearerCredential(request), deps.keys).catch(
@@ -122,6 +115,5 @@ function parsedBody(request: HttpRequest): unknown {
 
 /** POST /api/screenshot: the header counts for async captures only. */
 export function asksForAsync(request: HttpRequest): boolean {
-  const body = parsedBody(request);
-  return body !== null && typeof body === 'object' && (body as { async?: unknown }).async === true;
+  return isAsyncBody(parsedBody(request));
 }

@@ -7,6 +7,7 @@ import type { submitBatch } from '../jobs/submitBatch';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { errorResponse } from './errorAnswer';
+import { withIdempotencyKeyChecked } from './idempotencyKey';
 import { bearerCredential, jsonBody } from './request';
 import { rateLimitHeaders } from './screenshotRoute';
 import { type HttpRoute, jsonResponse } from './types';
@@ -57,7 +58,7 @@ export function jobRoutes(deps: JobRouteDeps): Record<JobRouteName, HttpRoute> {
       if (!deps.submitBatch) throw new Error('Batches are not wired here: no job queue');
       const outcome = await deps.submitBatch(
         bearerCredential(request),
-        jsonBody(request, MAX_BATCH_BODY_BYTES),
+        withIdempotencyKeyChecked(request, jsonBody(request, MAX_BATCH_BODY_BYTES)),
       );
       const headers = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
       if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', headers);

@@ -8,6 +8,7 @@ import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
 import { errorResponse } from './errorAnswer';
+import { isAsyncBody, withIdempotencyKeyChecked } from './idempotencyKey';
 import { bearerCredential, jsonBody } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
@@ -83,7 +84,7 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
  * only reading it can tell. A larger body is refused with the bound that applies to it.
  */
 function screenshotBody(request: HttpRequest): () => unknown {
-  const read = jsonBody(request, MAX_HTML_BODY_BYTES);
+  const read = withIdempotencyKeyChecked(request, jsonBody(request, MAX_HTML_BODY_BYTES), isAsyncBody);
   return () => {
     const body = read();
     const holdsHtml = body !== null && typeof body === 'object' && 'html' in body;

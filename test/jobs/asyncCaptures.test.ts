@@ -559,17 +559,34 @@ describe('Idempotency-Key', () => {
     expect(replay.body.id).toBe(answers.find((answer) => answer.status === 202)?.body.id);
   });
 
-  it('refuses a key that is not 1 to 255 visible ASCII characters', async () => {
+  it('refuses a key that is not 1 to 255 visible ASCII characters in the order of checks, counted, charging nothing', async () => {
     const account = await service.newAccount();
-    for (const key of ['x'.repeat(256), 'with space']) {
-      const refused = await post(
-        '/api/screenshot',
-        account.apiKey,
-        { url: `${pages.origin}/red`, async: true },
-        key,
-      );
-      expect(refused.status).toBe(400);
+    for (const [path, body] of [
+      ['/api/screenshot', { url: `${pages.origin}/red`, async: true }],
+      ['/api/batches', { requests: [{ url: `${pages.origin}/red` }] }],
+    ] as const) {
+      for (const key of ['x'.repeat(256), 'with space']) {
+        // The API key first (401 whatever the header), as for any other field of the request.
+        expect((await post(path, 'sk_live_0000000000000000000000000000000000000000', body, key)).status).toBe(
+          401,
+        );
+        const refused = await post(path, account.apiKey, body, key);
+        expect(refused.status).toBe(400);
+        expect(refused.body.details).toEqual([
+          expect.objectContaining({ code: 'invalid_idempotency_key', path: ['Idempotency-Key'] }),
+        ]);
+        // After the rate limit: counted, with its headers.
+        expect(refused.headers.get('x-ratelimit-remaining')).not.toBeNull();
+      }
     }
-    expect(await balanceOf(account.token)).toBe(BALANCE);
+    // A synchronous capture has no use for the header: it is not read.
+    const sync = await post(
+      '/api/screenshot',
+      account.apiKey,
+      { url: `${pages.origin}/red`, response: 'json' },
+      'with space',
+    );
+    expect(sync.status).toBe(200);
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
   });
 });
