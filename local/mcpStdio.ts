@@ -3,12 +3,23 @@
  * every tool listing and call to the service's own MCP endpoint (`SCREENSHOT_API_URL` + /mcp) with the API key in
  * `SCREENSHOT_API_KEY`, so the tools, their schemas, the checks and the costs are the service's, never a copy.
  * stdout carries the protocol only; anything for a person goes to stderr.
+ *
+ * Each message is one POST of its own, as the endpoint is stateless, tied to the request it answers: when the agent
+ * cancels a call (or closes the bridge), that POST is abandoned, and the service sees the client hang up and gives
+ * the credits back, as for any answer that never reached its client. No timeout of ours cuts a call short: the
+ * service ends every capture within its own time budget (docs/api.md 7.6).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  LATEST_PROTOCOL_VERSION,
+  ListToolsRequestSchema,
+  type ListToolsResult,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { MCP_SERVER_INFO } from '../shared/mcp/mcpRoute';
 
 function setting(name: string): string {
@@ -23,14 +34,48 @@ function setting(name: string): string {
 const endpoint = new URL('/mcp', setting('SCREENSHOT_API_URL'));
 const apiKey = setting('SCREENSHOT_API_KEY');
 
-const remote = new Client({ name: `${MCP_SERVER_INFO.name}-stdio`, version: MCP_SERVER_INFO.version });
-await remote.connect(
-  new StreamableHTTPClientTransport(endpoint, {
-    requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
-  }),
-);
+/** One JSON-RPC request to the service, abandoned when `signal` aborts; its result, or its error as the agent's. */
+async function forward(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+  const response = await fetch(endpoint, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${apiKey}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': LATEST_PROTOCOL_VERSION,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal,
+  });
+  const text = await response.text();
+  const answer = parsed(text);
+  const error = answer?.error;
+  if (error !== null && typeof error === 'object') {
+    const { code, message, data } = error as { code: number; message: string; data?: unknown };
+    throw new McpError(code, message, data);
+  }
+  if (response.ok && answer && 'result' in answer) return answer.result;
+  // The endpoint's own refusals before the protocol (401 for the key, 429 of the stage) are REST errors.
+  const reason = typeof error === 'string' ? error : String(answer?.message ?? text.slice(0, 200));
+  throw new McpError(ErrorCode.InternalError, `${endpoint.href} answered ${response.status}: ${reason}`);
+}
+
+function parsed(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
-server.setRequestHandler(ListToolsRequestSchema, (request) => remote.listTools(request.params));
-server.setRequestHandler(CallToolRequestSchema, (request) => remote.callTool(request.params));
+server.setRequestHandler(
+  ListToolsRequestSchema,
+  async (request, extra) => (await forward('tools/list', request.params, extra.signal)) as ListToolsResult,
+);
+server.setRequestHandler(
+  CallToolRequestSchema,
+  async (request, extra) => (await forward('tools/call', request.params, extra.signal)) as CallToolResult,
+);
 await server.connect(new StdioServerTransport());

@@ -216,22 +216,28 @@ describe('POST /mcp over Streamable HTTP', () => {
   });
 });
 
+/** The SDK's client on `npm run mcp`, forwarding to the test's service with `apiKey`. */
+async function stdioClient(apiKey: string): Promise<Client> {
+  const client = new Client({ name: 'stdio-test', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: 'npm',
+      args: ['run', '--silent', 'mcp'],
+      env: {
+        ...(process.env as Record<string, string>),
+        SCREENSHOT_API_URL: service.url,
+        SCREENSHOT_API_KEY: apiKey,
+      },
+      stderr: 'pipe',
+    }),
+  );
+  return client;
+}
+
 describe('npm run mcp over stdio', () => {
   it('lists the tools and calls them through the service', async () => {
     const { apiKey } = await service.newAccount();
-    const client = new Client({ name: 'stdio-test', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: 'npm',
-        args: ['run', '--silent', 'mcp'],
-        env: {
-          ...(process.env as Record<string, string>),
-          SCREENSHOT_API_URL: service.url,
-          SCREENSHOT_API_KEY: apiKey,
-        },
-        stderr: 'pipe',
-      }),
-    );
+    const client = await stdioClient(apiKey);
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'get_page_markdown',
@@ -243,6 +249,30 @@ describe('npm run mcp over stdio', () => {
       arguments: { url: `${site.origin}/article` },
     })) as CallToolResult;
     expect(text(result)).toMatch(new RegExp(`^# ${ARTICLE_HEADING}`, 'm'));
+    await client.close();
+  });
+
+  it('gives back a call the agent cancels, as an answer that never reached its client', async () => {
+    const { apiKey, token } = await service.newAccount();
+    const client = await stdioClient(apiKey);
+    const cancel = new AbortController();
+    const call = client.callTool(
+      { name: 'get_page_markdown', arguments: { url: `${site.origin}/article`, delay: 8000 } },
+      undefined,
+      { signal: cancel.signal },
+    );
+    // Charged while it runs, then cancelled by the agent: the bridge abandons its request, the service sees the
+    // hang-up and gives the credit back.
+    await vi.waitFor(async () => expect(await balance(token)).toBe(99), { timeout: 10_000 });
+    cancel.abort();
+    await expect(call).rejects.toThrow();
+    await vi.waitFor(async () => expect(await balance(token)).toBe(100), { timeout: 10_000 });
+    await client.close();
+  });
+
+  it('reports a refused key as the error of the call', async () => {
+    const client = await stdioClient('sk_live_0000000000000000000000000000000000000000');
+    await expect(client.listTools()).rejects.toThrow(/answered 401: .*API key/i);
     await client.close();
   });
 });
