@@ -149,6 +149,7 @@ export async function startBenchJobs(store: BenchStore) {
     startWorker() {
       poller ??= startQueuePoller({
         queue: local,
+        queueUrl: local.queueUrl,
         handler: worker.handler,
         concurrency: 4,
         visibilityTimeoutSeconds: 30,

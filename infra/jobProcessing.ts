@@ -24,6 +24,11 @@ export const WORKER_TIMEOUT = Duration.millis(JOB_WORKER_TIMEOUT_MS);
 /** SQS's advice: six times the function's timeout, so a message is not delivered again while a retry runs. */
 export const JOB_VISIBILITY_TIMEOUT = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
 export const WORKER_MEMORY_MB = 1024;
+/**
+ * How many worker instances may deliver webhooks at once, apart from those that run captures: an attempt waits up
+ * to 10 s on the receiver and does nothing else, so a receiver that never answers holds only these.
+ */
+export const WEBHOOK_WORKER_CONCURRENCY = 20;
 /** The sweep reads keys and sends names: no image ever passes through it. */
 export const SWEEPER_MEMORY_MB = 256;
 /** Sixteen shards, each a Query, at most a hundred conditional writes and ten message batches: seconds. */
@@ -57,6 +62,8 @@ export interface JobProcessingProps {
  */
 export class JobProcessing extends Construct {
   readonly queue: sqs.Queue;
+  /** Webhook attempts, consumed apart from the captures (WEBHOOK_WORKER_CONCURRENCY). */
+  readonly webhookQueue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly worker: NodejsFunction;
   /** Queues again, on a schedule, the jobs an accepting function wrote and died before queueing. */
@@ -69,14 +76,19 @@ export class JobProcessing extends Construct {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
     });
-    this.queue = new sqs.Queue(this, 'Jobs', {
-      visibilityTimeout: JOB_VISIBILITY_TIMEOUT,
-      // As long as a job is kept: a message delayed by webhook backoff still finds its job.
-      retentionPeriod: Duration.days(4),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
-    });
+    // Both alike: a message is kept as long as a job may wait for it (one delayed by webhook backoff still finds its
+    // job), is not delivered again while a run goes on, and goes to the dead-letter queue after a bounded number of
+    // deliveries.
+    const workQueue = (id: string) =>
+      new sqs.Queue(this, id, {
+        visibilityTimeout: JOB_VISIBILITY_TIMEOUT,
+        retentionPeriod: Duration.days(4),
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
+      });
+    this.queue = workQueue('Jobs');
+    this.webhookQueue = workQueue('Webhooks');
 
     const { role, logGroup } = this.functionRole('Worker', 'The job queue worker');
     role.addToPolicy(
@@ -118,6 +130,7 @@ export class JobProcessing extends Construct {
       environment: {
         ...props.environment,
         JOB_QUEUE_URL: this.queue.queueUrl,
+        WEBHOOK_QUEUE_URL: this.webhookQueue.queueUrl,
         RENDERER_FUNCTION_NAME: props.renderers.shared.alias.functionArn,
         RENDERER_HEADROOM_FUNCTION_NAME: props.renderers.headroom.alias.functionArn,
         IMAGE_BUCKET: props.images.bucket.bucketName,
@@ -138,12 +151,20 @@ export class JobProcessing extends Construct {
         maxConcurrency: Math.max(2, props.workerConcurrency),
       }),
     );
+    this.worker.addEventSource(
+      new SqsEventSource(this.webhookQueue, {
+        batchSize: 1,
+        reportBatchItemFailures: true,
+        maxConcurrency: WEBHOOK_WORKER_CONCURRENCY,
+      }),
+    );
     // Webhook secrets, on their encryption context only: signing opens them, an account's first delivery seals one.
     props.images.grantSealed(this.worker, 'webhookSecrets', ['kms:Encrypt', 'kms:Decrypt']);
     // A queued request's credentials: the worker opens them, the functions that accept jobs seal them.
     props.images.grantSealed(this.worker, 'jobCredentials', ['kms:Decrypt']);
-    // Sends again: a job with no free slot, and webhook retries.
+    // Sends again: a job with no free slot; and webhook attempts, the first after a job ends and the retries.
     this.queue.grantSendMessages(role);
+    this.webhookQueue.grantSendMessages(role);
     props.renderers.shared.alias.grantInvoke(role);
     props.renderers.headroom.alias.grantInvoke(role);
 

@@ -1,5 +1,5 @@
 import { type CaptureCapacity, mayStart } from '../shared/accounts/fairShare';
-import { OverloadedError } from '../shared/errors';
+import { CapacityFullError, OverloadedError } from '../shared/errors';
 import type { Admission } from '../shared/screenshot/admission';
 
 interface Waiter {
@@ -20,7 +20,7 @@ export class AdmissionQueue implements Admission {
   private readonly waiting: Waiter[] = [];
 
   constructor(
-    private readonly capacity: CaptureCapacity,
+    readonly capacity: CaptureCapacity,
     private readonly maxWaiting: number,
   ) {}
 
@@ -32,6 +32,22 @@ export class AdmissionQueue implements Admission {
       // The place is taken for us by whoever frees it, so a newcomer cannot slip in between.
       await new Promise<void>((start) => this.waiting.push({ accountId, start }));
     }
+    return this.runTaken(accountId, task);
+  }
+
+  /**
+   * Runs `task` only if it may start at once; otherwise throws CapacityFullError without waiting. For queued jobs: a
+   * job waiting here would hold one of the few local queue pollers, and one account's jobs could then take them all,
+   * leaving another account's messages unread however fair this queue is. A refused job waits in the queue instead.
+   */
+  async runNowOrRefuse<T>(accountId: string, task: () => Promise<T>): Promise<T> {
+    if (!this.mayStart(accountId)) throw new CapacityFullError();
+    this.take(accountId);
+    return this.runTaken(accountId, task);
+  }
+
+  /** Runs a task whose place is taken, and gives the place to the next waiting one after. */
+  private async runTaken<T>(accountId: string, task: () => Promise<T>): Promise<T> {
     try {
       return await task();
     } finally {

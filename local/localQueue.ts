@@ -23,6 +23,8 @@ const REGION = 'us-east-1';
 export interface LocalQueue {
   client: SQSClient;
   queueUrl: string;
+  /** Webhook attempts, polled apart from the captures, as deployed. */
+  webhookQueueUrl: string;
   deadLetterQueueUrl: string;
   endpoint: string;
   close(): Promise<void>;
@@ -54,21 +56,25 @@ export async function startLocalQueue(options: {
     const { Attributes } = await client.send(
       new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
     );
-    const queue = await client.send(
-      new CreateQueueCommand({
-        QueueName: 'jobs',
-        Attributes: {
-          VisibilityTimeout: String(options.visibilityTimeoutSeconds),
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: Attributes?.QueueArn,
-            maxReceiveCount: MAX_RECEIVE_COUNT,
+    const create = async (name: string) =>
+      (
+        await client.send(
+          new CreateQueueCommand({
+            QueueName: name,
+            Attributes: {
+              VisibilityTimeout: String(options.visibilityTimeoutSeconds),
+              RedrivePolicy: JSON.stringify({
+                deadLetterTargetArn: Attributes?.QueueArn,
+                maxReceiveCount: MAX_RECEIVE_COUNT,
+              }),
+            },
           }),
-        },
-      }),
-    );
+        )
+      ).QueueUrl as string;
     return {
       client,
-      queueUrl: queue.QueueUrl as string,
+      queueUrl: await create('jobs'),
+      webhookQueueUrl: await create('webhooks'),
       deadLetterQueueUrl: dlq.QueueUrl as string,
       endpoint,
       async close() {
@@ -112,17 +118,20 @@ async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Plays Lambda's SQS event source for the local service: `concurrency` pollers long-poll the queue, hand each
- * message to the worker's handler as the SQS event Lambda would build, delete what it did not report failed, and
- * keep a message invisible while its handler runs (a killed process stops doing so, and the message comes back).
+ * Plays Lambda's SQS event source for the local service: `concurrency` pollers long-poll one of the queues
+ * (`queueUrl`), hand each message to the worker's handler as the SQS event Lambda would build, delete what it did not
+ * report failed, and keep a message invisible while its handler runs (a killed process stops doing so, and the message
+ * comes back).
  */
 export function startQueuePoller(options: {
   queue: LocalQueue;
+  queueUrl: string;
   handler: JobWorkerHandler;
   concurrency: number;
   visibilityTimeoutSeconds: number;
 }) {
-  const { client, queueUrl } = options.queue;
+  const { client } = options.queue;
+  const { queueUrl } = options;
   let stopped = false;
   const abort = new AbortController();
 

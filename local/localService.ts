@@ -35,6 +35,8 @@ import { STATE_FILE } from './stateFile';
 
 /** How long closing waits for the requests still running before it closes the store under them. */
 const CLOSE_GRACE_MS = 15_000;
+/** Webhook attempts delivered at once locally: each only waits on its receiver. */
+const LOCAL_WEBHOOK_POLLERS = 8;
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -128,7 +130,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     visibilityTimeoutSeconds: visibility,
     ...(options.inMemoryStore ? {} : { dataDir: join(options.dataDir, 'queue') }),
   }).catch(stopListening);
-  const queue = new SqsJobQueue(localQueue.client, localQueue.queueUrl);
+  const queue = new SqsJobQueue(localQueue.client, localQueue.queueUrl, localQueue.webhookQueueUrl);
   // The front's requests and the worker's jobs share the local Chromium fairly, as Lambda's concurrency would.
   const admission = captureQueue(env, config.captureHeadroom);
   const screenshot = createScreenshotService(dynamo.client, env, {
@@ -140,17 +142,33 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const worker = createJobWorker(dynamo.client, env, {
     renderer,
     queue,
-    admission,
+    // A job starts only where there is room at once, and is otherwise sent again a little later: one waiting here
+    // would hold a poller, and one account's jobs could then hold them all.
+    admission: { run: (accountId, task) => admission.runNowOrRefuse(accountId, task) },
     ...(options.webhookRetryDelaySeconds
       ? { webhookRetryDelaySeconds: options.webhookRetryDelaySeconds }
       : {}),
   });
-  const poller = startQueuePoller({
-    queue: localQueue,
-    handler: worker.handler,
-    concurrency: Number(env.LOCAL_MAX_CAPTURES) || 4,
-    visibilityTimeoutSeconds: visibility,
-  });
+  const pollers = [
+    // One poller more than captures may run: whatever one account runs, another's message is read, and starts in
+    // the headroom kept for accounts with nothing running.
+    startQueuePoller({
+      queue: localQueue,
+      queueUrl: localQueue.queueUrl,
+      handler: worker.handler,
+      concurrency: admission.capacity.shared + admission.capacity.headroom + 1,
+      visibilityTimeoutSeconds: visibility,
+    }),
+    // Webhook attempts apart, as deployed: a receiver that never answers holds these for 10 s an attempt, never the
+    // pollers that run captures.
+    startQueuePoller({
+      queue: localQueue,
+      queueUrl: localQueue.webhookQueueUrl,
+      handler: worker.handler,
+      concurrency: LOCAL_WEBHOOK_POLLERS,
+      visibilityTimeoutSeconds: visibility,
+    }),
+  ];
   // The deployed schedule's sweep, on an interval: jobs a killed `npm start` wrote but never queued run after a restart.
   const sweeper = repeat(
     createJobSweeper(dynamo.client, env, queue),
@@ -196,7 +214,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       // they end before the store does. Their clients are gone, so they stop at once; the bound is for a stuck one.
       await Promise.race([listener.idle(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
       // Jobs being run finish; those not yet received stay in the queue (on disk) for the next start.
-      await Promise.race([poller.stop(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
+      await Promise.race([
+        Promise.all(pollers.map((poller) => poller.stop())),
+        sleep(CLOSE_GRACE_MS, undefined, { ref: false }),
+      ]);
       await sweeper.stop();
       await worker.close();
       await localQueue.close();

@@ -121,15 +121,20 @@ export function runJob(deps: RunJobDeps) {
     }
     // This delivery may take the job although it is running; a message it sends in its place keeps that right.
     const restart = receiveCount > 1 || resume;
-    await deps.admission.run(accountId, async () => {
+    // No free slot, or (locally) no room in the capture queue now: sent again a little later, holding no worker
+    // meanwhile.
+    const later = async () => {
+      await deps.queue.send(
+        [{ kind: 'capture', accountId, jobId, ...(restart ? { resume: true } : {}) }],
+        NO_SLOT_DELAY_SECONDS,
+      );
+      await keepFromSweep(job);
+    };
+    const admitted = deps.admission.run(accountId, async () => {
       const deadline = deps.now() + deps.captureBudgetMs;
       const lease = await deps.captureSlots.acquire(accountId, deps.now(), deadline);
       if (lease === undefined) {
-        await deps.queue.send(
-          [{ kind: 'capture', accountId, jobId, ...(restart ? { resume: true } : {}) }],
-          NO_SLOT_DELAY_SECONDS,
-        );
-        await keepFromSweep(job);
+        await later();
         return;
       }
       // A job that ends free because of its page costs its account the slot a while longer, as a synchronous
@@ -164,6 +169,11 @@ export function runJob(deps: RunJobDeps) {
           .release(accountId, lease.leaseId, penaltyUntil)
           .catch((error) => logger.warn('Capture slot not released', { error }));
       }
+    });
+    await admitted.catch(async (error: unknown) => {
+      // Refused by the admission itself (the local capture queue has no room now); a refusal inside is answered there.
+      if (!(error instanceof CapacityFullError)) throw error;
+      await later();
     });
   };
 

@@ -5,28 +5,37 @@ import { MAX_QUEUE_DELAY_SECONDS } from '../jobs/jobQueue';
 /** SendMessageBatch's bound. */
 const SEND_BATCH_LIMIT = 10;
 
-/** The job queue on SQS (or the local SQS API): messages in batches of ten, entries that failed sent again. */
+/**
+ * The job queue on SQS (or the local SQS API): messages in batches of ten, entries that failed sent again. Webhook
+ * attempts go to a queue of their own when one is given (`webhookQueueUrl`), consumed by workers of their own: a
+ * receiver that never answers holds a worker for the 10 s of each attempt, and must not hold the ones that run
+ * other accounts' captures.
+ */
 export class SqsJobQueue implements JobQueue {
   constructor(
     private readonly client: SQSClient,
     private readonly queueUrl: string,
+    private readonly webhookQueueUrl = queueUrl,
   ) {}
 
   async send(messages: QueueMessage[], delaySeconds = 0): Promise<void> {
     const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(delaySeconds)));
-    const chunks: QueueMessage[][] = [];
-    for (let at = 0; at < messages.length; at += SEND_BATCH_LIMIT)
-      chunks.push(messages.slice(at, at + SEND_BATCH_LIMIT));
+    const chunks: { queueUrl: string; messages: QueueMessage[] }[] = [];
+    for (const queueUrl of new Set([this.queueUrl, this.webhookQueueUrl])) {
+      const bound = messages.filter((message) => this.queueOf(message) === queueUrl);
+      for (let at = 0; at < bound.length; at += SEND_BATCH_LIMIT)
+        chunks.push({ queueUrl, messages: bound.slice(at, at + SEND_BATCH_LIMIT) });
+    }
     await Promise.all(
       chunks.map(async (chunk) => {
-        let entries = chunk.map((message, index) => ({
+        let entries = chunk.messages.map((message, index) => ({
           Id: String(index),
           MessageBody: JSON.stringify(message),
           DelaySeconds: delay,
         }));
         for (let round = 0; entries.length > 0; round++) {
           const answer = await this.client.send(
-            new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }),
+            new SendMessageBatchCommand({ QueueUrl: chunk.queueUrl, Entries: entries }),
           );
           const failed = new Set((answer.Failed ?? []).map((entry) => entry.Id));
           if (failed.size > 0 && round >= 2) throw new Error(`${failed.size} queue messages not sent`);
@@ -34,6 +43,10 @@ export class SqsJobQueue implements JobQueue {
         }
       }),
     );
+  }
+
+  private queueOf(message: QueueMessage): string {
+    return message.kind === 'webhook' ? this.webhookQueueUrl : this.queueUrl;
   }
 }
 

@@ -26,11 +26,14 @@ import { captureBudgetOf } from './screenshot';
 import { createStores } from './stores';
 import { createWebhookDeliveryDeps, createWebhookSecrets } from './webhooks';
 
-/** The job queue JOB_QUEUE_URL names; `client` is given the local SQS API's endpoint locally. */
+/**
+ * The job queue JOB_QUEUE_URL names, with webhook attempts on WEBHOOK_QUEUE_URL where it is set (the worker, which
+ * alone sends them); `client` is given the local SQS API's endpoint locally.
+ */
 export function createJobQueue(env: NodeJS.ProcessEnv, client = createSqsClient()): JobQueue {
   const url = env.JOB_QUEUE_URL;
   if (!url) throw new Error('JOB_QUEUE_URL must be set');
-  return new SqsJobQueue(client, url);
+  return new SqsJobQueue(client, url, env.WEBHOOK_QUEUE_URL || url);
 }
 
 export interface JobWorkerOptions {

@@ -25,6 +25,7 @@ import {
   JOB_VISIBILITY_TIMEOUT,
   SWEEPER_MEMORY_MB,
   SWEEPER_TIMEOUT,
+  WEBHOOK_WORKER_CONCURRENCY,
   WORKER_TIMEOUT,
 } from '../../infra/jobProcessing';
 import { ALARM_THRESHOLDS, pascal } from '../../infra/monitoring';
@@ -1292,15 +1293,17 @@ describe('async jobs', () => {
   const workerRoleStatements = () =>
     statementsOfRole(referencedId(synth.resources[workerId()]?.Properties.Role) ?? '');
 
-  it('has a job queue that sends to a dead-letter queue after a bounded number of deliveries', () => {
-    const queue = synth.resources[queueId('Jobs')] as Resource;
-    expect(queue.Type).toBe('AWS::SQS::Queue');
-    expect(queue.Properties.RedrivePolicy).toEqual({
-      deadLetterTargetArn: { 'Fn::GetAtt': [queueId('DeadLetters'), 'Arn'] },
-      maxReceiveCount: MAX_RECEIVE_COUNT,
-    });
-    // Six times the worker's timeout: a message is not delivered twice while one run still goes on.
-    expect(queue.Properties.VisibilityTimeout).toBe(JOB_VISIBILITY_TIMEOUT.toSeconds());
+  it('has a job queue and a webhook queue that send to the dead-letter queue after a bounded number of deliveries', () => {
+    for (const name of ['Jobs', 'Webhooks']) {
+      const queue = synth.resources[queueId(name)] as Resource;
+      expect(queue.Type).toBe('AWS::SQS::Queue');
+      expect(queue.Properties.RedrivePolicy).toEqual({
+        deadLetterTargetArn: { 'Fn::GetAtt': [queueId('DeadLetters'), 'Arn'] },
+        maxReceiveCount: MAX_RECEIVE_COUNT,
+      });
+      // Six times the worker's timeout: a message is not delivered twice while one run still goes on.
+      expect(queue.Properties.VisibilityTimeout).toBe(JOB_VISIBILITY_TIMEOUT.toSeconds());
+    }
     expect(JOB_VISIBILITY_TIMEOUT.toSeconds()).toBeGreaterThanOrEqual(6 * WORKER_TIMEOUT.toSeconds());
   });
 
@@ -1322,18 +1325,30 @@ describe('async jobs', () => {
     const worker = synth.resources[workerId()] as Resource;
     expect(worker.Properties.Layers).toBeUndefined();
     expect(worker.Properties.Timeout).toBe(WORKER_TIMEOUT.toSeconds());
-    const mapping = ofType(synth.resources, 'AWS::Lambda::EventSourceMapping').find(
-      ([, resource]) => referencedId(resource.Properties.FunctionName) === workerId(),
-    );
-    expect(mapping?.[1].Properties).toMatchObject({
+    const mappings = ofType(synth.resources, 'AWS::Lambda::EventSourceMapping')
+      .filter(([, resource]) => referencedId(resource.Properties.FunctionName) === workerId())
+      .map(([, resource]) => resource.Properties);
+    expect(mappings).toHaveLength(2);
+    const from = (name: string) =>
+      mappings.find((mapping) => JSON.stringify(mapping.EventSourceArn).includes(queueId(name)));
+    expect(from('Jobs')).toMatchObject({
       EventSourceArn: { 'Fn::GetAtt': [queueId('Jobs'), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       // One message per invocation (no tenant's slow message holds others'), as many at once as the shared renderer.
       BatchSize: 1,
       ScalingConfig: { MaximumConcurrency: reservedConcurrencies(TEST_SETTINGS).sharedRenderer },
     });
+    // Webhook attempts on workers of their own: a receiver that never answers holds none that run captures.
+    expect(from('Webhooks')).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [queueId('Webhooks'), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 1,
+      ScalingConfig: { MaximumConcurrency: WEBHOOK_WORKER_CONCURRENCY },
+    });
+    const variables = (worker.Properties.Environment as Json).Variables as Json;
+    expect(variables.WEBHOOK_QUEUE_URL).toEqual({ Ref: queueId('Webhooks') });
     // It asks the renderer, as the screenshot front does.
-    expect((worker.Properties.Environment as Json).Variables).toHaveProperty('RENDERER_FUNCTION_NAME');
+    expect(variables).toHaveProperty('RENDERER_FUNCTION_NAME');
   });
 
   it('grants the worker its table actions, the queue, the renderer and job results, and nothing else', () => {
@@ -1388,14 +1403,15 @@ describe('async jobs', () => {
     }
   });
 
-  it('lets the functions that queue jobs send to the queue, and no route consume it', () => {
+  it('lets the functions that queue jobs send to the job queue, only the worker to the webhook queue, and no route consume either', () => {
     for (const handler of ['screenshot', 'createBatch'] as const) {
-      const actions = statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '').flatMap(
-        (statement) => asList(statement.Action).map(String),
-      );
+      const statements = statementsOfRole(referencedId(functionOf(handler).Properties.Role) ?? '');
+      const actions = statements.flatMap((statement) => asList(statement.Action).map(String));
       expect(actions).toContain('sqs:SendMessage');
       expect(actions).not.toContain('sqs:ReceiveMessage');
+      expect(JSON.stringify(statements)).not.toContain(queueId('Webhooks'));
     }
+    expect(JSON.stringify(workerRoleStatements())).toContain(queueId('Webhooks'));
     for (const route of ROUTES) {
       const actions = statementsOfRole(referencedId(functionOf(route.handler).Properties.Role) ?? '').flatMap(
         (statement) => asList(statement.Action).map(String),

@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
 import { capacityOfReserved, mayStart } from '../../shared/accounts/fairShare';
 import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
-import { AppError, CaptureFailedError, TooManyCapturesError } from '../../shared/errors';
+import { AppError, CapacityFullError, CaptureFailedError, TooManyCapturesError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
@@ -96,6 +96,30 @@ describe('the local capture queue', () => {
     aWaits.finish();
     bWaits.finish();
     await Promise.all([aWaits.done, bWaits.done]);
+  });
+
+  it("refuses a queued job at once where a request would wait, and lets a newcomer's job in on the headroom", async () => {
+    const queue = new AdmissionQueue({ shared: 2, headroom: 1 }, 10);
+    const running = [held(queue, 'a'), held(queue, 'a')];
+    await tick();
+    let ran = false;
+    const refused = queue.runNowOrRefuse('a', async () => {
+      ran = true;
+    });
+    await expect(refused).rejects.toBeInstanceOf(CapacityFullError);
+    expect(ran).toBe(false);
+    // The newcomer's job starts on the headroom; the refusal took no place: a request of the same account waits, and
+    // starts on the first place freed.
+    expect(await queue.runNowOrRefuse('b', async () => 'ran')).toBe('ran');
+    const waiting = held(queue, 'a');
+    await tick();
+    expect(waiting.started).toBe(false);
+    running[0]?.finish();
+    await running[0]?.done;
+    await tick();
+    expect(waiting.started).toBe(true);
+    for (const task of [running[1], waiting]) task?.finish();
+    await Promise.all([running[1]?.done, waiting.done]);
   });
 });
 
