@@ -22,7 +22,7 @@ const ROTATE_TRIES = 3;
  * The webhook secrets of an account as one item under its partition (docs/data-model.md), sealed by the same
  * cipher as signing secrets with `webhook-secret:<accountId>` as encryption context, so a sealed value opens only as
  * this account's webhook secret. Every write is conditional on the item as it was read: two first uses at once
- * create one secret, and two rotations at once never lose the secret a receiver already has.
+ * create one secret, two rotations at once agree on one new secret, and neither loses the secret a receiver has.
  */
 export class DynamoWebhookSecrets implements WebhookSecrets {
   constructor(
@@ -67,6 +67,10 @@ export class DynamoWebhookSecrets implements WebhookSecrets {
         ),
       );
       if (replaced) return secret;
+      // Another rotation of the same secret won: its new secret answers both. Rotating again on top of it would
+      // displace a secret already handed out as the new one (ten at once left four 200s, two of them never signing).
+      const after = await this.read(accountId);
+      if (after?.sealedPreviousSecret === item.sealedSecret) return this.open(accountId, after.sealedSecret);
     }
     throw new ConflictError('The webhook secret is being rotated by another request; try again');
   }

@@ -160,4 +160,18 @@ describe('DynamoWebhookSecrets.rotate', () => {
     expect(previous).toBeDefined();
     expect(previous).not.toBe(current);
   });
+
+  it('answers rotations at the same moment with one new secret, which signs, and keeps the one they replaced', async () => {
+    const account = newAccount();
+    const before = await secrets.reveal(account, T0);
+    const rotated = await Promise.allSettled(
+      Array.from({ length: 10 }, () => secrets.rotate(account, T0 + 1)),
+    );
+    const answered = rotated.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(answered.length).toBeGreaterThanOrEqual(1);
+    // Every secret handed out as the new one signs: none was displaced by a rotation on top of it.
+    const signing = await secrets.signingSecrets(account, T0 + 2);
+    for (const secret of answered) expect(signing).toContain(secret);
+    expect(signing).toEqual([answered[0], before]);
+  });
 });
