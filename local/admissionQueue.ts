@@ -5,6 +5,8 @@ import type { Admission } from '../shared/screenshot/admission';
 interface Waiter {
   accountId: string;
   start: () => void;
+  /** A queued job's, which holds one of the local queue's pollers while it waits. */
+  job?: true;
 }
 
 /**
@@ -24,36 +26,32 @@ export class AdmissionQueue implements Admission {
     private readonly maxWaiting: number,
   ) {}
 
-  async run<T>(accountId: string, task: () => Promise<T>): Promise<T> {
+  async run<T>(accountId: string, task: () => Promise<T>, job?: true): Promise<T> {
     if (this.mayStart(accountId)) {
       this.take(accountId);
     } else {
       if (this.waiting.length >= this.maxWaiting) throw new OverloadedError();
       // The place is taken for us by whoever frees it, so a newcomer cannot slip in between.
-      await new Promise<void>((start) => this.waiting.push({ accountId, start }));
+      await new Promise<void>((start) => this.waiting.push({ accountId, start, ...(job ? { job } : {}) }));
     }
-    return this.runTaken(accountId, task);
-  }
-
-  /**
-   * Runs `task` only if it may start at once; otherwise throws CapacityFullError without waiting. For queued jobs: a
-   * job waiting here would hold one of the few local queue pollers, and one account's jobs could then take them all,
-   * leaving another account's messages unread however fair this queue is. A refused job waits in the queue instead.
-   */
-  async runNowOrRefuse<T>(accountId: string, task: () => Promise<T>): Promise<T> {
-    if (!this.mayStart(accountId)) throw new CapacityFullError();
-    this.take(accountId);
-    return this.runTaken(accountId, task);
-  }
-
-  /** Runs a task whose place is taken, and gives the place to the next waiting one after. */
-  private async runTaken<T>(accountId: string, task: () => Promise<T>): Promise<T> {
     try {
       return await task();
     } finally {
       this.free(accountId);
       this.startWaiting();
     }
+  }
+
+  /**
+   * Runs a queued job as `run` does, except that an account's jobs wait here one at a time: another one is refused
+   * at once (CapacityFullError) and waits in the job queue instead. A job waiting here holds one of the local queue's
+   * few pollers, and one account's jobs could otherwise take them all, leaving another account's messages unread
+   * however fair this queue is; one waiting job still starts the moment its account's turn comes.
+   */
+  async runJob<T>(accountId: string, task: () => Promise<T>): Promise<T> {
+    if (!this.mayStart(accountId) && this.waiting.some((w) => w.job && w.accountId === accountId))
+      throw new CapacityFullError();
+    return this.run(accountId, task, true);
   }
 
   private mayStart(accountId: string): boolean {

@@ -142,21 +142,21 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const worker = createJobWorker(dynamo.client, env, {
     renderer,
     queue,
-    // A job starts only where there is room at once, and is otherwise sent again a little later: one waiting here
-    // would hold a poller, and one account's jobs could then hold them all.
-    admission: { run: (accountId, task) => admission.runNowOrRefuse(accountId, task) },
+    // An account's jobs wait for the capture queue one at a time, the others a little later in the job queue: each
+    // waiting here holds a poller, and one account's jobs could then hold them all.
+    admission: { run: (accountId, task) => admission.runJob(accountId, task) },
     ...(options.webhookRetryDelaySeconds
       ? { webhookRetryDelaySeconds: options.webhookRetryDelaySeconds }
       : {}),
   });
   const pollers = [
-    // One poller more than captures may run: whatever one account runs, another's message is read, and starts in
-    // the headroom kept for accounts with nothing running.
+    // Two pollers more than captures may run: whatever one account runs, and its one job waiting, another's message
+    // is read, and starts in the headroom kept for accounts with nothing running.
     startQueuePoller({
       queue: localQueue,
       queueUrl: localQueue.queueUrl,
       handler: worker.handler,
-      concurrency: admission.capacity.shared + admission.capacity.headroom + 1,
+      concurrency: admission.capacity.shared + admission.capacity.headroom + 2,
       visibilityTimeoutSeconds: visibility,
     }),
     // Webhook attempts apart, as deployed: a receiver that never answers holds these for 10 s an attempt, never the

@@ -98,28 +98,34 @@ describe('the local capture queue', () => {
     await Promise.all([aWaits.done, bWaits.done]);
   });
 
-  it("refuses a queued job at once where a request would wait, and lets a newcomer's job in on the headroom", async () => {
+  it("lets one queued job of an account wait, refuses its next at once, and lets a newcomer's job in on the headroom", async () => {
     const queue = new AdmissionQueue({ shared: 2, headroom: 1 }, 10);
     const running = [held(queue, 'a'), held(queue, 'a')];
+    let waitingStarted = false;
+    let finishWaiting = () => {};
+    const waiting = queue.runJob('a', async () => {
+      waitingStarted = true;
+      await new Promise<void>((resolve) => {
+        finishWaiting = resolve;
+      });
+    });
     await tick();
+    expect(waitingStarted).toBe(false);
     let ran = false;
-    const refused = queue.runNowOrRefuse('a', async () => {
+    const refused = queue.runJob('a', async () => {
       ran = true;
     });
     await expect(refused).rejects.toBeInstanceOf(CapacityFullError);
     expect(ran).toBe(false);
-    // The newcomer's job starts on the headroom; the refusal took no place: a request of the same account waits, and
-    // starts on the first place freed.
-    expect(await queue.runNowOrRefuse('b', async () => 'ran')).toBe('ran');
-    const waiting = held(queue, 'a');
-    await tick();
-    expect(waiting.started).toBe(false);
+    // The newcomer's job starts on the headroom; the waiting job starts on the first place freed.
+    expect(await queue.runJob('b', async () => 'ran')).toBe('ran');
     running[0]?.finish();
     await running[0]?.done;
     await tick();
-    expect(waiting.started).toBe(true);
-    for (const task of [running[1], waiting]) task?.finish();
-    await Promise.all([running[1]?.done, waiting.done]);
+    expect(waitingStarted).toBe(true);
+    finishWaiting();
+    running[1]?.finish();
+    await Promise.all([running[1]?.done, waiting]);
   });
 });
 
