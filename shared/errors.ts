@@ -92,6 +92,13 @@ export class ConflictError extends AppError {
   }
 }
 
+/** A key deleted by its owner while it was being created: it never works, and the create answers this. */
+export class KeyDeletedWhileCreatedError extends ConflictError {
+  constructor() {
+    super('The API key was deleted while it was being created; create another');
+  }
+}
+
 export class PayloadTooLargeError extends AppError {
   constructor(readonly limitBytes: number) {
     super(413, `Request body is larger than ${limitBytes} bytes`);

@@ -6,6 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { KeyDeletedWhileCreatedError } from '../errors';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../keys/keyStore';
 import { ACCOUNT_KEY_PREFIX, accountAttribute, conditionHeld, itemKey } from './table';
 
@@ -85,7 +86,26 @@ export class DynamoKeyStore implements KeyStore {
       await this.undoCreate(key.accountId, key.id).catch(() => undefined);
       throw error;
     }
+    await this.settleRaceWithOwner(key);
     return true;
+  }
+
+  /**
+   * The key is listed from its first write and works from its last: a delete or a revoke run between them found no
+   * authentication item to act on. The listing says what they did, and the key follows it: deleted, it never works
+   * (KeyDeletedWhileCreatedError); revoked, it is revoked. A delete or revoke that reads the listing after this has
+   * the authentication item to act on, and acts on it again after its listing write (delete, revoke below).
+   */
+  private async settleRaceWithOwner(key: NewKey): Promise<void> {
+    const listing = await this.listingItem(key.accountId, key.id);
+    if (listing?.isActive === true) return;
+    if (listing) {
+      await this.deactivate(key.accountId, key.keyHash);
+      return;
+    }
+    await this.removeAuthentication(key.accountId, key.keyHash);
+    await this.removeSigningItem(key.id);
+    throw new KeyDeletedWhileCreatedError();
   }
 
   /**
@@ -210,18 +230,9 @@ export class DynamoKeyStore implements KeyStore {
   async revoke(accountId: string, keyId: string): Promise<boolean> {
     const listing = await this.listingItem(accountId, keyId);
     if (!listing) return false;
-    const revoked = await conditionHeld(
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: itemKey.apiKey(String(listing.keyHash)),
-          UpdateExpression: 'SET isActive = :false',
-          ConditionExpression: 'accountId = :account',
-          ExpressionAttributeValues: { ':false': false, ':account': accountId },
-        }),
-      ),
-    );
-    await conditionHeld(
+    const keyHash = String(listing.keyHash);
+    const revoked = await this.deactivate(accountId, keyHash);
+    const listed = await conditionHeld(
       this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -232,29 +243,57 @@ export class DynamoKeyStore implements KeyStore {
         }),
       ),
     );
-    return revoked;
+    // No authentication item yet: a create still under way writes it, and then either finds this listing revoked
+    // (and revokes it) or was done before the listing changed, so that it is there to revoke now.
+    if (!revoked && listed) await this.deactivate(accountId, keyHash);
+    return revoked || listed;
   }
 
   async delete(accountId: string, keyId: string): Promise<boolean> {
     const listing = await this.listingItem(accountId, keyId);
     if (!listing) return false;
-    await conditionHeld(
-      this.db.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: itemKey.apiKey(String(listing.keyHash)),
-          ConditionExpression: 'accountId = :account',
-          ExpressionAttributeValues: { ':account': accountId },
-        }),
-      ),
-    );
+    const keyHash = String(listing.keyHash);
+    await this.removeAuthentication(accountId, keyHash);
     await this.removeSigningItem(keyId);
     // A key whose creator stopped between its listing and the end of its reservation still has one; it goes first, so
     // that no repair sees the reservation without its listing and gives the slot back beside this delete. Read before
     // writing (almost no key has one), and only now: the reservation, written before the listing, is visible by then.
     if ((await this.accountItem(accountId))[slotReservation(keyId)] !== undefined)
       await this.dropReservation(accountId, keyId);
-    return this.removeListingAndCount(accountId, keyId);
+    const deleted = await this.removeListingAndCount(accountId, keyId);
+    // Once more: a create still under way may have written it since (if it then found the listing, before this
+    // removed it, it took the key for listed); one that finds the listing gone removes it itself.
+    if (deleted) await this.removeAuthentication(accountId, keyHash);
+    return deleted;
+  }
+
+  /** Makes the key stop working: its authentication item, if it is this account's, says inactive. */
+  private deactivate(accountId: string, keyHash: string): Promise<boolean> {
+    return conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.apiKey(keyHash),
+          UpdateExpression: 'SET isActive = :false',
+          ConditionExpression: 'accountId = :account',
+          ExpressionAttributeValues: { ':false': false, ':account': accountId },
+        }),
+      ),
+    );
+  }
+
+  /** Removes the key's authentication item, if it is this account's: the key no longer exists for any request. */
+  private async removeAuthentication(accountId: string, keyHash: string): Promise<void> {
+    await conditionHeld(
+      this.db.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: itemKey.apiKey(keyHash),
+          ConditionExpression: 'accountId = :account',
+          ExpressionAttributeValues: { ':account': accountId },
+        }),
+      ),
+    );
   }
 
   private async dropReservation(accountId: string, keyId: string): Promise<void> {

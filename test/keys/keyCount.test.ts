@@ -1,6 +1,7 @@
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmbeddedDynamo, localDynamoClient } from '../../local/embeddedDynamo';
+import { KeyDeletedWhileCreatedError } from '../../shared/errors';
 import { generateApiKey, hashApiKey, lastFour, newKeyId } from '../../shared/keys/apiKey';
 import type { NewKey } from '../../shared/keys/keyStore';
 import { MAX_KEYS_PER_ACCOUNT } from '../../shared/keys/schemas';
@@ -218,5 +219,83 @@ describe('concurrent creates and deletes', () => {
     expect(state.listed).toBe(85 + created.filter(Boolean).length);
     expect(state.listed).toBeLessThanOrEqual(100);
     expect(await fillUp(accountId)).toBe(100);
+  });
+});
+
+/**
+ * A key store whose calls matching `holds` wait until the returned `release` is called: one side of a race stopped
+ * at an exact point while the other runs.
+ */
+function storeHolding(holds: (input: { Item?: unknown; Key?: unknown }, command: string) => boolean) {
+  const client = localDynamoClient(store.endpoint);
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let reached = () => {};
+  const held = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (holds(args.input as { Item?: unknown }, context.commandName ?? '')) {
+        reached();
+        await released;
+      }
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  return { keys: new DynamoKeyStore(DynamoDBDocumentClient.from(client), TEST_TABLE), held, release };
+}
+
+/** The delete of a listing item (a key's `KEY#` item under its account). */
+const LISTING_DELETE = (input: { Key?: unknown }, command: string) =>
+  command === 'DeleteItemCommand' && /"sk":(\{"S":)?"KEY#/.test(JSON.stringify(input.Key ?? {}));
+
+describe("the owner's delete or revoke of a key being created (red team: a working key nobody could list or kill)", () => {
+  it('leaves no working key when the delete runs before the key works, and the create answers 409', async () => {
+    const accountId = newAccountId();
+    const key = newKey(accountId);
+    const creator = storeHolding(AUTHENTICATION_PUT);
+    const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
+    await creator.held;
+    expect(await keys.delete(accountId, key.id)).toBe(true);
+    creator.release();
+    await expect(created).rejects.toBeInstanceOf(KeyDeletedWhileCreatedError);
+    expect(await keys.findByHash(key.keyHash)).toBeUndefined();
+    expect(await keys.findSigningKey(key.id)).toBeUndefined();
+    expect(await countState(accountId)).toEqual({ keyCount: 0, listed: 0, reservations: 0 });
+  });
+
+  it('leaves no working key when the create finished between the two halves of the delete', async () => {
+    const accountId = newAccountId();
+    const key = newKey(accountId);
+    const creator = storeHolding(AUTHENTICATION_PUT);
+    const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
+    await creator.held;
+    // The delete finds no authentication item, then stops before removing the listing; the create then finishes.
+    const deleter = storeHolding(LISTING_DELETE);
+    const deleted = deleter.keys.delete(accountId, key.id);
+    await deleter.held;
+    creator.release();
+    expect(await created).toBe(true);
+    deleter.release();
+    expect(await deleted).toBe(true);
+    expect(await keys.findByHash(key.keyHash)).toBeUndefined();
+    expect(await countState(accountId)).toEqual({ keyCount: 0, listed: 0, reservations: 0 });
+  });
+
+  it('leaves the key revoked when the revoke runs before the key works', async () => {
+    const accountId = newAccountId();
+    const key = newKey(accountId);
+    const creator = storeHolding(AUTHENTICATION_PUT);
+    const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
+    await creator.held;
+    expect(await keys.revoke(accountId, key.id)).toBe(true);
+    creator.release();
+    expect(await created).toBe(true);
+    expect(await keys.findByHash(key.keyHash)).toMatchObject({ isActive: false });
+    expect((await keys.get(accountId, key.id))?.isActive).toBe(false);
   });
 });
