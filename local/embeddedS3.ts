@@ -1,9 +1,12 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import S3rver from 's3rver';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
-import { startS3SignatureGate } from './s3SignatureGate';
+import { answerOnly } from './ownClients';
+import { GATE_HEADER, startS3SignatureGate } from './s3SignatureGate';
 
 /**
  * The local S3 API: s3rver (S3's REST API, objects as files) on a loopback port, its data under `<dataDir>/s3`, with
@@ -14,6 +17,8 @@ import { startS3SignatureGate } from './s3SignatureGate';
  */
 export interface EmbeddedS3 {
   endpoint: string;
+  /** s3rver's own port, behind the gate: it answers the gate alone. */
+  backendPort: number;
   bucket: string;
   /** The settings that point the service at it (shared/wiring/delivery.ts). */
   env: {
@@ -41,6 +46,10 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
   });
   const { port: upstreamPort } = await server.run();
   const leaveOwnPorts = ownPorts.add(upstreamPort);
+  // s3rver checks no signature and listens on a port anyone on the machine can reach: it answers the gate alone.
+  const upstreamToken = randomBytes(32).toString('hex');
+  if (!server.httpServer) throw new Error('s3rver started without its HTTP server');
+  answerOnly(server.httpServer, fromGate(upstreamToken));
   const credentials = {
     accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
     secretAccessKey: (await loadOrCreateKey(localS3SecretFile(options.dataDir))).toString('hex'),
@@ -48,7 +57,7 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
   const portFile = join(options.dataDir, 's3-port');
   const remembered = Number(await readFile(portFile, 'utf8').catch(() => '0')) || 0;
   const startGate = (port: number) =>
-    startS3SignatureGate({ upstreamPort, credentials, region: LOCAL_S3_REGION, port });
+    startS3SignatureGate({ upstreamPort, upstreamToken, credentials, region: LOCAL_S3_REGION, port });
   // The remembered port may have been taken by something else meanwhile: then any free one, remembered instead.
   const gate = await startGate(remembered)
     .catch((error: NodeJS.ErrnoException) => {
@@ -64,6 +73,7 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
   const endpoint = `http://127.0.0.1:${gate.port}`;
   return {
     endpoint,
+    backendPort: upstreamPort,
     bucket: LOCAL_IMAGE_BUCKET,
     env: {
       S3_ENDPOINT: endpoint,
@@ -76,6 +86,15 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
       await server.close();
       leaveOwnPorts();
     },
+  };
+}
+
+/** Whether a request to s3rver came through the gate, which alone sends `token`. */
+function fromGate(token: string): (req: IncomingMessage) => boolean {
+  const expected = Buffer.from(token);
+  return (req) => {
+    const given = Buffer.from(String(req.headers[GATE_HEADER] ?? ''));
+    return given.length === expected.length && timingSafeEqual(given, expected);
   };
 }
 

@@ -17,10 +17,15 @@ export function fromOwnClient(req: IncomingMessage): boolean {
 
 /** Puts `server`'s request listeners behind fromOwnClient: anyone else gets `403` before they see the request. */
 export function serveOwnClientsOnly(server: Server): void {
+  answerOnly(server, fromOwnClient);
+}
+
+/** Puts `server`'s request listeners behind `accepts`: any other request gets `403` before they see it. */
+export function answerOnly(server: Server, accepts: (req: IncomingMessage) => boolean): void {
   const serve = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    if (fromOwnClient(req)) for (const listener of serve) listener(req, res);
+    if (accepts(req)) for (const listener of serve) listener(req, res);
     else res.writeHead(403).end();
   });
 }

@@ -20,12 +20,17 @@ export interface S3SignatureGate {
   close(): Promise<void>;
 }
 
+/** The header that tells s3rver a request came through this gate. */
+export const GATE_HEADER = 'x-local-s3-gate';
+
 /** Images are a few MB at most; a body past this is refused rather than held in memory. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 export async function startS3SignatureGate(options: {
   /** s3rver's own address, on loopback. */
   upstreamPort: number;
+  /** Sent with every request passed on (GATE_HEADER): s3rver answers nothing that lacks it (embeddedS3.ts). */
+  upstreamToken: string;
   credentials: LocalS3Credentials;
   region: string;
   /** The port to listen on; 0 for any. */
@@ -48,7 +53,11 @@ export async function startS3SignatureGate(options: {
           port: options.upstreamPort,
           method: req.method,
           path: withoutSignature(target),
-          headers: { ...headers, host: `127.0.0.1:${options.upstreamPort}` },
+          headers: {
+            ...headers,
+            host: `127.0.0.1:${options.upstreamPort}`,
+            [GATE_HEADER]: options.upstreamToken,
+          },
         });
         upstream.on('response', (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);

@@ -11,6 +11,8 @@ declare module 's3rver' {
   }
   export default class S3rver {
     constructor(options?: S3rverOptions);
+    /** The HTTP server, once run() has resolved. */
+    httpServer?: import('node:http').Server;
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
   }

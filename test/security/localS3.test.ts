@@ -137,6 +137,33 @@ describe('the local S3 API', () => {
     expect(answer.status).toBe(403);
     expect(await answer.text()).toContain('expired');
   });
+
+  it("answers nothing but the gate on s3rver's own port: no listing, no download, no PUT or form POST (red team)", async () => {
+    const backend = `http://127.0.0.1:${delivery.s3.backendPort}/${delivery.s3.bucket}`;
+    expect((await fetch(`${backend}?list-type=2`)).status).toBe(403);
+    expect((await fetch(`${backend}/${KEY}`)).status).toBe(403);
+    const put = await fetch(`${backend}/${KEY}`, {
+      method: 'PUT',
+      body: 'poisoned',
+      headers: { 'Content-Type': 'image/png', 'x-amz-meta-etag': '"poisoned"' },
+    });
+    expect(put.status).toBe(403);
+    // A browser's cross-site form POST, which S3's POST object API would take.
+    const form = new FormData();
+    form.set('key', KEY);
+    form.set('file', new Blob(['poisoned']));
+    const post = await fetch(backend, {
+      method: 'POST',
+      body: form,
+      headers: { Origin: 'https://evil.example' },
+    });
+    expect(post.status).toBe(403);
+    // A token guessed wrong is no better than none.
+    expect(
+      (await fetch(`${backend}/${KEY}`, { headers: { 'x-local-s3-gate': 'f'.repeat(64) } })).status,
+    ).toBe(403);
+    expect((await store.get(KEY))?.image.toString()).toBe('original');
+  });
 });
 
 describe('the local S3 API across restarts', () => {
