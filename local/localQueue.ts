@@ -118,10 +118,10 @@ async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Plays Lambda's SQS event source for the local service: `concurrency` pollers long-poll one of the queues
- * (`queueUrl`), hand each message to the worker's handler as the SQS event Lambda would build, delete what it did not
- * report failed, and keep a message invisible while its handler runs (a killed process stops doing so, and the message
- * comes back).
+ * Plays Lambda's SQS event source for the local service: it long-polls one of the queues (`queueUrl`) and hands each
+ * message, up to `concurrency` at once, to the worker's handler as the SQS event Lambda would build, deletes what it
+ * did not report failed, and keeps a message invisible while its handler runs (a killed process stops doing so, and
+ * the message comes back).
  */
 export function startQueuePoller(options: {
   queue: LocalQueue;
@@ -135,14 +135,28 @@ export function startQueuePoller(options: {
   let stopped = false;
   const abort = new AbortController();
 
-  async function poll(): Promise<void> {
+  /** The messages being handled: at most `concurrency`. */
+  const running = new Set<Promise<void>>();
+  /** Wakes the receiver when a handler ends. */
+  let freed: (() => void) | undefined;
+
+  // One receiver asks for as many messages as there are free places (SQS gives at most ten at once), so an idle
+  // queue costs one long poll a second whatever the concurrency.
+  async function receive(): Promise<void> {
     while (!stopped) {
+      const free = options.concurrency - running.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          freed = resolve;
+        });
+        continue;
+      }
       let messages: Message[] = [];
       try {
         const answer = await client.send(
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
-            MaxNumberOfMessages: 1,
+            MaxNumberOfMessages: Math.min(10, free),
             WaitTimeSeconds: 1,
             MessageSystemAttributeNames: ['All'],
           }),
@@ -155,7 +169,13 @@ export function startQueuePoller(options: {
         await sleep(500);
         continue;
       }
-      for (const message of messages) await handle(message);
+      for (const message of messages) {
+        const handled: Promise<void> = handle(message).finally(() => {
+          running.delete(handled);
+          freed?.();
+        });
+        running.add(handled);
+      }
     }
   }
 
@@ -187,13 +207,15 @@ export function startQueuePoller(options: {
     }
   }
 
-  const pollers = Array.from({ length: options.concurrency }, () => poll());
+  const receiving = receive();
   return {
     /** Stops receiving and waits for the messages being handled (their handlers end on their own). */
     async stop() {
       stopped = true;
       abort.abort();
-      await Promise.all(pollers);
+      freed?.();
+      await receiving;
+      await Promise.all(running);
     },
   };
 }

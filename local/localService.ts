@@ -36,7 +36,7 @@ import { STATE_FILE } from './stateFile';
 /** How long closing waits for the requests still running before it closes the store under them. */
 const CLOSE_GRACE_MS = 15_000;
 /** Webhook attempts delivered at once locally: each only waits on its receiver. */
-const LOCAL_WEBHOOK_POLLERS = 8;
+const LOCAL_WEBHOOK_ATTEMPTS = 8;
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -143,14 +143,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     renderer,
     queue,
     // An account's jobs wait for the capture queue one at a time, the others a little later in the job queue: each
-    // waiting here holds a poller, and one account's jobs could then hold them all.
+    // waiting here holds one of the poller's places, and one account's jobs could then hold them all.
     admission: { run: (accountId, task) => admission.runJob(accountId, task) },
     ...(options.webhookRetryDelaySeconds
       ? { webhookRetryDelaySeconds: options.webhookRetryDelaySeconds }
       : {}),
   });
   const pollers = [
-    // Two pollers more than captures may run: whatever one account runs, and its one job waiting, another's message
+    // Two places more than captures may run: whatever one account runs, and its one job waiting, another's message
     // is read, and starts in the headroom kept for accounts with nothing running.
     startQueuePoller({
       queue: localQueue,
@@ -159,13 +159,13 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       concurrency: admission.capacity.shared + admission.capacity.headroom + 2,
       visibilityTimeoutSeconds: visibility,
     }),
-    // Webhook attempts apart, as deployed: a receiver that never answers holds these for 10 s an attempt, never the
-    // pollers that run captures.
+    // Webhook attempts apart, as deployed: a receiver that never answers holds these places for 10 s an attempt,
+    // never those that run captures.
     startQueuePoller({
       queue: localQueue,
       queueUrl: localQueue.webhookQueueUrl,
       handler: worker.handler,
-      concurrency: LOCAL_WEBHOOK_POLLERS,
+      concurrency: LOCAL_WEBHOOK_ATTEMPTS,
       visibilityTimeoutSeconds: visibility,
     }),
   ];
