@@ -30,7 +30,7 @@ const REFUSED_FLAGS = new Set([
 const PAGE_HEAP_LIMIT_MB = 512;
 
 /**
- * Flags we add: a bounded page heap, no scrollbars in the image, no audio, software compositing, and no
+ * Flags we add: a bounded page heap, no scrollbars in the image, no audio, software compositing, no pop-ups, and no
  * `navigator.webdriver`: pages see a regular browser (browserIdentity.ts), and some hide what they show people
  * (consent banners, for one) from automated ones. (Chrome's
  * switches for background networking, sync, extensions and first-run do not exist in the headless shell, so they
@@ -42,6 +42,11 @@ const PAGE_HEAP_LIMIT_MB = 512;
  * 14 % (docs/performance.md). The
  * image differs only in antialiasing: on the bench page 99.7 % of the channel values that differ are off by 1 or 2.
  * WebGL still renders (through SwiftShader, read back).
+ *
+ * `--block-new-web-contents` (the headless shell's): `window.open` answers null and opens nothing. A capture is one
+ * page; every pop-up was a renderer process of its own, with a heap cap of its own and none of the capture's
+ * controls (red team: 400 `noopener` pop-ups took gigabytes and slowed another account's captures tenfold). Our own
+ * tabs are opened over DevTools, which the flag leaves alone.
  */
 const EXTRA_FLAGS = [
   `--js-flags=--max-old-space-size=${PAGE_HEAP_LIMIT_MB}`,
@@ -49,6 +54,7 @@ const EXTRA_FLAGS = [
   '--mute-audio',
   '--disable-gpu-compositing',
   '--disable-blink-features=AutomationControlled',
+  '--block-new-web-contents',
 ];
 
 /** Our flags, plus `extra`; with `sandboxed`, without the flags that turn Chromium's sandbox off (chromiumSandbox.ts). */

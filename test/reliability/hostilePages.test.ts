@@ -77,6 +77,13 @@ beforeAll(async () => {
     '/worker.js': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/javascript' }).end('self.onfetch = () => {};');
     },
+    // Forty pop-ups, `noopener` (a renderer process each) and not: every window.open must answer null.
+    '/opens-popups': solidPage(
+      '#ffffff',
+      `<script>const opened = [];
+        for (let i = 0; i < 40; i++) opened.push(window.open('/popup?' + i, '_blank', i % 2 ? 'noopener' : ''));
+        document.documentElement.style.background = opened.every((w) => w === null) ? 'lime' : 'red';</script>`,
+    ),
   });
   harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: pages.hostPort }, { budgets: BUDGETS });
   account = await harness.newAccount();
@@ -201,6 +208,19 @@ describe('a full page whose scripts replace the globals a scroll loop would use'
     expect(image.height).toBe(3000);
     expect(near(image.pixel(10, 10), GREEN)).toBe(true);
     expect(near(image.pixel(10, 2990), RED)).toBe(true);
+  });
+});
+
+describe('pop-ups', () => {
+  it('never open: window.open answers null, nothing is fetched, and no renderer process is added (red team)', async () => {
+    const browser = await onlyBrowserPid();
+    const before = (await rendererPids(browser)).length;
+    const response = await shoot('/opens-popups', { delay: 500 });
+    expect(response.status).toBe(200);
+    expect(near((await decodeImage(response.body)).pixel(10, 10), GREEN)).toBe(true);
+    expect(pages.hits.filter((hit) => hit.startsWith('/popup'))).toEqual([]);
+    // The capture's own tab is replaced by the next spare one: at most that one more.
+    expect((await rendererPids(browser)).length).toBeLessThanOrEqual(before + 1);
   });
 });
 
