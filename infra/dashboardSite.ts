@@ -24,14 +24,31 @@ import { apiResponseHeadersPolicy, COMMON_SECURITY_HEADERS } from './responseHea
 /** The dashboard's files, deployed as they are (no build step). */
 const DASHBOARD_SOURCE = fileURLToPath(new URL('../web/public', import.meta.url));
 
+/** The header that marks a request CloudFront sent the API on a client's behalf. */
+export const ORIGIN_VERIFY_HEADER = 'x-origin-verify';
+
+/**
+ * A header CloudFront adds to every request it sends the API (ORIGIN_VERIFY_HEADER, its value a secret of the stack):
+ * the regional web ACL counts those requests per client at the edge, not per CloudFront address (infra/webAcl.ts).
+ */
+export interface OriginVerifyHeader {
+  name: string;
+  value: string;
+}
+
 /**
  * The API stage as a CloudFront origin. Built from the RestApi id, not `api.url`, which would depend on the stage
  * (see DashboardSiteProps.stageName).
  */
-export function apiStageOrigin(api: apigateway.IRestApi, stageName: string): origins.HttpOrigin {
+export function apiStageOrigin(
+  api: apigateway.IRestApi,
+  stageName: string,
+  originVerify: OriginVerifyHeader,
+): origins.HttpOrigin {
   const stack = Stack.of(api);
   return new origins.HttpOrigin(`${api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}`, {
     originPath: `/${stageName}`,
+    customHeaders: { [originVerify.name]: originVerify.value },
     protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
     originSslProtocols: [cloudfront.OriginSslPolicy.TLS_V1_2],
     // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
@@ -87,6 +104,8 @@ export interface DashboardSiteProps {
    * point at the dashboard's own origin.
    */
   signedLinkBaseUrl?: string;
+  /** Added to every request sent to the API (apiStageOrigin). */
+  originVerify: OriginVerifyHeader;
 }
 
 /**
@@ -153,7 +172,7 @@ export class DashboardSite extends Construct {
       },
     });
 
-    const apiOrigin = apiStageOrigin(props.api, props.stageName ?? 'prod');
+    const apiOrigin = apiStageOrigin(props.api, props.stageName ?? 'prod', props.originVerify);
     // Not the page's policy: its CSP would replace the `sandbox` the API gives a captured document, which would then
     // run script on this origin. Nothing on this origin is meant to be framed.
     const apiHeaders = apiResponseHeadersPolicy(this, 'ApiSecurityHeaders', {

@@ -3,7 +3,7 @@ import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { apiStageOrigin } from './dashboardSite';
+import { apiStageOrigin, type OriginVerifyHeader } from './dashboardSite';
 import { apiResponseHeadersPolicy } from './responseHeaders';
 
 export interface SignedLinkCdnProps {
@@ -13,6 +13,8 @@ export interface SignedLinkCdnProps {
   webAclArn: string;
   /** Where the access logs go (the dashboard's log bucket, under `links/`). */
   logBucket: s3.IBucket;
+  /** Added to every request sent to the API (apiStageOrigin). */
+  originVerify: OriginVerifyHeader;
 }
 
 /** The longest an edge keeps an answer, whatever the origin says. */
@@ -53,7 +55,7 @@ export class SignedLinkCdn extends Construct {
       logFilePrefix: 'links/',
       logIncludesCookies: false,
       defaultBehavior: {
-        origin: apiStageOrigin(props.api, props.stageName),
+        origin: apiStageOrigin(props.api, props.stageName, props.originVerify),
         viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
         allowedMethods: cloudfront.AllowedMethods.ALLOW_GET_HEAD,
         cachedMethods: cloudfront.CachedMethods.CACHE_GET_HEAD,

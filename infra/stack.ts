@@ -10,6 +10,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
@@ -18,7 +19,7 @@ import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { QUEUED_JOBS_INDEX, TABLE_SCHEMA } from '../shared/store/table';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import { ChromiumLayer } from './chromiumLayer';
-import { DashboardSite } from './dashboardSite';
+import { DashboardSite, ORIGIN_VERIFY_HEADER } from './dashboardSite';
 import { functionBundling, sourceMapEnvironment } from './functionBundling';
 import { ImageStorage } from './imageStorage';
 import { JobProcessing } from './jobProcessing';
@@ -173,11 +174,25 @@ export class ScreenshotServiceStack extends Stack {
     this.api = this.createRestApi(settings);
     // Before any function starts: rate limits per IP and per credential, oversized bodies, known-bad addresses.
     const webAclName = `${this.stackName}-api`;
+    // CloudFront's requests to the API (the dashboard's /api/*, signed links) come from CloudFront's addresses, each
+    // shared by many clients whom the edge ACL already counted one by one: they carry this secret, and the per-IP
+    // rule here skips them. Rotating it is a new value then a deploy; until the deploy they are counted per IP again.
+    const originVerifySecret = new secretsmanager.Secret(this, 'OriginVerify', {
+      description: 'Header value CloudFront adds to the requests it sends the API (infra/webAcl.ts)',
+      generateSecretString: { excludePunctuation: true, passwordLength: 48 },
+    });
+    acknowledge(
+      originVerifySecret,
+      'SMG4',
+      'Not a credential of any account: it only exempts requests from the per-IP count. Rotated by a new value and a deploy (docs/deploy.md).',
+    );
+    const originVerify = { name: ORIGIN_VERIFY_HEADER, value: originVerifySecret.secretValue.unsafeUnwrap() };
     this.webAcl = new ServiceWebAcl(this, 'Firewall', {
       scope: 'REGIONAL',
       requestsPerIp: settings.wafRequestsPerIp,
       requestsPerCredential: settings.wafRequestsPerCredential,
       name: webAclName,
+      fromOurEdge: originVerify,
     });
     new wafv2.CfnWebACLAssociation(this, 'FirewallAssociation', {
       resourceArn: this.api.deploymentStage.stageArn,
@@ -194,6 +209,7 @@ export class ScreenshotServiceStack extends Stack {
       domainPrefix: settings.dashboardDomainPrefix,
       webAclArn: props.dashboardWebAclArn,
       signedLinkBaseUrl: Lazy.string({ produce: () => signedLinks?.baseUrl }),
+      originVerify,
     });
     // One app client for every sign-in: the dashboard's code flow (hosted sign-in, PKCE) and, added here, the
     // operator's admin flow, which needs IAM credentials (cognito-idp:AdminInitiateAuth). No password or SRP flow
@@ -205,6 +221,7 @@ export class ScreenshotServiceStack extends Stack {
       stageName: STAGE_NAME,
       webAclArn: props.dashboardWebAclArn,
       logBucket: this.dashboard.accessLogs,
+      originVerify,
     });
     this.userPoolClient = this.dashboard.userPoolClient;
     const cfnClient = this.userPoolClient.node.defaultChild as cognito.CfnUserPoolClient;

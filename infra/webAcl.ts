@@ -98,6 +98,12 @@ export interface ServiceWebAclProps {
   /** Requests per 5 minutes from one IP address before WAF answers 429. */
   requestsPerIp: number;
   /**
+   * Requests carrying this header came through our CloudFront distributions, whose own web ACL counted them per
+   * client: the per-IP rule here skips them, since their source address is one of CloudFront's, shared by every
+   * client behind it (regional ACL only).
+   */
+  fromOurEdge?: { name: string; value: string };
+  /**
    * Requests per 5 minutes carrying one Authorization value (an API key or a session token, normalized), and signed
    * links per 5 minutes naming one `keyId`.
    */
@@ -236,6 +242,18 @@ export class ServiceWebAcl extends Construct {
               limit: props.requestsPerIp,
               evaluationWindowSec: 300,
               aggregateKeyType: 'IP',
+              ...(props.fromOurEdge
+                ? {
+                    scopeDownStatement: not({
+                      byteMatchStatement: {
+                        fieldToMatch: { singleHeader: { Name: props.fromOurEdge.name } },
+                        positionalConstraint: 'EXACTLY',
+                        searchString: props.fromOurEdge.value,
+                        textTransformations: [{ priority: 0, type: 'NONE' }],
+                      },
+                    }),
+                  }
+                : {}),
             },
           },
           visibilityConfig: visibility('RateLimitPerIp'),

@@ -39,6 +39,7 @@ function serviceLikeStack(app: App) {
     userPool,
     domainPrefix: 'shots-test',
     webAclArn: WEB_ACL_ARN,
+    originVerify: { name: 'x-origin-verify', value: 'test-origin-secret' },
   });
   fn.addEnvironment('SESSION_CLIENT_ID', site.userPoolClient.userPoolClientId);
   return { stack, site, api };

@@ -19,6 +19,7 @@ import type { IConstruct } from 'constructs';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BARE_RUNTIME_ONLY, CHROMIUM_PACKAGE, runtimeClosure } from '../../infra/chromiumLayer';
+import { ORIGIN_VERIFY_HEADER } from '../../infra/dashboardSite';
 import { SHARP_PACKAGE } from '../../infra/encoderAssets';
 import { FUNCTION_SIZE_BUDGET_MIB } from '../../infra/functionBundling';
 import {
@@ -754,7 +755,7 @@ describe('Web ACL in front of the API', () => {
   });
 
   it('limits requests per IP address and per Authorization value, answering 429 in the API shape', () => {
-    expect(rule('RateLimitPerIp')?.Statement).toEqual({
+    expect(rule('RateLimitPerIp')?.Statement).toMatchObject({
       RateBasedStatement: {
         Limit: TEST_SETTINGS.wafRequestsPerIp,
         EvaluationWindowSec: 300,
@@ -834,6 +835,57 @@ describe('Web ACL in front of the API', () => {
     const priorities = Object.fromEntries((asList(acl().Rules) as Json[]).map((r) => [r.Name, r.Priority]));
     expect(Number(priorities.BodyTooLarge)).toBeLessThan(Number(priorities.AWSManagedRulesCommonRuleSet));
     expect(Number(priorities.RateLimitPerIp)).toBeLessThan(Number(priorities.AWSManagedRulesCommonRuleSet));
+  });
+});
+
+describe("CloudFront's requests to the API (red team: counted per CloudFront address, shared by every client behind it)", () => {
+  const secretId = () =>
+    ofType(synth.resources, 'AWS::SecretsManager::Secret').find(([id]) => id.includes('OriginVerify'))?.[0] ??
+    '';
+  const secretValue = () => ({
+    'Fn::Join': ['', ['{{resolve:secretsmanager:', { Ref: secretId() }, ':SecretString:::}}']],
+  });
+
+  it('carry a secret header from both distributions', () => {
+    const distributions = ofType(synth.resources, 'AWS::CloudFront::Distribution');
+    expect(distributions.length).toBe(2);
+    for (const [, distribution] of distributions) {
+      const origins = asList((distribution.Properties.DistributionConfig as Json).Origins) as Json[];
+      const api = origins.filter((origin) => JSON.stringify(origin.DomainName).includes('execute-api'));
+      expect(api).toHaveLength(1);
+      expect(api[0]?.OriginCustomHeaders).toEqual([
+        { HeaderName: ORIGIN_VERIFY_HEADER, HeaderValue: secretValue() },
+      ]);
+    }
+  });
+
+  it('are left out of the regional per-IP count, which the edge made per client; every other request is counted', () => {
+    const acl = ofType(synth.resources, 'AWS::WAFv2::WebACL')[0]?.[1].Properties ?? {};
+    const perIp = (asList(acl.Rules) as Json[]).find((r) => r.Name === 'RateLimitPerIp');
+    expect(perIp?.Statement).toMatchObject({
+      RateBasedStatement: {
+        ScopeDownStatement: {
+          NotStatement: {
+            Statement: {
+              ByteMatchStatement: {
+                FieldToMatch: { SingleHeader: { Name: ORIGIN_VERIFY_HEADER } },
+                PositionalConstraint: 'EXACTLY',
+                SearchString: secretValue(),
+              },
+            },
+          },
+        },
+      },
+    });
+    // The edge ACL counts every client by its own address: no exemption there.
+    synth.edgeTemplate.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Rules: Match.arrayWith([
+        Match.objectLike({
+          Name: 'RateLimitPerIp',
+          Statement: { RateBasedStatement: Match.objectLike({ ScopeDownStatement: Match.absent() }) },
+        }),
+      ]),
+    });
   });
 });
 
