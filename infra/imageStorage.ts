@@ -84,13 +84,17 @@ export class ImageStorage extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
-    const images = `${this.bucket.bucketArn}/${IMAGE_PREFIX}*`;
+    // The cache and the linked images: the front never reads or writes a job's result (the worker stores it, the job
+    // routes link to it), so a front taken over cannot replace one.
+    const frontKinds = [IMAGE_KINDS.cache, IMAGE_KINDS.linked].map(
+      (kind) => `${this.bucket.bucketArn}/${kind}*`,
+    );
     props.screenshot.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'ImageObjects',
         // PutObjectTagging: S3 asks for it when a PutObject carries tags (the expiry tag).
         actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
-        resources: [images],
+        resources: frontKinds,
       }),
     );
     // Without ListBucket, S3 answers a missing object with 403 instead of 404, and a cache miss would look like a fault.
@@ -130,11 +134,12 @@ export class ImageStorage extends Construct {
       'This is the access log bucket of the image bucket; logging it into itself would loop.',
     );
     for (const fn of [props.screenshot, props.createKey]) {
-      if (fn.role)
+      if (!fn.role) continue;
+      for (const kind of [IMAGE_KINDS.cache, IMAGE_KINDS.linked])
         acknowledge(
           fn.role,
-          `IAM5[Resource::<${idOf(this.bucket)}.Arn>/${IMAGE_PREFIX}*]`,
-          'Objects are named by account and request hash at run time; the grant is limited to the image prefix.',
+          `IAM5[Resource::<${idOf(this.bucket)}.Arn>/${kind}*]`,
+          'Objects are named by account and request hash at run time; the grant is limited to one kind of image.',
         );
     }
   }

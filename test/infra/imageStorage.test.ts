@@ -131,7 +131,7 @@ describe("expiry by each object's own cacheTtl", () => {
 });
 
 describe('least privilege', () => {
-  it('lets the screenshot function read and write objects under the image prefix only, and decrypt with the key', () => {
+  it("lets the screenshot function read and write the cache and linked images only (never a job's result), and decrypt with the key", () => {
     const statements = statementsOf(screenshot);
     const actions = statements.flatMap((statement) => [statement.Action].flat());
     expect(actions.sort()).toEqual([
@@ -142,7 +142,11 @@ describe('least privilege', () => {
       's3:PutObjectTagging',
     ]);
     const objects = statements.find((statement) => [statement.Action].flat().includes('s3:GetObject'));
-    expect(JSON.stringify(objects?.Resource)).toContain('/images/*');
+    const resources = JSON.stringify(objects?.Resource);
+    expect(resources).toContain(`/${IMAGE_KINDS.cache}*`);
+    expect(resources).toContain(`/${IMAGE_KINDS.linked}*`);
+    expect(resources).not.toContain(`/${IMAGE_KINDS.job}`);
+    expect(resources).not.toContain('/images/*');
     const kms = statements.find((statement) => statement.Action === 'kms:Decrypt');
     expect(kms?.Resource).toEqual({ 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] });
     expect(kms?.Condition).toEqual(ONLY_SIGNING_SECRETS);
