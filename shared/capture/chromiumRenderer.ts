@@ -41,6 +41,7 @@ import {
   isImageFormat,
   type Renderer,
 } from './renderer';
+import { watchRendererMemory } from './rendererMemoryWatchdog';
 import { assertSelectorsParse } from './selectorCheck';
 import { waitForWebFonts } from './webFonts';
 
@@ -50,6 +51,8 @@ export interface ChromiumRendererOptions {
   env?: NodeJS.ProcessEnv;
   /** The parts of each capture's budget; the specified ones (CAPTURE_BUDGETS) unless a test shortens them. */
   budgets?: CaptureBudgets;
+  /** The most one renderer process may hold (MiB): RENDERER_MEMORY_LIMIT_MB unless a test lowers it. */
+  rendererMemoryLimitMb?: number;
 }
 
 /** A page that replaced its document once it was to be captured, in a way that cannot be held back. */
@@ -372,7 +375,11 @@ export class ChromiumRenderer implements Renderer {
       this.options.env,
     );
     this.tempDir = tempDir;
+    const pid = browser.process()?.pid;
+    const watchdog =
+      pid === undefined ? undefined : watchRendererMemory(pid, this.options.rendererMemoryLimitMb);
     browser.once('disconnected', () => {
+      watchdog?.stop();
       if (this.tempDir === tempDir) this.tempDir = undefined;
     });
     return browser;
