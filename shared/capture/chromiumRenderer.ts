@@ -41,7 +41,7 @@ import {
   isImageFormat,
   type Renderer,
 } from './renderer';
-import { watchRendererMemory } from './rendererMemoryWatchdog';
+import { type MemoryWatchdog, watchRendererMemory } from './rendererMemoryWatchdog';
 import { assertSelectorsParse } from './selectorCheck';
 import { waitForWebFonts } from './webFonts';
 
@@ -104,6 +104,8 @@ export class ChromiumRenderer implements Renderer {
   private readonly lastAskedFor = new Map<PreparedSwitch, number>();
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
+  /** Stops a renderer process that holds too much memory, measuring while captures run. */
+  private watchdog: MemoryWatchdog | undefined;
 
   private readonly budgets: CaptureBudgets;
 
@@ -133,6 +135,7 @@ export class ChromiumRenderer implements Renderer {
     }
     this.expected = emulationOf(spec);
     for (const name of PREPARED_SWITCHES) if (spec[name]) this.lastAskedFor.set(name, Date.now());
+    const measured = this.watchdog?.capturing();
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
       fail = reject;
@@ -156,6 +159,7 @@ export class ChromiumRenderer implements Renderer {
         ? error
         : asCaptureFailure(spec, error, tab.control.isHeld);
     } finally {
+      measured?.();
       budget.dispose();
       limits.signal?.removeEventListener('abort', onAbort);
       this.retire(tab);
@@ -378,8 +382,10 @@ export class ChromiumRenderer implements Renderer {
     const pid = browser.process()?.pid;
     const watchdog =
       pid === undefined ? undefined : watchRendererMemory(pid, this.options.rendererMemoryLimitMb);
+    this.watchdog = watchdog;
     browser.once('disconnected', () => {
       watchdog?.stop();
+      if (this.watchdog === watchdog) this.watchdog = undefined;
       if (this.tempDir === tempDir) this.tempDir = undefined;
     });
     return browser;
