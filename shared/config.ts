@@ -11,7 +11,6 @@ const envSchema = z.object({
   MAX_CONCURRENT_CAPTURES: z.coerce.number().int().min(1).default(10),
   CAPTURE_HEADROOM: z.coerce.number().int().min(0).default(2),
   ALLOW_PRIVATE_HOSTS: z.string().default(''),
-  RENDERER_MEMORY_LIMIT_MB: z.coerce.number().int().min(128).optional(),
   SESSION_ISSUER: z.string().min(1).optional(),
   SESSION_CLIENT_ID: z.string().min(1).optional(),
   SESSION_JWKS_URI: z.string().url().optional(),
@@ -31,8 +30,6 @@ export interface ServiceConfig {
   captureHeadroom: number;
   /** Raw ALLOW_PRIVATE_HOSTS: '' (refuse all private), '*' (allow all), or 'host:port,host:port'. */
   allowPrivateHosts: string;
-  /** RENDERER_MEMORY_LIMIT_MB: the most one Chromium renderer process may hold; its default when unset. */
-  rendererMemoryLimitMb?: number;
 }
 
 export interface SessionConfig {
@@ -50,7 +47,6 @@ export function readServiceConfig(env: NodeJS.ProcessEnv = process.env): Service
     maxConcurrentCaptures: parsed.MAX_CONCURRENT_CAPTURES,
     captureHeadroom: parsed.CAPTURE_HEADROOM,
     allowPrivateHosts: parsed.ALLOW_PRIVATE_HOSTS,
-    ...(parsed.RENDERER_MEMORY_LIMIT_MB ? { rendererMemoryLimitMb: parsed.RENDERER_MEMORY_LIMIT_MB } : {}),
   };
 }
 

@@ -41,7 +41,6 @@ import {
   isImageFormat,
   type Renderer,
 } from './renderer';
-import { type MemoryWatchdog, watchRendererMemory } from './rendererMemoryWatchdog';
 import { assertSelectorsParse } from './selectorCheck';
 import { waitForWebFonts } from './webFonts';
 
@@ -51,8 +50,6 @@ export interface ChromiumRendererOptions {
   env?: NodeJS.ProcessEnv;
   /** The parts of each capture's budget; the specified ones (CAPTURE_BUDGETS) unless a test shortens them. */
   budgets?: CaptureBudgets;
-  /** The most one renderer process may hold (MiB): RENDERER_MEMORY_LIMIT_MB unless a test lowers it. */
-  rendererMemoryLimitMb?: number;
 }
 
 /** A page that replaced its document once it was to be captured, in a way that cannot be held back. */
@@ -104,8 +101,6 @@ export class ChromiumRenderer implements Renderer {
   private readonly lastAskedFor = new Map<PreparedSwitch, number>();
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
-  /** Stops a renderer process that holds too much memory, measuring while captures run. */
-  private watchdog: MemoryWatchdog | undefined;
 
   private readonly budgets: CaptureBudgets;
 
@@ -135,7 +130,6 @@ export class ChromiumRenderer implements Renderer {
     }
     this.expected = emulationOf(spec);
     for (const name of PREPARED_SWITCHES) if (spec[name]) this.lastAskedFor.set(name, Date.now());
-    const measured = this.watchdog?.capturing();
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
       fail = reject;
@@ -159,7 +153,6 @@ export class ChromiumRenderer implements Renderer {
         ? error
         : asCaptureFailure(spec, error, tab.control.isHeld);
     } finally {
-      measured?.();
       budget.dispose();
       limits.signal?.removeEventListener('abort', onAbort);
       this.retire(tab);
@@ -379,13 +372,7 @@ export class ChromiumRenderer implements Renderer {
       this.options.env,
     );
     this.tempDir = tempDir;
-    const pid = browser.process()?.pid;
-    const watchdog =
-      pid === undefined ? undefined : watchRendererMemory(pid, this.options.rendererMemoryLimitMb);
-    this.watchdog = watchdog;
     browser.once('disconnected', () => {
-      watchdog?.stop();
-      if (this.watchdog === watchdog) this.watchdog = undefined;
       if (this.tempDir === tempDir) this.tempDir = undefined;
     });
     return browser;

@@ -13,7 +13,7 @@ import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
  * process hold: no store, no key, no credential.
  */
 export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureBudgets = CAPTURE_BUDGETS) {
-  const { allowPrivateHosts, rendererMemoryLimitMb } = readServiceConfig(env);
+  const { allowPrivateHosts } = readServiceConfig(env);
   let egress: Promise<EgressProxy> | undefined;
   const startEgress = () => {
     // Refused destinations are logged (host and port only) so an operator can see SSRF attempts.
@@ -27,7 +27,6 @@ export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureB
     new ChromiumRenderer({
       env,
       budgets,
-      ...(rendererMemoryLimitMb ? { rendererMemoryLimitMb } : {}),
       launchArgs: async () => egressChromiumArgs((await startEgress()).url),
     }),
   );
