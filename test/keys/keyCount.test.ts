@@ -249,6 +249,14 @@ function storeHolding(holds: (input: { Item?: unknown; Key?: unknown }, command:
   return { keys: new DynamoKeyStore(DynamoDBDocumentClient.from(client), TEST_TABLE), held, release };
 }
 
+/** A create of `key` stopped just before its authentication item: listed, and not working yet. */
+async function createStoppedBeforeItWorks(key: NewKey) {
+  const creator = storeHolding(AUTHENTICATION_PUT);
+  const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
+  await creator.held;
+  return { created, release: creator.release };
+}
+
 /** The delete of a listing item (a key's `KEY#` item under its account). */
 const LISTING_DELETE = (input: { Key?: unknown }, command: string) =>
   command === 'DeleteItemCommand' && /"sk":(\{"S":)?"KEY#/.test(JSON.stringify(input.Key ?? {}));
@@ -257,11 +265,9 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
   it('leaves no working key when the delete runs before the key works, and the create answers 409', async () => {
     const accountId = newAccountId();
     const key = newKey(accountId);
-    const creator = storeHolding(AUTHENTICATION_PUT);
-    const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
-    await creator.held;
+    const { created, release } = await createStoppedBeforeItWorks(key);
     expect(await keys.delete(accountId, key.id)).toBe(true);
-    creator.release();
+    release();
     await expect(created).rejects.toBeInstanceOf(KeyDeletedWhileCreatedError);
     expect(await keys.findByHash(key.keyHash)).toBeUndefined();
     expect(await keys.findSigningKey(key.id)).toBeUndefined();
@@ -271,14 +277,12 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
   it('leaves no working key when the create finished between the two halves of the delete', async () => {
     const accountId = newAccountId();
     const key = newKey(accountId);
-    const creator = storeHolding(AUTHENTICATION_PUT);
-    const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
-    await creator.held;
+    const { created, release } = await createStoppedBeforeItWorks(key);
     // The delete finds no authentication item, then stops before removing the listing; the create then finishes.
     const deleter = storeHolding(LISTING_DELETE);
     const deleted = deleter.keys.delete(accountId, key.id);
     await deleter.held;
-    creator.release();
+    release();
     expect(await created).toBe(true);
     deleter.release();
     expect(await deleted).toBe(true);
@@ -289,11 +293,9 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
   it('leaves the key revoked when the revoke runs before the key works', async () => {
     const accountId = newAccountId();
     const key = newKey(accountId);
-    const creator = storeHolding(AUTHENTICATION_PUT);
-    const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
-    await creator.held;
+    const { created, release } = await createStoppedBeforeItWorks(key);
     expect(await keys.revoke(accountId, key.id)).toBe(true);
-    creator.release();
+    release();
     expect(await created).toBe(true);
     expect(await keys.findByHash(key.keyHash)).toMatchObject({ isActive: false });
     expect((await keys.get(accountId, key.id))?.isActive).toBe(false);
