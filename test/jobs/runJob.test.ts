@@ -25,6 +25,7 @@ import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
 import { createSqsClient, SqsJobQueue } from '../../shared/store/sqsJobQueue';
 import { itemKey } from '../../shared/store/table';
 import { TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
+import { deferred } from '../helpers/deferred';
 import { startFaultProxy } from '../helpers/faultProxy';
 import { jobWorkerDeps } from '../helpers/jobWorker';
 import {
@@ -700,27 +701,21 @@ describe('a failed job whose worker died before its refund was done (the real le
     const { job } = await accepted('https://a.test/page', { ledger });
     // The ending worker died after its ending write; its claim has run out, and two copies come together.
     await jobs.finish(ACCOUNT, job.id, failedEnd, longAgo());
-    let firstDone = () => {};
-    const firstIsDone = new Promise<void>((resolve) => {
-      firstDone = resolve;
-    });
-    let secondRead = () => {};
-    const secondHasRead = new Promise<void>((resolve) => {
-      secondRead = resolve;
-    });
+    const firstDone = deferred();
+    const secondRead = deferred();
     const readEarly = Object.assign(Object.create(jobs) as DynamoJobStore, {
       get: async (...args: Parameters<DynamoJobStore['get']>) => {
         const found = await jobs.get(...args);
-        secondRead();
-        await firstIsDone;
+        secondRead.resolve();
+        await firstDone.promise;
         return found;
       },
     });
     const second = runJob({ ...workerDeps(ledger), jobs: readEarly })(ACCOUNT, job.id, 1);
-    await secondHasRead;
+    await secondRead.promise;
     await run(ACCOUNT, job.id, 1);
     expect(await refundMarks()).toEqual([]);
-    firstDone();
+    firstDone.resolve();
     await second;
     await expectRefundedOnce(job.id);
   });

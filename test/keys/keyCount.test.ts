@@ -7,6 +7,7 @@ import type { NewKey } from '../../shared/keys/keyStore';
 import { MAX_KEYS_PER_ACCOUNT } from '../../shared/keys/schemas';
 import { DynamoKeyStore } from '../../shared/store/dynamoKeyStore';
 import { itemKey } from '../../shared/store/table';
+import { deferred } from '../helpers/deferred';
 import { dumpTable, startTestStore, TEST_TABLE } from '../helpers/store';
 
 /**
@@ -228,25 +229,23 @@ describe('concurrent creates and deletes', () => {
  */
 function storeHolding(holds: (input: { Item?: unknown; Key?: unknown }, command: string) => boolean) {
   const client = localDynamoClient(store.endpoint);
-  let release = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let reached = () => {};
-  const held = new Promise<void>((resolve) => {
-    reached = resolve;
-  });
+  const released = deferred();
+  const reached = deferred();
   client.middlewareStack.add(
     (next, context) => async (args) => {
       if (holds(args.input as { Item?: unknown }, context.commandName ?? '')) {
-        reached();
-        await released;
+        reached.resolve();
+        await released.promise;
       }
       return next(args);
     },
     { step: 'initialize' },
   );
-  return { keys: new DynamoKeyStore(DynamoDBDocumentClient.from(client), TEST_TABLE), held, release };
+  return {
+    keys: new DynamoKeyStore(DynamoDBDocumentClient.from(client), TEST_TABLE),
+    held: reached.promise,
+    release: released.resolve,
+  };
 }
 
 /** A create of `key` stopped just before its authentication item: listed, and not working yet. */

@@ -9,6 +9,7 @@ import { readServiceConfig } from '../../shared/config';
 import { OverloadedError } from '../../shared/errors';
 import { MAX_HTML_BODY_BYTES } from '../../shared/http/screenshotRoute';
 import { createStores } from '../../shared/wiring/stores';
+import { deferred } from '../helpers/deferred';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 
 const run = promisify(execFile);
@@ -198,21 +199,18 @@ describe('AdmissionQueue', () => {
     const queue = new AdmissionQueue({ shared: 2, headroom: 0 }, 1);
     let running = 0;
     let peak = 0;
-    let releaseAll = () => {};
-    const released = new Promise<void>((resolve) => {
-      releaseAll = resolve;
-    });
+    const released = deferred();
     const task = () =>
       queue.run('acct', async () => {
         peak = Math.max(peak, ++running);
-        await released;
+        await released.promise;
         running--;
       });
     const accepted = [task(), task(), task()];
     await expect(task()).rejects.toBeInstanceOf(OverloadedError);
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(running).toBe(2);
-    releaseAll();
+    released.resolve();
     await Promise.all(accepted);
     expect(running).toBe(0);
     expect(peak).toBe(2);

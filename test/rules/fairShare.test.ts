@@ -8,6 +8,7 @@ import { keyManagement } from '../../shared/keys/keyManagement';
 import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { TIMED_OUT_SLOT_PENALTY_MS } from '../../shared/timing';
+import { deferred } from '../helpers/deferred';
 import {
   FakeRenderer,
   fakeSessions,
@@ -46,16 +47,16 @@ describe('the fair-share rule', () => {
   });
 });
 
-/** A task for the queue that runs until `finish` is called (before or after it started). */
-function held(queue: AdmissionQueue, accountId: string) {
-  let finish = () => {};
-  const finished = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  const task = { started: false, finish, done: Promise.resolve() };
-  task.done = queue.run(accountId, async () => {
+/**
+ * A task for the queue that runs until `finish` is called (before or after it started): a request's (`run`), or a
+ * queued job's (`runJob`).
+ */
+function held(queue: AdmissionQueue, accountId: string, via: 'run' | 'runJob' = 'run') {
+  const finished = deferred();
+  const task = { started: false, finish: finished.resolve, done: Promise.resolve() };
+  task.done = queue[via](accountId, async () => {
     task.started = true;
-    await finished;
+    await finished.promise;
   });
   return task;
 }
@@ -101,16 +102,9 @@ describe('the local capture queue', () => {
   it("lets one queued job of an account wait, refuses its next at once, and lets a newcomer's job in on the headroom", async () => {
     const queue = new AdmissionQueue({ shared: 2, headroom: 1 }, 10);
     const running = [held(queue, 'a'), held(queue, 'a')];
-    let waitingStarted = false;
-    let finishWaiting = () => {};
-    const waiting = queue.runJob('a', async () => {
-      waitingStarted = true;
-      await new Promise<void>((resolve) => {
-        finishWaiting = resolve;
-      });
-    });
+    const waiting = held(queue, 'a', 'runJob');
     await tick();
-    expect(waitingStarted).toBe(false);
+    expect(waiting.started).toBe(false);
     let ran = false;
     const refused = queue.runJob('a', async () => {
       ran = true;
@@ -122,10 +116,10 @@ describe('the local capture queue', () => {
     running[0]?.finish();
     await running[0]?.done;
     await tick();
-    expect(waitingStarted).toBe(true);
-    finishWaiting();
+    expect(waiting.started).toBe(true);
+    waiting.finish();
     running[1]?.finish();
-    await Promise.all([running[1]?.done, waiting]);
+    await Promise.all([running[1]?.done, waiting.done]);
   });
 });
 
