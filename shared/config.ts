@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PAGE_MEMORY_LIMIT_MB } from './capture/pageMemoryGuard';
 
 /**
  * Deployment settings, read once per cold start from the environment. The names are part of the product
@@ -11,6 +12,7 @@ const envSchema = z.object({
   MAX_CONCURRENT_CAPTURES: z.coerce.number().int().min(1).default(10),
   CAPTURE_HEADROOM: z.coerce.number().int().min(0).default(2),
   ALLOW_PRIVATE_HOSTS: z.string().default(''),
+  PAGE_MEMORY_LIMIT_MB: z.coerce.number().int().min(64).default(PAGE_MEMORY_LIMIT_MB),
   SESSION_ISSUER: z.string().min(1).optional(),
   SESSION_CLIENT_ID: z.string().min(1).optional(),
   SESSION_JWKS_URI: z.string().url().optional(),
@@ -30,6 +32,8 @@ export interface ServiceConfig {
   captureHeadroom: number;
   /** Raw ALLOW_PRIVATE_HOSTS: '' (refuse all private), '*' (allow all), or 'host:port,host:port'. */
   allowPrivateHosts: string;
+  /** PAGE_MEMORY_LIMIT_MB: what one capture's scripts and workers may hold in all, read by the renderer. */
+  pageMemoryLimitMb: number;
 }
 
 export interface SessionConfig {
@@ -47,6 +51,7 @@ export function readServiceConfig(env: NodeJS.ProcessEnv = process.env): Service
     maxConcurrentCaptures: parsed.MAX_CONCURRENT_CAPTURES,
     captureHeadroom: parsed.CAPTURE_HEADROOM,
     allowPrivateHosts: parsed.ALLOW_PRIVATE_HOSTS,
+    pageMemoryLimitMb: parsed.PAGE_MEMORY_LIMIT_MB,
   };
 }
 

@@ -21,6 +21,7 @@ import { captureFullPage } from './fullPage';
 import { assertDeliverable, IMAGE_TOO_LARGE } from './oversizedImage';
 import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
+import { guardPageMemory, PAGE_MEMORY_LIMIT_MB } from './pageMemoryGuard';
 import {
   decorateLoadedPage,
   hideFilteredElements,
@@ -50,10 +51,16 @@ export interface ChromiumRendererOptions {
   env?: NodeJS.ProcessEnv;
   /** The parts of each capture's budget; the specified ones (CAPTURE_BUDGETS) unless a test shortens them. */
   budgets?: CaptureBudgets;
+  /** What a capture's scripts may hold in all (MiB): PAGE_MEMORY_LIMIT_MB unless the operator or a test says. */
+  pageMemoryLimitMb?: number;
 }
 
 /** A page that replaced its document once it was to be captured, in a way that cannot be held back. */
 export const DOCUMENT_REPLACED = 'The page replaced its document while it was being captured';
+
+/** A capture whose scripts and workers held more than the page memory limit. */
+export const pageMemoryExceeded = (limitMb: number) =>
+  `The page's scripts and workers used more than ${limitMb} MiB of memory`;
 
 /** How long after a capture that asked for blockAds or blockCookieBanners spare pages are still prepared with it. */
 const SWITCH_KEPT_READY_MS = 5 * 60_000;
@@ -145,6 +152,10 @@ export class ChromiumRenderer implements Renderer {
       fail(new CaptureFailedError(spec.url, 'The page crashed the renderer', 'page')),
     );
     tab.control.whenReplaced(() => fail(new CaptureFailedError(spec.url, DOCUMENT_REPLACED, 'page')));
+    const memoryLimitMb = this.options.pageMemoryLimitMb ?? PAGE_MEMORY_LIMIT_MB;
+    const memory = guardPageMemory(tab.context, memoryLimitMb, () =>
+      fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page')),
+    );
     try {
       return await Promise.race([this.shoot(tab, spec, budget), stopped]);
     } catch (error) {
@@ -154,6 +165,7 @@ export class ChromiumRenderer implements Renderer {
         : asCaptureFailure(spec, error, tab.control.isHeld);
     } finally {
       budget.dispose();
+      memory.stop();
       limits.signal?.removeEventListener('abort', onAbort);
       this.retire(tab);
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight

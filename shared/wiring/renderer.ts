@@ -13,7 +13,7 @@ import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
  * process hold: no store, no key, no credential.
  */
 export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureBudgets = CAPTURE_BUDGETS) {
-  const { allowPrivateHosts } = readServiceConfig(env);
+  const { allowPrivateHosts, pageMemoryLimitMb } = readServiceConfig(env);
   let egress: Promise<EgressProxy> | undefined;
   const startEgress = () => {
     // Refused destinations are logged (host and port only) so an operator can see SSRF attempts.
@@ -27,6 +27,7 @@ export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureB
     new ChromiumRenderer({
       env,
       budgets,
+      pageMemoryLimitMb,
       launchArgs: async () => egressChromiumArgs((await startEgress()).url),
     }),
   );

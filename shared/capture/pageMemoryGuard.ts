@@ -1,0 +1,90 @@
+import type { BrowserContext, CDPSession, Target } from 'puppeteer-core';
+
+/**
+ * The most a capture's scripts may hold, in MiB, across every JavaScript isolate of its context: the page, each
+ * dedicated worker (nested ones too) and each shared worker. V8's heap cap (chromiumLaunch.ts) is per isolate and
+ * leaves array buffers (WebAssembly memory among them) out, so six workers held 3 GB under it (red team). This
+ * allows a page at its heap cap with as much again in buffers and workers, well inside the renderer function's
+ * 3,008 MB beside Chromium itself and the raster of the largest images.
+ */
+export const PAGE_MEMORY_LIMIT_MB = 1_024;
+
+/** The first check: a warm capture has answered by then, so it pays nothing for the guard. */
+const FIRST_CHECK_MS = 250;
+const CHECK_EVERY_MS = 100;
+/**
+ * How long one isolate may take to report. Blink answers DevTools between a script's instructions, so a busy loop
+ * still reports; one that does not in time keeps its last measure, and the others are still counted.
+ */
+const REPORT_WAIT_MS = 1_000;
+
+export interface MemoryGuard {
+  stop(): void;
+}
+
+/**
+ * Watches what the context's isolates hold (V8 heap, DOM heap, array buffers and external strings, as DevTools'
+ * `Runtime.getHeapUsage` reports them) and calls `exceeded` once, with the total, when it passes `limitMb`. The
+ * caller ends the capture: closing its context ends every isolate counted here.
+ */
+export function guardPageMemory(
+  context: BrowserContext,
+  limitMb: number,
+  exceeded: (usedBytes: number) => void,
+): MemoryGuard {
+  const sessions = new Map<Target, Promise<CDPSession | undefined>>();
+  const lastBytes = new Map<Target, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const measure = async (target: Target): Promise<void> => {
+    let session = sessions.get(target);
+    if (!session) {
+      // A target that is gone, or is no isolate, gives no session: it counts for nothing.
+      session = target.createCDPSession().catch(() => undefined);
+      sessions.set(target, session);
+    }
+    const usage = await within((await session)?.send('Runtime.getHeapUsage'), REPORT_WAIT_MS);
+    if (usage) {
+      lastBytes.set(target, usage.usedSize + usage.embedderHeapUsedSize + usage.backingStorageSize);
+    }
+  };
+
+  const check = async (): Promise<void> => {
+    const targets = context.targets();
+    await Promise.all(targets.map(measure));
+    if (stopped) return;
+    const used = targets.reduce((sum, target) => sum + (lastBytes.get(target) ?? 0), 0);
+    if (used > limitMb * 2 ** 20) {
+      stopped = true;
+      exceeded(used);
+      return;
+    }
+    timer = setTimeout(check, CHECK_EVERY_MS);
+  };
+
+  timer = setTimeout(check, FIRST_CHECK_MS);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+      for (const session of sessions.values()) {
+        void session.then((attached) => attached?.detach()).catch(() => undefined);
+      }
+    },
+  };
+}
+
+/** `answer`'s value, or undefined when it fails or takes longer than `ms`. */
+async function within<T>(answer: Promise<T> | undefined, ms: number): Promise<T | undefined> {
+  if (!answer) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, ms, undefined);
+  });
+  try {
+    return await Promise.race([answer.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
