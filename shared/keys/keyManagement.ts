@@ -40,7 +40,8 @@ export interface CreatedKey {
   /** Signs links for `<img>` tags (docs/api.md, "Signed links"). */
   signingSecret: string;
   createdAt: number;
-  isActive: true;
+  /** False only when the owner revoked the key while it was being created. */
+  isActive: boolean;
 }
 
 export interface KeyChange {
@@ -107,7 +108,7 @@ export function keyManagement(deps: KeyManagementDeps): KeyManagement {
           `An account can hold at most ${MAX_KEYS_PER_ACCOUNT} API keys; delete one first`,
         );
       }
-      return { id, name, key, signingSecret, createdAt, isActive: true };
+      return { id, name, key, signingSecret, createdAt, isActive: stored.isActive };
     },
 
     async updateKey(sessionToken, rawKeyId, request) {

@@ -35,8 +35,11 @@ export interface SigningKey {
 
 /** Port for API-key persistence; `shared/store/dynamoKeyStore.ts` is the DynamoDB adapter. */
 export interface KeyStore {
-  /** Stores a new key unless the account already holds `maxKeys`; false when it does. */
-  create(key: NewKey, maxKeys: number): Promise<boolean>;
+  /**
+   * Stores a new key unless the account already holds `maxKeys` (then undefined). Whether it works: the owner may
+   * revoke it while it is being created.
+   */
+  create(key: NewKey, maxKeys: number): Promise<{ isActive: boolean } | undefined>;
   /** The account's keys, newest first. */
   list(accountId: string): Promise<ApiKeyRecord[]>;
   /** The account's key, or undefined when it does not exist or belongs to someone else. */

@@ -124,7 +124,10 @@ export const createdApiKey = z
           'Signs links for <img> tags (GET /api/screenshot). Shown only in this response; stored encrypted, it cannot be retrieved again',
       }),
     createdAt: timestamp,
-    isActive: z.literal(true),
+    isActive: z.boolean().meta({
+      description:
+        'true; false only when another request of the account revoked the key while it was being created',
+    }),
   })
   .meta({ id: 'CreatedApiKey' });
 

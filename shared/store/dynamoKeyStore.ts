@@ -40,11 +40,11 @@ export class DynamoKeyStore implements KeyStore {
     private readonly tableName: string,
   ) {}
 
-  async create(key: NewKey, maxKeys: number): Promise<boolean> {
+  async create(key: NewKey, maxKeys: number): Promise<{ isActive: boolean } | undefined> {
     if (!(await this.reserveSlot(key, maxKeys))) {
       // Full, or only looks full: slots of creators that stopped mid-way are given back, then one more try.
-      if (!(await this.freeAbandonedSlots(key.accountId, key.createdAt))) return false;
-      if (!(await this.reserveSlot(key, maxKeys))) return false;
+      if (!(await this.freeAbandonedSlots(key.accountId, key.createdAt))) return undefined;
+      if (!(await this.reserveSlot(key, maxKeys))) return undefined;
     }
     try {
       await this.db.send(
@@ -86,22 +86,21 @@ export class DynamoKeyStore implements KeyStore {
       await this.undoCreate(key.accountId, key.id).catch(() => undefined);
       throw error;
     }
-    await this.settleRaceWithOwner(key);
-    return true;
+    return { isActive: await this.settleRaceWithOwner(key) };
   }
 
   /**
    * The key is listed from its first write and works from its last: a delete or a revoke run between them found no
    * authentication item to act on. The listing says what they did, and the key follows it: deleted, it never works
-   * (KeyDeletedWhileCreatedError); revoked, it is revoked. A delete or revoke that reads the listing after this has
+   * (KeyDeletedWhileCreatedError); revoked, it is revoked. Answers whether it works. A delete or revoke that reads the listing after this has
    * the authentication item to act on, and acts on it again after its listing write (delete, revoke below).
    */
-  private async settleRaceWithOwner(key: NewKey): Promise<void> {
+  private async settleRaceWithOwner(key: NewKey): Promise<boolean> {
     const listing = await this.listingItem(key.accountId, key.id);
-    if (listing?.isActive === true) return;
+    if (listing?.isActive === true) return true;
     if (listing) {
       await this.deactivate(key.accountId, key.keyHash);
-      return;
+      return false;
     }
     await this.removeAuthentication(key.accountId, key.keyHash);
     await this.removeSigningItem(key.id);

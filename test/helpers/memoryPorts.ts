@@ -53,10 +53,10 @@ export class MemoryKeyStore implements KeyStore {
     ApiKeyRecord & { keyHash: string; sealedSigningSecret: string }
   >();
 
-  async create(key: NewKey, maxKeys: number): Promise<boolean> {
-    if ((await this.list(key.accountId)).length >= maxKeys) return false;
+  async create(key: NewKey, maxKeys: number): Promise<{ isActive: boolean } | undefined> {
+    if ((await this.list(key.accountId)).length >= maxKeys) return undefined;
     this.records.set(key.id, { ...key, isActive: true, lastUsed: null });
-    return true;
+    return { isActive: true };
   }
 
   async list(accountId: string): Promise<ApiKeyRecord[]> {

@@ -69,7 +69,7 @@ const LISTING_PUT = putOf('sk', 'KEY#');
 const AUTHENTICATION_PUT = putOf('pk', 'APIKEY#');
 
 /** A create whose process died after its first `calls` calls: none of its later writes, nor its undo, land. */
-function createThatDies(key: NewKey, calls: number): Promise<boolean> {
+function createThatDies(key: NewKey, calls: number) {
   return storeFailing((_, call) => call > calls).create(key, MAX_KEYS_PER_ACCOUNT);
 }
 
@@ -140,8 +140,8 @@ describe('a create that fails', () => {
     for (let i = 0; i < 3; i++) {
       await expect(throttled.create(newKey(accountId), MAX_KEYS_PER_ACCOUNT)).rejects.toThrow();
     }
-    expect(await keys.create(newKey(accountId), MAX_KEYS_PER_ACCOUNT)).toBe(true);
-    expect(await keys.create(newKey(accountId), MAX_KEYS_PER_ACCOUNT)).toBe(false);
+    expect(await keys.create(newKey(accountId), MAX_KEYS_PER_ACCOUNT)).toEqual({ isActive: true });
+    expect(await keys.create(newKey(accountId), MAX_KEYS_PER_ACCOUNT)).toBeUndefined();
     expect(await countState(accountId)).toEqual({ keyCount: 100, listed: 100, reservations: 0 });
   });
 });
@@ -153,10 +153,10 @@ describe('a create whose process died half-way', () => {
     await expect(createThatDies(newKey(accountId), 1)).rejects.toThrow();
     expect(await countState(accountId)).toEqual({ keyCount: 100, listed: 99, reservations: 1 });
 
-    expect(await keys.create(newKey(accountId, NOW + 60_000), MAX_KEYS_PER_ACCOUNT)).toBe(false);
-    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBe(true);
+    expect(await keys.create(newKey(accountId, NOW + 60_000), MAX_KEYS_PER_ACCOUNT)).toBeUndefined();
+    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toEqual({ isActive: true });
     expect(await countState(accountId)).toEqual({ keyCount: 100, listed: 100, reservations: 0 });
-    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBe(false);
+    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBeUndefined();
     expect(await keys.list(accountId)).toHaveLength(100);
   });
 
@@ -168,11 +168,11 @@ describe('a create whose process died half-way', () => {
     expect(await countState(accountId)).toEqual({ keyCount: 100, listed: 100, reservations: 1 });
 
     // The listing holds the slot: no repair gives it back, however late.
-    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBe(false);
+    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBeUndefined();
     expect(await keys.delete(accountId, halfMade.id)).toBe(true);
     expect(await countState(accountId)).toEqual({ keyCount: 99, listed: 99, reservations: 0 });
-    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBe(true);
-    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBe(false);
+    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toEqual({ isActive: true });
+    expect(await keys.create(newKey(accountId, LATER), MAX_KEYS_PER_ACCOUNT)).toBeUndefined();
     expect(await countState(accountId)).toEqual({ keyCount: 100, listed: 100, reservations: 0 });
   });
 });
@@ -282,7 +282,7 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
     const deleted = deleter.keys.delete(accountId, key.id);
     await deleter.held;
     release();
-    expect(await created).toBe(true);
+    expect(await created).toEqual({ isActive: true });
     deleter.release();
     expect(await deleted).toBe(true);
     expect(await keys.findByHash(key.keyHash)).toBeUndefined();
@@ -295,7 +295,8 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
     const { created, release } = await createStoppedBeforeItWorks(key);
     expect(await keys.revoke(accountId, key.id)).toBe(true);
     release();
-    expect(await created).toBe(true);
+    // The create says so too: its 201 answers isActive false, as the list does.
+    expect(await created).toEqual({ isActive: false });
     expect(await keys.findByHash(key.keyHash)).toMatchObject({ isActive: false });
     expect((await keys.get(accountId, key.id))?.isActive).toBe(false);
   });
