@@ -11,6 +11,8 @@ export const PAGE_MEMORY_LIMIT_MB = 1_024;
 
 /** The first check: a warm capture has answered by then, so it pays nothing for the guard. */
 const FIRST_CHECK_MS = 250;
+/** Sooner once the page starts a worker: workers allocate in parallel, the fastest way past the limit. */
+const WORKER_STARTED_CHECK_MS = 50;
 const CHECK_EVERY_MS = 100;
 /**
  * How long one isolate may take to report. Blink answers DevTools between a script's instructions, so a busy loop
@@ -35,7 +37,17 @@ export function guardPageMemory(
   const sessions = new Map<Target, Promise<CDPSession | undefined>>();
   const lastBytes = new Map<Target, number>();
   let timer: NodeJS.Timeout | undefined;
+  let dueAt = Number.POSITIVE_INFINITY;
+  let checking = false;
   let stopped = false;
+
+  /** Checks in `ms`, unless a check runs now or comes sooner (a running check schedules the next when it ends). */
+  const checkIn = (ms: number) => {
+    if (stopped || checking || Date.now() + ms >= dueAt) return;
+    clearTimeout(timer);
+    dueAt = Date.now() + ms;
+    timer = setTimeout(check, ms);
+  };
 
   const measure = async (target: Target): Promise<void> => {
     let session = sessions.get(target);
@@ -51,8 +63,11 @@ export function guardPageMemory(
   };
 
   const check = async (): Promise<void> => {
+    checking = true;
+    dueAt = Number.POSITIVE_INFINITY;
     const targets = context.targets();
     await Promise.all(targets.map(measure));
+    checking = false;
     if (stopped) return;
     const used = targets.reduce((sum, target) => sum + (lastBytes.get(target) ?? 0), 0);
     if (used > limitMb * 2 ** 20) {
@@ -60,14 +75,17 @@ export function guardPageMemory(
       exceeded(used);
       return;
     }
-    timer = setTimeout(check, CHECK_EVERY_MS);
+    checkIn(CHECK_EVERY_MS);
   };
 
-  timer = setTimeout(check, FIRST_CHECK_MS);
+  const targetCreated = () => checkIn(WORKER_STARTED_CHECK_MS);
+  context.on('targetcreated', targetCreated);
+  checkIn(FIRST_CHECK_MS);
   return {
     stop() {
       stopped = true;
       clearTimeout(timer);
+      context.off('targetcreated', targetCreated);
       for (const session of sessions.values()) {
         void session.then((attached) => attached?.detach()).catch(() => undefined);
       }
