@@ -28,7 +28,7 @@ export interface HttpResponse {
   headers: Record<string, string>;
   body: Buffer | string;
   /** Called by the adapter when the body could not be handed to the client (it hung up), where it can tell. */
-  undelivered?: () => Promise<void>;
+  undelivered?: () => Promise<unknown>;
 }
 
 /** A route: a plain function from request to response. Errors it throws are mapped by the adapter. */

@@ -87,7 +87,7 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       enableJsonResponse: true,
     });
     // Each charged call's way back, for an answer the client never received (as the REST route gives).
-    const charged: (() => Promise<void>)[] = [];
+    const charged: (() => Promise<unknown>)[] = [];
     await server.connect(transport);
     try {
       return {

@@ -81,7 +81,7 @@ export type ScreenshotInput = ScreenshotCredential & {
   via?: UsageRecord['via'];
 };
 
-const NOTHING_TO_GIVE_BACK = async () => undefined;
+const NOTHING_TO_GIVE_BACK = async () => false;
 
 export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOutcome>;
 
@@ -135,10 +135,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     if (!outcome.ok) return outcome;
     return {
       ...outcome,
-      // The client never had the image: nothing is charged, and the record (written after the answer) says so.
+      // The client never had the image: nothing is charged, unless the cache keeps it for the account, and the
+      // record (written after the answer) says what it cost.
       undelivered: async () => {
-        record.credits = 0;
-        await outcome.undelivered();
+        const givenBack = await outcome.undelivered();
+        if (givenBack) record.credits = 0;
+        return givenBack;
       },
     };
   };
@@ -229,8 +231,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const release = async (penaltyUntil?: number) => {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
-      const giveBack = () =>
-        cost === undefined ? NOTHING_TO_GIVE_BACK() : giveCreditsBack(refundDeps, accountId, cost);
+      const giveBack = async () => {
+        if (cost !== undefined) await giveCreditsBack(refundDeps, accountId, cost);
+      };
       let penaltyUntil: number | undefined;
       let released: Promise<void> | undefined;
       const startedAt = now();
@@ -274,6 +277,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           : async () => {
               await giveBack();
               await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()));
+              return true;
             };
         return { ok: true, rateLimit, screenshot, undelivered };
       } finally {

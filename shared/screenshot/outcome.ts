@@ -6,12 +6,12 @@ import type { QueuedJob } from './queuedCaptures';
 /**
  * The answer to one screenshot request; `rateLimit` is there once the caller was authenticated. A success carries
  * `undelivered`, which whoever sends the image calls when it could not be handed over: the credits go back, unless the
- * image was kept in the account's cache (the same request then answers it free).
+ * image was kept in the account's cache (the same request then answers it free). It answers whether they went back.
  */
 export type ScreenshotOutcome =
-  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<boolean> }
   /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
-  | { ok: true; queued: QueuedJob; rateLimit?: RateLimitDecision; undelivered: () => Promise<void> }
+  | { ok: true; queued: QueuedJob; rateLimit?: RateLimitDecision; undelivered: () => Promise<boolean> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };
 
 /** The HTTP status an outcome is answered with. */

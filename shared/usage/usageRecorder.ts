@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { logger } from '../logger';
 import { ALARMED_LOG_MESSAGES } from '../metrics/names';
 import type { UsageRecord, UsageStore } from './usageStore';
@@ -11,21 +12,34 @@ export interface UsageRecorder {
  * Holds records until `flush()` writes them, so no answer waits for the store: the Lambda adapter flushes once the
  * client has its answer, before the handler returns (Lambda freezes the process after that, and a write left
  * running would be lost or land in a later invocation).
+ *
+ * A request run `inScope` keeps its records apart: only its own flush writes them. A record may still change until
+ * its answer is settled (a client that hangs up is refunded, and its record then says 0 credits), and the local
+ * server answers many requests at once: another request's flush must not write it before then (red team).
  */
 export class DeferredUsageRecorder implements UsageRecorder {
-  private queued: UsageRecord[] = [];
+  /** Records made outside any request's scope (the job worker's, which flushes once per batch of messages). */
+  private readonly unscoped: UsageRecord[] = [];
+  private readonly scopes = new AsyncLocalStorage<UsageRecord[]>();
   private readonly writing = new Set<Promise<void>>();
 
   constructor(private readonly store: Pick<UsageStore, 'add'>) {}
 
-  record(entry: UsageRecord): void {
-    this.queued.push(entry);
+  /** Runs one request's work with a queue of its own, which `flush()` called within it writes. */
+  inScope<T>(work: () => T): T {
+    return this.scopes.run([], work);
   }
 
-  /** Writes every queued record and waits for all writes under way; a failed write is logged, never thrown. */
+  record(entry: UsageRecord): void {
+    this.queue().push(entry);
+  }
+
+  /**
+   * Writes the records queued in this scope (or outside any) and waits for all writes under way; a failed write is
+   * logged, never thrown.
+   */
   async flush(): Promise<void> {
-    const batch = this.queued;
-    this.queued = [];
+    const batch = this.queue().splice(0);
     for (const entry of batch) {
       const write: Promise<void> = this.store
         .add(entry)
@@ -37,5 +51,9 @@ export class DeferredUsageRecorder implements UsageRecorder {
       this.writing.add(write);
     }
     await Promise.all(this.writing);
+  }
+
+  private queue(): UsageRecord[] {
+    return this.scopes.getStore() ?? this.unscoped;
   }
 }

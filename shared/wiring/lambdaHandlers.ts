@@ -29,28 +29,42 @@ export type LambdaHandlers = {
     : BufferedLambdaHandler;
 };
 
-/**
- * The screenshot route. Once the client has its answer, the renderer prepares its next tab, the request's usage
- * record is written and its metrics are published, all before the handler returns.
- */
-export function screenshotLambda(service: {
-  capture: CaptureScreenshot;
+/** What captures leave behind once the client has its answer. */
+interface CaptureAftermath {
   renderer: Pick<Renderer, 'settle'>;
-  usage: Pick<DeferredUsageRecorder, 'flush'>;
+  usage: Pick<DeferredUsageRecorder, 'flush' | 'inScope'>;
   metrics: Pick<ServiceMetrics, 'flush'>;
-  /** Idempotency-Key on async captures; absent where async captures are not wired. */
-  idempotency?: IdempotencyDeps;
-}): StreamingLambdaHandler {
-  const route = screenshotRoute(service.capture);
-  return streamingHandler(
-    service.idempotency ? idempotentRoute(route, service.idempotency, asksForAsync) : route,
-    {
-      errors: 'screenshot',
-      afterResponse: async () => {
-        service.metrics.flush();
-        await Promise.all([service.renderer.settle(), service.usage.flush()]);
-      },
+}
+
+/**
+ * A route that captures, streamed. Once the client has its answer (or is known not to have it), the renderer
+ * prepares its next tab, the request's own usage records are written and its metrics are published, all before the
+ * handler returns.
+ */
+function capturingHandler(route: HttpRoute, service: CaptureAftermath): StreamingLambdaHandler {
+  const handler = streamingHandler(route, {
+    errors: 'screenshot',
+    afterResponse: async () => {
+      service.metrics.flush();
+      await Promise.all([service.renderer.settle(), service.usage.flush()]);
     },
+  });
+  return (event, responseStream, context) =>
+    service.usage.inScope(() => handler(event, responseStream, context));
+}
+
+/** The screenshot route. */
+export function screenshotLambda(
+  service: CaptureAftermath & {
+    capture: CaptureScreenshot;
+    /** Idempotency-Key on async captures; absent where async captures are not wired. */
+    idempotency?: IdempotencyDeps;
+  },
+): StreamingLambdaHandler {
+  const route = screenshotRoute(service.capture);
+  return capturingHandler(
+    service.idempotency ? idempotentRoute(route, service.idempotency, asksForAsync) : route,
+    service,
   );
 }
 
@@ -59,20 +73,10 @@ export function screenshotLambda(service: {
  * route, after the answer: a streaming handler, as that one is, since a buffered one's answer leaves only when it
  * returns.
  */
-export function mcpLambda(service: {
-  capture: CaptureScreenshot;
-  keys: KeyStore;
-  renderer: Pick<Renderer, 'settle'>;
-  usage: Pick<DeferredUsageRecorder, 'flush'>;
-  metrics: Pick<ServiceMetrics, 'flush'>;
-}): StreamingLambdaHandler {
-  return streamingHandler(mcpRoute(service), {
-    errors: 'screenshot',
-    afterResponse: async () => {
-      service.metrics.flush();
-      await Promise.all([service.renderer.settle(), service.usage.flush()]);
-    },
-  });
+export function mcpLambda(
+  service: CaptureAftermath & { capture: CaptureScreenshot; keys: KeyStore },
+): StreamingLambdaHandler {
+  return capturingHandler(mcpRoute(service), service);
 }
 
 export function keyLambdas(keys: KeyManagement): Record<KeyRouteName, BufferedLambdaHandler> {

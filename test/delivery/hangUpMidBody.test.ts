@@ -5,8 +5,9 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
 
 /**
  * Delivery through the local server: a client that hangs up while a large image is still streaming did not receive
- * it, and is not charged (docs/api.md, "Credits"). The image is far larger than what the operating system buffers on
- * a loopback connection, so the server can tell the body was not handed over.
+ * it, and is not charged (docs/api.md, "Credits"), unless the image was kept in its cache. The image is far larger
+ * than what the operating system buffers on a loopback connection, so the server can tell the body was not handed
+ * over. Usage records say what each request cost, whatever else the server answers meanwhile (red team).
  */
 
 const SIDE = 2560;
@@ -25,7 +26,7 @@ let pages: PageServer;
 let service: TestLocalService;
 
 beforeAll(async () => {
-  pages = await startPageServer({ '/noise': NOISE_PAGE });
+  pages = await startPageServer({ '/noise': NOISE_PAGE, '/small': '<!doctype html><p>small</p>' });
   service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort, FREE_CREDITS: '10' });
 });
 
@@ -34,10 +35,45 @@ afterAll(async () => {
   await pages?.close();
 });
 
-const body = () => JSON.stringify({ url: `${pages.origin}/noise`, width: SIDE, height: SIDE });
+type Account = Awaited<ReturnType<TestLocalService['newAccount']>>;
 
-/** POSTs the capture, reads the headers and the first part of the body, then stops reading and hangs up. */
-function hangUpMidBody(apiKey: string): Promise<{ status: number; length: number; received: number }> {
+const body = (extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ url: `${pages.origin}/noise`, width: SIDE, height: SIDE, ...extra });
+
+const balance = async (account: Account) =>
+  (await (await service.request('/api/credits', { bearer: account.token })).json()).balance as number;
+
+/** The account's usage of the last hour (days summed), once every request it made has its record. */
+async function usageLastHour(
+  account: Account,
+  requests: number,
+): Promise<{ captures: number; credits: number }> {
+  const total = { captures: 0, credits: 0 };
+  await vi.waitFor(
+    async () => {
+      const from = Date.now() - 3_600_000;
+      const usage = await (
+        await service.request(`/api/usage?from=${from}`, { bearer: account.token })
+      ).json();
+      const days: { captures: number; credits: number }[] = usage.days;
+      total.captures = days.reduce((sum, day) => sum + day.captures, 0);
+      total.credits = days.reduce((sum, day) => sum + day.credits, 0);
+      expect(total.captures).toBe(requests);
+    },
+    { timeout: 10_000 },
+  );
+  return total;
+}
+
+/**
+ * POSTs the capture, reads the headers and the first part of the body, then stops reading and hangs up `pauseMs`
+ * later.
+ */
+function hangUpMidBody(
+  apiKey: string,
+  requestBody = body(),
+  pauseMs = 500,
+): Promise<{ status: number; length: number; received: number }> {
   const url = new URL('/api/screenshot', service.url);
   return new Promise((resolve, reject) => {
     const req = request(url, {
@@ -54,21 +90,19 @@ function hangUpMidBody(apiKey: string): Promise<{ status: number; length: number
         setTimeout(() => {
           req.destroy();
           resolve({ status: res.statusCode ?? 0, length: Number(res.headers['content-length']), received });
-        }, 500);
+        }, pauseMs);
       });
       res.once('error', () => undefined);
     });
     req.once('error', reject);
-    req.end(body());
+    req.end(requestBody);
   });
 }
 
 describe('a client that hangs up while the image streams', () => {
   it('is not charged, while one that reads the whole image is', async () => {
     const account = await service.newAccount();
-    const balance = async () =>
-      (await (await service.request('/api/credits', { bearer: account.token })).json()).balance as number;
-    expect(await balance()).toBe(10);
+    expect(await balance(account)).toBe(10);
 
     const full = await service.request('/api/screenshot', {
       bearer: account.apiKey,
@@ -77,15 +111,45 @@ describe('a client that hangs up while the image streams', () => {
     const image = Buffer.from(await full.arrayBuffer());
     expect(full.status).toBe(200);
     expect(image.length).toBeGreaterThan(15_000_000);
-    expect(await balance()).toBe(9);
+    expect(await balance(account)).toBe(9);
 
     const partial = await hangUpMidBody(account.apiKey);
     expect(partial.status).toBe(200);
     expect(partial.received).toBeGreaterThan(0);
     expect(partial.received).toBeLessThan(partial.length);
     // The refund is written once the server saw the connection go.
-    await vi.waitFor(async () => expect(await balance()).toBe(9), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await balance(account)).toBe(9), { timeout: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await balance()).toBe(9);
+    expect(await balance(account)).toBe(9);
+    expect(await usageLastHour(account, 2)).toEqual({ captures: 2, credits: 1 });
+  });
+
+  it('is charged when the image was kept in its cache, and its usage says so (red team: recorded as 0)', async () => {
+    const account = await service.newAccount();
+    const partial = await hangUpMidBody(account.apiKey, body({ cache: true }));
+    expect(partial.received).toBeLessThan(partial.length);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await balance(account)).toBe(9);
+    expect(await usageLastHour(account, 1)).toEqual({ captures: 1, credits: 1 });
+  });
+
+  it("is recorded as free while another account's requests end meanwhile (red team: recorded as charged)", async () => {
+    const account = await service.newAccount();
+    const other = await service.newAccount();
+    let hungUp = false;
+    // Another account's captures end, and write their records, all the while this one's image is held back.
+    const others = async () => {
+      while (!hungUp) {
+        const small = { url: `${pages.origin}/small`, width: 200, height: 200 };
+        await (await service.request('/api/screenshot', { bearer: other.apiKey, body: small })).arrayBuffer();
+      }
+    };
+    const running = [others(), others()];
+    const partial = await hangUpMidBody(account.apiKey, body(), 2_000);
+    hungUp = true;
+    await Promise.all(running);
+    expect(partial.received).toBeLessThan(partial.length);
+    await vi.waitFor(async () => expect(await balance(account)).toBe(10), { timeout: 10_000 });
+    expect(await usageLastHour(account, 1)).toEqual({ captures: 1, credits: 0 });
   });
 });

@@ -322,7 +322,7 @@ describe('the screenshot use case over the shared and headroom renderers', () =>
     expect(outcome.ok).toBe(true);
     expect(slots.held('attacker', clock)).toBe(0);
     // The client hung up before the image was handed over: free, and the account pays in slot time.
-    await (outcome as { undelivered: () => Promise<void> }).undelivered();
+    expect(await (outcome as { undelivered: () => Promise<boolean> }).undelivered()).toBe(true);
     expect(await credits.balance('attacker')).toBe(10);
     expect(slots.held('attacker', clock + 29_000)).toBe(1);
     expect(slots.held('attacker', clock + 30_000)).toBe(0);

@@ -299,7 +299,7 @@ function routeAnswering(contentType: string) {
       return {
         ok: true,
         rateLimit: { allowed: true, limit: 1, remaining: 0, reset: 0 },
-        undelivered: async () => undefined,
+        undelivered: async () => false,
         screenshot: { image: Buffer.alloc(0), contentType, etag: '"e"', creditsCharged: 1, truncated: false },
       };
     } catch (error) {

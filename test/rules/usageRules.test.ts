@@ -6,6 +6,7 @@ import { MAX_USAGE_DAYS } from '../../shared/usage/schemas';
 import { type GetUsage, usageHistory } from '../../shared/usage/usageHistory';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import type { UsageRecord } from '../../shared/usage/usageStore';
+import { deferred } from '../helpers/deferred';
 import {
   type FakeRenderer,
   fakeSessions,
@@ -167,6 +168,26 @@ describe('usage records of screenshot requests', () => {
     expect(store.records).toEqual([]);
     await recorder.flush();
     expect(store.records).toHaveLength(1);
+  });
+
+  it("writes a request's records only at its own flush, never at another request's (the local server runs many)", async () => {
+    const request = () =>
+      capture({ apiKey: alice.key, request: () => ({ url: 'https://a.test' }), deadline: DEADLINE });
+    const answered = deferred();
+    // The first request's answer is still on its way when the second one ends and flushes.
+    const first = recorder.inScope(async () => {
+      await request();
+      await answered.promise;
+      await recorder.flush();
+    });
+    await recorder.inScope(async () => {
+      await request();
+      await recorder.flush();
+    });
+    expect(store.records).toHaveLength(1);
+    answered.resolve();
+    await first;
+    expect(store.records).toHaveLength(2);
   });
 
   it('never fails a request or a flush when the store refuses the record', async () => {
