@@ -10,14 +10,13 @@ import { UnauthorizedError } from '../errors';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { TABLE_SCHEMA } from '../store/table';
+import { RESPONSE_RESERVE_MS } from '../timing';
 import { isAsyncBody, isWellFormedIdempotencyKey } from './idempotencyKey';
 import { bearerCredential } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 /** How long an Idempotency-Key answers with its first answer (docs/api.md, "Idempotency"). */
 export const IDEMPOTENCY_SECONDS = 24 * 60 * 60;
-/** How long a first request may stay "being accepted" before a crashed one stops answering 409. */
-const IN_PROGRESS_MS = 60_000;
 
 /** The stored answer: what a replay answers. */
 interface StoredAnswer {
@@ -60,13 +59,23 @@ export function idempotentRoute(
     expiryAttr: TABLE_SCHEMA.ttlAttribute,
     awsSdkV3Client: deps.client,
   });
-  const config = new IdempotencyConfig({
-    eventKeyJmesPath: '[accountId, key]',
-    payloadValidationJmesPath: 'body',
-    expiresAfterSeconds: IDEMPOTENCY_SECONDS,
-  });
-  // Outside Lambda's handler wrapper the in-progress record's lifetime comes from this context's remaining time.
-  config.registerLambdaContext({ getRemainingTimeInMillis: () => IN_PROGRESS_MS } as never);
+  /**
+   * A first request is "being accepted" (409 to a retry) for as long as its function may still run: past that, it
+   * crashed, and a retry may go ahead. Outside Lambda's handler wrapper, Powertools reads that from the context
+   * registered here, so each request has a config of its own.
+   */
+  const configUntil = (deadline: number) => {
+    const config = new IdempotencyConfig({
+      eventKeyJmesPath: '[accountId, key]',
+      payloadValidationJmesPath: 'body',
+      expiresAfterSeconds: IDEMPOTENCY_SECONDS,
+    });
+    const runsUntil = deadline + RESPONSE_RESERVE_MS;
+    config.registerLambdaContext({
+      getRemainingTimeInMillis: () => Math.max(0, runsUntil - Date.now()),
+    } as never);
+    return config;
+  };
 
   return async (request) => {
     const key = request.headers['idempotency-key'];
@@ -89,7 +98,7 @@ export function idempotentRoute(
         if (answer.status !== 202) throw new NotKept(answer);
         return { status: answer.status, headers: answer.headers, body: answer.body.toString() };
       },
-      { persistenceStore, config },
+      { persistenceStore, config: configUntil(request.deadline) },
     );
     try {
       return await accept({ accountId: identity.accountId, key, body: parsedBody(request) });

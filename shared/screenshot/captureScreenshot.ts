@@ -122,7 +122,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     }
     const request = readOnce(input.request);
     const queuedAt = now();
-    const outcome = await admission
+    // An async capture is only accepted here, and runs from the job queue: it waits for no capture place (the local
+    // queue's), as deployed. Waiting behind captures, its Idempotency-Key could outlive its "being accepted".
+    const waiting = asksAsync(request) ? IMMEDIATE_ADMISSION : admission;
+    const outcome = await waiting
       .run(identity.accountId, () => admitted(identity, { ...input, request }, queuedAt))
       .catch((error): ScreenshotOutcome => ({ ok: false, error }));
     const durationMs = now() - at;

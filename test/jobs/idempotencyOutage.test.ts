@@ -1,15 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { StoreUnavailableError } from '../../shared/errors';
 import { idempotentRoute } from '../../shared/http/idempotentRoute';
 import type { HttpRequest } from '../../shared/http/types';
 import { jsonResponse } from '../../shared/http/types';
 import type { KeyStore } from '../../shared/keys/keyStore';
+import { RESPONSE_RESERVE_MS } from '../../shared/timing';
+import { deferred } from '../helpers/deferred';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 
 /**
- * Idempotency-Key while the key store is out of reach (Powertools' records on dynalite): the acceptance must not run
- * unguarded, or a client's retry of an acceptance that went through would be accepted, and charged, twice.
+ * Idempotency-Key at its edges (Powertools' records on dynalite): while the key store is out of reach the acceptance
+ * must not run unguarded, or a client's retry of an acceptance that went through would be accepted, and charged,
+ * twice; and a first acceptance is "being accepted" for exactly as long as its function may run.
  */
 
 let store: EmbeddedDynamo;
@@ -66,5 +69,49 @@ describe('Idempotency-Key when the key store is out of reach', () => {
     const guarded = idempotentRoute(route, { keys: empty, client: store.client, tableName: TEST_TABLE });
     expect((await guarded(request)).status).toBe(401);
     expect(routed).toBe(1);
+  });
+});
+
+describe('a retry while the first request with its key is still running', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('answers 409 for as long as the first may run, and goes ahead once it can no longer be running', async () => {
+    const held = deferred();
+    let accepted = 0;
+    const route = async () => {
+      accepted++;
+      if (accepted === 1) await held.promise;
+      return jsonResponse(202, { id: `bat_${accepted}` });
+    };
+    const owner = {
+      findByHash: async () => ({ accountId: 'acct-slow', keyId: 'key_1', isActive: true }),
+    } as unknown as KeyStore;
+    const guarded = idempotentRoute(route, { keys: owner, client: store.client, tableName: TEST_TABLE });
+    // Only the clock the records are stamped and read with moves; timers and the store run as ever.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const start = Date.now();
+    const first = guarded({
+      ...request,
+      headers: { ...request.headers, 'idempotency-key': 'slow-1' },
+      deadline: start + 85_000,
+    });
+    await vi.waitFor(() => expect(accepted).toBe(1));
+    const retry = () =>
+      guarded({
+        ...request,
+        headers: { ...request.headers, 'idempotency-key': 'slow-1' },
+        deadline: Date.now() + 85_000,
+      });
+    // A minute and more on, the first may still be running (a local acceptance could wait that long): still 409.
+    vi.setSystemTime(start + 80_000);
+    expect((await retry()).status).toBe(409);
+    // Past its deadline and the reserve after it, the first cannot be running any more: the retry is accepted.
+    vi.setSystemTime(start + 85_000 + RESPONSE_RESERVE_MS + 1_000);
+    expect(await retry()).toMatchObject({ status: 202 });
+    expect(accepted).toBe(2);
+    held.resolve();
+    await first.catch(() => undefined);
   });
 });

@@ -63,7 +63,7 @@ async function medianOfThree(apiKey: string): Promise<number> {
 }
 
 describe('four captures that are sure to fail, from other accounts, on every local capture place', () => {
-  it("leave another account's capture within twice its normal time", async () => {
+  it("leave another account's capture within twice its normal time, and their own async captures accepted at once", async () => {
     const local = service as TestLocalService;
     const victim = await local.newAccount();
     await timedCapture(victim.apiKey); // the first capture warms the browser
@@ -89,6 +89,24 @@ describe('four captures that are sure to fail, from other accounts, on every loc
     await new Promise((resolve) => setTimeout(resolve, 500));
 
     const underAttack = await medianOfThree(victim.apiKey);
+    // An async capture is only accepted, and its job runs from the job queue: it waits for no capture place, even
+    // from an account that holds one (red team: waiting, its Idempotency-Key outlived "being accepted" and a retry
+    // was accepted and charged again).
+    const acceptAsync = async () => {
+      const response = await fetch(`${local.url}/api/screenshot`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${attackers[1]?.apiKey}`,
+          'Content-Type': 'application/json',
+          'Idempotency-Key': 'order-1',
+        },
+        body: JSON.stringify({ url: `${pages.origin}/victim`, async: true, ...shot }),
+      });
+      return { status: response.status, id: (await response.json()).id as string };
+    };
+    const accepted = await acceptAsync();
+    expect(accepted.status).toBe(202);
+    expect(await acceptAsync()).toEqual(accepted);
     // The attacks were still holding their places the whole time.
     expect(attacksSettled).toBe(0);
     expect(underAttack).toBeLessThanOrEqual(2 * normal);
