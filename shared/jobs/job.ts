@@ -66,6 +66,8 @@ export interface Job {
   refundOwed?: true;
   /** While `refundOwed`: until when (ms) the delivery that claimed the refund alone may give it (JobStore). */
   refundClaimedUntil?: number;
+  /** Ended by the intake that could not accept it, which gives its credits back itself (jobIntake.ts). */
+  refundedByCaller?: true;
   /**
    * While the job is `queued`: when the sweep (sweepStrandedJobs.ts) takes it for stranded, with no message left to
    * run it. Removed by the write that starts or ends the job.

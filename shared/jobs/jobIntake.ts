@@ -99,15 +99,16 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         jobs.map(async (job) => {
           const endedHere = await deps.jobs.finish(job.accountId, job.id, end, deps.now()).catch(() => false);
           if (endedHere) return 0;
-          // Not ended here: its item was never written (the credits go back), or it exists and is the worker's to
-          // charge or refund: ended by a worker, or still queued because this end failed, and then run by its message
-          // or the sweep. Giving those credits back too could refund a job twice or run it free, so a job whose
-          // item cannot be read keeps its credits, for an operator to return should it never have been written.
+          // Not known to be ended here: its item was never written (the credits go back), this end was applied all
+          // the same (a write that timed out: the job says so, and the credits go back), or it exists and is the
+          // worker's to charge or refund: ended by a worker, or still queued because this end failed, and then run by
+          // its message or the sweep. Giving those credits back too could refund a job twice or run it free, so a job
+          // whose item cannot be read keeps its credits, for an operator to return should it never have been written.
           const stored = await deps.jobs.get(job.accountId, job.id).then(
-            (found) => (found ? 'stored' : 'absent'),
+            (found) => (found ? (found.refundedByCaller ? 'ended here' : 'stored') : 'absent'),
             () => 'unknown',
           );
-          if (stored === 'absent') return 0;
+          if (stored === 'absent' || stored === 'ended here') return 0;
           if (stored === 'unknown') {
             logger.error('Job state unknown after a failed intake; its credits are kept', {
               accountId: job.accountId,

@@ -122,7 +122,8 @@ export class DynamoJobStore implements JobStore {
   }
 
   async finish(accountId: string, jobId: string, end: JobEnd, now: number): Promise<Job | undefined> {
-    const owed = end.status === 'failed' && end.refundedByCaller !== true;
+    const byCaller = end.status === 'failed' && end.refundedByCaller === true;
+    const owed = end.status === 'failed' && !byCaller;
     try {
       const { Attributes } = await this.db.send(
         new UpdateCommand({
@@ -130,7 +131,7 @@ export class DynamoJobStore implements JobStore {
           Key: itemKey.job(accountId, jobId),
           UpdateExpression: `SET #status = :end, finishedAt = :now, #result = :result, #error = :error${
             owed ? ', refundOwed = :owed, refundClaimedUntil = :claimedUntil' : ''
-          } ${LEAVE_SWEEP}`,
+          }${byCaller ? ', refundedByCaller = :byCaller' : ''} ${LEAVE_SWEEP}`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
           ExpressionAttributeValues: {
@@ -141,6 +142,7 @@ export class DynamoJobStore implements JobStore {
             ':queued': 'queued',
             ':running': 'running',
             ...(owed ? { ':owed': true, ':claimedUntil': now + REFUND_CLAIM_MS } : {}),
+            ...(byCaller ? { ':byCaller': true } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),

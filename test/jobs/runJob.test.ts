@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
-import { CapacityFullError } from '../../shared/errors';
+import { CapacityFullError, StoreUnavailableError } from '../../shared/errors';
 import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
@@ -544,6 +544,27 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     for (const id of written) await run(ACCOUNT, id, 1);
     for (const id of written) expect(await jobs.get(ACCOUNT, id)).toMatchObject({ status: 'succeeded' });
     expect(await ledger.balance(ACCOUNT)).toBe(7);
+  });
+
+  it('a job whose ending write was applied but answered as failed (a timeout) is refunded by the caller (red team: lost)', async () => {
+    const refusingQueue: JobQueue = {
+      async send() {
+        throw new Error('queue refused');
+      },
+    };
+    const lateEnds = Object.assign(Object.create(jobs) as DynamoJobStore, {
+      finish: async (...args: Parameters<JobStore['finish']>) => {
+        await jobs.finish(...args);
+        throw new StoreUnavailableError();
+      },
+    });
+    const ledger = await acceptance(oneCreditCaptures(3), refusingQueue, { store: lateEnds });
+    // Each job ended failed owing nothing (the caller's to give back), and the caller gave it back.
+    expect(await ledger.balance(ACCOUNT)).toBe(10);
+    for (const job of await jobs.latest(ACCOUNT, 3)) {
+      expect(job).toMatchObject({ status: 'failed', refundedByCaller: true });
+      expect(job).not.toHaveProperty('refundOwed');
+    }
   });
 
   it('a queue that never answers: the send fails in time, so the intake ends the job and the caller refunds it', async () => {
