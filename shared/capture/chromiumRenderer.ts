@@ -153,8 +153,10 @@ export class ChromiumRenderer implements Renderer {
     );
     tab.control.whenReplaced(() => fail(new CaptureFailedError(spec.url, DOCUMENT_REPLACED, 'page')));
     const memoryLimitMb = this.options.pageMemoryLimitMb ?? PAGE_MEMORY_LIMIT_MB;
-    const memory = guardPageMemory(tab.context, memoryLimitMb, () =>
-      fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page')),
+    const memory = guardPageMemory(
+      { page: tab.page, heapUsage: () => tab.control.heapUsage() },
+      memoryLimitMb,
+      () => fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page')),
     );
     try {
       return await Promise.race([this.shoot(tab, spec, budget), stopped]);

@@ -159,6 +159,11 @@ export class PageControl implements IsolatedWorld {
     await this.session.send('Emulation.setLocaleOverride', locale ? { locale } : {});
   }
 
+  /** What the page's own isolate holds (its frames share it): its heaps and array buffers (pageMemoryGuard.ts). */
+  heapUsage(): Promise<Protocol.Runtime.GetHeapUsageResponse> {
+    return this.session.send('Runtime.getHeapUsage');
+  }
+
   /** True when the page's renderer answers within `ms`: false means its scripts keep it busy. */
   async responsive(ms: number): Promise<boolean> {
     const answered = this.session.send('Runtime.evaluate', { expression: '0' }).then(

@@ -1,4 +1,5 @@
-import type { BrowserContext, CDPSession, Target } from 'puppeteer-core';
+import type { CDPSession, Page, Protocol, Target } from 'puppeteer-core';
+import { logger } from '../logger';
 
 /**
  * The most a capture's scripts may hold, in MiB, across every JavaScript isolate of its context: the page, each
@@ -24,16 +25,28 @@ export interface MemoryGuard {
   stop(): void;
 }
 
+/** What one isolate holds, as DevTools' `Runtime.getHeapUsage` reports it. */
+type HeapUsage = Protocol.Runtime.GetHeapUsageResponse;
+
+/** The captured page, and how its own isolate is measured (through our session on it: no second one is attached). */
+export interface GuardedPage {
+  page: Page;
+  heapUsage(): Promise<HeapUsage>;
+}
+
 /**
- * Watches what the context's isolates hold (V8 heap, DOM heap, array buffers and external strings, as DevTools'
- * `Runtime.getHeapUsage` reports them) and calls `exceeded` once, with the total, when it passes `limitMb`. The
- * caller ends the capture: closing its context ends every isolate counted here.
+ * Watches what the page's isolates hold (V8 heap, DOM heap, array buffers and external strings) and calls `exceeded`
+ * once, with the total, when it passes `limitMb`. The caller ends the capture: closing its context ends every isolate
+ * counted here. The page is measured through its own session; each worker of its context through a session attached
+ * at its first check.
  */
 export function guardPageMemory(
-  context: BrowserContext,
+  guarded: GuardedPage,
   limitMb: number,
   exceeded: (usedBytes: number) => void,
 ): MemoryGuard {
+  const context = guarded.page.browserContext();
+  const pageTarget = guarded.page.target();
   const sessions = new Map<Target, Promise<CDPSession | undefined>>();
   const lastBytes = new Map<Target, number>();
   let timer: NodeJS.Timeout | undefined;
@@ -46,17 +59,24 @@ export function guardPageMemory(
     if (stopped || checking || Date.now() + ms >= dueAt) return;
     clearTimeout(timer);
     dueAt = Date.now() + ms;
-    timer = setTimeout(check, ms);
+    timer = setTimeout(() => {
+      check().catch((error: unknown) => logger.warn('Page memory not checked', { error: error as Error }));
+    }, ms);
   };
 
-  const measure = async (target: Target): Promise<void> => {
+  const usageOf = (target: Target): Promise<HeapUsage | undefined> => {
+    if (target === pageTarget) return guarded.heapUsage();
     let session = sessions.get(target);
     if (!session) {
       // A target that is gone, or is no isolate, gives no session: it counts for nothing.
       session = target.createCDPSession().catch(() => undefined);
       sessions.set(target, session);
     }
-    const usage = await within((await session)?.send('Runtime.getHeapUsage'), REPORT_WAIT_MS);
+    return session.then((attached) => attached?.send('Runtime.getHeapUsage'));
+  };
+
+  const measure = async (target: Target): Promise<void> => {
+    const usage = await within(usageOf(target), REPORT_WAIT_MS);
     if (usage) {
       lastBytes.set(target, usage.usedSize + usage.embedderHeapUsedSize + usage.backingStorageSize);
     }
@@ -94,8 +114,7 @@ export function guardPageMemory(
 }
 
 /** `answer`'s value, or undefined when it fails or takes longer than `ms`. */
-async function within<T>(answer: Promise<T> | undefined, ms: number): Promise<T | undefined> {
-  if (!answer) return undefined;
+async function within<T>(answer: Promise<T | undefined>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(resolve, ms, undefined);
