@@ -1,6 +1,6 @@
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
-import { CAPTURE_CONTENT_TYPES, type Renderer } from './renderer';
+import { CAPTURE_CONTENT_TYPES, heightCap, type Renderer } from './renderer';
 
 /**
  * libaom's fastest setting. Its default (4) takes 3-5 s for a 1920x1080 screenshot on two cores, far beyond the
@@ -9,17 +9,37 @@ import { CAPTURE_CONTENT_TYPES, type Renderer } from './renderer';
 export const AVIF_EFFORT = 0;
 
 /**
+ * The most pixels an AVIF is encoded from: the API's largest image at scale 1 (3,840 x 16,384). libaom needs about 25
+ * bytes a pixel at effort 0 (1.6 GB for this many, measured), and the renderer function holds Chromium beside it in
+ * its 3,008 MB (red team: 11,520 x 16,384, a full page at scale 3, took 4.5 GB). A larger image is cut to the rows
+ * that fit, as a full page is at its height cap, and reported truncated.
+ */
+export const AVIF_MAX_PIXELS = 3_840 * heightCap('avif');
+
+/**
+ * The largest PNG the browser can give (an element cut at the cap on both sides), above sharp's default input limit of
+ * 16,383 squared, so that it is cut rather than refused.
+ */
+const LARGEST_INPUT_PIXELS = heightCap('png') ** 2;
+
+/**
  * The renderer that answers AVIF: it asks `browser` for the PNG and encodes that here, in the renderer's box, once
  * the browser's tab is given back. So the front never runs a native decoder on bytes a taken-over renderer chose:
  * it reads only their header, in JavaScript (answerCheck.ts).
  */
-export function withAvifEncoding(browser: Renderer): Renderer {
+export function withAvifEncoding(browser: Renderer, maxPixels = AVIF_MAX_PIXELS): Renderer {
   return {
     async capture(spec, limits) {
       if (spec.format !== 'avif') return browser.capture(spec, limits);
       const png = await browser.capture({ ...spec, format: 'png' }, limits);
-      const image = await encodeAvif(png.image, spec.quality, { url: spec.url, deadline: limits.deadline });
-      return { ...png, image, contentType: CAPTURE_CONTENT_TYPES.avif };
+      const capture = { url: spec.url, deadline: limits.deadline };
+      const avif = await encodeAvif(png.image, spec.quality, capture, maxPixels);
+      return {
+        ...png,
+        image: avif.image,
+        contentType: CAPTURE_CONTENT_TYPES.avif,
+        truncated: png.truncated || avif.cut,
+      };
     },
     warmUp: () => browser.warmUp(),
     settle: () => browser.settle(),
@@ -28,25 +48,31 @@ export function withAvifEncoding(browser: Renderer): Renderer {
 }
 
 /**
- * AVIF from a PNG, at the same pixel size and with its alpha. Chroma is subsampled 4:2:0, as Chromium's own JPEG and
- * WebP are. The library is loaded on the first AVIF, not at every cold start. The encoding is part of the capture:
- * it stops at the capture's deadline, which fails the capture.
+ * AVIF from a PNG, at the same pixel size and with its alpha, its rows cut to `maxPixels` (`cut` says so). Chroma is
+ * subsampled 4:2:0, as Chromium's own JPEG and WebP are. The library is loaded on the first AVIF, not at every cold
+ * start. The encoding is part of the capture: it stops at the capture's deadline, which fails the capture.
  */
 export async function encodeAvif(
   png: Buffer,
   quality: number,
   capture: { url: string; deadline: number },
-): Promise<Buffer> {
+  maxPixels = AVIF_MAX_PIXELS,
+): Promise<{ image: Buffer; cut: boolean }> {
   const { default: sharp } = await import('sharp').catch((error: unknown) => {
     logger.error('AVIF encoder not available', { error: error as Error });
     throw new CaptureFailedError(capture.url, 'AVIF encoding is not available in this deployment');
   });
   const seconds = Math.floor((capture.deadline - Date.now()) / 1000);
   if (seconds < 1) throw new CaptureFailedError(capture.url, 'No time was left to encode the AVIF');
-  return sharp(png)
+  const input = () => sharp(png, { limitInputPixels: LARGEST_INPUT_PIXELS });
+  const { width = 1, height = 1 } = await input().metadata();
+  const rows = Math.max(1, Math.min(height, Math.floor(maxPixels / width)));
+  const cut = rows < height;
+  return (cut ? input().extract({ left: 0, top: 0, width, height: rows }) : input())
     .timeout({ seconds })
     .avif({ quality, effort: AVIF_EFFORT, chromaSubsampling: '4:2:0' })
     .toBuffer()
+    .then((image) => ({ image, cut }))
     .catch((error: unknown) => {
       if (error instanceof Error && /timeout/i.test(error.message)) {
         throw new CaptureFailedError(

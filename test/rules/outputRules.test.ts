@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { encodeAvif, withAvifEncoding } from '../../shared/capture/avifEncoding';
+import { AVIF_MAX_PIXELS, encodeAvif, withAvifEncoding } from '../../shared/capture/avifEncoding';
 import { firstPages, pageSpans, pdfPageSize } from '../../shared/capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureSpec, type Renderer } from '../../shared/capture/renderer';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
@@ -390,19 +390,33 @@ describe('signed links', () => {
 });
 
 describe('AVIF encoding', () => {
-  const png = () =>
-    sharp({ create: { width: 33, height: 21, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0.5 } } })
+  const png = (width = 33, height = 21) =>
+    sharp({ create: { width, height, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0.5 } } })
       .png()
       .toBuffer();
 
   it('keeps the pixel size and the alpha', async () => {
     const avif = await encodeAvif(await png(), 50, { url: URL, deadline: Date.now() + 10_000 });
-    expect(await sharp(avif).metadata()).toMatchObject({
+    expect(avif.cut).toBe(false);
+    expect(await sharp(avif.image).metadata()).toMatchObject({
       format: 'heif',
       width: 33,
       height: 21,
       hasAlpha: true,
     });
+  });
+
+  it('cuts an image over its pixel budget to the rows that fit, and says so (red team: 4.5 GB to encode)', async () => {
+    const avif = await encodeAvif(
+      await png(40, 100),
+      50,
+      { url: URL, deadline: Date.now() + 10_000 },
+      40 * 30,
+    );
+    expect(avif.cut).toBe(true);
+    expect(await sharp(avif.image).metadata()).toMatchObject({ width: 40, height: 30 });
+    // The service's budget: the largest image at scale 1, 3,840 x 16,384.
+    expect(AVIF_MAX_PIXELS).toBe(3_840 * 16_384);
   });
 
   it("is the renderer's: the browser is asked for the PNG, the answer is AVIF of its size; other formats pass", async () => {
@@ -426,8 +440,12 @@ describe('AVIF encoding', () => {
     expect(asked[0]).toMatchObject({ format: 'png', quality: 40 });
     expect(avif.contentType).toBe('image/avif');
     expect(await sharp(avif.image).metadata()).toMatchObject({ format: 'heif', width: 33, height: 21 });
+    expect(avif.truncated).toBe(false);
+    const cut = await withAvifEncoding(browser, 33 * 10).capture(spec({ url: URL, format: 'avif' }), limits);
+    expect(cut.truncated).toBe(true);
+    expect(await sharp(cut.image).metadata()).toMatchObject({ width: 33, height: 10 });
     const jpeg = await renderer.capture(spec({ url: URL, format: 'jpeg' }), limits);
-    expect(asked[1]).toMatchObject({ format: 'jpeg' });
+    expect(asked.at(-1)).toMatchObject({ format: 'jpeg' });
     expect(jpeg.contentType).toBe('image/jpeg');
   });
 
