@@ -48,11 +48,53 @@ const turndownPluginGfm = (() => { ${gfm}\n; return turndownPluginGfm; })();`;
 }
 
 /**
+ * A copy of the document without what a reader of the page does not see, for Markdown: an agent reads what a person
+ * would, and a hostile page cannot slip it instructions nobody sees (red team), nor does what the capture hid (ads,
+ * banners, chats, hideSelectors) come back. Left out: elements not rendered, hidden, or fully transparent
+ * (checkVisibility), boxes placed entirely above or left of the page where no one can scroll, boxes clipped to a
+ * pixel (the "screen reader only" pattern), and text drawn at size 0 or in a transparent colour. The live page and
+ * its copy are walked side by side, so every copied node is judged by its rendered twin.
+ */
+const SEEN_COPY = `const seenCopy = () => {
+  const copy = document.cloneNode(true);
+  if (!document.body || !copy.body) return copy;
+  // A computed colour with alpha 0: rgba(r, g, b, 0), or the slash syntax of the newer colour functions.
+  const TRANSPARENT = /^rgba\\((?:[^,]+,){3}\\s*0(?:\\.0+)?\\)$|\\/\\s*0(?:\\.0+)?\\)$/;
+  const textUnseen = new Map();
+  const unseenText = (parent) => {
+    if (!textUnseen.has(parent)) {
+      const style = getComputedStyle(parent);
+      textUnseen.set(parent, parseFloat(style.fontSize) === 0 || TRANSPARENT.test(style.color));
+    }
+    return textUnseen.get(parent);
+  };
+  const unseenElement = (element) => {
+    if (!element.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return true;
+    const box = element.getBoundingClientRect();
+    if (box.right + scrollX < 0 || box.bottom + scrollY < 0) return true;
+    const style = getComputedStyle(element);
+    return box.width <= 1 && box.height <= 1 && style.overflow !== 'visible' && (style.position === 'absolute' || style.position === 'fixed');
+  };
+  const shown = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;
+  const live = document.createTreeWalker(document.body, shown);
+  const copied = copy.createTreeWalker(copy.body, shown);
+  const unseen = [];
+  for (let node = live.nextNode(), twin = copied.nextNode(); node && twin; node = live.nextNode(), twin = copied.nextNode()) {
+    if (node.nodeType === Node.TEXT_NODE ? node.parentElement && unseenText(node.parentElement) : unseenElement(node)) {
+      unseen.push(twin);
+    }
+  }
+  for (const twin of unseen) twin.remove();
+  return copy;
+};`;
+
+/**
  * Markdown of the main content. Links and images are made absolute against the document's base URL (Readability does
  * so for its article; the rules below do it for the whole-body fallback too). Scripts, styles and forms say nothing
- * a reader wants.
+ * a reader wants. Text a page leaves with lone UTF-16 halves is made well-formed, so strict JSON readers (MCP) take it.
  */
 const MARKDOWN = `(() => {
+  ${SEEN_COPY}
   const absolute = (value) => {
     try { return new URL(value, document.baseURI).href; } catch { return value; }
   };
@@ -70,12 +112,14 @@ const MARKDOWN = `(() => {
     filter: (node) => node.nodeName === 'IMG' && node.getAttribute('src'),
     replacement: (content, node) => '![' + (node.getAttribute('alt') || '') + '](' + absolute(node.getAttribute('src')) + ')',
   });
-  const article = new Readability(document.cloneNode(true)).parse();
+  const seen = seenCopy();
+  // Readability changes the document it reads: the fallback reads the copy as it was.
+  const article = new Readability(seen.cloneNode(true)).parse();
   if (article && article.content && article.textContent.trim()) {
     const title = (article.title || '').trim();
-    return (title ? '# ' + title + '\\n\\n' : '') + turndown.turndown(article.content);
+    return ((title ? '# ' + title + '\\n\\n' : '') + turndown.turndown(article.content)).toWellFormed();
   }
-  return document.body ? turndown.turndown(document.body.cloneNode(true)) : '';
+  return seen.body ? turndown.turndown(seen.body).toWellFormed() : '';
 })()`;
 
 /** The rendered DOM, as a browser would save it. */
@@ -86,9 +130,14 @@ const HTML = `(() => {
 
 /** What the document's head says about the page; the navigation adds finalUrl and statusCode. */
 const METADATA = `(() => {
+  // Cut between whole characters, and with no lone UTF-16 half the page left: strict JSON readers refuse the answer.
+  const cut = (value, max) => {
+    const head = value.slice(0, max);
+    return (/[\\uD800-\\uDBFF]$/.test(head) ? head.slice(0, -1) : head).toWellFormed();
+  };
   const text = (value) => {
     const trimmed = typeof value === 'string' ? value.trim() : '';
-    return trimmed ? trimmed.slice(0, ${MAX_METADATA_TEXT}) : null;
+    return trimmed ? cut(trimmed, ${MAX_METADATA_TEXT}) : null;
   };
   const content = (selector) => {
     const element = document.querySelector(selector);
@@ -104,7 +153,7 @@ const METADATA = `(() => {
     for (const element of document.querySelectorAll('meta[property], meta[name]')) {
       const name = (element.getAttribute('property') || element.getAttribute('name') || '').trim().toLowerCase();
       if (!name.startsWith(prefix) || name.length === prefix.length) continue;
-      const key = name.slice(prefix.length).slice(0, 128);
+      const key = cut(name.slice(prefix.length), 128);
       const value = text(element.getAttribute('content'));
       if (value === null || Object.prototype.hasOwnProperty.call(found, key)) continue;
       if (++count > ${MAX_METADATA_PROPERTIES}) break;
