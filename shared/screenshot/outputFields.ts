@@ -43,6 +43,11 @@ export const MAX_HTML_BYTES = 1024 * 1024;
 /** Of `pdfHeaderTemplate` and of `pdfFooterTemplate`, in bytes of UTF-8. */
 export const MAX_PDF_TEMPLATE_BYTES = 8 * 1024;
 export const MAX_PDF_PAGE_RANGES_LENGTH = 64;
+/**
+ * The highest page `pdfPageRanges` may name. Chromium reads page numbers as 32-bit integers and refuses larger ones
+ * with a syntax error (red team: a 500 that blamed the browser); no document it prints comes near this.
+ */
+export const MAX_PDF_PAGE_NUMBER = 1_000_000;
 /** Each of the four margins, in millimetres. */
 export const MAX_PDF_MARGIN_MM = 100;
 
@@ -87,8 +92,9 @@ const pageRanges = z
   .regex(PAGE_RANGES, 'pdfPageRanges lists pages and spans like 1-5, 8')
   .refine(
     (ranges) =>
-      !PAGE_RANGES.test(ranges) || pageSpans(ranges).every(([first, last]) => first >= 1 && first <= last),
-    'pages count from 1, and a span runs from its first page to a later one',
+      !PAGE_RANGES.test(ranges) ||
+      pageSpans(ranges).every(([first, last]) => first >= 1 && first <= last && last <= MAX_PDF_PAGE_NUMBER),
+    `pages count from 1 to ${MAX_PDF_PAGE_NUMBER.toLocaleString('en-US')}, and a span runs from its first page to a later one`,
   );
 
 /** The output fields, all optional; a request that uses none of them is captured as before. */

@@ -115,6 +115,12 @@ describe('validation', () => {
     ],
     ['page 0', { url: URL, format: 'pdf', pdfPageRanges: '0-2' }, [['pdfPageRanges']]],
     ['a span running backwards', { url: URL, format: 'pdf', pdfPageRanges: '5-2' }, [['pdfPageRanges']]],
+    // Past what Chromium reads as a page number (red team: a 500 that blamed the browser).
+    [
+      'a page past 1,000,000',
+      { url: URL, format: 'pdf', pdfPageRanges: '1-4294967297' },
+      [['pdfPageRanges']],
+    ],
     [
       'page ranges over 64 characters',
       { url: URL, format: 'pdf', pdfPageRanges: `${'1,'.repeat(32)}1` },
