@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+
 /** A refund that could not be written when its capture failed: credits owed to an account until an operator returns them. */
 export interface PendingRefund {
   /** Sorts by the time of the failure. */
@@ -15,11 +17,23 @@ export type RefundReturn =
   | { outcome: 'alreadyReturned'; refund: PendingRefund }
   | { outcome: 'notFound' };
 
+/**
+ * The id of a capture's refund, made before the refund is tried: the refund leaves it as its mark on the account, and
+ * a pending refund keeps it, so returning that one can tell whether the first write landed after all. Time first
+ * (fixed width base 36), so ids sort by the failure; 48 random bits keep concurrent ones apart.
+ */
+export function newRefundId(failedAt: number): string {
+  return `rf_${failedAt.toString(36).padStart(9, '0')}${randomBytes(6).toString('hex')}`;
+}
+
 /** Port for failed refunds kept for an operator (docs/data-model.md, docs/deploy.md). */
 export interface PendingRefunds {
-  record(refund: Omit<PendingRefund, 'id'>): Promise<PendingRefund>;
+  record(refund: PendingRefund): Promise<void>;
   /** Oldest first. */
   list(): Promise<PendingRefund[]>;
-  /** Gives the credits back to the account, exactly once however often it is called, and removes the record. */
+  /**
+   * Gives the credits back to the account, exactly once however often it is called, and removes the record; nothing
+   * when the refund's own first write landed after all (its mark is on the account: a write that timed out).
+   */
   giveBack(id: string): Promise<RefundReturn>;
 }

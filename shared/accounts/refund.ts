@@ -1,7 +1,7 @@
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { CreditLedger } from './creditLedger';
-import type { PendingRefunds } from './pendingRefunds';
+import { newRefundId, type PendingRefund, type PendingRefunds } from './pendingRefunds';
 
 export interface RefundDeps {
   credits: CreditLedger;
@@ -15,17 +15,33 @@ export interface RefundDeps {
  * in the table for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with what an
  * operator needs. Never throws: the customer is owed the capture's own answer whatever happens here. (A job's refund
  * does not come here: it stays owed on the job until it lands, shared/jobs/runJob.ts.)
+ *
+ * The refund leaves a mark on the account under the id a pending refund would keep: a write that failed may have
+ * landed all the same (a timeout), and returning the pending one then finds the mark and gives nothing (red team:
+ * it paid twice). Once the refund is known to have landed, the mark goes: one more write, on failed captures only.
  */
 export async function giveCreditsBack(deps: RefundDeps, accountId: string, cost: number): Promise<void> {
+  const failedAt = deps.now();
+  const id = newRefundId(failedAt);
   try {
-    await deps.credits.refund(accountId, cost);
-    return;
+    await deps.credits.refundOnce(accountId, cost, id);
   } catch (error) {
     deps.metrics.refundFailed();
     logger.error('Refund failed', { accountId, cost, error: error as Error });
+    await keepForOperator(deps, { id, accountId, cost, failedAt });
+    return;
   }
+  await deps.credits
+    .forgetRefund(accountId, id)
+    .catch((error: unknown) =>
+      logger.warn('Refund mark left on the account', { refundId: id, error: error as Error }),
+    );
+}
+
+async function keepForOperator(deps: RefundDeps, pending: PendingRefund): Promise<void> {
+  const { accountId, cost } = pending;
   try {
-    const pending = await deps.pendingRefunds.record({ accountId, cost, failedAt: deps.now() });
+    await deps.pendingRefunds.record(pending);
     logger.warn('Refund kept for an operator', { refundId: pending.id });
   } catch (error) {
     logger.error('Refund not recorded either; return the credits by hand', {

@@ -148,6 +148,6 @@ export class DynamoCreditLedger implements CreditLedger {
 }
 
 /** The account item's attribute that says a refund was given (docs/data-model.md). */
-function refundMark(refundId: string): string {
+export function refundMark(refundId: string): string {
   return `refund#${refundId}`;
 }

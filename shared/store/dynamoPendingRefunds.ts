@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   DeleteCommand,
   type DynamoDBDocumentClient,
@@ -7,13 +6,16 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../accounts/pendingRefunds';
+import { refundMark } from './dynamoCreditLedger';
 import { isConditionFailure, itemKey, PENDING_REFUNDS_PARTITION, queryItems } from './table';
 
 /**
  * Failed refunds as items `REFUNDS#PENDING / REFUND#<id>` (docs/data-model.md). Giving one back needs two items and
  * the table has no transactions (dynalite neither), so the account item remembers the refund ids it received
  * (`returnedRefunds`): the credit is added only if the id is not there yet, then the record is removed. A run that
- * stops between the two leaves a record whose next return only removes it.
+ * stops between the two leaves a record whose next return only removes it. The capture's own refund, tried first
+ * under the same id, leaves a mark on the account when it lands (refundOnce): a write that timed out but landed is
+ * found by it, and not given again.
  */
 export class DynamoPendingRefunds implements PendingRefunds {
   constructor(
@@ -21,14 +23,11 @@ export class DynamoPendingRefunds implements PendingRefunds {
     private readonly tableName: string,
   ) {}
 
-  async record(refund: Omit<PendingRefund, 'id'>): Promise<PendingRefund> {
-    // Time first (fixed width base 36), so ids sort by the failure; 48 random bits keep concurrent ones apart.
-    const id = `rf_${refund.failedAt.toString(36).padStart(9, '0')}${randomBytes(6).toString('hex')}`;
-    const item = { id, accountId: refund.accountId, cost: refund.cost, failedAt: refund.failedAt };
+  async record(refund: PendingRefund): Promise<void> {
+    const item = { id: refund.id, accountId: refund.accountId, cost: refund.cost, failedAt: refund.failedAt };
     await this.db.send(
-      new PutCommand({ TableName: this.tableName, Item: { ...itemKey.pendingRefund(id), ...item } }),
+      new PutCommand({ TableName: this.tableName, Item: { ...itemKey.pendingRefund(refund.id), ...item } }),
     );
-    return item;
   }
 
   async list(): Promise<PendingRefund[]> {
@@ -54,15 +53,25 @@ export class DynamoPendingRefunds implements PendingRefunds {
           TableName: this.tableName,
           Key: itemKey.account(refund.accountId),
           UpdateExpression: 'ADD credits :cost, returnedRefunds :ids',
-          ConditionExpression: 'NOT contains(returnedRefunds, :id)',
+          ConditionExpression: 'NOT contains(returnedRefunds, :id) AND attribute_not_exists(#mark)',
+          ExpressionAttributeNames: { '#mark': refundMark(id) },
           ExpressionAttributeValues: { ':cost': refund.cost, ':ids': new Set([id]), ':id': id },
           ReturnValues: 'UPDATED_NEW',
         }),
       );
       balance = Number(Attributes?.credits ?? 0);
     } catch (error) {
-      // The id is on the account already: the credits went back on an earlier run.
+      // The id is on the account already: the credits went back on an earlier run, or with the capture's own refund,
+      // whose mark nothing will ask for again.
       if (!isConditionFailure(error)) throw error;
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(refund.accountId),
+          UpdateExpression: 'REMOVE #mark',
+          ExpressionAttributeNames: { '#mark': refundMark(id) },
+        }),
+      );
     }
     await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: itemKey.pendingRefund(id) }));
     return balance === undefined

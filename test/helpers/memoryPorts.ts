@@ -406,10 +406,8 @@ export class MemoryUsageStore implements UsageStore {
 export class MemoryPendingRefunds implements PendingRefunds {
   readonly pending: PendingRefund[] = [];
 
-  async record(refund: Omit<PendingRefund, 'id'>): Promise<PendingRefund> {
-    const kept = { ...refund, id: `rf_${this.pending.length}` };
-    this.pending.push(kept);
-    return kept;
+  async record(refund: PendingRefund): Promise<void> {
+    this.pending.push(refund);
   }
 
   async list(): Promise<PendingRefund[]> {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
+import { newRefundId } from '../../shared/accounts/pendingRefunds';
 import { readServiceConfig } from '../../shared/config';
 import { OverloadedError } from '../../shared/errors';
 import { MAX_HTML_BODY_BYTES } from '../../shared/http/screenshotRoute';
@@ -142,7 +143,8 @@ describe('the command-line tools', () => {
   it('`credits refunds` lists the refunds failed captures left and returns each once', async () => {
     const { credits, pendingRefunds } = createStores(service.dynamo.client, readServiceConfig(process.env));
     await credits.set('refund-user', 10);
-    const refund = await pendingRefunds.record({ accountId: 'refund-user', cost: 3, failedAt: Date.now() });
+    const refund = { id: newRefundId(Date.now()), accountId: 'refund-user', cost: 3, failedAt: Date.now() };
+    await pendingRefunds.record(refund);
     const cli = async (...args: string[]) =>
       JSON.parse((await run('npx', ['tsx', 'local/credits.ts', 'refunds', ...args], { env: env() })).stdout);
     expect((await cli('list')).refunds).toContainEqual(refund);
