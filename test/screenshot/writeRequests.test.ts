@@ -81,7 +81,7 @@ describe('DynamoDB write requests per screenshot request', () => {
     }
   });
 
-  it('a capture refused for capacity (both renderers full): 5 (admission, the credits and the slot back, the usage record, its day)', async () => {
+  it('a capture refused for capacity (both renderers full): 6 (admission, the credits back and their mark removed, the slot back, the usage record, its day)', async () => {
     const { accountId, apiKey } = await harness.newAccount();
     lambda.reserved[SHARED_RENDERER] = 0;
     lambda.reserved[HEADROOM_RENDERER] = 0;
@@ -90,7 +90,7 @@ describe('DynamoDB write requests per screenshot request', () => {
         harness.shoot(apiKey, { url: `${pages.origin}/red`, width: 322, height: 320 }),
       );
       expect(status).toBe(429);
-      expect(writes).toHaveLength(5);
+      expect(writes).toHaveLength(6);
       expect(await harness.credits.balance(accountId)).toBe(100);
     } finally {
       lambda.reserved[SHARED_RENDERER] = 4;
