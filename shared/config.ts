@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PAGE_MEMORY_LIMIT_MB } from './capture/pageMemoryGuard';
+import { PAGE_MEMORY_LIMIT_MB } from './capture/memoryLimits';
 
 /**
  * Deployment settings, read once per cold start from the environment. The names are part of the product

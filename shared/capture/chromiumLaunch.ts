@@ -7,6 +7,7 @@ import { type BrowserBundle, browserBundle } from './browserBundle';
 import { NO_SANDBOX_FLAGS, sandboxChoice } from './chromiumSandbox';
 import { type ChromiumTempDir, createChromiumTempDir } from './chromiumTempDir';
 import { capDevToolsMessages } from './devtoolsMessageCap';
+import { PAGE_HEAP_LIMIT_MB } from './memoryLimits';
 import { chromiumExecutable } from './packedChromium';
 import { blockServiceWorkers } from './serviceWorkerBlock';
 
@@ -21,13 +22,6 @@ const REFUSED_FLAGS = new Set([
   '--disable-web-security',
   '--allow-running-insecure-content',
 ]);
-
-/**
- * A page's JavaScript heap limit. V8's default (about 4 GB) is more than the screenshot function's memory, so a page
- * that allocates without end would get the whole function killed (no answer, no refund); capped, only its renderer
- * dies and the capture fails cleanly with a 500.
- */
-const PAGE_HEAP_LIMIT_MB = 512;
 
 /**
  * Flags we add: a bounded page heap, no scrollbars in the image, no audio, software compositing, no pop-ups, and no

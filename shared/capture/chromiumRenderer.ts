@@ -18,10 +18,11 @@ import { DEVICE_PRESETS } from './devices';
 import { PAGE_ANSWER_TOO_LARGE } from './devtoolsMessageCap';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
+import { PAGE_MEMORY_LIMIT_MB } from './memoryLimits';
 import { assertDeliverable, IMAGE_TOO_LARGE } from './oversizedImage';
 import { pageContent, pageMetadata } from './pageContent';
 import { PageControl } from './pageControl';
-import { guardPageMemory, PAGE_MEMORY_LIMIT_MB } from './pageMemoryGuard';
+import { guardPageMemory } from './pageMemoryGuard';
 import {
   decorateLoadedPage,
   hideFilteredElements,

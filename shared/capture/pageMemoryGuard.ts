@@ -1,14 +1,6 @@
 import type { CDPSession, Page, Protocol, Target } from 'puppeteer-core';
 import { logger } from '../logger';
-
-/**
- * The most a capture's scripts may hold, in MiB, across every JavaScript isolate of its context: the page, each
- * dedicated worker (nested ones too) and each shared worker. V8's heap cap (chromiumLaunch.ts) is per isolate and
- * leaves array buffers (WebAssembly memory among them) out, so six workers held 3 GB under it (red team). This
- * allows a page at its heap cap with as much again in buffers and workers, well inside the renderer function's
- * 3,008 MB beside Chromium itself and the raster of the largest images.
- */
-export const PAGE_MEMORY_LIMIT_MB = 1_024;
+import { PAGE_HEAP_LIMIT_MB } from './memoryLimits';
 
 /** The first check: a warm capture has answered by then, so it pays nothing for the guard. */
 const FIRST_CHECK_MS = 250;
@@ -17,9 +9,11 @@ const WORKER_STARTED_CHECK_MS = 50;
 const CHECK_EVERY_MS = 100;
 /**
  * How long one isolate may take to report. Blink answers DevTools between a script's instructions, so a busy loop
- * still reports; one that does not in time keeps its last measure, and the others are still counted.
+ * still reports; a worker blocked in a synchronous request does not (red team: it held what it took before, unseen).
+ * One that does not answer in time counts as holding its heap cap, or what it last said if that is more.
  */
 const REPORT_WAIT_MS = 1_000;
+const SILENT_ISOLATE_BYTES = PAGE_HEAP_LIMIT_MB * 2 ** 20;
 
 export interface MemoryGuard {
   stop(): void;
@@ -76,9 +70,11 @@ export function guardPageMemory(
   };
 
   const measure = async (target: Target): Promise<void> => {
-    const usage = await within(usageOf(target), REPORT_WAIT_MS);
-    if (usage) {
-      lastBytes.set(target, usage.usedSize + usage.embedderHeapUsedSize + usage.backingStorageSize);
+    const report = await within(usageOf(target), REPORT_WAIT_MS);
+    if (report === 'late') {
+      lastBytes.set(target, Math.max(lastBytes.get(target) ?? 0, SILENT_ISOLATE_BYTES));
+    } else if (report) {
+      lastBytes.set(target, report.usedSize + report.embedderHeapUsedSize + report.backingStorageSize);
     }
   };
 
@@ -113,11 +109,11 @@ export function guardPageMemory(
   };
 }
 
-/** `answer`'s value, or undefined when it fails or takes longer than `ms`. */
-async function within<T>(answer: Promise<T | undefined>, ms: number): Promise<T | undefined> {
+/** `answer`'s value, undefined when it fails (the target is gone, or is no isolate), or 'late' after `ms`. */
+async function within<T>(answer: Promise<T | undefined>, ms: number): Promise<T | undefined | 'late'> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, ms, undefined);
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(resolve, ms, 'late');
   });
   try {
     return await Promise.race([answer.catch(() => undefined), late]);

@@ -51,6 +51,12 @@ beforeAll(async () => {
       '<script>window.kept = []; for (let i = 0; i < 8; i++) kept.push(new Uint8Array(50e6).fill(1));</script>',
     ),
     '/one-worker-within': solidPage('#00ff00', "<script>new Worker('/hoard.js');</script>"),
+    // A worker that holds 50 MB, then waits on a synchronous request that never ends: it cannot answer DevTools.
+    '/hoard-then-block.js': script(
+      `${holdOnHeap(48)} const request = new XMLHttpRequest(); request.open('GET', '/never', false); request.send();`,
+    ),
+    '/never': () => undefined,
+    '/silent-worker': solidPage('#00ff00', "<script>new Worker('/hoard-then-block.js');</script>"),
   });
   harness = await startScreenshotHarness({
     ALLOW_PRIVATE_HOSTS: pages.hostPort,
@@ -87,6 +93,16 @@ describe.each([
     });
     expect(await balance()).toBe(before);
     expect((await shoot('/green', 0)).status).toBe(200);
+  });
+});
+
+describe('a page whose worker cannot say what it holds (red team: blocked in a synchronous request, unseen)', () => {
+  it("counts that worker as holding its heap cap (512 MB, over this limit): a 500 that is the page's, free", async () => {
+    const before = await balance();
+    const response = await shoot('/silent-worker', 10_000);
+    expect(response.status).toBe(500);
+    expect(response.json().message).toBe(pageMemoryExceeded(LIMIT_MB));
+    expect(await balance()).toBe(before);
   });
 });
 
