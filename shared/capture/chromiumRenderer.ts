@@ -157,7 +157,13 @@ export class ChromiumRenderer implements Renderer {
     const memory = guardPageMemory(
       { page: tab.page, heapUsage: () => tab.control.heapUsage() },
       memoryLimitMb,
-      () => fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page')),
+      (usedBytes) => {
+        logger.warn('Page stopped for its memory', {
+          usedMb: Math.round(usedBytes / 2 ** 20),
+          memoryLimitMb,
+        });
+        fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page'));
+      },
     );
     try {
       return await Promise.race([this.shoot(tab, spec, budget), stopped]);
