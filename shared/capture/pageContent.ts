@@ -69,10 +69,12 @@ const SEEN_COPY = `const seenCopy = () => {
     return textUnseen.get(parent);
   };
   const unseenElement = (element) => {
+    const style = getComputedStyle(element);
+    // No box of its own, and so "not visible" to checkVisibility, yet its children are drawn: each is judged itself.
+    if (style.display === 'contents') return false;
     if (!element.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return true;
     const box = element.getBoundingClientRect();
     if (box.right + scrollX < 0 || box.bottom + scrollY < 0) return true;
-    const style = getComputedStyle(element);
     return box.width <= 1 && box.height <= 1 && style.overflow !== 'visible' && (style.position === 'absolute' || style.position === 'fixed');
   };
   const shown = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;

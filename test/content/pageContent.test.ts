@@ -26,7 +26,8 @@ const HIDDEN_WAYS = `<style>.gone{display:none}.away{position:absolute;left:-999
 <p style="color:transparent">HIDDEN-TRANSPARENT</p>
 <div class="chat-widget">HIDDEN-BY-HIDE-SELECTORS</div>
 <div style="font-size:0"><span style="font-size:16px">SHOWN-INSIDE-SIZE-ZERO</span></div>
-<p style="color:#000">SHOWN-BLACK</p>`;
+<p style="color:#000">SHOWN-BLACK</p>
+<div style="display:contents"><p>SHOWN-IN-DISPLAY-CONTENTS</p></div>`;
 
 beforeAll(async () => {
   site = await startPageServer({
@@ -110,6 +111,7 @@ describe('format markdown', () => {
       const markdown = response.body.toString('utf8');
       expect(markdown).toContain('SHOWN-INSIDE-SIZE-ZERO');
       expect(markdown).toContain('SHOWN-BLACK');
+      expect(markdown).toContain('SHOWN-IN-DISPLAY-CONTENTS');
       expect(markdown).not.toMatch(/HIDDEN-[A-Z-]+/);
     },
   );
