@@ -48,35 +48,31 @@ const turndownPluginGfm = (() => { ${gfm}\n; return turndownPluginGfm; })();`;
 }
 
 /**
- * A copy of the document without what a reader of the page does not see, for Markdown: an agent reads what a person
- * would, and a hostile page cannot slip it instructions nobody sees (red team), nor does what the capture hid (ads,
- * banners, chats, hideSelectors) come back. Left out: elements not rendered, hidden, or fully transparent
- * (checkVisibility), boxes placed entirely above or left of the page where no one can scroll, boxes clipped to a
- * pixel (the "screen reader only" pattern), and text drawn at size 0 or in a transparent colour. The live page and
- * its copy are walked side by side, so every copied node is judged by its rendered twin.
+ * A copy of the document without what the page does not show, for Markdown: elements not rendered or hidden (display,
+ * visibility, content-visibility, as checkVisibility judges them: so also what the capture hid, ads, banners, chats,
+ * hideSelectors) and text drawn at size 0. A hostile page used them to slip an agent instructions nobody sees (red
+ * team). Not left out, on purpose: transparent, off-page and "screen reader only" text, and opacity 0, which real
+ * pages use for gradient headings, accessible labels and content that fades in as it is scrolled to; a page can hide
+ * text from people in more ways than any reader can tell, so Markdown is never a guard against prompt injection
+ * (docs/api.md 17.1). The live page and its copy are walked side by side, so every copied node is judged by its
+ * rendered twin.
  */
 const SEEN_COPY = `const seenCopy = () => {
   const copy = document.cloneNode(true);
   if (!document.body || !copy.body) return copy;
-  // A computed colour with alpha 0: rgba(r, g, b, 0), or the slash syntax of the newer colour functions.
-  const TRANSPARENT = /^rgba\\((?:[^,]+,){3}\\s*0(?:\\.0+)?\\)$|\\/\\s*0(?:\\.0+)?\\)$/;
+  // Text of size 0, or inside an element that skips its contents (checkVisibility judges the element's children).
   const textUnseen = new Map();
   const unseenText = (parent) => {
     if (!textUnseen.has(parent)) {
       const style = getComputedStyle(parent);
-      textUnseen.set(parent, parseFloat(style.fontSize) === 0 || TRANSPARENT.test(style.color));
+      textUnseen.set(parent, parseFloat(style.fontSize) === 0 || style.contentVisibility === 'hidden');
     }
     return textUnseen.get(parent);
   };
-  const unseenElement = (element) => {
-    const style = getComputedStyle(element);
-    // No box of its own, and so "not visible" to checkVisibility, yet its children are drawn: each is judged itself.
-    if (style.display === 'contents') return false;
-    if (!element.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return true;
-    const box = element.getBoundingClientRect();
-    if (box.right + scrollX < 0 || box.bottom + scrollY < 0) return true;
-    return box.width <= 1 && box.height <= 1 && style.overflow !== 'visible' && (style.position === 'absolute' || style.position === 'fixed');
-  };
+  // An element of display: contents has no box, so checkVisibility calls it hidden, yet its children are drawn: each
+  // of them is judged itself.
+  const unseenElement = (element) =>
+    getComputedStyle(element).display !== 'contents' && !element.checkVisibility({ checkVisibilityCSS: true });
   const shown = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;
   const live = document.createTreeWalker(document.body, shown);
   const copied = copy.createTreeWalker(copy.body, shown);
