@@ -27,7 +27,7 @@ export async function giveCreditsBack(deps: RefundDeps, accountId: string, cost:
     await deps.credits.refundOnce(accountId, cost, id);
   } catch (error) {
     deps.metrics.refundFailed();
-    logger.error('Refund failed', { accountId, cost, error: error as Error });
+    logger.error('Refund failed', { accountId, cost, refundId: id, error: error as Error });
     await keepForOperator(deps, { id, accountId, cost, failedAt });
     return;
   }
@@ -39,14 +39,16 @@ export async function giveCreditsBack(deps: RefundDeps, accountId: string, cost:
 }
 
 async function keepForOperator(deps: RefundDeps, pending: PendingRefund): Promise<void> {
-  const { accountId, cost } = pending;
+  const { accountId, cost, id: refundId } = pending;
   try {
     await deps.pendingRefunds.record(pending);
-    logger.warn('Refund kept for an operator', { refundId: pending.id });
+    logger.warn('Refund kept for an operator', { refundId });
   } catch (error) {
+    // With its id: the account item holds `refund#<refundId>` when the refund landed after all (docs/deploy.md).
     logger.error('Refund not recorded either; return the credits by hand', {
       accountId,
       cost,
+      refundId,
       error: error as Error,
     });
   }

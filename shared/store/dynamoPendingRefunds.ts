@@ -61,15 +61,17 @@ export class DynamoPendingRefunds implements PendingRefunds {
       );
       balance = Number(Attributes?.credits ?? 0);
     } catch (error) {
-      // The id is on the account already: the credits went back on an earlier run, or with the capture's own refund,
-      // whose mark nothing will ask for again.
+      // The id is on the account already: the credits went back on an earlier run, or with the capture's own refund.
+      // Its mark becomes the id among those returned, in one write, so a later or concurrent return finds it there
+      // whether or not this run gets to delete the record (red team: a run stopped here paid twice).
       if (!isConditionFailure(error)) throw error;
       await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(refund.accountId),
-          UpdateExpression: 'REMOVE #mark',
+          UpdateExpression: 'ADD returnedRefunds :ids REMOVE #mark',
           ExpressionAttributeNames: { '#mark': refundMark(id) },
+          ExpressionAttributeValues: { ':ids': new Set([id]) },
         }),
       );
     }

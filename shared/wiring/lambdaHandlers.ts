@@ -45,8 +45,13 @@ function capturingHandler(route: HttpRoute, service: CaptureAftermath): Streamin
   const handler = streamingHandler(route, {
     errors: 'screenshot',
     afterResponse: async () => {
-      service.metrics.flush();
-      await Promise.all([service.renderer.settle(), service.usage.flush()]);
+      // The usage records first: metrics that cannot be published must not lose them.
+      const written = service.usage.flush();
+      try {
+        service.metrics.flush();
+      } finally {
+        await Promise.all([service.renderer.settle(), written]);
+      }
     },
   });
   return (event, responseStream, context) =>

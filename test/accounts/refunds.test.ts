@@ -133,6 +133,17 @@ describe('giveCreditsBack', () => {
     });
     expect(await stores.credits.balance(accountId)).toBe(6);
     expect(await refundMarks(accountId)).toEqual([]);
+    // A return that stopped before deleting the record leaves it: the next return still gives nothing (red team).
+    await store.client.send(
+      new PutCommand({
+        TableName: TEST_TABLE,
+        Item: { ...itemKey.pendingRefund(pending?.id as string), ...pending },
+      }),
+    );
+    expect(await stores.pendingRefunds.giveBack(pending?.id as string)).toMatchObject({
+      outcome: 'alreadyReturned',
+    });
+    expect(await stores.credits.balance(accountId)).toBe(6);
   });
 
   it('counts a failed refund and keeps it for an operator', async () => {
