@@ -9,10 +9,15 @@ const WORKER_STARTED_CHECK_MS = 50;
 const CHECK_EVERY_MS = 100;
 /**
  * How long one isolate may take to report. Blink answers DevTools between a script's instructions, so a busy loop
- * still reports; a worker blocked in a synchronous request does not (red team: it held what it took before, unseen).
- * One that does not answer in time counts as holding its heap cap, or what it last said if that is more.
+ * still reports; a worker blocked in a synchronous request or an import does not, and keeps its last measure.
  */
 const REPORT_WAIT_MS = 1_000;
+/**
+ * A worker silent this long counts as holding its heap cap, or what it last said if that is more: one that took
+ * memory and then blocked itself held it unseen (red team). Not sooner: a worker importing a library from a slow
+ * server is silent for seconds, and counted at its cap at once two of them failed an honest page (red team).
+ */
+const SILENT_COUNTS_AS_CAP_MS = 5_000;
 const SILENT_ISOLATE_BYTES = PAGE_HEAP_LIMIT_MB * 2 ** 20;
 
 export interface MemoryGuard {
@@ -43,6 +48,8 @@ export function guardPageMemory(
   const pageTarget = guarded.page.target();
   const sessions = new Map<Target, Promise<CDPSession | undefined>>();
   const lastBytes = new Map<Target, number>();
+  /** When each isolate that does not answer last did. */
+  const silentSince = new Map<Target, number>();
   let timer: NodeJS.Timeout | undefined;
   let dueAt = Number.POSITIVE_INFINITY;
   let checking = false;
@@ -70,10 +77,16 @@ export function guardPageMemory(
   };
 
   const measure = async (target: Target): Promise<void> => {
+    const asked = Date.now();
     const report = await within(usageOf(target), REPORT_WAIT_MS);
     if (report === 'late') {
-      lastBytes.set(target, Math.max(lastBytes.get(target) ?? 0, SILENT_ISOLATE_BYTES));
+      const since = silentSince.get(target) ?? asked;
+      silentSince.set(target, since);
+      if (Date.now() - since >= SILENT_COUNTS_AS_CAP_MS) {
+        lastBytes.set(target, Math.max(lastBytes.get(target) ?? 0, SILENT_ISOLATE_BYTES));
+      }
     } else if (report) {
+      silentSince.delete(target);
       lastBytes.set(target, report.usedSize + report.embedderHeapUsedSize + report.backingStorageSize);
     }
   };

@@ -57,6 +57,18 @@ beforeAll(async () => {
     ),
     '/never': () => undefined,
     '/silent-worker': solidPage('#00ff00', "<script>new Worker('/hoard-then-block.js');</script>"),
+    // Two workers that import a library from a server that takes 2.5 s: silent that long, and honest.
+    '/slow-library.js': (_, res) => {
+      setTimeout(
+        () => res.writeHead(200, { 'Content-Type': 'text/javascript' }).end('self.ready = true;'),
+        2_500,
+      );
+    },
+    '/imports-slowly.js': script("importScripts('/slow-library.js');"),
+    '/slow-imports': solidPage(
+      '#00ff00',
+      "<script>new Worker('/imports-slowly.js?1'); new Worker('/imports-slowly.js?2');</script>",
+    ),
   });
   harness = await startScreenshotHarness({
     ALLOW_PRIVATE_HOSTS: pages.hostPort,
@@ -97,7 +109,7 @@ describe.each([
 });
 
 describe('a page whose worker cannot say what it holds (red team: blocked in a synchronous request, unseen)', () => {
-  it("counts that worker as holding its heap cap (512 MB, over this limit): a 500 that is the page's, free", async () => {
+  it("counts that worker, silent 5 s, as holding its heap cap (512 MB, over this limit): a 500 that is the page's, free", async () => {
     const before = await balance();
     const response = await shoot('/silent-worker', 10_000);
     expect(response.status).toBe(500);
@@ -107,6 +119,13 @@ describe('a page whose worker cannot say what it holds (red team: blocked in a s
 });
 
 describe('a page whose scripts stay within the limit', () => {
+  it('is captured as usual while its workers wait seconds for a library (red team: failed as 512 MB each)', async () => {
+    const before = await balance();
+    const response = await shoot('/slow-imports', 4_000);
+    expect(response.status).toBe(200);
+    expect(await balance()).toBe(before - 1);
+  });
+
   it('is captured as usual, however long it runs: one worker of 120 MB', async () => {
     const before = await balance();
     const response = await shoot('/one-worker-within', 1_500);
