@@ -1,4 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { routeEvent } from '../../local/apiGatewayEvent';
+import { invocationContext } from '../../local/invocationContext';
+import { invokeStreaming } from '../../local/invokeStreaming';
 import { AppError, type ValidationDetail } from '../../shared/errors';
 import { generateApiKey } from '../../shared/keys/apiKey';
 import type { CaptureScreenshot } from '../../shared/screenshot/captureScreenshot';
@@ -6,6 +9,7 @@ import { MAX_USAGE_DAYS } from '../../shared/usage/schemas';
 import { type GetUsage, usageHistory } from '../../shared/usage/usageHistory';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import type { UsageRecord } from '../../shared/usage/usageStore';
+import { screenshotLambda } from '../../shared/wiring/lambdaHandlers';
 import { deferred } from '../helpers/deferred';
 import {
   type FakeRenderer,
@@ -188,6 +192,22 @@ describe('usage records of screenshot requests', () => {
     answered.resolve();
     await first;
     expect(store.records).toHaveLength(2);
+  });
+
+  it('writes the records through the Lambda handler even when metrics cannot be published', async () => {
+    const handler = screenshotLambda({
+      capture,
+      usage: recorder,
+      renderer: { settle: async () => undefined },
+      metrics: {
+        flush: () => {
+          throw new Error('metrics unavailable');
+        },
+      },
+    });
+    const event = routeEvent('screenshot', { bearer: alice.key, body: { url: 'https://a.test' } });
+    await invokeStreaming(handler, event, invocationContext()).catch(() => undefined);
+    expect(store.records).toHaveLength(1);
   });
 
   it('never fails a request or a flush when the store refuses the record', async () => {
