@@ -55,7 +55,9 @@ const turndownPluginGfm = (() => { ${gfm}\n; return turndownPluginGfm; })();`;
  * pages use for gradient headings, accessible labels and content that fades in as it is scrolled to; a page can hide
  * text from people in more ways than any reader can tell, so Markdown is never a guard against prompt injection
  * (docs/api.md 17.1). The live page and its copy are walked side by side, so every copied node is judged by its
- * rendered twin.
+ * rendered twin. A cloned document has no shadow roots: the children of each host with an open one are replaced by
+ * what it draws, its shadow tree with each slot filled by what is assigned to it, judged the same way (web components
+ * keep their text there; red team: such a page gave empty Markdown). Closed shadow roots cannot be read.
  */
 const SEEN_COPY = `const seenCopy = () => {
   const copy = document.cloneNode(true);
@@ -73,16 +75,44 @@ const SEEN_COPY = `const seenCopy = () => {
   // of them is judged itself.
   const unseenElement = (element) =>
     getComputedStyle(element).display !== 'contents' && !element.checkVisibility({ checkVisibilityCSS: true });
+  // What a shadow host draws, as nodes of the copy: without a stack of calls, as a page's tree may be deep.
+  const composed = (host) => {
+    const drawn = copy.createDocumentFragment();
+    const pending = [[host, drawn]];
+    while (pending.length > 0) {
+      const [from, into] = pending.pop();
+      const children = from.shadowRoot
+        ? from.shadowRoot.childNodes
+        : from.localName === 'slot' && from.getRootNode() instanceof ShadowRoot
+          ? from.assignedNodes({ flatten: true })
+          : from.childNodes;
+      for (const child of children) {
+        if (child.nodeType === Node.TEXT_NODE) {
+          if (!(child.parentElement && unseenText(child.parentElement))) into.append(copy.importNode(child));
+        } else if (child.nodeType === Node.ELEMENT_NODE && !unseenElement(child)) {
+          const twin = copy.importNode(child, false);
+          into.append(twin);
+          pending.push([child, twin]);
+        }
+      }
+    }
+    return drawn;
+  };
   const shown = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;
   const live = document.createTreeWalker(document.body, shown);
   const copied = copy.createTreeWalker(copy.body, shown);
   const unseen = [];
+  const hosts = [];
   for (let node = live.nextNode(), twin = copied.nextNode(); node && twin; node = live.nextNode(), twin = copied.nextNode()) {
     if (node.nodeType === Node.TEXT_NODE ? node.parentElement && unseenText(node.parentElement) : unseenElement(node)) {
       unseen.push(twin);
+    } else if (node.shadowRoot) {
+      hosts.push([node, twin]);
     }
   }
   for (const twin of unseen) twin.remove();
+  // In document order: a host inside another one's light tree went with it, and the outer one's drawing has it.
+  for (const [host, twin] of hosts) if (twin.isConnected) twin.replaceChildren(composed(host));
   return copy;
 };`;
 

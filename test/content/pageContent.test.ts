@@ -38,6 +38,19 @@ beforeAll(async () => {
     '/lone-halves': `<!DOCTYPE html><html><head><title>t</title><meta property="og:title" content="o"></head><body>
       <p>Halves.</p><script>document.title = '${'x'.repeat(2047)}\\u{1F600}';
       document.querySelector('meta').setAttribute('content', 'a\\uD800b\\uDC00');</script></body></html>`,
+    // Web components: an open shadow root with a slot and a hidden paragraph, and a closed one.
+    '/web-components': `<!DOCTYPE html><html><head><title>Components</title></head><body><script>
+      customElements.define('x-card', class extends HTMLElement {
+        constructor() {
+          super();
+          this.attachShadow({ mode: 'open' }).innerHTML = '<h2>SHADOW-HEADING</h2><p>SHADOW-BEFORE</p><slot></slot>' +
+            '<p style="display:none">HIDDEN-IN-SHADOW</p><p>SHADOW-AFTER</p>';
+        }
+      });
+      customElements.define('x-closed', class extends HTMLElement {
+        constructor() { super(); this.attachShadow({ mode: 'closed' }).innerHTML = '<p>CLOSED-TEXT</p>'; }
+      });
+    </script><x-card><p>SLOTTED-LIGHT-TEXT</p></x-card><x-closed></x-closed></body></html>`,
     // Too short to be an article: the whole body is read.
     '/hidden-ways': `<!DOCTYPE html><html><head><title>Hidden</title></head><body>${HIDDEN_WAYS}</body></html>`,
     // The same inside an article, which Readability picks.
@@ -115,6 +128,20 @@ describe('format markdown', () => {
       expect(markdown).not.toMatch(/HIDDEN-[A-Z-]+/);
     },
   );
+
+  it('reads what open shadow roots draw, slots filled, hidden parts left out (red team: empty for web components)', async () => {
+    const response = await shoot({ url: `${site.origin}/web-components`, format: 'markdown' });
+    expect(response.status).toBe(200);
+    const markdown = response.body.toString('utf8');
+    const order = ['SHADOW-HEADING', 'SHADOW-BEFORE', 'SLOTTED-LIGHT-TEXT', 'SHADOW-AFTER'].map((text) =>
+      markdown.indexOf(text),
+    );
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(markdown).not.toContain('HIDDEN-IN-SHADOW');
+    // A closed shadow root cannot be read from outside it.
+    expect(markdown).not.toContain('CLOSED-TEXT');
+  });
 
   it('answers with the safe-answer headers, so a browser never runs it on our origin', async () => {
     const response = await shoot({ url: `${site.origin}/article`, format: 'markdown' });
