@@ -9,6 +9,7 @@ import {
 import { logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
 import { startRequestBlocking } from './adBlocking';
+import { answerWithin } from './answerWithin';
 import { identityOverride } from './browserIdentity';
 import { budgetExceeded, CaptureBudget } from './captureBudget';
 import { launchChromium } from './chromiumLaunch';
@@ -111,9 +112,11 @@ export class ChromiumRenderer implements Renderer {
   private tempDir: ChromiumTempDir | undefined;
 
   private readonly budgets: CaptureBudgets;
+  private readonly memoryLimitMb: number;
 
   constructor(private readonly options: ChromiumRendererOptions = {}) {
     this.budgets = options.budgets ?? CAPTURE_BUDGETS;
+    this.memoryLimitMb = options.pageMemoryLimitMb ?? PAGE_MEMORY_LIMIT_MB;
   }
 
   async warmUp(): Promise<void> {
@@ -153,7 +156,7 @@ export class ChromiumRenderer implements Renderer {
       fail(new CaptureFailedError(spec.url, 'The page crashed the renderer', 'page')),
     );
     tab.control.whenReplaced(() => fail(new CaptureFailedError(spec.url, DOCUMENT_REPLACED, 'page')));
-    const memoryLimitMb = this.options.pageMemoryLimitMb ?? PAGE_MEMORY_LIMIT_MB;
+    const { memoryLimitMb } = this;
     const memory = guardPageMemory(
       { page: tab.page, heapUsage: () => tab.control.heapUsage() },
       memoryLimitMb,
@@ -489,19 +492,11 @@ async function emulate(
 
 /** Closes a context or browser; false when it had not closed after `ms`. */
 async function closesWithin(closable: { close(): Promise<void> }, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
   const closed = closable.close().then(
     () => true,
     () => true,
   );
-  try {
-    return await Promise.race([closed, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return (await answerWithin(closed, ms)) !== 'late';
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */

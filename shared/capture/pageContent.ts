@@ -75,6 +75,8 @@ const SEEN_COPY = `const seenCopy = () => {
   // of them is judged itself.
   const unseenElement = (element) =>
     getComputedStyle(element).display !== 'contents' && !element.checkVisibility({ checkVisibilityCSS: true });
+  const unseen = (node) =>
+    node.nodeType === Node.TEXT_NODE ? node.parentElement && unseenText(node.parentElement) : unseenElement(node);
   // What a shadow host draws, as nodes of the copy: without a stack of calls, as a page's tree may be deep.
   const composed = (host) => {
     const drawn = copy.createDocumentFragment();
@@ -87,13 +89,11 @@ const SEEN_COPY = `const seenCopy = () => {
           ? from.assignedNodes({ flatten: true })
           : from.childNodes;
       for (const child of children) {
-        if (child.nodeType === Node.TEXT_NODE) {
-          if (!(child.parentElement && unseenText(child.parentElement))) into.append(copy.importNode(child));
-        } else if (child.nodeType === Node.ELEMENT_NODE && !unseenElement(child)) {
-          const twin = copy.importNode(child, false);
-          into.append(twin);
-          pending.push([child, twin]);
-        }
+        const drawnHere = (child.nodeType === Node.TEXT_NODE || child.nodeType === Node.ELEMENT_NODE) && !unseen(child);
+        if (!drawnHere) continue;
+        const twin = copy.importNode(child, false);
+        into.append(twin);
+        if (child.nodeType === Node.ELEMENT_NODE) pending.push([child, twin]);
       }
     }
     return drawn;
@@ -101,16 +101,13 @@ const SEEN_COPY = `const seenCopy = () => {
   const shown = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;
   const live = document.createTreeWalker(document.body, shown);
   const copied = copy.createTreeWalker(copy.body, shown);
-  const unseen = [];
+  const dropped = [];
   const hosts = [];
   for (let node = live.nextNode(), twin = copied.nextNode(); node && twin; node = live.nextNode(), twin = copied.nextNode()) {
-    if (node.nodeType === Node.TEXT_NODE ? node.parentElement && unseenText(node.parentElement) : unseenElement(node)) {
-      unseen.push(twin);
-    } else if (node.shadowRoot) {
-      hosts.push([node, twin]);
-    }
+    if (unseen(node)) dropped.push(twin);
+    else if (node.shadowRoot) hosts.push([node, twin]);
   }
-  for (const twin of unseen) twin.remove();
+  for (const twin of dropped) twin.remove();
   // In document order: a host inside another one's light tree went with it, and the outer one's drawing has it.
   for (const [host, twin] of hosts) if (twin.isConnected) twin.replaceChildren(composed(host));
   return copy;

@@ -1,4 +1,5 @@
 import type { CDPSession, Page, Protocol } from 'puppeteer-core';
+import { answerWithin } from './answerWithin';
 import type { IsolatedWorld } from './pageScripts';
 
 /** The name of the isolated world our page scripts run in. */
@@ -170,8 +171,7 @@ export class PageControl implements IsolatedWorld {
       () => true,
       () => true,
     );
-    const late = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref());
-    return Promise.race([answered, late]);
+    return (await answerWithin(answered, ms)) !== 'late';
   }
 
   private isSettled(): boolean {

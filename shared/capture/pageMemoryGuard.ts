@@ -1,5 +1,6 @@
 import type { CDPSession, Page, Protocol, Target } from 'puppeteer-core';
 import { logger } from '../logger';
+import { answerWithin } from './answerWithin';
 import { PAGE_HEAP_LIMIT_MB } from './memoryLimits';
 
 /** The first check: a warm capture has answered by then, so it pays nothing for the guard. */
@@ -69,7 +70,6 @@ export function guardPageMemory(
     if (target === pageTarget) return guarded.heapUsage();
     let session = sessions.get(target);
     if (!session) {
-      // A target that is gone, or is no isolate, gives no session: it counts for nothing.
       session = target.createCDPSession().catch(() => undefined);
       sessions.set(target, session);
     }
@@ -78,7 +78,11 @@ export function guardPageMemory(
 
   const measure = async (target: Target): Promise<void> => {
     const asked = Date.now();
-    const report = await within(usageOf(target), REPORT_WAIT_MS);
+    // A target that is gone, or is no isolate, answers with an error: it counts for nothing.
+    const report = await answerWithin(
+      usageOf(target).catch(() => undefined),
+      REPORT_WAIT_MS,
+    );
     if (report === 'late') {
       const since = silentSince.get(target) ?? asked;
       silentSince.set(target, since);
@@ -120,17 +124,4 @@ export function guardPageMemory(
       }
     },
   };
-}
-
-/** `answer`'s value, undefined when it fails (the target is gone, or is no isolate), or 'late' after `ms`. */
-async function within<T>(answer: Promise<T | undefined>, ms: number): Promise<T | undefined | 'late'> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(resolve, ms, 'late');
-  });
-  try {
-    return await Promise.race([answer.catch(() => undefined), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
