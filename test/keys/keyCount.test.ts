@@ -248,12 +248,14 @@ function storeHolding(holds: (input: { Item?: unknown; Key?: unknown }, command:
   };
 }
 
-/** A create of `key` stopped just before its authentication item: listed, and not working yet. */
-async function createStoppedBeforeItWorks(key: NewKey) {
+/** A new account's key whose create is stopped just before its authentication item: listed, and not working yet. */
+async function createStoppedBeforeItWorks() {
+  const accountId = newAccountId();
+  const key = newKey(accountId);
   const creator = storeHolding(AUTHENTICATION_PUT);
   const created = creator.keys.create(key, MAX_KEYS_PER_ACCOUNT);
   await creator.held;
-  return { created, release: creator.release };
+  return { accountId, key, created, release: creator.release };
 }
 
 /** The delete of a listing item (a key's `KEY#` item under its account). */
@@ -262,9 +264,7 @@ const LISTING_DELETE = (input: { Key?: unknown }, command: string) =>
 
 describe("the owner's delete or revoke of a key being created (red team: a working key nobody could list or kill)", () => {
   it('leaves no working key when the delete runs before the key works, and the create answers 409', async () => {
-    const accountId = newAccountId();
-    const key = newKey(accountId);
-    const { created, release } = await createStoppedBeforeItWorks(key);
+    const { accountId, key, created, release } = await createStoppedBeforeItWorks();
     expect(await keys.delete(accountId, key.id)).toBe(true);
     release();
     await expect(created).rejects.toBeInstanceOf(KeyDeletedWhileCreatedError);
@@ -274,9 +274,7 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
   });
 
   it('leaves no working key when the create finished between the two halves of the delete', async () => {
-    const accountId = newAccountId();
-    const key = newKey(accountId);
-    const { created, release } = await createStoppedBeforeItWorks(key);
+    const { accountId, key, created, release } = await createStoppedBeforeItWorks();
     // The delete finds no authentication item, then stops before removing the listing; the create then finishes.
     const deleter = storeHolding(LISTING_DELETE);
     const deleted = deleter.keys.delete(accountId, key.id);
@@ -290,9 +288,7 @@ describe("the owner's delete or revoke of a key being created (red team: a worki
   });
 
   it('leaves the key revoked when the revoke runs before the key works', async () => {
-    const accountId = newAccountId();
-    const key = newKey(accountId);
-    const { created, release } = await createStoppedBeforeItWorks(key);
+    const { accountId, key, created, release } = await createStoppedBeforeItWorks();
     expect(await keys.revoke(accountId, key.id)).toBe(true);
     release();
     // The create says so too: its 201 answers isActive false, as the list does.
