@@ -12,6 +12,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { IMAGE_KINDS } from '../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
+import { WEBHOOK_BATCH_SIZE, WEBHOOK_BATCHING_WINDOW_MS } from '../shared/jobs/sendWebhook';
 import { SWEEP_PERIOD_MS } from '../shared/jobs/sweepStrandedJobs';
 import { QUEUED_JOBS_INDEX } from '../shared/store/table';
 import { JOB_WORKER_TIMEOUT_MS } from '../shared/timing';
@@ -153,7 +154,8 @@ export class JobProcessing extends Construct {
     );
     this.worker.addEventSource(
       new SqsEventSource(this.webhookQueue, {
-        batchSize: 1,
+        batchSize: WEBHOOK_BATCH_SIZE,
+        maxBatchingWindow: Duration.millis(WEBHOOK_BATCHING_WINDOW_MS),
         reportBatchItemFailures: true,
         maxConcurrency: WEBHOOK_WORKER_CONCURRENCY,
       }),

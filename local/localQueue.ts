@@ -118,30 +118,34 @@ async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Plays Lambda's SQS event source for the local service: it long-polls one of the queues (`queueUrl`) and hands each
- * message, up to `concurrency` at once, to the worker's handler as the SQS event Lambda would build, deletes what it
- * did not report failed, and keeps a message invisible while its handler runs (a killed process stops doing so, and
- * the message comes back).
+ * Plays Lambda's SQS event source for the local service: it long-polls one of the queues (`queueUrl`) and hands its
+ * messages, `batchSize` at most to an event and up to `concurrency` events at once, to the worker's handler as the
+ * SQS events Lambda would build, deletes what it did not report failed, and keeps a message invisible while its
+ * handler runs (a killed process stops doing so, and the message comes back).
  */
 export function startQueuePoller(options: {
   queue: LocalQueue;
   queueUrl: string;
   handler: JobWorkerHandler;
   concurrency: number;
+  batchSize?: number;
+  /** How long a batch is gathered once its first message came (Lambda's MaximumBatchingWindowInSeconds). */
+  batchingWindowMs?: number;
   visibilityTimeoutSeconds: number;
 }) {
   const { client } = options.queue;
   const { queueUrl } = options;
+  const batchSize = options.batchSize ?? 1;
   let stopped = false;
   const abort = new AbortController();
 
-  /** The messages being handled: at most `concurrency`. */
+  /** The events being handled: at most `concurrency`. */
   const running = new Set<Promise<void>>();
   /** Wakes the receiver when a handler ends. */
   let freed: (() => void) | undefined;
 
-  // One receiver asks for as many messages as there are free places (SQS gives at most ten at once), so an idle
-  // queue costs one long poll a second whatever the concurrency.
+  // One receiver asks for as many messages as the free places take, so an idle queue costs one long poll a second
+  // whatever the concurrency.
   async function receive(): Promise<void> {
     while (!stopped) {
       const free = options.concurrency - running.size;
@@ -153,24 +157,15 @@ export function startQueuePoller(options: {
       }
       let messages: Message[] = [];
       try {
-        const answer = await client.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: Math.min(10, free),
-            WaitTimeSeconds: 1,
-            MessageSystemAttributeNames: ['All'],
-          }),
-          { abortSignal: abort.signal },
-        );
-        messages = answer.Messages ?? [];
+        messages = await receiveUpTo(free * batchSize);
       } catch (error) {
         if (stopped) return;
         logger.warn('Local queue not polled', { error: error as Error });
         await sleep(500);
         continue;
       }
-      for (const message of messages) {
-        const handled: Promise<void> = handle(message).finally(() => {
+      for (let at = 0; at < messages.length; at += batchSize) {
+        const handled: Promise<void> = handle(messages.slice(at, at + batchSize)).finally(() => {
           running.delete(handled);
           freed?.();
         });
@@ -179,27 +174,64 @@ export function startQueuePoller(options: {
     }
   }
 
-  async function handle(message: Message): Promise<void> {
+  /**
+   * Up to `count` messages: a long poll of a second for the first, then, with a batching window, more until it ends
+   * or `count` is reached, as Lambda gathers a batch.
+   */
+  async function receiveUpTo(count: number): Promise<Message[]> {
+    const messages = await receiveOnce(count, 1);
+    const until = Date.now() + (options.batchingWindowMs ?? 0);
+    while (messages.length > 0 && messages.length < count && Date.now() < until) {
+      const more = await receiveOnce(count - messages.length, 0);
+      if (more.length === 0) await sleep(Math.min(50, Math.max(0, until - Date.now())));
+      messages.push(...more);
+    }
+    return messages;
+  }
+
+  async function receiveOnce(count: number, waitSeconds: number): Promise<Message[]> {
+    const answer = await client.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: Math.min(10, count),
+        WaitTimeSeconds: waitSeconds,
+        MessageSystemAttributeNames: ['All'],
+      }),
+      { abortSignal: abort.signal },
+    );
+    return answer.Messages ?? [];
+  }
+
+  async function handle(messages: Message[]): Promise<void> {
     const keepHidden = setInterval(
       () => {
-        client
-          .send(
-            new ChangeMessageVisibilityCommand({
-              QueueUrl: queueUrl,
-              ReceiptHandle: message.ReceiptHandle,
-              VisibilityTimeout: options.visibilityTimeoutSeconds,
-            }),
-          )
-          .catch(() => undefined);
+        for (const message of messages)
+          client
+            .send(
+              new ChangeMessageVisibilityCommand({
+                QueueUrl: queueUrl,
+                ReceiptHandle: message.ReceiptHandle,
+                VisibilityTimeout: options.visibilityTimeoutSeconds,
+              }),
+            )
+            .catch(() => undefined);
       },
       (options.visibilityTimeoutSeconds * 1000) / 3,
     );
     try {
-      const answer = await options.handler({ Records: [sqsRecord(message, queueUrl)] } satisfies SQSEvent);
-      if (answer.batchItemFailures.length === 0)
-        await client.send(
-          new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }),
-        );
+      const answer = await options.handler({
+        Records: messages.map((message) => sqsRecord(message, queueUrl)),
+      } satisfies SQSEvent);
+      const failed = new Set(answer.batchItemFailures.map((failure) => failure.itemIdentifier));
+      await Promise.all(
+        messages
+          .filter((message) => !failed.has(message.MessageId ?? ''))
+          .map((message) =>
+            client.send(
+              new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }),
+            ),
+          ),
+      );
     } catch (error) {
       logger.error('Local worker failed', { error: error as Error });
     } finally {
@@ -209,7 +241,7 @@ export function startQueuePoller(options: {
 
   const receiving = receive();
   return {
-    /** Stops receiving and waits for the messages being handled (their handlers end on their own). */
+    /** Stops receiving and waits for the events being handled (their handlers end on their own). */
     async stop() {
       stopped = true;
       abort.abort();

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readServiceConfig } from '../shared/config';
 import { ownPorts } from '../shared/egress/ownPorts';
+import { WEBHOOK_BATCH_SIZE, WEBHOOK_BATCHING_WINDOW_MS } from '../shared/jobs/sendWebhook';
 import { SWEEP_PERIOD_MS } from '../shared/jobs/sweepStrandedJobs';
 import { logger } from '../shared/logger';
 import { SqsJobQueue } from '../shared/store/sqsJobQueue';
@@ -35,8 +36,13 @@ import { STATE_FILE } from './stateFile';
 
 /** How long closing waits for the requests still running before it closes the store under them. */
 const CLOSE_GRACE_MS = 15_000;
-/** Webhook attempts delivered at once locally: each only waits on its receiver. */
-const LOCAL_WEBHOOK_ATTEMPTS = 8;
+/**
+ * Worker invocations that deliver webhooks at once locally, each of up to WEBHOOK_BATCH_SIZE attempts side by side
+ * (deployed: 20, behind SQS's fair ordering). The local SQS API has no fair ordering, and an invocation here costs
+ * only a promise: these places (16 attempts that come one by one, up to 160 that come together) are what keeps one
+ * account's hanging receivers from delaying everyone's deliveries.
+ */
+const LOCAL_WEBHOOK_INVOCATIONS = 16;
 
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
@@ -165,7 +171,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       queue: localQueue,
       queueUrl: localQueue.webhookQueueUrl,
       handler: worker.handler,
-      concurrency: LOCAL_WEBHOOK_ATTEMPTS,
+      concurrency: LOCAL_WEBHOOK_INVOCATIONS,
+      batchSize: WEBHOOK_BATCH_SIZE,
+      batchingWindowMs: WEBHOOK_BATCHING_WINDOW_MS,
       visibilityTimeoutSeconds: visibility,
     }),
   ];

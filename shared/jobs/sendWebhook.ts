@@ -6,6 +6,20 @@ import { type JobQueue, MAX_QUEUE_DELAY_SECONDS, type QueueMessage } from './job
 import type { JobStore } from './jobStore';
 import { batchView, type JobViewImages, jobView } from './jobView';
 
+/**
+ * Webhook attempts per worker invocation (deployed and locally), delivered side by side: the batch processor runs a
+ * batch's records in parallel, and an attempt only waits on its receiver. A receiver that never answers then holds
+ * one of ten places, not a worker, and SQS's fair queue sees enough in flight to tell an account that holds more
+ * than its share.
+ */
+export const WEBHOOK_BATCH_SIZE = 10;
+/**
+ * How long a batch of webhook attempts is gathered once its first message is there: without it, attempts that come
+ * one by one (a batch of jobs ending) would each take a worker of their own, and hanging receivers would hold them all.
+ * Every delivery may start this much later.
+ */
+export const WEBHOOK_BATCHING_WINDOW_MS = 1_000;
+
 export interface SendWebhookDeps {
   jobs: JobStore;
   queue: JobQueue;

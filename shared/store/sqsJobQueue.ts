@@ -9,7 +9,10 @@ const SEND_BATCH_LIMIT = 10;
  * The job queue on SQS (or the local SQS API): messages in batches of ten, entries that failed sent again. Webhook
  * attempts go to a queue of their own when one is given (`webhookQueueUrl`), consumed by workers of their own: a
  * receiver that never answers holds a worker for the 10 s of each attempt, and must not hold the ones that run
- * other accounts' captures.
+ * other accounts' captures. Every message names its account as its message group: on a standard queue that makes
+ * SQS a fair queue, which serves quiet accounts first while one account holds more than its share of the workers
+ * (in flight or in processing time), so one account's backlog of slow captures or hanging receivers does not keep
+ * everyone else's messages waiting behind it.
  */
 export class SqsJobQueue implements JobQueue {
   constructor(
@@ -31,6 +34,7 @@ export class SqsJobQueue implements JobQueue {
         let entries = chunk.messages.map((message, index) => ({
           Id: String(index),
           MessageBody: JSON.stringify(message),
+          MessageGroupId: message.accountId,
           DelaySeconds: delay,
         }));
         for (let round = 0; entries.length > 0; round++) {

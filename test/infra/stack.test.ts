@@ -51,6 +51,7 @@ import {
 } from '../../infra/webAcl';
 import { IMAGE_KINDS, IMAGE_PREFIX } from '../../shared/delivery/imageStore';
 import { MAX_RECEIVE_COUNT } from '../../shared/jobs/runJob';
+import { WEBHOOK_BATCH_SIZE, WEBHOOK_BATCHING_WINDOW_MS } from '../../shared/jobs/sendWebhook';
 import { SWEEP_PERIOD_MS } from '../../shared/jobs/sweepStrandedJobs';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../shared/metrics/names';
 import { ROUTES, type RouteDefinition } from '../../shared/routes';
@@ -1390,11 +1391,13 @@ describe('async jobs', () => {
       BatchSize: 1,
       ScalingConfig: { MaximumConcurrency: reservedConcurrencies(TEST_SETTINGS).sharedRenderer },
     });
-    // Webhook attempts on workers of their own: a receiver that never answers holds none that run captures.
+    // Webhook attempts on workers of their own: a receiver that never answers holds none that run captures. Ten
+    // attempts an invocation, delivered side by side.
     expect(from('Webhooks')).toMatchObject({
       EventSourceArn: { 'Fn::GetAtt': [queueId('Webhooks'), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
-      BatchSize: 1,
+      BatchSize: WEBHOOK_BATCH_SIZE,
+      MaximumBatchingWindowInSeconds: WEBHOOK_BATCHING_WINDOW_MS / 1000,
       ScalingConfig: { MaximumConcurrency: WEBHOOK_WORKER_CONCURRENCY },
     });
     const variables = (worker.Properties.Environment as Json).Variables as Json;

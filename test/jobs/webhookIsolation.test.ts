@@ -4,13 +4,17 @@ import { startTestLocalService, type TestLocalService } from '../helpers/localSe
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
 
 /**
- * A webhook receiver that never answers holds a worker for the 10 s of each attempt. Those attempts are delivered
+ * A webhook receiver that never answers holds its place for the 10 s of each attempt. Those attempts are delivered
  * apart from the captures (their own queue and pollers locally, their own queue and event source deployed), so one
- * account's hanging receiver never keeps another account's job waiting (red team: 0.3 s became 32 s).
+ * account's hanging receiver never keeps another account's job waiting (red team: 0.3 s became 32 s), and there are
+ * enough places that its hanging attempts do not keep another account's delivery waiting either.
  */
 
-/** More hanging attempts at once than `npm start` has pollers for captures (LOCAL_MAX_CAPTURES, 4). */
-const HANGING = 8;
+/**
+ * More hanging attempts at once than `npm start` has pollers for captures (LOCAL_MAX_CAPTURES, 4), and than it had
+ * places for webhook attempts before they were batched (8).
+ */
+const HANGING = 12;
 
 let receiver: WebhookReceiver;
 let service: TestLocalService;
@@ -49,7 +53,7 @@ async function job(apiKey: string, id: string) {
 }
 
 describe('a webhook receiver that never answers', () => {
-  it("keeps no other account's job waiting while its attempts hang", async () => {
+  it("keeps no other account's job or delivery waiting while its attempts hang", async () => {
     const [hostile, other] = [await service.newAccount(), await service.newAccount()];
     await Promise.all(
       Array.from({ length: HANGING }, (_, i) =>
@@ -61,7 +65,7 @@ describe('a webhook receiver that never answers', () => {
       () => expect(receiver.received.filter((request) => request.path === '/hang')).toHaveLength(HANGING),
       { timeout: 30_000, interval: 100 },
     );
-    const id = await submit(other.apiKey, { html: '<h1>other</h1>' });
+    const id = await submit(other.apiKey, { html: '<h1>other</h1>', webhookUrl: `${receiver.origin}/other` });
     let finished: { status: string } | undefined;
     while (!finished) {
       const current = await job(other.apiKey, id);
@@ -69,7 +73,15 @@ describe('a webhook receiver that never answers', () => {
       else await sleep(100);
     }
     expect(finished.status).toBe('succeeded');
-    // Done while every hanging attempt still held its worker: it never waited for one to give up.
+    // Its own webhook too.
+    await vi.waitFor(
+      () => expect(receiver.received.some((request) => request.path === '/other')).toBe(true),
+      {
+        timeout: 30_000,
+        interval: 100,
+      },
+    );
+    // Done while every hanging attempt still held its place: it never waited for one to give up.
     expect(givenUp).toBe(0);
   }, 60_000);
 });
