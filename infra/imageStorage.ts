@@ -16,6 +16,8 @@ import { WEBHOOK_SECRET_CONTEXT_PREFIX } from '../shared/webhooks/webhookSecrets
 export interface ImageStorageProps {
   /** Reads and writes images, opens signing secrets. */
   screenshot: lambda.Function;
+  /** Reads and writes images (its tools answer with links to them, and may use the cache); no signed links. */
+  mcp: lambda.Function;
   /** Seals the signing secret of each new key. */
   createKey: lambda.Function;
 }
@@ -30,8 +32,8 @@ export const JOB_RESULT_EXPIRY_DAYS = Math.ceil(JOB_RETENTION_MS / 1000 / DAY_SE
 /**
  * Delivery's storage (docs/api.md, "Delivery"): a private bucket for cached and linked images whose objects expire by
  * lifecycle rule, its access log bucket, and the KMS key that seals signing secrets. Least privilege: the screenshot
- * function may read and write objects under the image prefix and decrypt with the key; key creation may only
- * encrypt with it.
+ * and MCP fronts may read and write the cache and the linked images, the screenshot front alone decrypt with the key;
+ * key creation may only encrypt with it.
  */
 export class ImageStorage extends Construct {
   readonly bucket: s3.Bucket;
@@ -89,22 +91,8 @@ export class ImageStorage extends Construct {
     const frontKinds = [IMAGE_KINDS.cache, IMAGE_KINDS.linked].map(
       (kind) => `${this.bucket.bucketArn}/${kind}*`,
     );
-    props.screenshot.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'ImageObjects',
-        // PutObjectTagging: S3 asks for it when a PutObject carries tags (the expiry tag).
-        actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
-        resources: frontKinds,
-      }),
-    );
-    // Without ListBucket, S3 answers a missing object with 403 instead of 404, and a cache miss would look like a fault.
-    props.screenshot.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'ImageLookups',
-        actions: ['s3:ListBucket'],
-        resources: [this.bucket.bucketArn],
-      }),
-    );
+    const fronts = [props.screenshot, props.mcp];
+    for (const front of fronts) this.grantFrontImages(front, frontKinds);
     // Signing secrets are sealed under their key's id (`key_…`) as encryption context: these grants open and seal
     // those only, never a webhook secret sealed with the same key.
     const onlySigningSecrets = { StringLike: { 'kms:EncryptionContext:keyId': `${KEY_ID_PREFIX}*` } };
@@ -124,7 +112,6 @@ export class ImageStorage extends Construct {
         conditions: onlySigningSecrets,
       }),
     );
-    props.screenshot.addEnvironment('IMAGE_BUCKET', this.bucket.bucketName);
     props.screenshot.addEnvironment('SIGNING_KMS_KEY_ID', this.signingKey.keyArn);
     props.createKey.addEnvironment('SIGNING_KMS_KEY_ID', this.signingKey.keyArn);
 
@@ -133,7 +120,7 @@ export class ImageStorage extends Construct {
       'S1',
       'This is the access log bucket of the image bucket; logging it into itself would loop.',
     );
-    for (const fn of [props.screenshot, props.createKey]) {
+    for (const fn of fronts) {
       if (!fn.role) continue;
       for (const kind of [IMAGE_KINDS.cache, IMAGE_KINDS.linked])
         acknowledge(
@@ -142,6 +129,30 @@ export class ImageStorage extends Construct {
           'Objects are named by account and request hash at run time; the grant is limited to one kind of image.',
         );
     }
+  }
+
+  /**
+   * A front's images: the cache and the linked images under `kinds`, read and written, the bucket's names listed
+   * (without ListBucket S3 answers a missing object 403 instead of 404, and a cache miss would look like a fault),
+   * and the bucket named in its environment.
+   */
+  private grantFrontImages(front: lambda.Function, kinds: string[]): void {
+    front.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ImageObjects',
+        // PutObjectTagging: S3 asks for it when a PutObject carries tags (the expiry tag).
+        actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
+        resources: kinds,
+      }),
+    );
+    front.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ImageLookups',
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+      }),
+    );
+    front.addEnvironment('IMAGE_BUCKET', this.bucket.bucketName);
   }
 
   /**

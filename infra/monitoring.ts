@@ -13,7 +13,7 @@ import {
   SERVICE_DIMENSION,
   STATUS_DIMENSION,
 } from '../shared/metrics/names';
-import type { RouteDefinition } from '../shared/routes';
+import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { RESPONSE_RESERVE_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 
 type Handler = RouteDefinition['handler'];
@@ -41,7 +41,7 @@ export const ALARM_THRESHOLDS = {
   /** A single invocation of a management function that ran this share of its timeout. */
   timeoutShare: 0.8,
   /**
-   * A screenshot invocation this long: a capture's budget may rightly run to the function's timeout less the
+   * A capturing invocation (screenshot or MCP) this long: a capture's budget may rightly run to the function's timeout less the
    * response reserve (shared/timing.ts), so only a run halfway into that reserve means our own answer is late.
    */
   screenshotNearTimeoutMs: SCREENSHOT_FUNCTION_TIMEOUT_MS - RESPONSE_RESERVE_MS / 2,
@@ -293,10 +293,10 @@ export class Monitoring extends Construct {
 
     for (const [handler, fn] of functions) {
       const timeout = fn.timeout ?? Duration.seconds(3);
-      const nearTimeoutMs =
-        handler === 'screenshot'
-          ? t.screenshotNearTimeoutMs
-          : Math.round(timeout.toMilliseconds() * t.timeoutShare);
+      // The streaming routes capture (screenshot and MCP): their budget runs to the response reserve.
+      const nearTimeoutMs = ROUTES.some((route) => route.handler === handler && route.streaming)
+        ? t.screenshotNearTimeoutMs
+        : Math.round(timeout.toMilliseconds() * t.timeoutShare);
       const nearTimeout = atLeast(
         `${pascal(handler)}NearTimeoutAlarm`,
         fn.metricDuration({ period: fiveMinutes, statistic: 'Maximum' }),

@@ -305,6 +305,7 @@ export class ScreenshotServiceStack extends Stack {
     };
     this.images = new ImageStorage(this, 'ImageStorage', {
       screenshot: routeFunction('screenshot'),
+      mcp: routeFunction('mcp'),
       createKey: routeFunction('createKey'),
     });
     // Reading the secret may create it (seal) and opens it; a rotation seals the new one.

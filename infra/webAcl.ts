@@ -5,6 +5,7 @@ import { CfnLoggingConfiguration, CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
 import { KEY_ID_PARAM } from '../shared/signing/signedLink';
+import { ORIGIN_VERIFY_HEADER } from './dashboardSite';
 
 /**
  * The largest valid request body: a screenshot body holding an `html` document (1 MiB + 96 KiB, docs/api.md
@@ -85,11 +86,15 @@ export const KEY_ID_TRANSFORMATIONS: wafv2.CfnWebACL.TextTransformationProperty[
   { priority: 1, type: 'LOWERCASE' },
 ];
 
-/** Kept out of the WAF logs: API keys and session tokens, cookies, and the query (a signed link's signature). */
+/**
+ * Kept out of the WAF logs: API keys and session tokens, cookies, the query (a signed link's signature), and the secret
+ * header our CloudFront distributions add (whoever read it could skip the per-IP limit by sending it).
+ */
 export const REDACTED_FIELDS = [
   { singleHeader: { Name: 'authorization' } },
   { singleHeader: { Name: 'cookie' } },
   { queryString: {} },
+  { singleHeader: { Name: ORIGIN_VERIFY_HEADER } },
 ] as const;
 
 export interface ServiceWebAclProps {

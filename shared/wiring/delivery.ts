@@ -12,7 +12,7 @@ import { createS3Client, S3ImageStore } from '../store/s3ImageStore';
  * API's address, and what seals signing secrets: a KMS key deployed, a key file locally.
  */
 const deliveryEnv = z.object({
-  IMAGE_BUCKET: z.string().min(3).default('screenshot-images'),
+  IMAGE_BUCKET: z.string().min(3).optional(),
   S3_ENDPOINT: z.url().optional(),
   LOCAL_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   LOCAL_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
@@ -27,6 +27,8 @@ export function createDeliveryPorts(env: NodeJS.ProcessEnv): { images: ImageStor
 
 function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
   const config = deliveryEnv.parse(env);
+  // No default: a bucket name is global, and a function the stack gave none must not store into someone else's.
+  if (!config.IMAGE_BUCKET) return refusingImageStore;
   if (!config.S3_ENDPOINT) return new S3ImageStore(createS3Client(), config.IMAGE_BUCKET);
   // The local S3 API answers only requests signed with the secret of its data dir (local/embeddedS3.ts).
   if (!config.LOCAL_S3_ACCESS_KEY_ID || !config.LOCAL_S3_SECRET_ACCESS_KEY) {
@@ -37,6 +39,19 @@ function createImageStore(env: NodeJS.ProcessEnv): ImageStore {
     secretAccessKey: config.LOCAL_S3_SECRET_ACCESS_KEY,
   };
   return new S3ImageStore(createS3Client({ url: config.S3_ENDPOINT, credentials }), config.IMAGE_BUCKET);
+}
+
+/** The image store of a function given no bucket: every use fails loudly. */
+const refusingImageStore: ImageStore = {
+  put: refuseImages,
+  head: refuseImages,
+  get: refuseImages,
+  pageMetadata: refuseImages,
+  signedUrl: refuseImages,
+};
+
+async function refuseImages(): Promise<never> {
+  throw new Error('No image bucket configured: set IMAGE_BUCKET');
 }
 
 /**

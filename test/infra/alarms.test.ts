@@ -46,9 +46,10 @@ describe('alarms on our own faults', () => {
     }
   });
 
-  it('fire NearTimeout for the screenshot function only past the capture budget', () => {
+  it('fire NearTimeout for the capturing functions (screenshot, MCP) only past the capture budget', () => {
     const threshold = Number(alarm('ScreenshotNearTimeoutAlarm').Threshold);
     expect(threshold).toBe(ALARM_THRESHOLDS.screenshotNearTimeoutMs);
+    expect(Number(alarm('McpNearTimeoutAlarm').Threshold)).toBe(threshold);
     // A capture may rightly run its whole budget, capped at the timeout less the response reserve.
     expect(threshold).toBeGreaterThan(
       Math.min(CAPTURE_BUDGET_MS, SCREENSHOT_FUNCTION_TIMEOUT_MS - RESPONSE_RESERVE_MS),

@@ -1,5 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORIGIN_VERIFY_HEADER } from '../../infra/dashboardSite';
 import { routeThrottles } from '../../infra/routeThrottles';
 import { parseSettings } from '../../infra/settings';
 import {
@@ -188,12 +189,14 @@ describe('WAF logging', () => {
     ['API', () => synth.template],
     ['dashboard', () => synth.edgeTemplate],
   ] as const) {
-    it(`logs the ${name} web ACL with Authorization, cookies and the query (signature) redacted`, () => {
+    it(`logs the ${name} web ACL with Authorization, cookies, the query (signature) and the origin secret redacted`, () => {
       template().hasResourceProperties('AWS::WAFv2::LoggingConfiguration', {
         RedactedFields: [
           { SingleHeader: { Name: 'authorization' } },
           { SingleHeader: { Name: 'cookie' } },
           { QueryString: {} },
+          // Red team: the header that exempts our CloudFront's requests from the per-IP limit was logged in clear.
+          { SingleHeader: { Name: ORIGIN_VERIFY_HEADER } },
         ],
       });
       template().hasResourceProperties('AWS::Logs::LogGroup', {

@@ -23,6 +23,7 @@ let stack: Stack;
 let template: Template;
 let storage: ImageStorage;
 let screenshot: lambda.Function;
+let mcp: lambda.Function;
 let createKey: lambda.Function;
 let webhooks: lambda.Function;
 /** Signing secrets are sealed under their key id: the grants on them name that context. */
@@ -37,9 +38,10 @@ beforeAll(() => {
       code: lambda.Code.fromInline('export const handler = async () => undefined;'),
     });
   screenshot = stub('Screenshot');
+  mcp = stub('Mcp');
   createKey = stub('CreateKey');
   webhooks = stub('Webhooks');
-  storage = new ImageStorage(stack, 'ImageStorage', { screenshot, createKey });
+  storage = new ImageStorage(stack, 'ImageStorage', { screenshot, mcp, createKey });
   storage.grantSealed(webhooks, 'webhookSecrets', ['kms:Encrypt', 'kms:Decrypt']);
   template = Template.fromStack(stack);
 });
@@ -131,6 +133,16 @@ describe("expiry by each object's own cacheTtl", () => {
 });
 
 describe('least privilege', () => {
+  /** A front's object grant: the cache and the linked images, never a job's result nor the whole prefix. */
+  function expectFrontObjects(statements: Json[]) {
+    const objects = statements.find((statement) => [statement.Action].flat().includes('s3:GetObject'));
+    const resources = JSON.stringify(objects?.Resource);
+    expect(resources).toContain(`/${IMAGE_KINDS.cache}*`);
+    expect(resources).toContain(`/${IMAGE_KINDS.linked}*`);
+    expect(resources).not.toContain(`/${IMAGE_KINDS.job}`);
+    expect(resources).not.toContain('/images/*');
+  }
+
   it("lets the screenshot function read and write the cache and linked images only (never a job's result), and decrypt with the key", () => {
     const statements = statementsOf(screenshot);
     const actions = statements.flatMap((statement) => [statement.Action].flat());
@@ -141,15 +153,17 @@ describe('least privilege', () => {
       's3:PutObject',
       's3:PutObjectTagging',
     ]);
-    const objects = statements.find((statement) => [statement.Action].flat().includes('s3:GetObject'));
-    const resources = JSON.stringify(objects?.Resource);
-    expect(resources).toContain(`/${IMAGE_KINDS.cache}*`);
-    expect(resources).toContain(`/${IMAGE_KINDS.linked}*`);
-    expect(resources).not.toContain(`/${IMAGE_KINDS.job}`);
-    expect(resources).not.toContain('/images/*');
+    expectFrontObjects(statements);
     const kms = statements.find((statement) => statement.Action === 'kms:Decrypt');
     expect(kms?.Resource).toEqual({ 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] });
     expect(kms?.Condition).toEqual(ONLY_SIGNING_SECRETS);
+  });
+
+  it('lets the MCP front store and read the same images (its tools answer with links), without the key', () => {
+    const statements = statementsOf(mcp);
+    const actions = statements.flatMap((statement) => [statement.Action].flat());
+    expect(actions.sort()).toEqual(['s3:GetObject', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
+    expectFrontObjects(statements);
   });
 
   it('lets key creation only encrypt with the key', () => {
@@ -190,6 +204,7 @@ describe('least privilege', () => {
       IMAGE_BUCKET: { Ref: idOf(storage.bucket) },
       SIGNING_KMS_KEY_ID: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
     });
+    expect(variables(mcp)).toEqual({ IMAGE_BUCKET: { Ref: idOf(storage.bucket) } });
     expect(variables(createKey)).toEqual({
       SIGNING_KMS_KEY_ID: { 'Fn::GetAtt': [idOf(storage.signingKey), 'Arn'] },
     });

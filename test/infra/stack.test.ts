@@ -984,6 +984,14 @@ describe('The renderer boundary', () => {
       invokedByFrontsOnly(renderer);
   });
 
+  it('tells the fronts that answer with links to stored images (screenshot and MCP) the image bucket', () => {
+    // Red team: the MCP front had none, and every tool call ran a capture it could not store (500).
+    for (const front of ['screenshot', 'mcp'] as const) {
+      const variables = (functionOf(front).Properties.Environment as Json).Variables as Json;
+      expect(variables.IMAGE_BUCKET, front).toEqual({ Ref: expect.stringMatching(/^ImageStorageImages/) });
+    }
+  });
+
   function invokedByFrontsOnly(renderer: typeof synth.stack.renderer) {
     const aliasId = synth.stack.getLogicalId(renderer.alias.node.defaultChild as CfnResource);
     const fronts = [functionOf('screenshot'), functionOf('mcp'), workerOf()];
@@ -1222,7 +1230,7 @@ describe('Alarms', () => {
     expect(alarm('ThrottlesAlarm').Threshold).toBe(ALARM_THRESHOLDS.throttles);
   });
 
-  it('alarms when any single invocation runs 80% of its timeout, or the screenshot one past its capture budget', () => {
+  it('alarms when any single invocation runs 80% of its timeout, or a capturing one (screenshot, MCP) past its capture budget', () => {
     for (const route of ROUTES) {
       const timeoutMs = Number(functionOf(route.handler).Properties.Timeout) * 1000;
       expect(alarm(`${pascal(route.handler)}NearTimeoutAlarm`)).toMatchObject({
@@ -1231,7 +1239,8 @@ describe('Alarms', () => {
         Statistic: 'Maximum',
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: synth.functionId(route.handler) } }],
         Threshold:
-          route.handler === 'screenshot'
+          // Red team: MCP's alarm fired at 72 s on a rightful 87 s capture (paging, rolling an MCP deploy back).
+          route.handler === 'screenshot' || route.handler === 'mcp'
             ? ALARM_THRESHOLDS.screenshotNearTimeoutMs
             : timeoutMs * ALARM_THRESHOLDS.timeoutShare,
         EvaluationPeriods: 1,
