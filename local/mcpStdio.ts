@@ -21,6 +21,7 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_SERVER_INFO } from '../shared/mcp/mcpRoute';
+import { mcpEndpoint } from './mcpEndpoint';
 
 function setting(name: string): string {
   const value = process.env[name];
@@ -31,7 +32,7 @@ function setting(name: string): string {
   process.exit(2);
 }
 
-const endpoint = new URL('/mcp', setting('SCREENSHOT_API_URL'));
+const endpoint = mcpEndpoint(setting('SCREENSHOT_API_URL'));
 const apiKey = setting('SCREENSHOT_API_KEY');
 
 /** One JSON-RPC request to the service, abandoned when `signal` aborts; its result, or its error as the agent's. */
