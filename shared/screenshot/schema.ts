@@ -18,16 +18,38 @@ const dimension = (fallback: number) =>
   z.number().int().min(DIMENSION.min).max(DIMENSION.max).default(fallback);
 
 /**
+ * An absolute http(s) URL of at most MAX_URL_LENGTH characters, without user-info: a user name and password in a URL
+ * are a credential (Chromium answers a site's Basic challenge with them) that would pass every rule credentials
+ * have (sealed at rest, refused on public links, answered private) unseen, and be stored and logged as part of the URL.
+ */
+function httpUrl(field: string, withCredentials: string) {
+  return z
+    .string()
+    .max(MAX_URL_LENGTH, `${field} must be at most ${MAX_URL_LENGTH} characters`)
+    .pipe(z.url({ protocol: /^https?$/, message: `${field} must be a valid http:// or https:// URL` }))
+    .check((ctx) => {
+      // Checks run after a failed format check too: an unparsable value has its issue already.
+      const url = URL.parse(ctx.value);
+      if (url?.username || url?.password)
+        ctx.issues.push({
+          code: 'invalid_format',
+          format: 'url',
+          input: ctx.value,
+          message: withCredentials,
+        });
+    });
+}
+
+/**
  * The screenshot request body (docs/api.md), the single source of its type. Unknown fields are refused, defaults
  * applied; the URL (or else an `html` document) must be absolute http(s) and at most MAX_URL_LENGTH characters. Whether
  * its host may be reached is decided later, by the URL policy, because that needs DNS.
  */
 const screenshotFields = z.strictObject({
-  url: z
-    .string()
-    .max(MAX_URL_LENGTH, `url must be at most ${MAX_URL_LENGTH} characters`)
-    .pipe(z.url({ protocol: /^https?$/, message: 'url must be a valid http:// or https:// URL' }))
-    .optional(),
+  url: httpUrl(
+    'url',
+    'url must not carry a user name or password: send them as an Authorization header in headers',
+  ).optional(),
   width: dimension(DEVICE_PRESETS.desktop.width),
   height: dimension(DEVICE_PRESETS.desktop.height),
   format: z.enum(OUTPUT_FORMATS).default('png'),
@@ -42,11 +64,10 @@ const screenshotFields = z.strictObject({
   metadata: z.boolean().optional(),
   // Async captures (docs/api.md, "Async captures"): answered 202 with a job; the capture runs from the queue.
   async: z.boolean().optional(),
-  webhookUrl: z
-    .string()
-    .max(MAX_URL_LENGTH, `webhookUrl must be at most ${MAX_URL_LENGTH} characters`)
-    .pipe(z.url({ protocol: /^https?$/, message: 'webhookUrl must be a valid http:// or https:// URL' }))
-    .optional(),
+  webhookUrl: httpUrl(
+    'webhookUrl',
+    'webhookUrl must not carry a user name or password: deliveries are signed, and never send them',
+  ).optional(),
   ...captureOptionFields,
   ...outputFields,
 });
