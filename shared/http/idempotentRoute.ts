@@ -37,6 +37,18 @@ export interface IdempotencyDeps {
   /** The single table, through Powertools' DynamoDB persistence layer. */
   client: DynamoDBClient;
   tableName: string;
+  /** What the route's records are named under (idempotencyRecordPrefix). */
+  recordPrefix: string;
+}
+
+/**
+ * The records of one route never answer another's: deployed, each route is a function of its own, whose name
+ * Powertools puts before its records (kept, so records made before this existed still answer); in one process
+ * (`npm start`), the route's name does (red team: an async capture's key and body answered a batch request with that
+ * capture's job).
+ */
+export function idempotencyRecordPrefix(env: NodeJS.ProcessEnv, route: string): string {
+  return env.AWS_LAMBDA_FUNCTION_NAME || `local.${route}`;
 }
 
 /**
@@ -98,7 +110,7 @@ export function idempotentRoute(
         if (answer.status !== 202) throw new NotKept(answer);
         return { status: answer.status, headers: answer.headers, body: answer.body.toString() };
       },
-      { persistenceStore, config: configUntil(request.deadline) },
+      { persistenceStore, config: configUntil(request.deadline), keyPrefix: deps.recordPrefix },
     );
     try {
       return await accept({ accountId: identity.accountId, key, body: parsedBody(request) });

@@ -6,7 +6,7 @@ import { createSessionVerifier } from '../auth/sessionVerifier';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig, readSessionConfig } from '../config';
 import { createUrlPolicy } from '../egress/urlPolicy';
-import { idempotentRoute } from '../http/idempotentRoute';
+import { idempotencyRecordPrefix, idempotentRoute } from '../http/idempotentRoute';
 import { jobRoutes } from '../http/jobRoutes';
 import { jobEnded } from '../jobs/jobEvents';
 import { jobIntake } from '../jobs/jobIntake';
@@ -147,6 +147,7 @@ export function createJobRoutes(
       keys: stores.keys,
       client,
       tableName: config.tableName,
+      recordPrefix: idempotencyRecordPrefix(env, 'createBatch'),
     }),
   };
 }

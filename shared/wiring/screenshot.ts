@@ -4,6 +4,7 @@ import { InvokedRenderer } from '../capture/invokedRenderer';
 import type { Renderer } from '../capture/renderer';
 import { readServiceConfig } from '../config';
 import { createUrlPolicy, type UrlPolicy } from '../egress/urlPolicy';
+import { idempotencyRecordPrefix } from '../http/idempotentRoute';
 import { jobIntake, queueOne } from '../jobs/jobIntake';
 import type { JobQueue } from '../jobs/jobQueue';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
@@ -51,7 +52,16 @@ export function createScreenshotService(
   const { usage } = service;
   return {
     ...service,
-    ...(options.queue ? { idempotency: { keys: stores.keys, client, tableName: config.tableName } } : {}),
+    ...(options.queue
+      ? {
+          idempotency: {
+            keys: stores.keys,
+            client,
+            tableName: config.tableName,
+            recordPrefix: idempotencyRecordPrefix(env, 'screenshot'),
+          },
+        }
+      : {}),
     async close() {
       await usage.flush();
       await options.renderer.close();

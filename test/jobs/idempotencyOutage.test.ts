@@ -54,6 +54,7 @@ describe('Idempotency-Key when the key store is out of reach', () => {
       keys: unreachable,
       client: store.client,
       tableName: TEST_TABLE,
+      recordPrefix: 'test',
     });
     await expect(guarded(request)).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(accepted).toBe(0);
@@ -66,7 +67,12 @@ describe('Idempotency-Key when the key store is out of reach', () => {
       return jsonResponse(401, { error: 'Invalid API key' });
     };
     const empty = { findByHash: async () => undefined } as unknown as KeyStore;
-    const guarded = idempotentRoute(route, { keys: empty, client: store.client, tableName: TEST_TABLE });
+    const guarded = idempotentRoute(route, {
+      keys: empty,
+      client: store.client,
+      tableName: TEST_TABLE,
+      recordPrefix: 'test',
+    });
     expect((await guarded(request)).status).toBe(401);
     expect(routed).toBe(1);
   });
@@ -88,7 +94,12 @@ describe('a retry while the first request with its key is still running', () => 
     const owner = {
       findByHash: async () => ({ accountId: 'acct-slow', keyId: 'key_1', isActive: true }),
     } as unknown as KeyStore;
-    const guarded = idempotentRoute(route, { keys: owner, client: store.client, tableName: TEST_TABLE });
+    const guarded = idempotentRoute(route, {
+      keys: owner,
+      client: store.client,
+      tableName: TEST_TABLE,
+      recordPrefix: 'test',
+    });
     // Only the clock the records are stamped and read with moves; timers and the store run as ever.
     vi.useFakeTimers({ toFake: ['Date'] });
     const start = Date.now();
