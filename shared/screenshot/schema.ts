@@ -37,7 +37,18 @@ function httpUrl(field: string, withCredentials: string) {
           input: ctx.value,
           message: withCredentials,
         });
-    });
+    })
+    .transform(escapedForLogs);
+}
+
+/**
+ * The URL as sent, unless it holds white space, `"`, `<` or `>` (the parser takes them, and escapes them itself):
+ * then as the parser writes it, which Chromium loads all the same. The logs cut every URL in a text to its host, and a
+ * URL in a text ends at those characters; as sent, what follows them (a query's token) would be logged in clear (red
+ * team). Other URLs stay exactly as sent, and so do their cache keys.
+ */
+function escapedForLogs(url: string): string {
+  return /[\s"<>]/.test(url) ? new URL(url).href : url;
 }
 
 /**
