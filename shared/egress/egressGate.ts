@@ -2,18 +2,21 @@ import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { classifyAddress } from './addressClass';
 import { type AllowList, normalizeHost, parseAllowList } from './allowList';
+import { networkLookup } from './networkLookup';
 import { ownPorts } from './ownPorts';
 
 /** Resolves a host name to every address it has. Injectable so tests can script DNS (rebinding, failures). */
 export type HostLookup = (hostname: string) => Promise<readonly LookupAddress[]>;
 
+/** getaddrinfo: /etc/hosts, then DNS; on libuv's thread pool (see networkLookup.ts). */
 const systemLookup: HostLookup = (hostname) => dns.lookup(hostname, { all: true, verbatim: true });
 
 export interface EgressGateOptions {
   /** Raw ALLOW_PRIVATE_HOSTS. */
   allowPrivateHosts: string;
+  /** Every lookup; by default the network's name servers, and the system's for names ALLOW_PRIVATE_HOSTS allows. */
   lookup?: HostLookup;
-  /** getaddrinfo has no timeout of its own. */
+  /** The most a lookup is waited for. */
   lookupTimeoutMs?: number;
 }
 
@@ -36,7 +39,9 @@ export interface EgressGate {
  */
 export function createEgressGate(options: EgressGateOptions): EgressGate {
   const allowList: AllowList = parseAllowList(options.allowPrivateHosts);
-  const lookup = options.lookup ?? systemLookup;
+  // A name the developer allowed may be one of /etc/hosts (their machine's own names), which only the system reads.
+  const lookupOf = (host: string, port: number): HostLookup =>
+    options.lookup ?? (allowList.allows(host, undefined, port) ? systemLookup : networkLookup);
   const lookupTimeoutMs = options.lookupTimeoutMs ?? 5_000;
 
   return {
@@ -53,7 +58,7 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
         addresses = [host];
       } else {
         try {
-          const found = await withTimeout(lookup(host), lookupTimeoutMs);
+          const found = await withTimeout(lookupOf(host, port)(host), lookupTimeoutMs);
           addresses = found.map((entry) => entry.address);
         } catch (error) {
           return { kind: 'unresolved', reason: `could not resolve ${host} (${errorCode(error)})` };

@@ -31,7 +31,8 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('the logs of a capture whose js throws', () => {
   it('name the host and keep the error text, but hold no credential, path or token of the URL', async () => {
-    const url = `http://alice:hunter2@${site.hostPort}/private-path?token=tok-4711`;
+    // (A capture URL with user-info is refused: its credentials are tested in the lines below.)
+    const url = `http://${site.hostPort}/private-path?token=tok-4711`;
     let status = 0;
     const output = await logged(async () => {
       const answer = await harness.shoot(apiKey, {
