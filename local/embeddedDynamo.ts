@@ -13,6 +13,7 @@ import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { tableDefinition } from '../shared/store/table';
 import { serveOwnClientsOnly } from './ownClients';
+import { ownerOnlyDir } from './ownerOnlyDir';
 import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
 
 /**
@@ -31,7 +32,7 @@ export async function startEmbeddedDynamo(options: {
   port?: number;
 }): Promise<EmbeddedDynamo> {
   const server: Server = dynalite({
-    ...(options.dataDir ? { path: join(options.dataDir, 'dynamodb') } : {}),
+    ...(options.dataDir ? { path: await ownerOnlyDir(join(options.dataDir, 'dynamodb')) } : {}),
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,

@@ -6,6 +6,7 @@ import S3rver from 's3rver';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { answerOnly } from './ownClients';
+import { ownerOnlyDir } from './ownerOnlyDir';
 import { GATE_HEADER, startS3SignatureGate } from './s3SignatureGate';
 
 /**
@@ -40,7 +41,7 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
   const server = new S3rver({
     address: '127.0.0.1',
     port: 0,
-    directory: join(options.dataDir, 's3'),
+    directory: await ownerOnlyDir(join(options.dataDir, 's3')),
     silent: true,
     configureBuckets: [{ name: LOCAL_IMAGE_BUCKET }],
   });

@@ -17,6 +17,7 @@ import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { logger } from '../shared/logger';
 import type { JobWorkerHandler } from '../shared/wiring/jobs';
 import { serveOwnClientsOnly } from './ownClients';
+import { ownerOnlyDir } from './ownerOnlyDir';
 
 const REGION = 'us-east-1';
 
@@ -40,8 +41,9 @@ export async function startLocalQueue(options: {
   dataDir?: string;
   visibilityTimeoutSeconds: number;
 }): Promise<LocalQueue> {
+  const dataDir = options.dataDir && (await ownerOnlyDir(options.dataDir));
   const server = await ownClientsOnly(() =>
-    startFauxqs({ port: 0, logger: false, ...(options.dataDir ? { dataDir: options.dataDir } : {}) }),
+    startFauxqs({ port: 0, logger: false, ...(dataDir ? { dataDir } : {}) }),
   );
   const leaveOwnPorts = ownPorts.add(server.port);
   const endpoint = `http://127.0.0.1:${server.port}`;

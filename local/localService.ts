@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -31,6 +31,7 @@ import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embedde
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
 import { type LocalQueue, startLocalQueue, startQueuePoller } from './localQueue';
+import { ownerOnlyDir } from './ownerOnlyDir';
 import { LocalRenderer } from './renderer/localRenderer';
 import { STATE_FILE } from './stateFile';
 
@@ -95,7 +96,7 @@ export interface LocalService {
  * /.well-known/jwks.json).
  */
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
-  await mkdir(options.dataDir, { recursive: true });
+  await ownerOnlyDir(options.dataDir);
   const baseEnv = options.env ?? process.env;
   // An invalid setting stops the start before anything listens.
   const config = readServiceConfig(baseEnv);
