@@ -4,7 +4,6 @@ import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { CfnLoggingConfiguration, CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
-import { KEY_ID_PARAM } from '../shared/signing/signedLink';
 import { ORIGIN_VERIFY_HEADER } from './dashboardSite';
 
 /**
@@ -80,12 +79,6 @@ export const CREDENTIAL_TRANSFORMATIONS: wafv2.CfnWebACL.TextTransformationPrope
   { priority: 1, type: 'COMPRESS_WHITE_SPACE' },
 ];
 
-/** A signed link's key id, as WAF counts it: decoded and lowercased, like the handler reads it. */
-export const KEY_ID_TRANSFORMATIONS: wafv2.CfnWebACL.TextTransformationProperty[] = [
-  { priority: 0, type: 'URL_DECODE' },
-  { priority: 1, type: 'LOWERCASE' },
-];
-
 /**
  * Kept out of the WAF logs: API keys and session tokens, cookies, the query (a signed link's signature), and the secret
  * header our CloudFront distributions add (whoever read it could skip the per-IP limit by sending it).
@@ -108,10 +101,7 @@ export interface ServiceWebAclProps {
    * client behind it (regional ACL only).
    */
   fromOurEdge?: { name: string; value: string };
-  /**
-   * Requests per 5 minutes carrying one Authorization value (an API key or a session token, normalized), and signed
-   * links per 5 minutes naming one `keyId`.
-   */
+  /** Requests per 5 minutes carrying one Authorization value (an API key or a session token, normalized). */
   requestsPerCredential: number;
   /** The ACL's name (unique per stack) and the prefix of its rules' CloudWatch metric names. */
   name: string;
@@ -190,28 +180,6 @@ export class ServiceWebAcl extends Construct {
       visibilityConfig: visibility(name),
     });
 
-    /** `requestsPerCredential` per 5 minutes for each value of `key` (on the requests `scope` matches): 429 past it. */
-    const perKey = (
-      name: string,
-      priority: number,
-      key: wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty,
-      scope?: wafv2.CfnWebACL.StatementProperty,
-    ) => ({
-      name,
-      priority,
-      action: refuse(429, 'tooManyRequests', '60'),
-      statement: {
-        rateBasedStatement: {
-          limit: props.requestsPerCredential,
-          evaluationWindowSec: 300,
-          aggregateKeyType: 'CUSTOM_KEYS',
-          customKeys: [key],
-          ...(scope ? { scopeDownStatement: scope } : {}),
-        },
-      },
-      visibilityConfig: visibility(name),
-    });
-
     this.acl = new CfnWebACL(this, 'WebAcl', {
       name: props.name,
       scope: props.scope,
@@ -264,15 +232,27 @@ export class ServiceWebAcl extends Construct {
           visibilityConfig: visibility('RateLimitPerIp'),
         },
         // Requests without the header are not counted here (WAF skips a missing key); the IP rule covers them.
-        perKey('RateLimitPerCredential', 3, {
-          header: { name: 'authorization', textTransformations: CREDENTIAL_TRANSFORMATIONS },
-        }),
-        perKey(
-          'RateLimitPerSignedLinkKey',
-          4,
-          { queryArgument: { name: KEY_ID_PARAM, textTransformations: KEY_ID_TRANSFORMATIONS } },
-          SIGNED_LINK,
-        ),
+        {
+          // `requestsPerCredential` per 5 minutes for each Authorization value: 429 past it.
+          name: 'RateLimitPerCredential',
+          priority: 3,
+          action: refuse(429, 'tooManyRequests', '60'),
+          statement: {
+            rateBasedStatement: {
+              limit: props.requestsPerCredential,
+              evaluationWindowSec: 300,
+              aggregateKeyType: 'CUSTOM_KEYS',
+              customKeys: [
+                { header: { name: 'authorization', textTransformations: CREDENTIAL_TRANSFORMATIONS } },
+              ],
+            },
+          },
+          visibilityConfig: visibility('RateLimitPerCredential'),
+        },
+        // No rule per signed link's keyId: WAF runs before CloudFront's cache and cannot check a signature, so it
+        // would count every cached load and every forged request naming the key, and anyone who saw one of a
+        // customer's public links could blank all of them (red team). A forged link costs the handler one read and
+        // a 403; a valid one is answered from the edge, or spends the key's own signed-link budget.
         {
           // A missing or malformed key would only be refused with 401 by the handler: refuse it before any function
           // starts. Well-formed but unknown keys still reach the handler, which alone knows them.
