@@ -252,7 +252,7 @@ export class ServiceWebAcl extends Construct {
         // No rule per signed link's keyId: WAF runs before CloudFront's cache and cannot check a signature, so it
         // would count every cached load and every forged request naming the key, and anyone who saw one of a
         // customer's public links could blank all of them (red team). A forged link costs the handler one read and
-        // a 403; a valid one is answered from the edge, or spends the key's own signed-link budget.
+        // a 401; a valid one is answered from the edge, or spends the key's own signed-link budget.
         {
           // A missing or malformed key would only be refused with 401 by the handler: refuse it before any function
           // starts. Well-formed but unknown keys still reach the handler, which alone knows them.
