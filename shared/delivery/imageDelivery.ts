@@ -111,7 +111,12 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, info.etag)) {
           return { ...answer(info), notModified: true };
         }
-        if (request.response === 'json') return { ...answer(info), link: await linkTo(key, info) };
+        if (request.response === 'json') {
+          // A link to a copy of its own: the entry may be captured again within the link's hour (red team).
+          const linked = imageKey.linked(accountId, randomUUID());
+          const copied = await deps.images.copyIfUnchanged(key, linked, info.etag, now, linkExpiry(now));
+          return copied ? { ...answer(info), link: await linkTo(linked, info) } : undefined;
+        }
       }
       const stored = await deps.images.get(key);
       if (!stored || !fresh(stored.info)) return undefined;
@@ -135,13 +140,20 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
       const info = storedInfoOf(
         captured,
         now,
-        now + (cacheKey !== undefined ? request.cacheTtl : IMAGE_LINK_LIFETIME_SECONDS) * 1000,
+        cacheKey !== undefined ? now + request.cacheTtl * 1000 : linkExpiry(now),
       );
       const stored = deps.images.put(key, captured.image, info);
       if (request.response === 'json') {
-        await stored;
-        const { image: _, ...rest } = captured;
-        return { ...rest, ...cache, link: await linkTo(key, info) };
+        // The link downloads exactly these bytes for its hour: an object of its own, not the cache entry, which
+        // another miss of the same request may replace meanwhile (red team).
+        const linked = cacheKey !== undefined ? imageKey.linked(accountId, randomUUID()) : key;
+        const { metadata: _, ...linkedInfo } = storedInfoOf(captured, now, linkExpiry(now));
+        await Promise.all([
+          stored,
+          linked === key ? undefined : deps.images.put(linked, captured.image, linkedInfo),
+        ]);
+        const { image: __, ...rest } = captured;
+        return { ...rest, ...cache, link: await linkTo(linked, info) };
       }
       // Not stored, not in the cache: no shared cache should keep it for the entry's lifetime either.
       const kept = await stored.then(
@@ -186,6 +198,11 @@ export function storedInfoOf(captured: CapturedImage, storedAt: number, expiresA
     expiresAt,
     ...(captured.metadata ? { metadata: captured.metadata } : {}),
   };
+}
+
+/** When an object stored only to be linked to may go (ms): its link's lifetime after `now`. */
+function linkExpiry(now: number): number {
+  return now + IMAGE_LINK_LIFETIME_SECONDS * 1000;
 }
 
 /** Whole seconds from `now` until `until` (ms), rounded down: a shared cache never keeps an entry past its freshness. */

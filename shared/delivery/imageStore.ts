@@ -36,6 +36,17 @@ export interface ImageStore {
   pageMetadata(key: string): Promise<PageMetadata | undefined>;
   /** A pre-signed GET address of the object, valid for `seconds`. */
   signedUrl(key: string, seconds: number): Promise<string>;
+  /**
+   * A copy of the object at `from` under `to`, kept from `storedAt` until `expiresAt` (ms), made only while `from`
+   * still holds the bytes `etag` names: false, and nothing to link to, when it no longer does (replaced meanwhile).
+   */
+  copyIfUnchanged(
+    from: string,
+    to: string,
+    etag: string,
+    storedAt: number,
+    expiresAt: number,
+  ): Promise<boolean>;
 }
 
 /** Every object lives under this prefix: the only part of the bucket the screenshot function may touch. */

@@ -1,4 +1,5 @@
 import {
+  CopyObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
@@ -16,8 +17,11 @@ import { opensInline } from '../screenshot/outputFields';
 export const PAGE_METADATA_SUFFIX = '.metadata.json';
 const PAGE_METADATA_FLAG = 'page-metadata';
 
-/** S3's answers for "no such object" (HEAD has no body, so only a name; GET says NoSuchKey). */
-const MISSING = new Set(['NotFound', 'NoSuchKey']);
+/**
+ * S3's answers for "no such object" (HEAD has no body, so only a name; GET says NoSuchKey), and for a copy whose
+ * source no longer has the ETag it was asked for.
+ */
+const MISSING = new Set(['NotFound', 'NoSuchKey', 'PreconditionFailed']);
 
 /**
  * Images in an S3 bucket, what is known about each in the object's own metadata (`x-amz-meta-*`), so one HEAD or
@@ -108,6 +112,30 @@ export class S3ImageStore implements ImageStore {
       return answer.Body?.transformToString();
     });
     return stored ? (JSON.parse(stored) as PageMetadata) : undefined;
+  }
+
+  async copyIfUnchanged(
+    from: string,
+    to: string,
+    etag: string,
+    storedAt: number,
+    expiresAt: number,
+  ): Promise<boolean> {
+    const answer = await this.call(() =>
+      this.s3.send(
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: to,
+          CopySource: `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`,
+          CopySourceIfMatch: etag,
+          // Its type, disposition and metadata are the source's; its lifetime is its own.
+          TaggingDirective: 'REPLACE',
+          Tagging: `${EXPIRY_TAG}=${expiryDays(storedAt, expiresAt)}`,
+        }),
+      ),
+    );
+    // The copy's own ETag too: the local S3 API ignores CopySourceIfMatch.
+    return answer?.CopyObjectResult?.ETag === etag;
   }
 
   signedUrl(key: string, seconds: number): Promise<string> {

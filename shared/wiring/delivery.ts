@@ -48,6 +48,7 @@ const refusingImageStore: ImageStore = {
   get: refuseImages,
   pageMetadata: refuseImages,
   signedUrl: refuseImages,
+  copyIfUnchanged: refuseImages,
 };
 
 async function refuseImages(): Promise<never> {

@@ -340,6 +340,14 @@ export class MemoryImageStore implements ImageStore {
   async signedUrl(key: string, seconds: number): Promise<string> {
     return `memory://${key}?expires=${seconds}`;
   }
+
+  async copyIfUnchanged(from: string, to: string, etag: string, storedAt: number, expiresAt: number) {
+    const source = this.objects.get(from);
+    if (source?.info.etag !== etag) return false;
+    const { metadata: _, ...info } = source.info;
+    this.objects.set(to, { image: source.image, info: { ...info, storedAt, expiresAt } });
+    return true;
+  }
 }
 
 /**

@@ -204,13 +204,14 @@ describe('cache keys', () => {
 });
 
 describe('response: json', () => {
-  it('stores the image and answers a one-hour link with its facts; a hit links without reading the bytes', async () => {
+  it('stores the image and answers a one-hour link to a copy of its own with its facts; a hit copies the entry without reading the bytes', async () => {
     const miss = await ok(shoot({ ...PAGE, response: 'json', width: 800, height: 600 }));
     expect(miss.screenshot.image).toBeUndefined();
     expect(miss.screenshot).toMatchObject({ cache: 'MISS', creditsCharged: 1, contentType: 'image/png' });
     const stored = [...images.objects.values()][0];
     expect(miss.screenshot.link).toEqual({
-      url: expect.stringMatching(/^memory:\/\/images\/cache\/[0-9a-f]{32}\/[0-9a-f]{64}\?expires=3600$/),
+      // Not the cache entry, which another miss may replace within the link's hour.
+      url: expect.stringMatching(/^memory:\/\/images\/linked\/[0-9a-f]{32}\/[0-9a-f-]{36}\?expires=3600$/),
       expiresAt: START + 3_600_000,
       width: 800,
       height: 600,
@@ -220,6 +221,19 @@ describe('response: json', () => {
     const hit = await ok(shoot({ ...PAGE, response: 'json', width: 800, height: 600 }));
     expect(hit.screenshot).toMatchObject({ cache: 'HIT', creditsCharged: 0, etag: miss.screenshot.etag });
     expect(images.calls.get).toBe(reads);
+    const hitLink = hit.screenshot.link?.url ?? '';
+    expect(hitLink).toMatch(/^memory:\/\/images\/linked\//);
+    expect(hitLink).not.toBe(miss.screenshot.link?.url);
+    expect(images.objects.get(hitLink.slice('memory://'.length).split('?')[0] ?? '')?.info.etag).toBe(
+      miss.screenshot.etag,
+    );
+  });
+
+  it('answers a json hit as a miss when the entry was replaced before its copy was made', async () => {
+    await ok(shoot({ ...PAGE, response: 'json' }));
+    images.copyIfUnchanged = async () => false;
+    const again = await ok(shoot({ ...PAGE, response: 'json' }));
+    expect(again.screenshot).toMatchObject({ cache: 'MISS', creditsCharged: 1 });
   });
 
   it('without the cache stores a linked image that a cached request never finds', async () => {
