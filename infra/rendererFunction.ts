@@ -51,7 +51,14 @@ export class RendererFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: RendererFunctionProps) {
     super(scope, id);
-    const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH });
+    // Infrequent Access: CloudWatch keeps and queries these logs, but makes no metric of them (no embedded metric
+    // format, no metric filter). The business metrics the alarms read are log lines in that format; a renderer taken
+    // over by a page writes its own log group, and would otherwise forge them (red team: silence the 5xx alarms by
+    // raising CustomerPageFailures, or page and roll every deploy back). It has no metric of its own to lose.
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      logGroupClass: logs.LogGroupClass.INFREQUENT_ACCESS,
+    });
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
       description: `Renderer (${props.purpose}): writes its own logs, nothing else`,

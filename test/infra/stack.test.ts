@@ -972,6 +972,23 @@ describe('The renderer boundary', () => {
     for (const [, renderer] of renderers()) expect(renderer.Properties.TracingConfig).toBeUndefined();
   });
 
+  it('logs each renderer to a log group of which CloudWatch makes no metric, so none it writes can reach an alarm', () => {
+    // Red team: the alarms read business metrics in the embedded metric format, which any log group of the account
+    // may carry; a renderer taken over writes its own log group, and forged CustomerPageFailures silenced the 5xx
+    // alarms. The Infrequent Access class extracts no such metric and takes no metric filter.
+    const logGroups = renderers().map(([, renderer]) =>
+      referencedId((renderer.Properties.LoggingConfig as Json)?.LogGroup),
+    );
+    expect(new Set(logGroups).size).toBe(2);
+    for (const logGroup of logGroups) {
+      expect(synth.resources[logGroup ?? '']?.Properties.LogGroupClass).toBe('INFREQUENT_ACCESS');
+      const filters = ofType(synth.resources, 'AWS::Logs::MetricFilter').filter(
+        ([, filter]) => referencedId(filter.Properties.LogGroupName) === logGroup,
+      );
+      expect(filters).toEqual([]);
+    }
+  });
+
   it('gives the renderers no table, bucket, key, session setting or secret in their environment', () => {
     for (const [, renderer] of renderers()) {
       const variables = ((renderer.Properties.Environment as Json).Variables ?? {}) as Json;
