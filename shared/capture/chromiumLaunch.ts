@@ -15,12 +15,16 @@ import { blockServiceWorkers } from './serviceWorkerBlock';
  * Flags from @sparticuz/chromium's defaults that we must not run with:
  * - `--single-process`: a second browser context kills the browser, and we need a fresh context per capture;
  * - `--disable-web-security`, `--allow-running-insecure-content`: a captured page's scripts could read other
- *   origins' responses (docs/api.md, "Capture").
+ *   origins' responses (docs/api.md, "Capture");
+ * - `--enable-features=SharedArrayBuffer` (its only feature): shared memory on pages that are not cross-origin
+ *   isolated, which Chrome never gives them: with site isolation off, a third-party frame would have a precise timer
+ *   to read the customer's page memory with (red team). Isolated pages (COOP and COEP) still have it.
  */
 const REFUSED_FLAGS = new Set([
   '--single-process',
   '--disable-web-security',
   '--allow-running-insecure-content',
+  '--enable-features=SharedArrayBuffer',
 ]);
 
 /**

@@ -32,3 +32,13 @@ describe('where Chromium is asked for its sandbox', () => {
     ]);
   });
 });
+
+describe("@sparticuz/chromium's defaults we refuse", () => {
+  it('launches without shared memory for every page, single-process mode or web security off', () => {
+    for (const args of [chromiumArgs(), chromiumArgs([], true)]) {
+      expect(args.filter((flag) => flag.includes('SharedArrayBuffer'))).toEqual([]);
+      expect(args).not.toContain('--single-process');
+      expect(args).not.toContain('--disable-web-security');
+    }
+  });
+});

@@ -180,6 +180,8 @@ beforeAll(async () => {
     '/cross-origin': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'text/html' }).end(verdictPage(CROSS_ORIGIN_READ(other.origin)));
     },
+    // A page that is not cross-origin isolated (no COOP/COEP) gets no shared memory, as in Chrome.
+    '/shared-memory': verdictPage("return !crossOriginIsolated && typeof SharedArrayBuffer === 'undefined';"),
   });
   other = await startPageServer({
     // No CORS headers: a browser with web security on keeps this from the other origin's scripts.
@@ -305,6 +307,12 @@ describe('connections between captures', () => {
 describe('web security', () => {
   it("keeps another origin's responses from a captured page's scripts", async () => {
     expect(near(await captureColour('/cross-origin', 800), GREEN)).toBe(true);
+  });
+
+  it('gives a page that is not cross-origin isolated no SharedArrayBuffer (no precise timer for Spectre reads)', async () => {
+    // Red team: @sparticuz/chromium's defaults turn SharedArrayBuffer on for every page, and site isolation is off, so
+    // a third-party frame had a precise timer to read the customer's page memory with.
+    expect(near(await captureColour('/shared-memory', 0), GREEN)).toBe(true);
   });
 });
 
