@@ -5,8 +5,14 @@ import { MAX_BALANCE } from '../shared/accounts/creditLedger';
 import { readServiceConfig } from '../shared/config';
 import { BalanceOverflowError, InsufficientCreditsError } from '../shared/errors';
 import { createDynamoClient } from '../shared/store/dynamoClient';
+import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { createStores } from '../shared/wiring/stores';
-import { localDynamoClient, startEmbeddedDynamo } from './embeddedDynamo';
+import {
+  LOCAL_DYNAMO_ACCESS_KEY_ID,
+  localDynamoClient,
+  localDynamoSecretFile,
+  startEmbeddedDynamo,
+} from './embeddedDynamo';
 import { STATE_FILE } from './stateFile';
 
 /**
@@ -78,7 +84,12 @@ async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promi
     () => undefined,
   );
   if (running && isAlive(running.pid)) {
-    const client = localDynamoClient(running.dynamoEndpoint);
+    // The running service's table answers only requests signed with the data dir's own secret.
+    const secret = await loadOrCreateKey(localDynamoSecretFile(dataDir));
+    const client = localDynamoClient(running.dynamoEndpoint, {
+      accessKeyId: LOCAL_DYNAMO_ACCESS_KEY_ID,
+      secretAccessKey: secret.toString('hex'),
+    });
     return { client, close: async () => client.destroy() };
   }
   if (process.env.TABLE_NAME) {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,9 +12,12 @@ import {
 import dynalite from 'dynalite';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
+import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { tableDefinition } from '../shared/store/table';
+import { LOCAL_DYNAMO_REGION, requireDynamoSignature } from './dynamoSignatureGate';
 import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
+import type { LocalCredentials } from './sigV4Verifier';
 import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
 
 /**
@@ -22,29 +26,43 @@ import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
  */
 export interface EmbeddedDynamo {
   endpoint: string;
+  /** What its clients sign with (localDynamoClient): it answers no other request. */
+  credentials: LocalCredentials;
   client: DynamoDBClient;
   close(): Promise<void>;
 }
+
+/** Not a secret: it names the credential. The secret access key is random, per data dir (or per start, in memory). */
+export const LOCAL_DYNAMO_ACCESS_KEY_ID = 'LOCALDYNAMO';
 
 export async function startEmbeddedDynamo(options: {
   dataDir?: string;
   tableName: string;
   port?: number;
+  /** Where its secret is kept: by default the data dir's (random per start in memory without one). */
+  secretFile?: string;
 }): Promise<EmbeddedDynamo> {
+  const secretFile = options.secretFile ?? (options.dataDir && localDynamoSecretFile(options.dataDir));
   const server: Server = dynalite({
     ...(options.dataDir ? { path: await ownerOnlyDir(join(options.dataDir, 'dynamodb')) } : {}),
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,
   });
-  // dynalite checks no signature and answers any origin's CORS preflight: only our own clients get through.
+  const credentials: LocalCredentials = {
+    accessKeyId: LOCAL_DYNAMO_ACCESS_KEY_ID,
+    secretAccessKey: (secretFile ? await loadOrCreateKey(secretFile) : randomBytes(32)).toString('hex'),
+  };
+  // dynalite checks no signature and answers any origin's CORS preflight: only our own clients, with our
+  // credentials, get through.
+  requireDynamoSignature(server, credentials);
   serveOwnClientsOnly(server);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const leaveOwnPorts = ownPorts.add(port);
   const endpoint = `http://127.0.0.1:${port}`;
-  const client = localDynamoClient(endpoint);
+  const client = localDynamoClient(endpoint, credentials);
   await ensureTable(
     client,
     options.tableName,
@@ -52,6 +70,7 @@ export async function startEmbeddedDynamo(options: {
   );
   return {
     endpoint,
+    credentials,
     client,
     async close() {
       leaveOwnPorts();
@@ -69,12 +88,14 @@ export async function startEmbeddedDynamo(options: {
  */
 const LOCAL_DYNAMO_TIMEOUTS: DynamoTimeouts = { connectionTimeout: 2_000, requestTimeout: 15_000 };
 
-/** A client for a local endpoint; the credentials are placeholders, dynalite does not check them. */
-export function localDynamoClient(endpoint: string): DynamoDBClient {
-  return createDynamoClient(
-    { endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
-    LOCAL_DYNAMO_TIMEOUTS,
-  );
+/** A client for a local endpoint, signing with the embedded DynamoDB's credentials. */
+export function localDynamoClient(endpoint: string, credentials: LocalCredentials): DynamoDBClient {
+  return createDynamoClient({ endpoint, region: LOCAL_DYNAMO_REGION, credentials }, LOCAL_DYNAMO_TIMEOUTS);
+}
+
+/** The secret of a data dir's DynamoDB: `npm run credits` reads it to reach the running service's table. */
+export function localDynamoSecretFile(dataDir: string): string {
+  return join(dataDir, 'secrets', 'dynamodb-secret.key');
 }
 
 /** The table as defined now: made when missing, and upgraded when a DATA_DIR of an earlier version lacks an index. */

@@ -26,7 +26,7 @@ import { createUsageHistory } from '../shared/wiring/usage';
 import { createWebhookSecretManagement } from '../shared/wiring/webhooks';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
-import { type EmbeddedDynamo, startEmbeddedDynamo } from './embeddedDynamo';
+import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
@@ -128,6 +128,8 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const dynamo = await startEmbeddedDynamo({
     tableName: config.tableName,
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),
+    // `npm run credits` signs with it to reach the running service's table, in memory too.
+    secretFile: localDynamoSecretFile(options.dataDir),
   }).catch(stopListening);
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
   // Chromium runs in a process of its own, which gets none of this environment but an allow-list of it.

@@ -8,7 +8,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ownPorts } from '../shared/egress/ownPorts';
-import { type LocalS3Credentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
+import { type LocalCredentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
 
 /**
  * The front door of the local S3 API: a loopback server that checks each request's SigV4 signature (header-signed or
@@ -31,7 +31,7 @@ export async function startS3SignatureGate(options: {
   upstreamPort: number;
   /** Sent with every request passed on (GATE_HEADER): s3rver answers nothing that lacks it (embeddedS3.ts). */
   upstreamToken: string;
-  credentials: LocalS3Credentials;
+  credentials: LocalCredentials;
   region: string;
   /** The port to listen on; 0 for any. */
   port: number;

@@ -2,8 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hash } from '@smithy/core/serde';
 import { SignatureV4 } from '@smithy/signature-v4';
 
-/** The local S3 API's credentials. */
-export interface LocalS3Credentials {
+/** The credentials of a local AWS API (the S3 and DynamoDB ones). */
+export interface LocalCredentials {
   accessKeyId: string;
   secretAccessKey: string;
 }
@@ -13,10 +13,10 @@ type HttpRequest = Parameters<SignatureV4['presign']>[0];
 type QueryParameterBag = HttpRequest['query'] & {};
 
 /**
- * Checks AWS Signature Version 4 on a request the local S3 API received, header-signed (the SDK's calls) or
- * pre-signed (links), by signing it again with the AWS SDK's own signer and the local credentials, and comparing.
- * s3rver lets anonymous requests through and knows only its built-in credentials, so this is what stands between a
- * captured page (or anyone on the machine) and the stored images.
+ * Checks AWS Signature Version 4 on a request a local AWS API received, header-signed (the SDK's calls) or
+ * pre-signed (S3 links), by signing it again with the AWS SDK's own signer and the local credentials, and comparing.
+ * s3rver lets anonymous requests through and knows only its built-in credentials, and dynalite checks no signature,
+ * so this is what stands between a captured page (or anyone on the machine) and the stored images and the table.
  */
 export interface ReceivedRequest {
   method: string;
@@ -30,7 +30,6 @@ export interface ReceivedRequest {
 export type SignatureVerdict = { valid: true } | { valid: false; reason: string };
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
-const SERVICE = 's3';
 /** How far a header-signed request's time may be from ours, as S3 allows. */
 const MAX_CLOCK_SKEW_MS = 15 * 60_000;
 /** The longest a pre-signed link may live, as S3 allows. */
@@ -48,11 +47,11 @@ export const PRESIGN_PARAMS = [
 const CONTENT_SHA256 = 'x-amz-content-sha256';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
-export function sigV4Verifier(credentials: LocalS3Credentials, region: string) {
+export function sigV4Verifier(credentials: LocalCredentials, region: string, service = 's3') {
   const signer = new SignatureV4({
     credentials,
     region,
-    service: SERVICE,
+    service,
     sha256: Hash.bind(null, 'sha256'),
     uriEscapePath: false,
   });
@@ -141,7 +140,7 @@ export function sigV4Verifier(credentials: LocalS3Credentials, region: string) {
   /** The credential scope must be ours: our access key, the signing day, our region and service. */
   function checkScope(credential: string, signingDate: Date): string | undefined {
     const day = signingDate.toISOString().slice(0, 10).replaceAll('-', '');
-    return credential === `${credentials.accessKeyId}/${day}/${region}/${SERVICE}/aws4_request`
+    return credential === `${credentials.accessKeyId}/${day}/${region}/${service}/aws4_request`
       ? undefined
       : 'the credential is not ours';
   }

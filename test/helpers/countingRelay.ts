@@ -92,7 +92,7 @@ export async function startCountedHarness(
     ...options,
     serviceClient: async (store) => {
       relay = await startCountingRelay(store.endpoint);
-      client = localDynamoClient(relay.endpoint);
+      client = localDynamoClient(relay.endpoint, store.credentials);
       return client;
     },
   });

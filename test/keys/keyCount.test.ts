@@ -48,7 +48,7 @@ function newKey(accountId: string, createdAt = NOW): NewKey {
 
 /** A key store on its own client whose calls matching `fails` throw before reaching the store (a throttle, an outage). */
 function storeFailing(fails: (input: { Item?: unknown }, call: number) => boolean): DynamoKeyStore {
-  const client = localDynamoClient(store.endpoint);
+  const client = localDynamoClient(store.endpoint, store.credentials);
   let calls = 0;
   client.middlewareStack.add(
     (next) => async (args) => {
@@ -228,7 +228,7 @@ describe('concurrent creates and deletes', () => {
  * at an exact point while the other runs.
  */
 function storeHolding(holds: (input: { Item?: unknown; Key?: unknown }, command: string) => boolean) {
-  const client = localDynamoClient(store.endpoint);
+  const client = localDynamoClient(store.endpoint, store.credentials);
   const released = deferred();
   const reached = deferred();
   client.middlewareStack.add(

@@ -35,7 +35,7 @@ beforeAll(async () => {
         serviceClient = createDynamoClient({
           endpoint: proxy.endpoint,
           region: 'local',
-          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+          credentials: store.credentials,
         });
         return serviceClient;
       },
@@ -135,7 +135,7 @@ describe('a write that DynamoDB applies but answers too late', () => {
       {
         endpoint: slowProxy.endpoint,
         region: 'local',
-        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        credentials: harness.store.credentials,
       },
       timeouts,
     );

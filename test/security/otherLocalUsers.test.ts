@@ -1,10 +1,12 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedDynamo } from '../../local/embeddedDynamo';
+import { localDynamoClient, startEmbeddedDynamo } from '../../local/embeddedDynamo';
 import { type EmbeddedS3, startEmbeddedS3 } from '../../local/embeddedS3';
 import { ownerOnlyDir } from '../../local/ownerOnlyDir';
 import { createS3Client } from '../../shared/store/s3ImageStore';
@@ -99,6 +101,68 @@ describe('DATA_DIR itself', () => {
       expect(statSync(dataDir).mode & 0o077).toBe(0);
     } finally {
       rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * The embedded DynamoDB answers any local process that names 127.0.0.1 and sends no Origin (local/ownClients.ts).
+ * Red team: dynalite checked no signature, so another user of the machine, reading the endpoint from
+ * DATA_DIR/local-service.json, set any account's balance (curl with Signature=00). It now answers only requests
+ * signed with its own secret (local/dynamoSignatureGate.ts).
+ */
+describe('The embedded DynamoDB against other users of the machine', () => {
+  it('refuses a request whose SigV4 signature is not valid, as the local S3 gate does', async () => {
+    const dynamo = await startEmbeddedDynamo({ tableName: 'local-table' });
+    try {
+      const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const url = new URL(dynamo.endpoint);
+        const req = httpRequest(
+          {
+            host: url.hostname,
+            port: url.port,
+            method: 'POST',
+            headers: {
+              'Content-Type': 'application/x-amz-json-1.0',
+              'X-Amz-Target': 'DynamoDB_20120810.ListTables',
+              'X-Amz-Date': '20261126T225500Z',
+              Authorization:
+                'AWS4-HMAC-SHA256 Credential=anyone/20261126/local/dynamodb/aws4_request, SignedHeaders=host, Signature=00',
+            },
+          },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              body += chunk;
+            });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end('{}');
+      });
+      expect(response.body).not.toContain('local-table');
+      expect(response.status).toBeGreaterThanOrEqual(400);
+    } finally {
+      await dynamo.close();
+    }
+  });
+
+  it('answers its own clients, and refuses one signing with other credentials', async () => {
+    const dynamo = await startEmbeddedDynamo({ tableName: 'local-table' });
+    const stranger = localDynamoClient(dynamo.endpoint, {
+      accessKeyId: dynamo.credentials.accessKeyId,
+      secretAccessKey: 'not-the-secret',
+    });
+    try {
+      expect((await dynamo.client.send(new ListTablesCommand({}))).TableNames).toContain('local-table');
+      await expect(stranger.send(new ListTablesCommand({}))).rejects.toMatchObject({
+        name: 'InvalidSignatureException',
+      });
+    } finally {
+      stranger.destroy();
+      await dynamo.close();
     }
   });
 });

@@ -1,0 +1,72 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { logger } from '../shared/logger';
+import { type LocalCredentials, sigV4Verifier } from './sigV4Verifier';
+
+/** The region the local DynamoDB clients sign for (embeddedDynamo.ts). */
+export const LOCAL_DYNAMO_REGION = 'local';
+/** A body larger than DynamoDB accepts (16 MB for a batch write) is refused before it is read whole. */
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Makes dynalite's server answer only requests signed (SigV4) with the local DynamoDB's credentials: dynalite checks
+ * no signature, and its port, though loopback only, is open to every process of the machine, another user's too
+ * (red team: one curl with a made-up signature set an account's balance). Each request's body is read, its signature
+ * checked, then the request is handed to dynalite as it came; one that fails gets DynamoDB's own refusal.
+ */
+export function requireDynamoSignature(server: Server, credentials: LocalCredentials): void {
+  const verify = sigV4Verifier(credentials, LOCAL_DYNAMO_REGION, 'dynamodb');
+  const dynaliteListeners = server.listeners('request') as ((
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        refuse(res, 413, 'Request body too large');
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', () => res.destroy());
+    req.on('end', async () => {
+      if (res.writableEnded || res.destroyed) return;
+      const body = Buffer.concat(chunks);
+      const verdict = await verify(
+        { method: req.method ?? 'GET', target: req.url ?? '/', headers: req.headers, body },
+        Date.now(),
+      );
+      if (!verdict.valid) {
+        logger.warn('Local DynamoDB refused an unsigned request', { reason: verdict.reason });
+        return refuse(
+          res,
+          400,
+          'The request signature we calculated does not match the signature you provided.',
+        );
+      }
+      for (const listener of dynaliteListeners) listener(replayed(req, body), res);
+    });
+  });
+}
+
+/** `req` with its body to be read again, as dynalite reads it (data and end events). */
+function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
+  return Object.assign(Readable.from(body.length > 0 ? [body] : []), {
+    headers: req.headers,
+    method: req.method,
+    url: req.url,
+    socket: req.socket,
+  }) as unknown as IncomingMessage;
+}
+
+function refuse(res: ServerResponse, status: number, message: string): void {
+  if (res.headersSent) return void res.destroy();
+  res
+    .writeHead(status, { 'Content-Type': 'application/x-amz-json-1.0' })
+    .end(JSON.stringify({ __type: 'com.amazon.coral.service#InvalidSignatureException', message }));
+}
