@@ -2,17 +2,11 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/renderer';
 import type { ImageStore } from '../../shared/delivery/imageStore';
-import { keyManagement } from '../../shared/keys/keyManagement';
-import { type CaptureScreenshot, captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import type { CaptureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { CACHE_TTL } from '../../shared/screenshot/schema';
 import { createDeliveryPorts } from '../../shared/wiring/delivery';
-import {
-  FakeRenderer,
-  fakeSessions,
-  MemoryCreditLedger,
-  MemoryKeyStore,
-  memoryScreenshotDeps,
-} from '../helpers/memoryPorts';
+import { FakeRenderer } from '../helpers/memoryPorts';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 import { startTestDelivery } from '../helpers/store';
 
 /**
@@ -53,25 +47,10 @@ describe('a link to a cached image', () => {
   it('downloads the bytes its etag names for its whole hour, even after the entry was captured again', async () => {
     // The links are signed by the real clock; the service's clock starts there and is moved by the test.
     let now = Date.now();
-    const keys = new MemoryKeyStore();
-    const credits = new MemoryCreditLedger();
-    const deps = memoryScreenshotDeps({
-      keys,
-      credits,
-      images,
-      renderer: new ChangingPage(),
-      now: () => now,
-    });
-    const manage = keyManagement({
-      sessions: fakeSessions,
-      keys,
-      credits,
-      cipher: deps.cipher,
-      freeCredits: 0,
-    });
-    const { key } = await manage.createKey('session:alice', () => ({ name: 'k' }));
-    await credits.set('alice', 10);
-    const capture: CaptureScreenshot = captureScreenshot(deps);
+    const service = memoryScreenshotService({ now: () => now, renderer: new ChangingPage(), images });
+    const { key } = await service.addKey('alice', now);
+    await service.credits.set('alice', 10);
+    const capture: CaptureScreenshot = service.capture;
     const body = { url: 'https://a.test/dashboard', cache: true, cacheTtl: CACHE_TTL.min, response: 'json' };
     const shoot = async () => {
       const outcome = await capture({ apiKey: key, request: () => body, deadline: now + 60_000 });

@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { HttpRequest } from '../../shared/http/types';
 
 /** POST /mcp carrying `messages` (one JSON-RPC message, or a batch of them) with `apiKey`. */
@@ -23,4 +25,22 @@ export function mcpPost(apiKey: string, messages: unknown): HttpRequest {
 /** One tools/call message (id `id`). */
 export function toolCall(call: { name: string; arguments: Record<string, unknown> }, id = 1) {
   return { jsonrpc: '2.0', id, method: 'tools/call', params: call };
+}
+
+/** The SDK's client on `npm run mcp`, forwarding to the service at `apiUrl` (SCREENSHOT_API_URL) with `apiKey`. */
+export async function mcpStdioClient(apiUrl: string, apiKey: string): Promise<Client> {
+  const client = new Client({ name: 'stdio-test', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: 'npm',
+      args: ['run', '--silent', 'mcp'],
+      env: {
+        ...(process.env as Record<string, string>),
+        SCREENSHOT_API_URL: apiUrl,
+        SCREENSHOT_API_KEY: apiKey,
+      },
+      stderr: 'pipe',
+    }),
+  );
+  return client;
 }

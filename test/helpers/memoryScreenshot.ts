@@ -1,4 +1,5 @@
 import type { Renderer } from '../../shared/capture/renderer';
+import type { ImageStore } from '../../shared/delivery/imageStore';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { captureScreenshot, type ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
@@ -18,6 +19,8 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
   rateLimit?: number;
   /** Another renderer than the fake (e.g. one invoked through the local Lambda API). */
   renderer?: R;
+  /** Another image store than the one in memory (e.g. the local S3 API's). */
+  images?: ImageStore;
 }) {
   const keys = new MemoryKeyStore();
   const credits = new MemoryCreditLedger();
@@ -32,6 +35,7 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     rateLimiter: new MemoryRateLimiter(options.rateLimit ?? 100),
     signedLinkBudget: new MemoryRateLimiter(options.rateLimit ?? 100),
     now: options.now,
+    ...(options.images ? { images: options.images } : {}),
   });
   return {
     keys,

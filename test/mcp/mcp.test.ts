@@ -1,7 +1,6 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readServiceConfig } from '../../shared/config';
 import { ARTICLE_HEADING, ARTICLE_ROUTES } from '../helpers/articlePages';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { mcpStdioClient } from '../helpers/mcpRequest';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
 /**
@@ -217,21 +217,8 @@ describe('POST /mcp over Streamable HTTP', () => {
 });
 
 /** The SDK's client on `npm run mcp`, forwarding to the test's service with `apiKey`. */
-async function stdioClient(apiKey: string): Promise<Client> {
-  const client = new Client({ name: 'stdio-test', version: '1.0.0' });
-  await client.connect(
-    new StdioClientTransport({
-      command: 'npm',
-      args: ['run', '--silent', 'mcp'],
-      env: {
-        ...(process.env as Record<string, string>),
-        SCREENSHOT_API_URL: service.url,
-        SCREENSHOT_API_KEY: apiKey,
-      },
-      stderr: 'pipe',
-    }),
-  );
-  return client;
+function stdioClient(apiKey: string): Promise<Client> {
+  return mcpStdioClient(service.url, apiKey);
 }
 
 describe('npm run mcp over stdio', () => {

@@ -1,8 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpStdioClient } from '../helpers/mcpRequest';
 
 /**
  * docs/api.md 17.3: `npm run mcp` forwards to `SCREENSHOT_API_URL` + `/mcp`, and section 1 gives the deployed base URL
@@ -30,19 +29,7 @@ afterAll(async () => {
 
 describe('npm run mcp with the deployed base URL (a stage path)', () => {
   it('posts to the base URL + /mcp', async () => {
-    const client = new Client({ name: 'stdio-test', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: 'npm',
-        args: ['run', '--silent', 'mcp'],
-        env: {
-          ...(process.env as Record<string, string>),
-          SCREENSHOT_API_URL: base,
-          SCREENSHOT_API_KEY: `sk_live_${'0'.repeat(40)}`,
-        },
-        stderr: 'pipe',
-      }),
-    );
+    const client = await mcpStdioClient(base, `sk_live_${'0'.repeat(40)}`);
     try {
       await client.listTools().catch(() => undefined);
     } finally {
