@@ -1,7 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { createEgressGate } from '../../shared/egress/egressGate';
 import { createUrlPolicy } from '../../shared/egress/urlPolicy';
 import { ValidationError } from '../../shared/errors';
 import { scriptedLookup } from '../helpers/egressFixtures';
+
+/** Interfaces the test adds to the machine's own (node:os), to give it a public address. */
+const interfaces = vi.hoisted(() => ({ extra: {} as Record<string, object[]> }));
+vi.mock('node:os', async (original) => {
+  const os = await original<typeof import('node:os')>();
+  return { ...os, networkInterfaces: () => ({ ...os.networkInterfaces(), ...interfaces.extra }) };
+});
 
 /** DNS for these tests: a few scripted names; everything else fails like NXDOMAIN (no real DNS is ever asked). */
 const dns = () =>
@@ -178,5 +186,45 @@ describe('createUrlPolicy with ALLOW_PRIVATE_HOSTS', () => {
 
   it('rejects an entry without a port at start-up', () => {
     expect(() => createUrlPolicy({ allowPrivateHosts: '127.0.0.1' })).toThrow(/host:port/);
+  });
+});
+
+describe("this machine's own public address", () => {
+  // Red team: on a machine with a public address (IPv6 often), `npm start` counted that address as public, so a page
+  // could reach the developer's other services listening on every interface. The gate reads the interfaces' addresses.
+  const gate = (allowPrivateHosts = '') =>
+    createEgressGate({
+      allowPrivateHosts,
+      lookup: dns().lookup,
+      machineAddresses: () => new Set(['93.184.215.14', '2606:4700:4700::1111']),
+    });
+
+  it('is refused as this machine, by address and by a name that resolves to it, IPv4 and IPv6', async () => {
+    for (const [host, port] of [
+      ['93.184.215.14', 8080],
+      ['public.example', 443],
+      ['public6.example', 443],
+      ['[2606:4700:4700::1111]', 80],
+    ] as const) {
+      const verdict = await gate().check(host, port);
+      expect(verdict, host).toMatchObject({ kind: 'refused', allowable: true });
+      expect(verdict.kind === 'refused' && verdict.reason, host).toContain('this machine');
+    }
+  });
+
+  it('is reached only where ALLOW_PRIVATE_HOSTS names it, and other public addresses stay public', async () => {
+    expect(await gate('93.184.215.14:8080').check('93.184.215.14', 8080)).toMatchObject({ kind: 'allowed' });
+    expect(await gate().check('1.1.1.1', 443)).toMatchObject({ kind: 'allowed' });
+  });
+
+  it('is read from the network interfaces by default', async () => {
+    interfaces.extra = { eth9: [{ address: '93.184.215.14', family: 'IPv4', internal: false }] };
+    try {
+      const defaults = createEgressGate({ allowPrivateHosts: '' });
+      expect(await defaults.check('93.184.215.14', 80)).toMatchObject({ kind: 'refused' });
+      expect(await defaults.check('1.1.1.1', 80)).toMatchObject({ kind: 'allowed' });
+    } finally {
+      interfaces.extra = {};
+    }
   });
 });
