@@ -41,6 +41,12 @@ function httpUrl(field: string, withCredentials: string) {
     .transform(escapedForLogs);
 }
 
+/** A webhook's address, on an async capture or a batch alike. */
+export const webhookUrlField = httpUrl(
+  'webhookUrl',
+  'webhookUrl must not carry a user name or password: deliveries are signed, and never send them',
+);
+
 /**
  * The URL as sent, unless it holds white space, `"`, `<` or `>` (the parser takes them, and escapes them itself):
  * then as the parser writes it, which Chromium loads all the same. The logs cut every URL in a text to its host, and a
@@ -75,10 +81,7 @@ const screenshotFields = z.strictObject({
   metadata: z.boolean().optional(),
   // Async captures (docs/api.md, "Async captures"): answered 202 with a job; the capture runs from the queue.
   async: z.boolean().optional(),
-  webhookUrl: httpUrl(
-    'webhookUrl',
-    'webhookUrl must not carry a user name or password: deliveries are signed, and never send them',
-  ).optional(),
+  webhookUrl: webhookUrlField.optional(),
   ...captureOptionFields,
   ...outputFields,
 });
