@@ -9,6 +9,9 @@ const { startLocalService } = await import('./localService');
 
 /** `npm start`: serves the whole API locally. Settings come from the environment (see README). */
 const dataDir = resolve(process.env.DATA_DIR || '.data');
+// Everything the service writes is its user's alone (every account's images, the table, the queue): a folder of an
+// older run that another user still holds open gets no readable file either (red team).
+process.umask(0o077);
 // Business metrics are CloudWatch EMF lines, for Lambda's log shipping; on a terminal they would only be noise.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const port = Number(process.env.PORT || 3000);

@@ -54,6 +54,9 @@ export function rendererEnvironment(
     // ALLOW_PRIVATE_HOSTS says. Read when the process starts, so a restarted process gets the current ones.
     [OWN_PORTS_VARIABLE]: ownPorts.list().join(','),
     ...(budgets ? { [BUDGETS_VARIABLE]: JSON.stringify(budgets) } : {}),
+    // tsx would keep what it compiles in $TMPDIR/tsx-<uid>, a folder another user of the machine may have made
+    // first and filled with code of theirs (red team); the npm scripts say `tsx --no-cache` for the same reason.
+    TSX_DISABLE_CACHE: '1',
   };
 }
 

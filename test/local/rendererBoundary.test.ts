@@ -73,6 +73,8 @@ describe('the renderer process', () => {
       'NODE_CHANNEL_SERIALIZATION_MODE',
       // The front's port numbers, for the renderer's egress gate to refuse: not a secret.
       OWN_PORTS_VARIABLE,
+      // tsx compiles without its shared-temp cache (test/security/tsxCache.test.ts).
+      'TSX_DISABLE_CACHE',
     ]);
     expect([...env.keys()].filter((name) => !allowed.has(name))).toEqual([]);
     for (const name of [
