@@ -1,10 +1,10 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import { networkInterfaces } from 'node:os';
-import { canonicalAddress, classifyAddress } from './addressClass';
+import { classifyAddress } from './addressClass';
 import { type AllowList, normalizeHost, parseAllowList } from './allowList';
 import { networkLookup } from './networkLookup';
 import { ownPorts } from './ownPorts';
+import { isThisMachine } from './thisMachine';
 
 /** Resolves a host name to every address it has. Injectable so tests can script DNS (rebinding, failures). */
 export type HostLookup = (hostname: string) => Promise<readonly LookupAddress[]>;
@@ -19,8 +19,8 @@ export interface EgressGateOptions {
   lookup?: HostLookup;
   /** The most a lookup is waited for. */
   lookupTimeoutMs?: number;
-  /** This machine's own addresses; by default its network interfaces'. */
-  machineAddresses?: () => ReadonlySet<string>;
+  /** Whether an address is this machine's own; by default the kernel says (thisMachine.ts). */
+  thisMachine?: (address: string) => Promise<boolean>;
 }
 
 export type EgressVerdict =
@@ -69,14 +69,11 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
         if (addresses.length === 0) return { kind: 'unresolved', reason: `could not resolve ${host}` };
       }
 
-      const ownAddresses = (options.machineAddresses ?? interfaceAddresses)();
+      const thisMachine = options.thisMachine ?? isThisMachine;
       for (const address of addresses) {
         const classified = classifyAddress(address);
         // A public address of this very machine is still this machine: a developer's other services listen there.
-        const range =
-          classified === 'public' && ownAddresses.has(canonicalAddress(address) ?? address)
-            ? 'this machine'
-            : classified;
+        const range = classified === 'public' && (await thisMachine(address)) ? 'this machine' : classified;
         // The service's own ports on this machine are never a page's to reach, whatever the allow list says.
         if (range !== 'public' && ownPorts.has(port)) {
           return {
@@ -96,15 +93,6 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
       return { kind: 'allowed', addresses };
     },
   };
-}
-
-/** The addresses of this machine's network interfaces, canonical (read per check: they change with the network). */
-function interfaceAddresses(): ReadonlySet<string> {
-  const addresses = Object.values(networkInterfaces())
-    .flat()
-    .map((entry) => entry && canonicalAddress(entry.address))
-    .filter((address): address is string => address !== undefined);
-  return new Set(addresses);
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

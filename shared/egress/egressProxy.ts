@@ -48,6 +48,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const onBlocked = options.onBlocked ?? (() => {});
+  /** Aborted when the proxy closes: no connection is tried after that. */
+  const stopped = new AbortController();
   const sockets = new Set<Duplex>();
   const track = (socket: Duplex) => {
     sockets.add(socket);
@@ -61,7 +63,11 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   const agentOf = (client: Duplex) => {
     let agent = agents.get(client);
     if (!agent) {
-      const created = new PinnedAgent(connectTimeoutMs, idleTimeoutMs);
+      const created = new PinnedAgent(
+        connectTimeoutMs,
+        idleTimeoutMs,
+        whileConnected(client, stopped.signal),
+      );
       client.once('close', () => created.destroy());
       agents.set(client, created);
       agent = created;
@@ -81,9 +87,15 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     );
   });
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
-    tunnel(req, client, head, { gate, onBlocked, connectTimeoutMs, idleTimeoutMs, track }).catch(() =>
-      client.destroy(),
-    );
+    const context = {
+      gate,
+      onBlocked,
+      connectTimeoutMs,
+      idleTimeoutMs,
+      track,
+      wanted: whileConnected(client, stopped.signal),
+    };
+    tunnel(req, client, head, context).catch(() => client.destroy());
   });
   // No 'upgrade' listener: Node destroys plain-http Upgrade requests; Chromium sends WebSockets as CONNECT.
 
@@ -96,6 +108,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     url: `http://127.0.0.1:${port}`,
     async close() {
       leaveOwnPorts();
+      stopped.abort();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Each client connection's upstream connections end with it.
       for (const socket of sockets) socket.destroy();
@@ -237,6 +250,15 @@ interface TunnelContext {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   track: (socket: Duplex) => void;
+  /** Aborted once no one waits for the connection: the client left, or the proxy closed. */
+  wanted: AbortSignal;
+}
+
+/** Aborted when `client` closes or `stopped` aborts. */
+function whileConnected(client: Duplex, stopped: AbortSignal): AbortSignal {
+  const left = new AbortController();
+  client.once('close', () => left.abort());
+  return AbortSignal.any([left.signal, stopped]);
 }
 
 /** CONNECT host:port: https, and WebSockets (ws and wss) from Chromium. */
@@ -256,7 +278,7 @@ async function tunnel(req: IncomingMessage, client: Duplex, head: Buffer, ctx: T
   if (client.destroyed) return;
 
   try {
-    upstream = await connectPinned(verdict.addresses, target.port, ctx.connectTimeoutMs);
+    upstream = await connectPinned(verdict.addresses, target.port, ctx.connectTimeoutMs, ctx.wanted);
   } catch {
     return refuse(client, 502, 'Bad Gateway');
   }
@@ -294,12 +316,28 @@ function parseAuthority(authority: string): { host: string; port: number } | und
   return { host: url.hostname, port: effectivePort(url) };
 }
 
-/** Connects to the checked addresses in order (the first that answers), never to anything re-resolved. */
-async function connectPinned(addresses: readonly string[], port: number, timeoutMs: number): Promise<Socket> {
+/**
+ * At most this many of a host's checked addresses are tried. A page's own name server may answer a name with dozens
+ * of addresses that never answer (red team): tried one after the other, each for the connect timeout, they kept the
+ * proxy connecting for minutes after anyone waited.
+ */
+const MAX_ADDRESSES_TRIED = 4;
+
+/**
+ * Connects to the checked addresses in order (the first that answers), never to anything re-resolved; stops as soon
+ * as `wanted` aborts (the client left, the proxy closed).
+ */
+async function connectPinned(
+  addresses: readonly string[],
+  port: number,
+  timeoutMs: number,
+  wanted: AbortSignal,
+): Promise<Socket> {
   let lastError: unknown = new Error('no address');
-  for (const address of addresses) {
+  for (const address of addresses.slice(0, MAX_ADDRESSES_TRIED)) {
+    if (wanted.aborted) break;
     try {
-      return await connectOnce(address, port, timeoutMs);
+      return await connectOnce(address, port, timeoutMs, wanted);
     } catch (error) {
       lastError = error;
     }
@@ -307,17 +345,21 @@ async function connectPinned(addresses: readonly string[], port: number, timeout
   throw lastError;
 }
 
-function connectOnce(address: string, port: number, timeoutMs: number): Promise<Socket> {
+function connectOnce(address: string, port: number, timeoutMs: number, wanted: AbortSignal): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: address, port, noDelay: true });
     const timer = setTimeout(() => socket.destroy(new Error('connect timeout')), timeoutMs);
+    const abandon = () => socket.destroy(new Error('no longer wanted'));
+    wanted.addEventListener('abort', abandon, { once: true });
     socket.once('connect', () => {
       clearTimeout(timer);
+      wanted.removeEventListener('abort', abandon);
       socket.removeListener('error', reject);
       resolve(socket);
     });
     socket.once('error', (error) => {
       clearTimeout(timer);
+      wanted.removeEventListener('abort', abandon);
       reject(error);
     });
   });
@@ -336,6 +378,8 @@ class PinnedAgent extends Agent {
   constructor(
     private readonly connectTimeoutMs: number,
     idleTimeoutMs: number,
+    /** Aborted once its client connection closed or the proxy did. */
+    private readonly wanted: AbortSignal,
   ) {
     super({ keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' });
   }
@@ -350,7 +394,7 @@ class PinnedAgent extends Agent {
     callback?: (error: Error | null, socket: Duplex) => void,
   ): undefined {
     const { pinned } = options as PinnedRequestArgs;
-    connectPinned(pinned, Number(options.port), this.connectTimeoutMs).then(
+    connectPinned(pinned, Number(options.port), this.connectTimeoutMs, this.wanted).then(
       (socket) => callback?.(null, socket),
       (error: Error) => callback?.(error, undefined as unknown as Duplex),
     );

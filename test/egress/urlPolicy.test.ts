@@ -1,15 +1,9 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEgressGate } from '../../shared/egress/egressGate';
+import { isThisMachine } from '../../shared/egress/thisMachine';
 import { createUrlPolicy } from '../../shared/egress/urlPolicy';
 import { ValidationError } from '../../shared/errors';
 import { scriptedLookup } from '../helpers/egressFixtures';
-
-/** Interfaces the test adds to the machine's own (node:os), to give it a public address. */
-const interfaces = vi.hoisted(() => ({ extra: {} as Record<string, object[]> }));
-vi.mock('node:os', async (original) => {
-  const os = await original<typeof import('node:os')>();
-  return { ...os, networkInterfaces: () => ({ ...os.networkInterfaces(), ...interfaces.extra }) };
-});
 
 /** DNS for these tests: a few scripted names; everything else fails like NXDOMAIN (no real DNS is ever asked). */
 const dns = () =>
@@ -191,12 +185,13 @@ describe('createUrlPolicy with ALLOW_PRIVATE_HOSTS', () => {
 
 describe("this machine's own public address", () => {
   // Red team: on a machine with a public address (IPv6 often), `npm start` counted that address as public, so a page
-  // could reach the developer's other services listening on every interface. The gate reads the interfaces' addresses.
+  // could reach the developer's other services listening on every interface. The kernel is asked (thisMachine.ts);
+  // test/security/machineAddress.test.ts proves it in a network namespace of its own.
   const gate = (allowPrivateHosts = '') =>
     createEgressGate({
       allowPrivateHosts,
       lookup: dns().lookup,
-      machineAddresses: () => new Set(['93.184.215.14', '2606:4700:4700::1111']),
+      thisMachine: async (address) => ['93.184.215.14', '2606:4700:4700::1111'].includes(address),
     });
 
   it('is refused as this machine, by address and by a name that resolves to it, IPv4 and IPv6', async () => {
@@ -217,14 +212,10 @@ describe("this machine's own public address", () => {
     expect(await gate().check('1.1.1.1', 443)).toMatchObject({ kind: 'allowed' });
   });
 
-  it('is read from the network interfaces by default', async () => {
-    interfaces.extra = { eth9: [{ address: '93.184.215.14', family: 'IPv4', internal: false }] };
-    try {
-      const defaults = createEgressGate({ allowPrivateHosts: '' });
-      expect(await defaults.check('93.184.215.14', 80)).toMatchObject({ kind: 'refused' });
-      expect(await defaults.check('1.1.1.1', 80)).toMatchObject({ kind: 'allowed' });
-    } finally {
-      interfaces.extra = {};
-    }
+  it('is asked of the kernel by default: a loopback-routed public address is this machine, others are not', async () => {
+    // 127.0.0.1 is this machine's by the same rule; a public address with a route elsewhere (or none) is not.
+    expect(await isThisMachine('127.0.0.1')).toBe(true);
+    expect(await isThisMachine('93.184.215.14')).toBe(false);
+    expect(await isThisMachine('not an address')).toBe(false);
   });
 });
