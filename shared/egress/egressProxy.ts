@@ -254,11 +254,20 @@ interface TunnelContext {
   wanted: AbortSignal;
 }
 
-/** Aborted when `client` closes or `stopped` aborts. */
+/**
+ * Aborted when `client` closes or `stopped` aborts. Its listener on `stopped` goes with the client (AbortSignal.any
+ * on the proxy's lifelong signal kept a few hundred bytes per connection for the renderer's life: red team).
+ */
 function whileConnected(client: Duplex, stopped: AbortSignal): AbortSignal {
-  const left = new AbortController();
-  client.once('close', () => left.abort());
-  return AbortSignal.any([left.signal, stopped]);
+  const wanted = new AbortController();
+  const stop = () => wanted.abort();
+  if (stopped.aborted) stop();
+  else stopped.addEventListener('abort', stop, { once: true });
+  client.once('close', () => {
+    stopped.removeEventListener('abort', stop);
+    stop();
+  });
+  return wanted.signal;
 }
 
 /** CONNECT host:port: https, and WebSockets (ws and wss) from Chromium. */

@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, startEgressProxy } from '../../shared/egress/egressProxy';
+import { startSilentListener } from '../helpers/silentListener';
 
 /**
  * Red team: the egress proxy connected to a host's checked addresses one after the other (connectPinned), each given
@@ -12,46 +12,24 @@ import { type EgressProxy, startEgressProxy } from '../../shared/egress/egressPr
  * loops, one socket each, in a renderer shared by every account (Lambda: 1024 descriptors). Now at most four are
  * tried, and none once the client left or the proxy closed.
  *
- * Here: a listener (python3, which the machines have) whose accept queue is full drops SYNs (Linux), so a connection
- * to it hangs as to a black hole;
+ * Here: a silent listener (test/helpers/silentListener.ts);
  * the lookup answers it 20 times, with a 500 ms connect timeout.
  */
 const ADDRESSES = 20;
 
-let holder: ChildProcess;
+let silent: Awaited<ReturnType<typeof startSilentListener>>;
 let port: number;
-const fillers: Socket[] = [];
 
 function tcpSockets(): number {
   return process.getActiveResourcesInfo().filter((name) => name === 'TCPSocketWrap').length;
 }
 
 beforeAll(async () => {
-  // Listens with a backlog of 0 and never accepts.
-  holder = spawn(
-    'python3',
-    [
-      '-c',
-      'import socket,time\ns=socket.socket()\ns.bind(("127.0.0.1",0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(120)',
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  port = Number(
-    await new Promise<string>((resolve) => holder.stdout?.once('data', (data) => resolve(String(data)))),
-  );
-  // Fill its accept queue: from here on a SYN to it gets no answer.
-  for (let i = 0; i < 2; i++) {
-    const socket = connect(port, '127.0.0.1');
-    socket.on('error', () => {});
-    fillers.push(socket);
-  }
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  silent = await startSilentListener();
+  port = silent.port;
 });
 
-afterAll(() => {
-  for (const socket of fillers) socket.destroy();
-  holder?.kill();
-});
+afterAll(() => silent?.close());
 
 describe('a host whose many addresses never answer', () => {
   it('is no longer connected to once the client has gone and the proxy closed', async () => {
