@@ -6,7 +6,7 @@
  * before/after row (docs/performance.md). Only the renderer and its launch flags differ; everything else they import
  * is the working tree's.
  *
- *   npx tsx bench/ab.ts [--rev=HEAD~1] [--after=HEAD|file:/tmp/variant.ts] [--also=...] [--runs=40] [--body='{"device":"mobile"}']
+ *   npx tsx --no-cache bench/ab.ts [--rev=HEAD~1] [--after=HEAD|file:/tmp/variant.ts] [--also=...] [--runs=40] [--body='{"device":"mobile"}']
  */
 import './env';
 import { execFileSync } from 'node:child_process';

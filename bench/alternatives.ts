@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import chromium from '@sparticuz/chromium';
@@ -22,13 +22,15 @@ const VIEWPORT = { width: 1920, height: 1080, deviceScaleFactor: 1 };
 /**
  * Every browser of the bench gets our font set (fonts/fonts.conf), as ours does: the rows then draw the same page
  * with the same fonts, so the floor's image can be compared with ours pixel for pixel, and no row pays for more or
- * fewer fonts than another. Their font cache and temp files go to a folder of the bench's own.
+ * fewer fonts than another. Their font cache and temp files go to a folder of this run's own (made by mkdtemp, its
+ * user's alone: a fixed name in the shared temp folder could be made first by another user, red team).
  */
 function fontEnvironment(): Record<string, string> {
-  const dir = join(tmpdir(), 'screenshot-bench-browsers');
-  mkdirSync(dir, { recursive: true });
-  return chromiumEnvironment(process.env, dir);
+  browsersDir ??= mkdtempSync(join(tmpdir(), 'screenshot-bench-browsers-'));
+  return chromiumEnvironment(process.env, browsersDir);
 }
+
+let browsersDir: string | undefined;
 
 /** Our renderer's flags, plus `extraArgs`. */
 export function ourLaunch(executablePath: string, extraArgs: string[] = []): LaunchOptions {

@@ -1,4 +1,4 @@
-/** `npx tsx bench/check.ts [results.json]`: checks the targets against a saved run (default: the latest). */
+/** `npx tsx --no-cache bench/check.ts [results.json]`: checks the targets against a saved run (default: the latest). */
 import { readFile } from 'node:fs/promises';
 import type { BenchResults } from './results';
 import { checkTargets, formatTargets } from './targets';
