@@ -8,8 +8,8 @@ import { createDynamoClient } from '../shared/store/dynamoClient';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { createStores } from '../shared/wiring/stores';
 import {
-  LOCAL_DYNAMO_ACCESS_KEY_ID,
   localDynamoClient,
+  localDynamoCredentials,
   localDynamoSecretFile,
   startEmbeddedDynamo,
 } from './embeddedDynamo';
@@ -86,10 +86,7 @@ async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promi
   if (running && isAlive(running.pid)) {
     // The running service's table answers only requests signed with the data dir's own secret.
     const secret = await loadOrCreateKey(localDynamoSecretFile(dataDir));
-    const client = localDynamoClient(running.dynamoEndpoint, {
-      accessKeyId: LOCAL_DYNAMO_ACCESS_KEY_ID,
-      secretAccessKey: secret.toString('hex'),
-    });
+    const client = localDynamoClient(running.dynamoEndpoint, localDynamoCredentials(secret));
     return { client, close: async () => client.destroy() };
   }
   if (process.env.TABLE_NAME) {

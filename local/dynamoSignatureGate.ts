@@ -11,8 +11,8 @@ const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /**
  * Makes dynalite's server answer only requests signed (SigV4) with the local DynamoDB's credentials: dynalite checks
  * no signature, and its port, though loopback only, is open to every process of the machine, another user's too
- * (red team: one curl with a made-up signature set an account's balance). Each request's body is read, its signature
- * checked, then the request is handed to dynalite as it came; one that fails gets DynamoDB's own refusal.
+ * (red team: one curl with a made-up signature set an account's balance). A request that names our access key id has
+ * its body read, its signature checked, then is handed to dynalite as it came; any other gets DynamoDB's own refusal.
  */
 export function requireDynamoSignature(server: Server, credentials: LocalCredentials): void {
   const verify = sigV4Verifier(credentials, LOCAL_DYNAMO_REGION, 'dynamodb');
@@ -21,7 +21,13 @@ export function requireDynamoSignature(server: Server, credentials: LocalCredent
     res: ServerResponse,
   ) => void)[];
   server.removeAllListeners('request');
+  const ownCredential = Buffer.from(`Credential=${credentials.accessKeyId}/`);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
+    if (!Buffer.from(req.headers.authorization ?? '').includes(ownCredential)) {
+      // Its body is never read: the connection closes once the refusal is sent.
+      return refuse(res, 400, 'The security token included in the request is invalid.', true);
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
@@ -64,9 +70,12 @@ function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
   }) as unknown as IncomingMessage;
 }
 
-function refuse(res: ServerResponse, status: number, message: string): void {
+function refuse(res: ServerResponse, status: number, message: string, close = false): void {
   if (res.headersSent) return void res.destroy();
   res
-    .writeHead(status, { 'Content-Type': 'application/x-amz-json-1.0' })
+    .writeHead(status, {
+      'Content-Type': 'application/x-amz-json-1.0',
+      ...(close ? { Connection: 'close' } : {}),
+    })
     .end(JSON.stringify({ __type: 'com.amazon.coral.service#InvalidSignatureException', message }));
 }
