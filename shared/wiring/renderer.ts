@@ -1,3 +1,4 @@
+import { abandonAfterCaptures } from '../capture/abandonAfterCaptures';
 import { withAvifEncoding } from '../capture/avifEncoding';
 import { ChromiumRenderer } from '../capture/chromiumRenderer';
 import type { Renderer } from '../capture/renderer';
@@ -23,13 +24,16 @@ export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureB
     });
     return egress;
   };
-  const renderer: Renderer = withAvifEncoding(
-    new ChromiumRenderer({
-      env,
-      budgets,
-      pageMemoryLimitMb,
-      launchArgs: async () => egressChromiumArgs((await startEgress()).url),
-    }),
+  const renderer: Renderer = abandonAfterCaptures(
+    withAvifEncoding(
+      new ChromiumRenderer({
+        env,
+        budgets,
+        pageMemoryLimitMb,
+        launchArgs: async () => egressChromiumArgs((await startEgress()).url),
+      }),
+    ),
+    async () => egress,
   );
   return {
     renderer,
