@@ -1,14 +1,20 @@
 import { createSocket } from 'node:dgram';
 import { isIP } from 'node:net';
 import { canonicalAddress } from './addressClass';
+import { inLocalRoute } from './localRoutes';
 
 /**
- * Whether the kernel would deliver `address` to this very machine, asked of the kernel itself: a UDP socket connected
- * to it (which sends nothing) gets the address as its own source exactly when the route to it is local. That covers
- * what a list of interfaces misses (red team): an address on an interface without carrier or down, and a local route
- * of no interface's (AnyIP). An address with no route at all is not this machine's.
+ * Whether the kernel would deliver `address` to this very machine: it lies in one of the kernel's local routes
+ * (localRoutes.ts: whatever source address the route prefers, IPv6 AnyIP included), or, where those tables cannot be
+ * read, a UDP socket connected to it (which sends nothing) gets it as its own source. Both see what a list of
+ * interfaces misses (red team): an address on an interface without carrier or down, and local routes of no
+ * interface's. An address with no route at all is not this machine's.
  */
-export function isThisMachine(address: string): Promise<boolean> {
+export async function isThisMachine(address: string): Promise<boolean> {
+  return (await inLocalRoute(address)) || (await isOwnSource(address));
+}
+
+function isOwnSource(address: string): Promise<boolean> {
   const family = isIP(address);
   if (family === 0) return Promise.resolve(false);
   return new Promise((resolve) => {

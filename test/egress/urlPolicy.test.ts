@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createEgressGate } from '../../shared/egress/egressGate';
+import { ipv4LocalPrefixes, ipv6LocalPrefixes } from '../../shared/egress/localRoutes';
 import { isThisMachine } from '../../shared/egress/thisMachine';
 import { createUrlPolicy } from '../../shared/egress/urlPolicy';
 import { ValidationError } from '../../shared/errors';
@@ -217,5 +218,31 @@ describe("this machine's own public address", () => {
     expect(await isThisMachine('127.0.0.1')).toBe(true);
     expect(await isThisMachine('93.184.215.14')).toBe(false);
     expect(await isThisMachine('not an address')).toBe(false);
+  });
+});
+
+describe("the kernel's local routes, as /proc shows them", () => {
+  it('reads local IPv4 prefixes from the trie and local IPv6 routes by their flag, nothing else', () => {
+    const trie = [
+      'Local:',
+      '  +-- 64.0.0.0/2 2 0 2',
+      '     |-- 93.184.215.14',
+      '        /32 host LOCAL',
+      '     |-- 127.255.255.255',
+      '        /32 link BROADCAST',
+      '     |-- 10.9.0.0',
+      '        /24 host LOCAL',
+    ].join('\n');
+    expect(ipv4LocalPrefixes(trie).map(([address, bits]) => `${address}/${bits}`)).toEqual([
+      '93.184.215.14/32',
+      '10.9.0.0/24',
+    ]);
+    const routes = [
+      '2a001450400100000000000000000000 30 00000000000000000000000000000000 00 00000000000000000000000000000000 00000400 00000001 00000000 80000001       lo',
+      '20010db8000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000400 00000001 00000000 00000001     eth0',
+    ].join('\n');
+    expect(ipv6LocalPrefixes(routes).map(([address, bits]) => `${address.toString()}/${bits}`)).toEqual([
+      '2a00:1450:4001::/48',
+    ]);
   });
 });
