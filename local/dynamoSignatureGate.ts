@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { logger } from '../shared/logger';
-import { type LocalCredentials, sigV4Verifier } from './sigV4Verifier';
+import { claimsCredential, type LocalCredentials, sigV4Verifier } from './sigV4Verifier';
 
 /** The region the local DynamoDB clients sign for (embeddedDynamo.ts). */
 export const LOCAL_DYNAMO_REGION = 'local';
@@ -21,10 +21,9 @@ export function requireDynamoSignature(server: Server, credentials: LocalCredent
     res: ServerResponse,
   ) => void)[];
   server.removeAllListeners('request');
-  const ownCredential = Buffer.from(`Credential=${credentials.accessKeyId}/`);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
-    if (!Buffer.from(req.headers.authorization ?? '').includes(ownCredential)) {
+    if (!claimsCredential(req.headers, req.url ?? '/', credentials.accessKeyId)) {
       // Its body is never read: the connection closes once the refusal is sent.
       return refuse(res, 400, 'The security token included in the request is invalid.', true);
     }

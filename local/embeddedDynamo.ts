@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +17,7 @@ import { tableDefinition } from '../shared/store/table';
 import { LOCAL_DYNAMO_REGION, requireDynamoSignature } from './dynamoSignatureGate';
 import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
-import type { LocalCredentials } from './sigV4Verifier';
+import { type LocalCredentials, localCredentials } from './sigV4Verifier';
 import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
 
 /**
@@ -32,16 +32,9 @@ export interface EmbeddedDynamo {
   close(): Promise<void>;
 }
 
-/**
- * The credentials of a local DynamoDB from its secret (random, per data dir, or per start in memory). The access key
- * id is derived from it too: a request that does not name it is refused before its body is read, so no process of
- * the machine without the secret makes the gate hold any (red team: unsigned 16 MiB bodies, never finished).
- */
+/** The credentials of a local DynamoDB from its secret (random, per data dir, or per start in memory). */
 export function localDynamoCredentials(secret: Buffer): LocalCredentials {
-  return {
-    accessKeyId: `LOCALDYNAMO${createHash('sha256').update('access key id').update(secret).digest('hex').slice(0, 20)}`,
-    secretAccessKey: secret.toString('hex'),
-  };
+  return localCredentials('LOCALDYNAMO', secret);
 }
 
 export async function startEmbeddedDynamo(options: {

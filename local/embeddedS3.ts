@@ -8,6 +8,7 @@ import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { answerOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { GATE_HEADER, startS3SignatureGate } from './s3SignatureGate';
+import { localCredentials } from './sigV4Verifier';
 
 /**
  * The local S3 API: s3rver (S3's REST API, objects as files) on a loopback port, its data under `<dataDir>/s3`, with
@@ -34,8 +35,6 @@ export interface EmbeddedS3 {
 export const LOCAL_IMAGE_BUCKET = 'screenshot-images';
 /** The region the local S3 client signs for (shared/store/s3ImageStore.ts); the gate accepts only this one. */
 const LOCAL_S3_REGION = 'us-east-1';
-/** Not a secret: it names the credential. The secret access key is random, per data dir. */
-const LOCAL_S3_ACCESS_KEY_ID = 'LOCALS3';
 
 export async function startEmbeddedS3(options: { dataDir: string }): Promise<EmbeddedS3> {
   const server = new S3rver({
@@ -51,10 +50,7 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
   const upstreamToken = randomBytes(32).toString('hex');
   if (!server.httpServer) throw new Error('s3rver started without its HTTP server');
   answerOnly(server.httpServer, fromGate(upstreamToken));
-  const credentials = {
-    accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
-    secretAccessKey: (await loadOrCreateKey(localS3SecretFile(options.dataDir))).toString('hex'),
-  };
+  const credentials = localCredentials('LOCALS3', await loadOrCreateKey(localS3SecretFile(options.dataDir)));
   const portFile = join(options.dataDir, 's3-port');
   const remembered = Number(await readFile(portFile, 'utf8').catch(() => '0')) || 0;
   const startGate = (port: number) =>

@@ -8,7 +8,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ownPorts } from '../shared/egress/ownPorts';
-import { type LocalCredentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
+import { claimsCredential, type LocalCredentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
 
 /**
  * The front door of the local S3 API: a loopback server that checks each request's SigV4 signature (header-signed or
@@ -38,6 +38,9 @@ export async function startS3SignatureGate(options: {
 }): Promise<S3SignatureGate> {
   const verify = sigV4Verifier(options.credentials, options.region);
   const server: Server = createServer((req, res) => {
+    // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
+    if (!claimsCredential(req.headers, req.url ?? '/', options.credentials.accessKeyId))
+      return deny(res, 403, 'InvalidAccessKeyId', 'The request does not name our access key id');
     readBody(req)
       .then(async (body) => {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
