@@ -147,10 +147,12 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         // The link downloads exactly these bytes for its hour: an object of its own, not the cache entry, which
         // another miss of the same request may replace meanwhile (red team).
         const linked = cacheKey !== undefined ? imageKey.linked(accountId, randomUUID()) : key;
-        const { metadata: _, ...linkedInfo } = storedInfoOf(captured, now, linkExpiry(now));
+        const { metadata: _, ...linkedInfo } = info;
         await Promise.all([
           stored,
-          linked === key ? undefined : deps.images.put(linked, captured.image, linkedInfo),
+          linked === key
+            ? undefined
+            : deps.images.put(linked, captured.image, { ...linkedInfo, expiresAt: linkExpiry(now) }),
         ]);
         const { image: __, ...rest } = captured;
         return { ...rest, ...cache, link: await linkTo(linked, info) };

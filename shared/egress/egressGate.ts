@@ -46,6 +46,7 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
   const lookupOf = (host: string, port: number): HostLookup =>
     options.lookup ?? (allowList.allows(host, undefined, port) ? systemLookup : networkLookup);
   const lookupTimeoutMs = options.lookupTimeoutMs ?? 5_000;
+  const thisMachine = options.thisMachine ?? isThisMachine;
 
   return {
     async check(rawHost, port) {
@@ -69,7 +70,6 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
         if (addresses.length === 0) return { kind: 'unresolved', reason: `could not resolve ${host}` };
       }
 
-      const thisMachine = options.thisMachine ?? isThisMachine;
       for (const address of addresses) {
         const classified = classifyAddress(address);
         // A public address of this very machine is still this machine: a developer's other services listen there.

@@ -9,33 +9,37 @@ const FRESH_MS = 1_000;
 /** `RTF_LOCAL` in /proc/net/ipv6_route's flags. */
 const RTF_LOCAL = 0x80000000;
 
-let cached: { at: number; prefixes: Promise<LocalPrefix[]> } | undefined;
+let cached: { at: number; prefixes: Promise<LocalPrefix[] | undefined> } | undefined;
 
 /**
  * Whether `address` lies in one of the kernel's local routes (Linux: /proc/net/fib_trie for IPv4, /proc/net/ipv6_route
- * for IPv6; elsewhere none are known). A route's type says it, whatever source address it prefers (red team: `ip route
- * add local X dev lo src Y`, and IPv6 AnyIP routes, gave a UDP socket another source, so thisMachine.ts missed them).
+ * for IPv6), or undefined where neither table can be read. A route's type says it, whatever source address it
+ * prefers (red team: `ip route add local X dev lo src Y`, and IPv6 AnyIP routes, gave a UDP socket another source).
  */
-export async function inLocalRoute(address: string): Promise<boolean> {
+export async function inLocalRoute(address: string): Promise<boolean | undefined> {
   const now = Date.now();
   if (!cached || now - cached.at > FRESH_MS) cached = { at: now, prefixes: readLocalPrefixes() };
+  const prefixes = await cached.prefixes;
+  if (!prefixes) return undefined;
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     parsed = ipaddr.process(address);
   } catch {
     return false;
   }
-  return (await cached.prefixes).some(
+  return prefixes.some(
     ([prefix, bits]) => prefix.kind() === parsed.kind() && parsed.match(prefix as never, bits),
   );
 }
 
-async function readLocalPrefixes(): Promise<LocalPrefix[]> {
+/** The local prefixes of both tables; undefined when neither can be read (not Linux). */
+async function readLocalPrefixes(): Promise<LocalPrefix[] | undefined> {
   const [v4, v6] = await Promise.all([
-    readFile('/proc/net/fib_trie', 'utf8').catch(() => ''),
-    readFile('/proc/net/ipv6_route', 'utf8').catch(() => ''),
+    readFile('/proc/net/fib_trie', 'utf8').catch(() => undefined),
+    readFile('/proc/net/ipv6_route', 'utf8').catch(() => undefined),
   ]);
-  return [...ipv4LocalPrefixes(v4), ...ipv6LocalPrefixes(v6)];
+  if (v4 === undefined && v6 === undefined) return undefined;
+  return [...ipv4LocalPrefixes(v4 ?? ''), ...ipv6LocalPrefixes(v6 ?? '')];
 }
 
 /** `|-- a.b.c.d` followed by `/n host LOCAL`: a local prefix of the trie. */

@@ -11,10 +11,12 @@ import { inLocalRoute } from './localRoutes';
  * interface's. An address with no route at all is not this machine's.
  */
 export async function isThisMachine(address: string): Promise<boolean> {
-  return (await inLocalRoute(address)) || (await isOwnSource(address));
+  // The tables answer for every kind of local route; the socket, a call more per address, only where they are missing.
+  return (await inLocalRoute(address)) ?? (await isOwnSource(address));
 }
 
-function isOwnSource(address: string): Promise<boolean> {
+/** Whether a UDP socket connected to `address` gets it as its own source: the kernel routes it locally. */
+export function isOwnSource(address: string): Promise<boolean> {
   const family = isIP(address);
   if (family === 0) return Promise.resolve(false);
   return new Promise((resolve) => {

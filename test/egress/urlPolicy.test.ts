@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEgressGate } from '../../shared/egress/egressGate';
 import { ipv4LocalPrefixes, ipv6LocalPrefixes } from '../../shared/egress/localRoutes';
-import { isThisMachine } from '../../shared/egress/thisMachine';
+import { isOwnSource, isThisMachine } from '../../shared/egress/thisMachine';
 import { createUrlPolicy } from '../../shared/egress/urlPolicy';
 import { ValidationError } from '../../shared/errors';
 import { scriptedLookup } from '../helpers/egressFixtures';
@@ -218,6 +218,9 @@ describe("this machine's own public address", () => {
     expect(await isThisMachine('127.0.0.1')).toBe(true);
     expect(await isThisMachine('93.184.215.14')).toBe(false);
     expect(await isThisMachine('not an address')).toBe(false);
+    // Where the kernel's tables cannot be read (not Linux), the socket's source answers.
+    expect(await isOwnSource('127.0.0.1')).toBe(true);
+    expect(await isOwnSource('93.184.215.14')).toBe(false);
   });
 });
 
