@@ -1,4 +1,5 @@
 import { type Browser, type BrowserContext, type Page, TimeoutError } from 'puppeteer-core';
+import { PROXY_BYPASS_RULES } from '../egress/egressProxy';
 import {
   type AppError,
   CaptureFailedError,
@@ -55,6 +56,14 @@ export interface ChromiumRendererOptions {
   budgets?: CaptureBudgets;
   /** What a capture's scripts may hold in all (MiB): PAGE_MEMORY_LIMIT_MB unless the operator or a test says. */
   pageMemoryLimitMb?: number;
+  /** A proxy of its own for each capture's browser context (the egress proxy's routes); else the browser's. */
+  contextProxy?: () => Promise<ContextProxy>;
+}
+
+/** One browser context's way out (shared/egress/egressProxy.ts, EgressRoute). */
+export interface ContextProxy {
+  readonly url: string;
+  close(): Promise<void>;
 }
 
 /** A page that replaced its document once it was to be captured, in a way that cannot be held back. */
@@ -83,6 +92,8 @@ type Emulation = Pick<
 /** A fresh incognito context with one page: nothing of an earlier capture (cookies, storage, cache, workers). */
 interface Tab extends PreparedPage {
   context: BrowserContext;
+  /** The context's own proxy, closed as soon as the capture ends. */
+  proxy?: ContextProxy;
   page: Page;
   /** Our own session on the page: navigation hold, isolated world, responsiveness. */
   control: PageControl;
@@ -302,12 +313,14 @@ export class ChromiumRenderer implements Renderer {
    * context that does not close in time (its renderer will not go) takes the browser with it.
    */
   private retire(tab: Tab): void {
+    // The capture has answered: nothing its page still asks for goes out, and nothing it started connecting to waits.
+    const proxyClosed = tab.proxy?.close();
     const closed = closesWithin(tab.context, PAGE_KILL_GRACE_MS)
       .then(async (inTime) => {
         if (!inTime) await this.replaceBrowser(tab.context.browser());
       })
       .then(async () => {
-        await this.tempDir?.sweep();
+        await Promise.all([proxyClosed, this.tempDir?.sweep()]);
       });
     this.closing.add(closed);
     closed.finally(() => this.closing.delete(closed));
@@ -340,7 +353,42 @@ export class ChromiumRenderer implements Renderer {
 
   private async openTab(): Promise<Tab> {
     const browser = await this.liveBrowser();
-    const context = await browser.createBrowserContext();
+    const { context, proxy } = await this.newContext(browser);
+    try {
+      return { ...(await this.prepareTab(context)), ...(proxy ? { proxy } : {}) };
+    } catch (error) {
+      void context.close().catch(() => undefined);
+      void proxy?.close();
+      throw error;
+    }
+  }
+
+  /** An incognito context, with its own proxy if the renderer has them; the proxy also closes with the browser. */
+  private async newContext(browser: Browser): Promise<{ context: BrowserContext; proxy?: ContextProxy }> {
+    const own = await this.options.contextProxy?.();
+    if (!own) return { context: await browser.createBrowserContext() };
+    const closeOwn = () => void own.close();
+    browser.once('disconnected', closeOwn);
+    const proxy: ContextProxy = {
+      url: own.url,
+      close: () => {
+        browser.off('disconnected', closeOwn);
+        return own.close();
+      },
+    };
+    try {
+      const context = await browser.createBrowserContext({
+        proxyServer: own.url,
+        proxyBypassList: PROXY_BYPASS_RULES,
+      });
+      return { context, proxy };
+    } catch (error) {
+      void proxy.close();
+      throw error;
+    }
+  }
+
+  private async prepareTab(context: BrowserContext): Promise<Omit<Tab, 'proxy'>> {
     const page = await context.newPage();
     const control = await PageControl.attach(page);
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => undefined));

@@ -10,25 +10,38 @@ import {
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { effectivePort } from './allowList';
+import { captureVerdicts } from './captureVerdicts';
+import { ConnectSlots } from './connectSlots';
 import { createEgressGate, type EgressGate, type HostLookup } from './egressGate';
 import { ownPorts } from './ownPorts';
 
 /**
  * The single way out for Chromium: an HTTP proxy on loopback that forwards plain http requests and tunnels CONNECT
- * (https, ws, wss). Each connection resolves its host once, checks every address with the same gate as the URL
- * policy, and connects to exactly the address it checked, so redirects, frames, subresources, WebSockets, workers
- * and DNS rebinding all meet the same rule.
+ * (https, ws, wss). Each connection resolves its host, checks every address with the same gate as the URL policy,
+ * and connects to exactly the address it checked, so redirects, frames, subresources, WebSockets, workers and DNS
+ * rebinding all meet the same rule.
  */
 export interface EgressProxy {
-  /** http://127.0.0.1:<port>, for --proxy-server. */
+  /** http://127.0.0.1:<port>, for --proxy-server: the browser's own traffic, and any context without a route. */
+  readonly url: string;
+  /** A way out of its own for one capture's browser context (see EgressRoute). */
+  openRoute(): Promise<EgressRoute>;
+  close(): Promise<void>;
+}
+
+/**
+ * One capture's port on the proxy, given to its browser context as its proxy server, so the proxy knows which
+ * capture each connection is for: the capture's connects in progress are bounded (MAX_PENDING_CONNECTS), its
+ * verdicts are kept for its own connections only (captureVerdicts.ts), and everything it opened ends with it.
+ */
+export interface EgressRoute {
+  /** http://127.0.0.1:<port>, for the context's proxyServer. */
   readonly url: string;
   /**
-   * Stops every upstream connection still being opened, and any client connection made so far from trying again
-   * (their clients get 502): the capture they were for has ended, and Chromium keeps their proxy connections going
-   * after its browser context closed (red team: a page naming hundreds of silent hosts left as many connects, two
-   * descriptors each, for 40 s after it). Connections made afterwards are unaffected.
+   * Ends every connection made through the route and every upstream connect still being opened, and takes no more:
+   * Chromium keeps a context's proxy connections going after the context closed (red team: a page naming hundreds
+   * of silent hosts left as many connects, two descriptors each, for 40 s after its capture).
    */
-  abandonPending(): void;
   close(): Promise<void>;
 }
 
@@ -50,13 +63,59 @@ export interface EgressProxyOptions {
   idleTimeoutMs?: number;
 }
 
+/**
+ * Upstream connections one listener (one capture's route) opens at once; more wait for a place. Chromium itself
+ * keeps to 32 connections per proxy server for pages, but not for WebSockets, nor once a context closed.
+ */
+export const MAX_PENDING_CONNECTS = 32;
+
 export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
-  const gate = createEgressGate(options);
-  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
-  const onBlocked = options.onBlocked ?? (() => {});
-  /** Aborted by abandonPending() (then replaced) and when the proxy closes: no connection it covered is tried on. */
-  let stopped = new AbortController();
+  const settings: ListenerSettings = {
+    gate: createEgressGate(options),
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    onBlocked: options.onBlocked ?? (() => {}),
+  };
+  const browserWide = await startListener(settings);
+  const routes = new Set<Listener>();
+  return {
+    url: browserWide.url,
+    async openRoute() {
+      const route = await startListener({ ...settings, gate: captureVerdicts(settings.gate) });
+      routes.add(route);
+      return {
+        url: route.url,
+        async close() {
+          routes.delete(route);
+          await route.close();
+        },
+      };
+    },
+    async close() {
+      await Promise.all([browserWide, ...routes].map((listener) => listener.close()));
+      routes.clear();
+    },
+  };
+}
+
+interface ListenerSettings {
+  gate: EgressGate;
+  connectTimeoutMs: number;
+  idleTimeoutMs: number;
+  onBlocked: (blocked: BlockedEgress) => void;
+}
+
+interface Listener {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** One loopback port of the proxy, with the connections made through it. */
+async function startListener(settings: ListenerSettings): Promise<Listener> {
+  const { connectTimeoutMs, idleTimeoutMs } = settings;
+  /** Aborted when the listener closes: no connection made through it is tried on. */
+  const stopped = new AbortController();
+  const slots = new ConnectSlots(MAX_PENDING_CONNECTS);
   const sockets = new Set<Duplex>();
   const track = (socket: Duplex) => {
     sockets.add(socket);
@@ -73,6 +132,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
       const created = new PinnedAgent(
         connectTimeoutMs,
         idleTimeoutMs,
+        slots,
         whileConnected(client, stopped.signal),
       );
       client.once('close', () => created.destroy());
@@ -89,19 +149,10 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   // A malformed request from Chromium must not reach the default handler (or crash anything): just drop it.
   server.on('clientError', (_error, socket) => socket.destroy());
   server.on('request', (req, res) => {
-    forward(req, res, { gate, agent: agentOf(req.socket), onBlocked, idleTimeoutMs }).catch(() =>
-      res.destroy(),
-    );
+    forward(req, res, { ...settings, agent: agentOf(req.socket) }).catch(() => res.destroy());
   });
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
-    const context = {
-      gate,
-      onBlocked,
-      connectTimeoutMs,
-      idleTimeoutMs,
-      track,
-      wanted: whileConnected(client, stopped.signal),
-    };
+    const context = { ...settings, slots, track, wanted: whileConnected(client, stopped.signal) };
     tunnel(req, client, head, context).catch(() => client.destroy());
   });
   // No 'upgrade' listener: Node destroys plain-http Upgrade requests; Chromium sends WebSockets as CONNECT.
@@ -113,11 +164,6 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 
   return {
     url: `http://127.0.0.1:${port}`,
-    abandonPending() {
-      const abandoned = stopped;
-      stopped = new AbortController();
-      abandoned.abort();
-    },
     async close() {
       leaveOwnPorts();
       stopped.abort();
@@ -130,14 +176,19 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 }
 
 /**
+ * The proxy bypass rules of the browser and of every context given a route: none. Without `<-loopback>` Chromium
+ * sends loopback (127/8, [::1], localhost) directly, bypassing the proxy.
+ */
+export const PROXY_BYPASS_RULES = ['<-loopback>'];
+
+/**
  * The launch flags that route all of Chromium's traffic through the proxy and close the side doors. Checked against
  * the Chromium 147 headless shell: chrome-only switches (e.g. --disable-background-networking) do not exist there.
  */
 export function egressChromiumArgs(proxyUrl: string): string[] {
   return [
     `--proxy-server=${proxyUrl}`,
-    // Without this Chromium sends loopback (127/8, [::1], localhost) directly, bypassing the proxy.
-    '--proxy-bypass-list=<-loopback>',
+    `--proxy-bypass-list=${PROXY_BYPASS_RULES.join(',')}`,
     // QUIC is UDP and would not go through an HTTP proxy.
     '--disable-quic',
     // WebRTC could otherwise send UDP (STUN/TURN, ICE) straight to any address.
@@ -177,12 +228,9 @@ function endToEndHeaders(raw: string[]): string[] {
   return out;
 }
 
-interface ForwardContext {
-  gate: EgressGate;
+interface ForwardContext extends ListenerSettings {
   /** The agent of the client connection the request came on. */
   agent: PinnedAgent;
-  onBlocked: (blocked: BlockedEgress) => void;
-  idleTimeoutMs: number;
 }
 
 /** Plain http through the proxy: the request line carries an absolute URL. */
@@ -256,13 +304,10 @@ async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardCo
   req.pipe(upstream);
 }
 
-interface TunnelContext {
-  gate: EgressGate;
-  onBlocked: (blocked: BlockedEgress) => void;
-  connectTimeoutMs: number;
-  idleTimeoutMs: number;
+interface TunnelContext extends ListenerSettings {
+  slots: ConnectSlots;
   track: (socket: Duplex) => void;
-  /** Aborted once no one waits for the connection: the client left, or the proxy closed. */
+  /** Aborted once no one waits for the connection: the client left, or its listener closed. */
   wanted: AbortSignal;
 }
 
@@ -299,7 +344,13 @@ async function tunnel(req: IncomingMessage, client: Duplex, head: Buffer, ctx: T
   if (client.destroyed) return;
 
   try {
-    upstream = await connectPinned(verdict.addresses, target.port, ctx.connectTimeoutMs, ctx.wanted);
+    upstream = await connectPinned(
+      verdict.addresses,
+      target.port,
+      ctx.connectTimeoutMs,
+      ctx.slots,
+      ctx.wanted,
+    );
   } catch {
     return refuse(client, 502, 'Bad Gateway');
   }
@@ -345,23 +396,29 @@ function parseAuthority(authority: string): { host: string; port: number } | und
 const MAX_ADDRESSES_TRIED = 4;
 
 /**
- * Connects to the checked addresses in order (the first that answers), never to anything re-resolved; stops as soon
- * as `wanted` aborts (the client left, the proxy closed).
+ * Connects to the checked addresses in order (the first that answers), never to anything re-resolved, once one of
+ * the listener's slots is free; stops as soon as `wanted` aborts (the client left, the listener closed).
  */
 async function connectPinned(
   addresses: readonly string[],
   port: number,
   timeoutMs: number,
+  slots: ConnectSlots,
   wanted: AbortSignal,
 ): Promise<Socket> {
+  const release = await slots.take(wanted);
   let lastError: unknown = new Error('no address');
-  for (const address of addresses.slice(0, MAX_ADDRESSES_TRIED)) {
-    if (wanted.aborted) break;
-    try {
-      return await connectOnce(address, port, timeoutMs, wanted);
-    } catch (error) {
-      lastError = error;
+  try {
+    for (const address of addresses.slice(0, MAX_ADDRESSES_TRIED)) {
+      if (wanted.aborted) break;
+      try {
+        return await connectOnce(address, port, timeoutMs, wanted);
+      } catch (error) {
+        lastError = error;
+      }
     }
+  } finally {
+    release();
   }
   throw lastError;
 }
@@ -399,7 +456,8 @@ class PinnedAgent extends Agent {
   constructor(
     private readonly connectTimeoutMs: number,
     idleTimeoutMs: number,
-    /** Aborted once its client connection closed or the proxy did. */
+    private readonly slots: ConnectSlots,
+    /** Aborted once its client connection closed or its listener did. */
     private readonly wanted: AbortSignal,
   ) {
     super({ keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' });
@@ -415,7 +473,7 @@ class PinnedAgent extends Agent {
     callback?: (error: Error | null, socket: Duplex) => void,
   ): undefined {
     const { pinned } = options as PinnedRequestArgs;
-    connectPinned(pinned, Number(options.port), this.connectTimeoutMs, this.wanted).then(
+    connectPinned(pinned, Number(options.port), this.connectTimeoutMs, this.slots, this.wanted).then(
       (socket) => callback?.(null, socket),
       (error: Error) => callback?.(error, undefined as unknown as Duplex),
     );

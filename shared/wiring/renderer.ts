@@ -1,4 +1,3 @@
-import { abandonAfterCaptures } from '../capture/abandonAfterCaptures';
 import { withAvifEncoding } from '../capture/avifEncoding';
 import { ChromiumRenderer } from '../capture/chromiumRenderer';
 import type { Renderer } from '../capture/renderer';
@@ -24,16 +23,15 @@ export function createRendererFunction(env: NodeJS.ProcessEnv, budgets: CaptureB
     });
     return egress;
   };
-  const renderer: Renderer = abandonAfterCaptures(
-    withAvifEncoding(
-      new ChromiumRenderer({
-        env,
-        budgets,
-        pageMemoryLimitMb,
-        launchArgs: async () => egressChromiumArgs((await startEgress()).url),
-      }),
-    ),
-    async () => egress,
+  const renderer: Renderer = withAvifEncoding(
+    new ChromiumRenderer({
+      env,
+      budgets,
+      pageMemoryLimitMb,
+      launchArgs: async () => egressChromiumArgs((await startEgress()).url),
+      // Each capture's context gets a port of the proxy of its own, which ends with the capture.
+      contextProxy: async () => (await startEgress()).openRoute(),
+    }),
   );
   return {
     renderer,

@@ -20,7 +20,7 @@ interface ProxyAnswer {
 
 /** An HTTP request through the proxy, absolute-form, as Chromium sends plain http. Rejects if no answer comes. */
 function viaProxy(
-  proxy: EgressProxy,
+  proxy: { url: string },
   target: string,
   options: { method?: string; headers?: Record<string, string>; body?: string; agent?: Agent } = {},
 ): Promise<ProxyAnswer> {
@@ -61,7 +61,7 @@ function safeHost(target: string): string {
 }
 
 /** CONNECT through the proxy: the status line, and the tunnel socket when it was established. */
-function connectVia(proxy: EgressProxy, authority: string): Promise<{ status: number; socket: Socket }> {
+function connectVia(proxy: { url: string }, authority: string): Promise<{ status: number; socket: Socket }> {
   const { port } = new URL(proxy.url);
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method: 'CONNECT', path: authority, agent: false });
@@ -359,6 +359,59 @@ describe('startEgressProxy against DNS rebinding', () => {
   });
 });
 
+describe("a capture's route", () => {
+  it('forwards and tunnels as the proxy does, and refuses what it refuses', async () => {
+    const route = await (await proxyWith()).openRoute();
+    expect(route.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await viaProxy(route, `${site.origin}/`)).body).toBe('<title>public</title>');
+    const { status, socket } = await connectVia(route, site.hostPort);
+    expect(status).toBe(200);
+    expect(await getThroughTunnel(socket, site.hostPort, '/')).toContain('<title>public</title>');
+    expect((await connectVia(route, canary.hostPort)).status).toBe(403);
+    expect(canary.connections).toBe(0);
+  });
+
+  it("resolves a name once for its own connections, and never answers another route's from that", async () => {
+    const dns = scriptedLookup({ 'site.example': [['127.0.0.1']] });
+    const proxy = await proxyWith({ lookup: dns.lookup });
+    const first = await proxy.openRoute();
+    for (let i = 0; i < 3; i++) {
+      expect((await viaProxy(first, `http://site.example:${site.port}/`)).status).toBe(200);
+      expect((await connectVia(first, `site.example:${site.port}`)).status).toBe(200);
+    }
+    expect(dns.calls).toEqual(['site.example']);
+    const second = await proxy.openRoute();
+    expect((await viaProxy(second, `http://site.example:${site.port}/`)).status).toBe(200);
+    expect(dns.calls).toEqual(['site.example', 'site.example']);
+  });
+
+  it('asks again for a name that did not resolve', async () => {
+    const dns = scriptedLookup({});
+    const route = await (await proxyWith({ lookup: dns.lookup })).openRoute();
+    expect((await connectVia(route, 'nxdomain.example:443')).status).toBe(502);
+    expect((await connectVia(route, 'nxdomain.example:443')).status).toBe(502);
+    expect(dns.calls).toEqual(['nxdomain.example', 'nxdomain.example']);
+  });
+
+  it("when closed, ends its own tunnels and takes no more, and leaves other routes' and the browser's", async () => {
+    const proxy = await proxyWith();
+    const [closing, other] = [await proxy.openRoute(), await proxy.openRoute()];
+    const ended = (await connectVia(closing, site.hostPort)).socket;
+    const kept = [
+      (await connectVia(other, site.hostPort)).socket,
+      (await connectVia(proxy, site.hostPort)).socket,
+    ];
+    const endedClosed = once(ended, 'close');
+    await closing.close();
+    await endedClosed;
+    await expect(connectVia(closing, site.hostPort)).rejects.toThrow();
+    for (const socket of kept) {
+      expect(socket.destroyed).toBe(false);
+      expect(await getThroughTunnel(socket, site.hostPort, '/')).toContain('<title>public</title>');
+    }
+  });
+});
+
 describe('startEgressProxy robustness', () => {
   it('survives a client that gives up while the upstream hangs, and keeps serving', async () => {
     const proxy = await proxyWith();
@@ -399,12 +452,16 @@ describe('startEgressProxy robustness', () => {
     await expect(viaProxy(proxy, `${site.origin}/hang`)).rejects.toThrow();
   });
 
-  it('closes open tunnels when it is closed', async () => {
+  it("closes open tunnels, its routes' too, when it is closed", async () => {
     const proxy = await startEgressProxy({ allowPrivateHosts: site.hostPort });
-    const { socket } = await connectVia(proxy, site.hostPort);
-    const closed = once(socket, 'close');
+    const route = await proxy.openRoute();
+    const sockets = [
+      (await connectVia(proxy, site.hostPort)).socket,
+      (await connectVia(route, site.hostPort)).socket,
+    ];
+    const closed = sockets.map((socket) => once(socket, 'close'));
     await proxy.close();
-    await closed;
+    await Promise.all(closed);
   });
 });
 
