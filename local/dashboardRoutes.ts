@@ -8,6 +8,7 @@ import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securi
 import { vendorFilePath } from '../web/vendorFiles';
 import type { ExtraRoute } from './httpAdapter';
 import type { LocalIdp } from './idp';
+import { isSignInKey, SIGN_IN_KEY_HEADER } from './signInKey';
 
 /**
  * The deployable dashboard: every file there goes to the S3 bucket as is (infra/dashboardSite.ts), beside the
@@ -48,10 +49,16 @@ const sessionRequest = z.strictObject({
     .regex(/^[\w.@+-]+$/, 'Account id may contain letters, digits and . _ @ + - only'),
 });
 
+/** The answer to a sign-in without the data dir's key. */
+const SIGN_IN_KEY_MISSING =
+  'Open the sign-in link npm start printed: it holds the key of its data folder (X-Sign-In-Key)';
+
 export interface DashboardRoutesOptions {
   idp: LocalIdp;
   /** The local server's own base URL (http://127.0.0.1:<port>). */
   baseUrl: string;
+  /** The data dir's sign-in key (signInKey.ts), which `POST /local/session` requires. */
+  signInKey: string;
   /** Default: local sign-in. Tests serve the Cognito variant to run the hosted sign-in against a stand-in. */
   config?: DashboardConfig;
 }
@@ -59,7 +66,8 @@ export interface DashboardRoutesOptions {
 /**
  * The dashboard on the local server: its static files at `/` with the deployed security headers, `config.json`
  * saying "local", and `POST /local/session`, which signs in as any account id through the local identity provider
- * (what `npm run token` does, for the page). Only this process serves it; the deployed stack has no such route.
+ * (what `npm run token` does, for the page) to whoever holds the sign-in key. Only this process serves it; the
+ * deployed stack has no such route.
  */
 export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
   const config = options.config ?? LOCAL_DASHBOARD_CONFIG;
@@ -117,6 +125,11 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
         {},
         JSON.stringify({ message: 'Sign in from the dashboard served by this server' }),
       );
+      return true;
+    }
+    const offered = req.headers[SIGN_IN_KEY_HEADER];
+    if (!isSignInKey(options.signInKey, typeof offered === 'string' ? offered : undefined)) {
+      send(res, csp, 401, {}, JSON.stringify({ message: SIGN_IN_KEY_MISSING }));
       return true;
     }
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {

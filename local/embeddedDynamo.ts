@@ -14,11 +14,14 @@ import { ownPorts } from '../shared/egress/ownPorts';
 import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoClient';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { tableDefinition } from '../shared/store/table';
-import { LOCAL_DYNAMO_REGION, requireDynamoSignature } from './dynamoSignatureGate';
+import { requireAwsJsonSignature } from './awsJsonSignatureGate';
 import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { type LocalCredentials, localCredentials } from './sigV4Verifier';
 import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
+
+/** The region the local DynamoDB clients sign for. */
+const LOCAL_DYNAMO_REGION = 'local';
 
 /**
  * The embedded DynamoDB: dynalite (DynamoDB's HTTP API on LevelDB) on a loopback port. With a data dir it persists
@@ -56,7 +59,12 @@ export async function startEmbeddedDynamo(options: {
   );
   // dynalite checks no signature and answers any origin's CORS preflight: only our own clients, with our
   // credentials, get through.
-  requireDynamoSignature(server, credentials);
+  requireAwsJsonSignature(server, credentials, {
+    region: LOCAL_DYNAMO_REGION,
+    service: 'dynamodb',
+    // DynamoDB's largest request: a batch write.
+    maxBodyBytes: 16 * 1024 * 1024,
+  });
   serveOwnClientsOnly(server);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');

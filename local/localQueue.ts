@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Server as HttpServer } from 'node:http';
 import { Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,10 +17,14 @@ import { ownPorts } from '../shared/egress/ownPorts';
 import { MAX_RECEIVE_COUNT } from '../shared/jobs/runJob';
 import { logger } from '../shared/logger';
 import type { JobWorkerHandler } from '../shared/wiring/jobs';
+import { requireAwsJsonSignature } from './awsJsonSignatureGate';
 import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
+import { type LocalCredentials, localCredentials } from './sigV4Verifier';
 
 const REGION = 'us-east-1';
+/** What the queue's gate checks: SQS's JSON protocol, and a batch of ten messages of up to 1 MiB in all, with room. */
+const SIGNED_QUEUE_API = { region: REGION, service: 'sqs', maxBodyBytes: 2 * 1024 * 1024 };
 
 export interface LocalQueue {
   client: SQSClient;
@@ -28,6 +33,8 @@ export interface LocalQueue {
   webhookQueueUrl: string;
   deadLetterQueueUrl: string;
   endpoint: string;
+  /** What its clients sign with; the queue answers no other request. */
+  credentials: LocalCredentials;
   close(): Promise<void>;
 }
 
@@ -42,17 +49,14 @@ export async function startLocalQueue(options: {
   visibilityTimeoutSeconds: number;
 }): Promise<LocalQueue> {
   const dataDir = options.dataDir && (await ownerOnlyDir(options.dataDir));
-  const server = await ownClientsOnly(() =>
+  // Only this process's clients use the queue: a secret of its own for each start.
+  const credentials = localCredentials('LOCALSQS', randomBytes(32));
+  const server = await ownClientsOnly(credentials, () =>
     startFauxqs({ port: 0, logger: false, ...(dataDir ? { dataDir } : {}) }),
   );
   const leaveOwnPorts = ownPorts.add(server.port);
   const endpoint = `http://127.0.0.1:${server.port}`;
-  // fauxqs checks no signature; the SDK needs credentials to sign with all the same.
-  const client = new SQSClient({
-    endpoint,
-    region: REGION,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const client = new SQSClient({ endpoint, region: REGION, credentials });
   try {
     const dlq = await client.send(new CreateQueueCommand({ QueueName: 'jobs-dlq' }));
     const { Attributes } = await client.send(
@@ -79,6 +83,7 @@ export async function startLocalQueue(options: {
       webhookQueueUrl: await create('webhooks'),
       deadLetterQueueUrl: dlq.QueueUrl as string,
       endpoint,
+      credentials,
       async close() {
         client.destroy();
         await server.stop();
@@ -96,9 +101,10 @@ export async function startLocalQueue(options: {
  * fauxqs listens on every interface; the local service listens on loopback only. While it starts, a listen on the
  * unspecified address is made on 127.0.0.1 instead (fastify passes its host to net.Server#listen). fauxqs checks no
  * signature and takes form posts (its SNS API, which can publish into our queue): the server it made answers only
- * our own clients, as the embedded DynamoDB does.
+ * our own clients, as the embedded DynamoDB does, with requests signed with the queue's credentials (red team:
+ * another user of the machine listed, read and could delete the job messages).
  */
-async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
+async function ownClientsOnly<T>(credentials: LocalCredentials, start: () => Promise<T>): Promise<T> {
   const listen = Server.prototype.listen;
   const servers: Server[] = [];
   Server.prototype.listen = function (this: Server, ...args: unknown[]) {
@@ -112,7 +118,10 @@ async function ownClientsOnly<T>(start: () => Promise<T>): Promise<T> {
   } as typeof listen;
   try {
     const started = await start();
-    for (const server of servers) serveOwnClientsOnly(server as HttpServer);
+    for (const server of servers) {
+      requireAwsJsonSignature(server as HttpServer, credentials, SIGNED_QUEUE_API);
+      serveOwnClientsOnly(server as HttpServer);
+    }
     return started;
   } finally {
     Server.prototype.listen = listen;

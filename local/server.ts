@@ -26,7 +26,8 @@ const { rateLimitPerHour } = readServiceConfig(process.env);
 
 process.stdout.write(`Screenshot service listening on ${service.url}
 Node.js:          ${process.version}
-Dashboard:        ${service.url}/   (sign in with any account id)
+Dashboard:        ${service.signInLink}
+                  (open this link, whose key lets you sign in with any account id; keep it to yourself)
 API description:  ${service.url}/api/openapi.json
 Data:             ${dataDir}
 Chromium sandbox: ${SANDBOX_SUMMARY[sandbox]}

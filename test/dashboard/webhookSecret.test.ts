@@ -61,7 +61,7 @@ async function secretFromApi(): Promise<string> {
 
 describe('the webhook secret in the dashboard', () => {
   it('is hidden after sign-in, and not even fetched', async () => {
-    await page.goto(service.url, { waitUntil: 'load' });
+    await page.goto(service.signInLink, { waitUntil: 'load' });
     await page.waitForSelector('#local-signin:not([hidden])', { timeout: 30_000 });
     await page.type('#account-id', ACCOUNT);
     await page.click('#local-signin button[type=submit]');

@@ -43,7 +43,7 @@ describe('the job queue', () => {
     const client = new SQSClient({
       endpoint: sqs.endpoint,
       region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      credentials: sqs.credentials,
     });
     const sent: { QueueUrl?: string; Entries?: { MessageGroupId?: string }[] }[] = [];
     client.middlewareStack.add(

@@ -5,9 +5,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { ListQueuesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localDynamoClient, startEmbeddedDynamo } from '../../local/embeddedDynamo';
 import { type EmbeddedS3, startEmbeddedS3 } from '../../local/embeddedS3';
+import { startLocalQueue } from '../../local/localQueue';
 import { ownerOnlyDir } from '../../local/ownerOnlyDir';
 import { createS3Client } from '../../shared/store/s3ImageStore';
 
@@ -109,7 +111,7 @@ describe('DATA_DIR itself', () => {
  * The embedded DynamoDB answers any local process that names 127.0.0.1 and sends no Origin (local/ownClients.ts).
  * Red team: dynalite checked no signature, so another user of the machine, reading the endpoint from
  * DATA_DIR/local-service.json, set any account's balance (curl with Signature=00). It now answers only requests
- * signed with its own secret (local/dynamoSignatureGate.ts).
+ * signed with its own secret (local/awsJsonSignatureGate.ts).
  */
 describe('The embedded DynamoDB against other users of the machine', () => {
   it('refuses a request whose SigV4 signature is not valid, as the local S3 gate does', async () => {
@@ -163,6 +165,38 @@ describe('The embedded DynamoDB against other users of the machine', () => {
     } finally {
       stranger.destroy();
       await dynamo.close();
+    }
+  });
+});
+
+/**
+ * The local SQS API (fauxqs) checks no signature either: red team (dashboard round), another user of the machine
+ * listed the queues and read their attributes, and could receive, delete or send job messages. It now answers only
+ * requests signed with the queue's credentials, random per start (local/awsJsonSignatureGate.ts).
+ */
+describe('The local queue against other users of the machine', () => {
+  it('answers its own clients, and refuses one signing with other credentials', async () => {
+    const queue = await startLocalQueue({ visibilityTimeoutSeconds: 30 });
+    const stranger = new SQSClient({
+      endpoint: queue.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const guesser = new SQSClient({
+      endpoint: queue.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: queue.credentials.accessKeyId, secretAccessKey: 'not-the-secret' },
+    });
+    try {
+      expect((await queue.client.send(new ListQueuesCommand({}))).QueueUrls).toContain(queue.queueUrl);
+      for (const client of [stranger, guesser]) {
+        await expect(client.send(new ReceiveMessageCommand({ QueueUrl: queue.queueUrl }))).rejects.toThrow();
+        await expect(client.send(new ListQueuesCommand({}))).rejects.toThrow();
+      }
+    } finally {
+      stranger.destroy();
+      guesser.destroy();
+      await queue.close();
     }
   });
 });

@@ -10,7 +10,7 @@ import { startEmbeddedS3 } from '../../local/embeddedS3';
 import { startTestStore } from '../helpers/store';
 
 /**
- * Red team (round 3): the local DynamoDB's signature gate (local/dynamoSignatureGate.ts) read each request's body
+ * Red team (round 3): the local DynamoDB's signature gate (local/awsJsonSignatureGate.ts) read each request's body
  * whole, up to 16 MiB, before it checked the signature, with no bound on how many it read at once. It now refuses a
  * request that does not name its access key id (derived from the secret) before reading any of its body. Any process of the
  * machine, another user's too (the port is loopback only, but open to all), sent unsigned bodies just short of

@@ -5,6 +5,7 @@ import { copyShown } from './clipboard.js';
 import { h } from './dom.js';
 import { clearJobs, showJobs } from './jobs.js';
 import {
+  adoptSignInKey,
   currentSession,
   finishHostedSignIn,
   forgetSession,
@@ -459,6 +460,7 @@ async function start() {
   try {
     config = await loadConfig();
     if (config.mode === 'cognito') session = await finishHostedSignIn(config.cognito);
+    else adoptSignInKey();
   } catch (error) {
     showSignIn(error.message);
     return;

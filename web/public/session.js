@@ -6,6 +6,8 @@
 import { ApiError, describeError } from './api.js';
 
 const SESSION_KEY = 'dashboard.session';
+/** Local server only: its data folder's sign-in key, from the link `npm start` printed (#sign-in=<key>). */
+const SIGN_IN_KEY = 'dashboard.localSignInKey';
 const PENDING_KEY = 'dashboard.pendingSignIn';
 /** Treat a token as gone a little before it expires, so a request never races its expiry. */
 const EXPIRY_MARGIN_MS = 30_000;
@@ -44,12 +46,26 @@ export function forgetSession() {
   sessionStorage.removeItem(SESSION_KEY);
 }
 
+/**
+ * Local server only: keeps the sign-in key of the link the page was opened with, for this browser's later visits,
+ * and takes it out of the address bar and the history.
+ */
+export function adoptSignInKey() {
+  const key = new URLSearchParams(location.hash.slice(1)).get('sign-in');
+  if (!key) return;
+  localStorage.setItem(SIGN_IN_KEY, key);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 /** Local server only. @param {string} accountId */
 export async function signInLocally(accountId) {
   const response = await fetch('/local/session', {
     method: 'POST',
     cache: 'no-store',
-    headers: { 'Content-Type': 'application/json' },
+    headers: {
+      'Content-Type': 'application/json',
+      'X-Sign-In-Key': localStorage.getItem(SIGN_IN_KEY) ?? '',
+    },
     body: JSON.stringify({ accountId }),
   });
   const body = await response.json().catch(() => null);
@@ -81,7 +97,9 @@ export async function startHostedSignIn(cognito) {
 
 /**
  * On the way back from the hosted sign-in: checks state, swaps the code (with the PKCE verifier) for tokens and
- * keeps only the access token. Returns null when this page load is not a sign-in callback.
+ * keeps only the access token. Returns null when this page load is not this tab's sign-in callback: a callback whose
+ * state this tab did not start (a link anyone can send, with an error text of their choosing) is not acted on, and
+ * the page goes on with the session it has.
  */
 export async function finishHostedSignIn(cognito) {
   const params = new URLSearchParams(location.search);
@@ -89,15 +107,9 @@ export async function finishHostedSignIn(cognito) {
   // The one-time code leaves the address bar and history before anything else happens.
   history.replaceState(null, '', location.pathname);
   const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) ?? 'null');
+  if (!pending || params.get('state') !== pending.state) return null;
   sessionStorage.removeItem(PENDING_KEY);
-  if (params.has('error')) {
-    throw new Error(`Sign-in did not complete: ${params.get('error_description') ?? params.get('error')}`);
-  }
-  if (!pending || params.get('state') !== pending.state) {
-    throw new Error(
-      'Sign-in could not be verified (it was not started from this tab). Please sign in again.',
-    );
-  }
+  if (params.has('error')) throw new Error(signInErrorMessage(params.get('error') ?? ''));
   const response = await fetch(new URL('/oauth2/token', cognito.domain), {
     method: 'POST',
     cache: 'no-store',
@@ -117,6 +129,13 @@ export async function finishHostedSignIn(cognito) {
     );
   }
   return keep(body.access_token);
+}
+
+/** The dashboard's own words for an OAuth error code (RFC 6749 4.1.2.1), never the provider's free text. */
+function signInErrorMessage(code) {
+  if (code === 'access_denied') return 'Sign-in was cancelled or refused. Please sign in again.';
+  const shown = /^[a-z_]{1,40}$/.test(code) ? ` (${code})` : '';
+  return `Sign-in did not complete${shown}. Please sign in again.`;
 }
 
 /** Ends the hosted sign-in session too, so the next sign-in asks for credentials again. */

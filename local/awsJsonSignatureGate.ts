@@ -3,20 +3,25 @@ import { Readable } from 'node:stream';
 import { logger } from '../shared/logger';
 import { claimsCredential, type LocalCredentials, sigV4Verifier } from './sigV4Verifier';
 
-/** The region the local DynamoDB clients sign for (embeddedDynamo.ts). */
-export const LOCAL_DYNAMO_REGION = 'local';
-/** A body larger than DynamoDB accepts (16 MB for a batch write) is refused before it is read whole. */
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** What a signature gate checks requests against: the API's signing scope, and its largest request. */
+export interface SignedApi {
+  region: string;
+  /** SigV4's service name: dynamodb, sqs. */
+  service: string;
+  /** A body larger than the API accepts is refused before it is read whole. */
+  maxBodyBytes: number;
+}
 
 /**
- * Makes dynalite's server answer only requests signed (SigV4) with the local DynamoDB's credentials: dynalite checks
- * no signature, and its port, though loopback only, is open to every process of the machine, another user's too
- * (red team: one curl with a made-up signature set an account's balance). A request that names our access key id has
- * its body read, its signature checked, then is handed to dynalite as it came; any other gets DynamoDB's own refusal.
+ * Makes the server of a local AWS API that speaks AWS JSON 1.0 (dynalite, the local SQS API) answer only requests
+ * signed (SigV4) with that API's credentials: neither checks a signature, and their ports, though loopback only, are
+ * open to every process of the machine, another user's too (red team: one curl with a made-up signature set an
+ * account's balance; another read the job queue). A request that names our access key id has its body read, its
+ * signature checked, then is handed to the server as it came; any other gets the API's own refusal.
  */
-export function requireDynamoSignature(server: Server, credentials: LocalCredentials): void {
-  const verify = sigV4Verifier(credentials, LOCAL_DYNAMO_REGION, 'dynamodb');
-  const dynaliteListeners = server.listeners('request') as ((
+export function requireAwsJsonSignature(server: Server, credentials: LocalCredentials, api: SignedApi): void {
+  const verify = sigV4Verifier(credentials, api.region, api.service);
+  const serverListeners = server.listeners('request') as ((
     req: IncomingMessage,
     res: ServerResponse,
   ) => void)[];
@@ -31,7 +36,7 @@ export function requireDynamoSignature(server: Server, credentials: LocalCredent
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
+      if (size > api.maxBodyBytes) {
         refuse(res, 413, 'Request body too large');
         req.destroy();
         return;
@@ -47,19 +52,22 @@ export function requireDynamoSignature(server: Server, credentials: LocalCredent
         Date.now(),
       );
       if (!verdict.valid) {
-        logger.warn('Local DynamoDB refused an unsigned request', { reason: verdict.reason });
+        logger.warn('A local AWS API refused an unsigned request', {
+          api: api.service,
+          reason: verdict.reason,
+        });
         return refuse(
           res,
           400,
           'The request signature we calculated does not match the signature you provided.',
         );
       }
-      for (const listener of dynaliteListeners) listener(replayed(req, body), res);
+      for (const listener of serverListeners) listener(replayed(req, body), res);
     });
   });
 }
 
-/** `req` with its body to be read again, as dynalite reads it (data and end events). */
+/** `req` with its body to be read again (data and end events). */
 function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
   return Object.assign(Readable.from(body.length > 0 ? [body] : []), {
     headers: req.headers,
