@@ -86,7 +86,12 @@ const closers: (() => Promise<void>)[] = [];
 const contenders: Contender[] = [];
 for (const [key, Renderer] of variants) {
   const egress = await startEgressProxy(policy);
-  const renderer = new Renderer({ env, launchArgs: async () => egressChromiumArgs(egress.url) });
+  // As deployed: each capture's context has a route of its own (a revision from before routes ignores it).
+  const renderer = new Renderer({
+    env,
+    launchArgs: async () => egressChromiumArgs(egress.url),
+    contextProxy: () => egress.openRoute(),
+  });
   await renderer.warmUp();
   const handler = screenshotLambda(
     screenshotUseCase(

@@ -9,8 +9,9 @@ import type { RouteDefinition } from '../shared/routes';
 export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly string[]>> = {
   // Key lookup and a signed link's signing item (GetItem); rate-limit window, credit reserve/refund, free grant,
   // lastUsed, capture slots and the usage day's totals (UpdateItem); the request's usage record and a refund that
-  // failed, kept for an operator (PutItem).
-  screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+  // failed, kept for an operator (PutItem); an async capture's Idempotency-Key record (GetItem, PutItem, UpdateItem,
+  // and DeleteItem when the request was not accepted, so that it may be sent again with its key).
+  screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
   // Query on the account's partition; free grant.
   listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
   // keyCount (UpdateItem), listing, signing and authentication items (PutItem), undo of a half-made key (DeleteItem);
@@ -42,8 +43,9 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   // The latest jobs: a Query on the account's partition.
   listJobs: ['dynamodb:Query'],
   // Key lookup (GetItem); rate-limit window, credit reserve/refund, lastUsed (UpdateItem); the batch and its jobs,
-  // and a refund kept for an operator (PutItem); jobs the queue refused, and their batch, are ended (UpdateItem).
-  createBatch: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+  // and a refund kept for an operator (PutItem); jobs the queue refused, and their batch, are ended (UpdateItem);
+  // the Idempotency-Key record, deleted when the request was not accepted (DeleteItem), as on the screenshot route.
+  createBatch: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
   // Key lookup and the batch (GetItem); its jobs (BatchGetItem).
   getBatch: ['dynamodb:GetItem', 'dynamodb:BatchGetItem'],
 };

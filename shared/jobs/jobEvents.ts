@@ -2,16 +2,12 @@ import type { Job } from './job';
 import type { JobQueue, QueueMessage } from './jobQueue';
 import type { JobStore } from './jobStore';
 
-export type WebhookEventType = Extract<QueueMessage, { kind: 'webhook' }>['type'];
-
-/** The first delivery of an event. Its `webhook-id` derives from its subject: a job or a batch has one event. */
-export function webhookEvent(
-  accountId: string,
-  subjectId: string,
-  type: WebhookEventType,
-  timestamp: number,
-): QueueMessage {
-  return { kind: 'webhook', accountId, subjectId, eventId: `msg_${subjectId}`, type, timestamp, attempt: 0 };
+/**
+ * The first delivery of an event: a job or a batch has one. What it says (its `webhook-id` and type) is read from
+ * the job or batch when it is sent (sendWebhook.ts), never from the message.
+ */
+export function webhookEvent(accountId: string, subjectId: string, timestamp: number): QueueMessage {
+  return { kind: 'webhook', accountId, subjectId, timestamp, attempt: 0 };
 }
 
 /**
@@ -21,14 +17,10 @@ export function webhookEvent(
  */
 export function jobEnded(deps: { jobs: JobStore; queue: JobQueue; now: () => number }) {
   return async (job: Job): Promise<void> => {
-    if (job.webhook) {
-      const type = job.status === 'succeeded' ? 'screenshot.succeeded' : 'screenshot.failed';
-      await deps.queue.send([webhookEvent(job.accountId, job.id, type, deps.now())]);
-    }
+    if (job.webhook) await deps.queue.send([webhookEvent(job.accountId, job.id, deps.now())]);
     if (job.batchId) {
       const completed = await deps.jobs.batchJobFinished(job.accountId, job.batchId, job.id, deps.now());
-      if (completed?.webhook)
-        await deps.queue.send([webhookEvent(job.accountId, completed.id, 'batch.completed', deps.now())]);
+      if (completed?.webhook) await deps.queue.send([webhookEvent(job.accountId, completed.id, deps.now())]);
     }
   };
 }

@@ -23,9 +23,6 @@ export const queueMessage = z.discriminatedUnion('kind', [
     accountId: z.string(),
     /** The job or batch the event is about. */
     subjectId: z.string(),
-    /** The `webhook-id`: the same on every attempt of one event. */
-    eventId: z.string(),
-    type: z.enum(['screenshot.succeeded', 'screenshot.failed', 'batch.completed']),
     /** When the event happened, ms. */
     timestamp: z.number(),
     /** Attempts made before this one. */

@@ -14,7 +14,7 @@ export type JobEnd =
   | {
       status: 'failed';
       error: { status: number; message: string };
-      /** The caller gives the credits back itself (a job that was never accepted): no `refundOwed`. */
+      /** The caller gives the credits back itself (a job that was never accepted): no `refundOwed`, and no webhook. */
       refundedByCaller?: true;
     };
 

@@ -1,7 +1,7 @@
 import { deliverWebhook, type WebhookDeliveryDeps } from '../webhooks/deliverWebhook';
 import { webhookRetryDelaySeconds } from '../webhooks/retrySchedule';
 import type { WebhookSecrets } from '../webhooks/webhookSecrets';
-import type { WebhookOutcome } from './job';
+import { isFinished, type WebhookOutcome } from './job';
 import { type JobQueue, MAX_QUEUE_DELAY_SECONDS, type QueueMessage } from './jobQueue';
 import type { JobStore } from './jobStore';
 import { batchView, type JobViewImages, jobView } from './jobView';
@@ -46,7 +46,7 @@ export function sendWebhook(deps: SendWebhookDeps) {
     }
     const subject = await subjectOf(message.accountId, message.subjectId);
     const webhook = subject?.webhook;
-    // Gone (expired), or settled.
+    // Gone (expired), not ended yet (a message no one of ours sent), or settled.
     if (!subject || !webhook || webhook.status !== 'pending') return;
     if (webhook.attempts > message.attempt) {
       // This attempt was made by another delivery of the message. If it was the latest one, the worker that made it
@@ -58,8 +58,9 @@ export function sendWebhook(deps: SendWebhookDeps) {
     const answer = await deliverWebhook(
       {
         url: webhook.url,
-        id: message.eventId,
-        type: message.type,
+        // Both from the subject, never from the message: the queue's word is not the service's.
+        id: `msg_${message.subjectId}`,
+        type: subject.type,
         timestamp: message.timestamp,
         data: subject.data,
       },
@@ -91,10 +92,14 @@ export function sendWebhook(deps: SendWebhookDeps) {
     if (subjectId.startsWith('bat_')) {
       const batch = await deps.jobs.getBatch(accountId, subjectId);
       if (!batch) return undefined;
+      if (batch.status !== 'completed') return undefined;
       const jobs = await deps.jobs.getMany(accountId, batch.jobIds);
-      return { webhook: batch.webhook, data: await batchView(batch, jobs, deps.images, now) };
+      const data = await batchView(batch, jobs, deps.images, now);
+      return { webhook: batch.webhook, type: 'batch.completed' as const, data };
     }
     const job = await deps.jobs.get(accountId, subjectId);
-    return job && { webhook: job.webhook, data: await jobView(job, deps.images, now) };
+    if (!job || !isFinished(job.status)) return undefined;
+    const type = job.status === 'succeeded' ? 'screenshot.succeeded' : 'screenshot.failed';
+    return { webhook: job.webhook, type, data: await jobView(job, deps.images, now) };
   }
 }

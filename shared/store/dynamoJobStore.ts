@@ -3,7 +3,6 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { type Batch, JOB_RETENTION_MS, type Job, type WebhookOutcome } from '../jobs/job';
@@ -71,16 +70,19 @@ export class DynamoJobStore implements JobStore {
   }
 
   async latest(accountId: string, limit: number): Promise<Job[]> {
-    const { Items = [] } = await this.db.send(
-      new QueryCommand({
+    // Page by page: a job keeps its request (an `html` document of up to 256 KiB), so one 1 MB page of the query
+    // may hold only a few (red team: the list showed 4 of "the latest 50").
+    const items = await queryItems(
+      this.db,
+      {
         TableName: this.tableName,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
         ExpressionAttributeValues: { ':pk': itemKey.account(accountId).pk, ':prefix': JOB_PREFIX },
         ScanIndexForward: false,
-        Limit: limit,
-      }),
+      },
+      limit,
     );
-    return Items.map(jobOf);
+    return items.map(jobOf);
   }
 
   async getMany(accountId: string, jobIds: string[]): Promise<Job[]> {
@@ -131,7 +133,7 @@ export class DynamoJobStore implements JobStore {
           Key: itemKey.job(accountId, jobId),
           UpdateExpression: `SET #status = :end, finishedAt = :now, #result = :result, #error = :error${
             owed ? ', refundOwed = :owed, refundClaimedUntil = :claimedUntil' : ''
-          }${byCaller ? ', refundedByCaller = :byCaller' : ''} ${LEAVE_SWEEP}`,
+          }${byCaller ? ', refundedByCaller = :byCaller, webhook = :none' : ''} ${LEAVE_SWEEP}`,
           ConditionExpression: '#status IN (:queued, :running)',
           ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#error': 'error' },
           ExpressionAttributeValues: {
@@ -142,7 +144,8 @@ export class DynamoJobStore implements JobStore {
             ':queued': 'queued',
             ':running': 'running',
             ...(owed ? { ':owed': true, ':claimedUntil': now + REFUND_CLAIM_MS } : {}),
-            ...(byCaller ? { ':byCaller': true } : {}),
+            // A job never accepted (its id never answered) sends no webhook, as a refused batch sends none.
+            ...(byCaller ? { ':byCaller': true, ':none': null } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),

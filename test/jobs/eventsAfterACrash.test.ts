@@ -5,7 +5,7 @@ import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { createEgressGate } from '../../shared/egress/egressGate';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
-import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
+import { type JobQueue, type QueueMessage, queueMessage } from '../../shared/jobs/jobQueue';
 import { sendWebhook } from '../../shared/jobs/sendWebhook';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
@@ -87,8 +87,6 @@ describe('a webhook attempt whose worker died before it queued the next', () => 
       kind: 'webhook',
       accountId: ACCOUNT,
       subjectId: jobId,
-      eventId: `msg_${jobId}`,
-      type: 'screenshot.failed',
       timestamp: Date.now(),
       attempt: 0,
     };
@@ -112,6 +110,34 @@ describe('a webhook attempt whose worker died before it queued the next', () => 
   });
 });
 
+describe('what a webhook attempt says', () => {
+  it("comes from the job, not the message: nothing before the job ended, then the job's own id and type", async () => {
+    const { jobs: accepted } = await accept({});
+    const jobId = accepted[0]?.id as string;
+    // A message no one of ours sent (the queue is not the service's word), with what it would like to say.
+    const claimed = {
+      kind: 'webhook',
+      accountId: ACCOUNT,
+      subjectId: jobId,
+      timestamp: Date.now(),
+      attempt: 0,
+      eventId: 'msg_chosen-by-the-sender',
+      type: 'screenshot.succeeded',
+    };
+    const message = queueMessage.parse(claimed);
+    if (message.kind !== 'webhook') throw new Error('unreachable');
+    await webhooks()(message);
+    expect(receiver.received.filter((hook) => hook.body.includes(jobId))).toEqual([]);
+
+    await jobs.finish(ACCOUNT, jobId, { status: 'failed', error: { status: 500, message: 'x' } }, Date.now());
+    await webhooks()(message);
+    const sent = receiver.received.filter((hook) => hook.body.includes(jobId));
+    expect(sent.map((hook) => [hook.headers['webhook-id'], JSON.parse(hook.body).type])).toEqual([
+      [`msg_${jobId}`, 'screenshot.failed'],
+    ]);
+  });
+});
+
 describe('a batch whose last job ended in a worker that died before it queued batch.completed', () => {
   it('gets its event from the next delivery of that job, and only while its webhook was never tried', async () => {
     const { jobs: accepted, batch } = await accept({ batch: true });
@@ -128,7 +154,7 @@ describe('a batch whose last job ended in a worker that died before it queued ba
     expect(await jobs.getBatch(ACCOUNT, batch.id)).toMatchObject({ status: 'completed' });
 
     await ended(job);
-    expect(queue.sent).toEqual([expect.objectContaining({ subjectId: batch.id, type: 'batch.completed' })]);
+    expect(queue.sent).toEqual([expect.objectContaining({ kind: 'webhook', subjectId: batch.id })]);
 
     // Once an attempt was made, a late copy of the job's message sends nothing more.
     const [event] = queue.sent;

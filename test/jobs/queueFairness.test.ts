@@ -31,8 +31,6 @@ const webhookAttempt = (accountId: string, subjectId: string): QueueMessage => (
   kind: 'webhook',
   accountId,
   subjectId,
-  eventId: `msg_${subjectId}`,
-  type: 'screenshot.failed',
   timestamp: 0,
   attempt: 0,
 });

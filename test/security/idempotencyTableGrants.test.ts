@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TABLE_ACTIONS } from '../../infra/tableAccess';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+
+/**
+ * Red team (round 4, jobs): deployed, each route's function may call only the DynamoDB actions of its grant
+ * (infra/tableAccess.ts). POST /api/screenshot and POST /api/batches keep Idempotency-Key records through Powertools,
+ * which removes the record of a request that was not accepted (DeleteItem), so that "a request refused (400, 402,
+ * 429, …) may be sent again with its key" (docs/api.md 19.5). Neither grant holds dynamodb:DeleteItem: deployed, that
+ * removal is refused by IAM, Powertools throws its own error in place of the route's answer, and the record stays
+ * "in progress". A 402 or 429 then reaches the client as a 500, and its retry with the same key as a 409.
+ *
+ * Here the grant is enforced as IAM would: the table refuses an idempotency record's command whose action is not in
+ * the route's grant (the same list the stack deploys), and everything else runs as ever.
+ */
+
+let service: TestLocalService;
+/** The grant of the route under test; undefined: nothing enforced. */
+let grant: readonly string[] | undefined;
+const refusedActions = new Set<string>();
+
+beforeAll(async () => {
+  service = await startTestLocalService({ FREE_CREDITS: '1', POWERTOOLS_METRICS_DISABLED: 'true' });
+  service.dynamo.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const action = `dynamodb:${String(context.commandName).replace(/Command$/, '')}`;
+      const onIdempotencyRecord = JSON.stringify(args.input).includes('"IDEMPOTENCY"');
+      if (grant && onIdempotencyRecord && !grant.includes(action)) {
+        refusedActions.add(action);
+        throw Object.assign(new Error(`User is not authorized to perform: ${action}`), {
+          name: 'AccessDeniedException',
+          $metadata: { httpStatusCode: 400 },
+        });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'enforceRouteGrant' },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close();
+});
+
+async function post(path: string, apiKey: string, key: string, body: unknown) {
+  const response = await fetch(`${service.url}${path}`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${apiKey}`,
+      'Content-Type': 'application/json',
+      'Idempotency-Key': key,
+    },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.text() };
+}
+
+describe('an Idempotency-Key request that is not accepted, under its route’s deployed table grant', () => {
+  it.each([
+    [
+      'POST /api/batches',
+      'createBatch',
+      '/api/batches',
+      { requests: [{ html: '<p>1</p>' }, { html: '<p>2</p>' }] },
+    ],
+    [
+      'POST /api/screenshot',
+      'screenshot',
+      '/api/screenshot',
+      { html: '<p>1</p>', fullPage: true, async: true },
+    ],
+  ] as const)(
+    '%s answers its 402, and again to a retry with the same key',
+    async (_, route, path, body) => {
+      const account = await service.newAccount(); // 1 credit: both bodies cost 2
+      grant = TABLE_ACTIONS[route];
+      try {
+        const first = await post(path, account.apiKey, `order-${route}`, body);
+        const retry = await post(path, account.apiKey, `order-${route}`, body);
+        expect({ first: first.status, retry: retry.status, refused: [...refusedActions] }).toEqual({
+          first: 402,
+          retry: 402,
+          refused: [],
+        });
+      } finally {
+        grant = undefined;
+        refusedActions.clear();
+      }
+    },
+    60_000,
+  );
+});
