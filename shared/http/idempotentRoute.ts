@@ -1,6 +1,7 @@
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
+  IdempotencyPersistenceLayerError,
   IdempotencyValidationError,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
@@ -8,9 +9,9 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { UnauthorizedError } from '../errors';
 import type { KeyStore } from '../keys/keyStore';
+import { logger } from '../logger';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { TABLE_SCHEMA } from '../store/table';
-import { RESPONSE_RESERVE_MS } from '../timing';
 import { isAsyncBody, isWellFormedIdempotencyKey } from './idempotencyKey';
 import { bearerCredential } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
@@ -71,23 +72,17 @@ export function idempotentRoute(
     expiryAttr: TABLE_SCHEMA.ttlAttribute,
     awsSdkV3Client: deps.client,
   });
-  /**
-   * A first request is "being accepted" (409 to a retry) for as long as its function may still run: past that, it
-   * crashed, and a retry may go ahead. Outside Lambda's handler wrapper, Powertools reads that from the context
-   * registered here, so each request has a config of its own.
-   */
-  const configUntil = (deadline: number) => {
-    const config = new IdempotencyConfig({
-      eventKeyJmesPath: '[accountId, key]',
-      payloadValidationJmesPath: 'body',
-      expiresAfterSeconds: IDEMPOTENCY_SECONDS,
-    });
-    const runsUntil = deadline + RESPONSE_RESERVE_MS;
-    config.registerLambdaContext({
-      getRemainingTimeInMillis: () => Math.max(0, runsUntil - Date.now()),
-    } as never);
-    return config;
-  };
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: '[accountId, key]',
+    payloadValidationJmesPath: 'body',
+    expiresAfterSeconds: IDEMPOTENCY_SECONDS,
+  });
+  // A first request that has not answered is "being accepted" (409 to a retry) for its record's whole life, not only
+  // for its function's time: one that died after its acceptance, or whose record could not be completed, would
+  // otherwise be accepted, and charged, a second time by a later retry (red team). Whether it was accepted is then
+  // not known, so it is never accepted again under that key. (Outside Lambda's handler wrapper, Powertools reads the
+  // in-progress time from the context registered here.)
+  config.registerLambdaContext({ getRemainingTimeInMillis: () => IDEMPOTENCY_SECONDS * 1000 } as never);
 
   return async (request) => {
     const key = request.headers['idempotency-key'];
@@ -104,25 +99,72 @@ export function idempotentRoute(
       },
     );
     if (!identity) return route(request);
+    /** The acceptance, once the route made it: the jobs are written, queued and charged. */
+    let accepted: StoredAnswer | undefined;
     const accept = makeIdempotent(
-      async (_payload: { accountId: string; key: string; body: unknown }): Promise<StoredAnswer> => {
+      async (_payload: IdempotentPayload): Promise<StoredAnswer> => {
         const answer = await route(request);
         if (answer.status !== 202) throw new NotKept(answer);
-        return { status: answer.status, headers: answer.headers, body: answer.body.toString() };
+        accepted = { status: answer.status, headers: answer.headers, body: answer.body.toString() };
+        return accepted;
       },
-      { persistenceStore, config: configUntil(request.deadline), keyPrefix: deps.recordPrefix },
+      { persistenceStore, config, keyPrefix: deps.recordPrefix },
     );
+    const payload: IdempotentPayload = { accountId: identity.accountId, key, body: parsedBody(request) };
     try {
-      return await accept({ accountId: identity.accountId, key, body: parsedBody(request) });
+      return await accept(payload);
     } catch (error) {
       if (error instanceof NotKept) return error.answer;
+      // The acceptance went through and only its record could not be completed: it is still the answer (a 500 would
+      // have the client retry something already charged; red team). Its record is tried again, so that a retry
+      // gets it back instead of a second acceptance once this request's time is over.
+      if (error instanceof IdempotencyPersistenceLayerError && accepted) {
+        const answer = accepted;
+        // Both are plain JSON, as makeIdempotent saved them; its types want JSONValue's index signature.
+        await keepAcceptance(
+          () => persistenceStore.saveSuccess(payload as never, answer as never),
+          request.deadline,
+        );
+        return { ...answer, body: Buffer.from(answer.body) };
+      }
       if (error instanceof IdempotencyValidationError)
         return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' });
       if (error instanceof IdempotencyAlreadyInProgressError)
-        return jsonResponse(409, { message: 'A request with this Idempotency-Key is still being accepted' });
+        return jsonResponse(409, {
+          message:
+            'A request with this Idempotency-Key is still being accepted, or ended without an answer: see GET /api/jobs, and use a new key if it is not there',
+        });
       throw error;
     }
   };
+}
+
+interface IdempotentPayload {
+  accountId: string;
+  key: string;
+  body: unknown;
+}
+
+/** Waits before each further try of an acceptance's record, while the request has time. */
+const RECORD_RETRY_DELAYS_MS = [100, 400, 1_000, 2_000];
+
+/**
+ * Tries again to complete an acceptance's record (`save`) after its first write failed (a throttled or unreachable
+ * table for a moment), until it is written or the request's time is up. One that is never written leaves the record
+ * "being accepted" until this request's function could no longer run; a retry after that is accepted again.
+ */
+async function keepAcceptance(save: () => Promise<void>, deadline: number): Promise<void> {
+  for (const delayMs of RECORD_RETRY_DELAYS_MS) {
+    if (Date.now() + delayMs >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    try {
+      await save();
+      return;
+    } catch {
+      // The next try, if there is time.
+    }
+  }
+  logger.error('Idempotency-Key record of an acceptance not completed; a late retry may be accepted again');
 }
 
 /** The body as JSON when it is JSON (so formatting does not make another body), its text otherwise. */
