@@ -26,9 +26,6 @@ const TEXT_TOO_LARGE =
   `The page's Markdown is larger than ${MAX_INLINE_TEXT_BYTES / 1024 / 1024} MiB, more than a tool answers with; ` +
   'POST /api/screenshot with format "markdown" returns it';
 
-/** A JSON text that is an array: a JSON-RPC batch. */
-const JSON_ARRAY = /^[ \t\n\r]*\[/;
-
 /**
  * A JSON-RPC batch is refused before any of its messages is read (MCP 2025-06-18 has no batches). Its calls would
  * share one answer: a client that hung up after reading the first results (the links of a PDF and an image at the
@@ -36,18 +33,31 @@ const JSON_ARRAY = /^[ \t\n\r]*\[/;
  * SDK answers one message per id, so a repeated id would run a capture whose result is never sent.
  */
 function batchRefused(): HttpResponse {
+  return jsonRpcRefusal(
+    ErrorCode.InvalidRequest,
+    'JSON-RPC batches are not supported: send one message per request',
+  );
+}
+
+function jsonRpcRefusal(code: ErrorCode, message: string): HttpResponse {
   return {
     status: 400,
     headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: null,
-      error: {
-        code: ErrorCode.InvalidRequest,
-        message: 'JSON-RPC batches are not supported: send one message per request',
-      },
-    }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }),
   };
+}
+
+/**
+ * The body's JSON-RPC message, read here once and handed to the SDK as read, so that what is refused as a batch is
+ * exactly what would run as one: the SDK reads text through a TextDecoder, which drops a leading byte order mark,
+ * and a test of the raw text for "[" let `\uFEFF[...]` run as a batch (red team). Undefined: not JSON.
+ */
+function messageOf(body: string): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(body.replace(/^\uFEFF/, '')) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The server's name and version, as MCP clients show them. */
@@ -71,7 +81,10 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
   return async (request) => {
     const apiKey = bearerCredential(request);
     await authenticateApiKey(apiKey, deps.keys);
-    if (request.method === 'POST' && JSON_ARRAY.test(request.body)) return batchRefused();
+    const message = request.method === 'POST' ? messageOf(request.body) : undefined;
+    if (request.method === 'POST' && !message)
+      return jsonRpcRefusal(ErrorCode.ParseError, 'Parse error: Invalid JSON');
+    if (Array.isArray(message?.value)) return batchRefused();
     // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
     // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
@@ -91,7 +104,9 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     await server.connect(transport);
     try {
       return {
-        ...(await httpResponse(await transport.handleRequest(webRequest(request)))),
+        ...(await httpResponse(
+          await transport.handleRequest(webRequest(request), message ? { parsedBody: message.value } : {}),
+        )),
         undelivered: async () => {
           await Promise.all(charged.map((giveBack) => giveBack()));
         },
