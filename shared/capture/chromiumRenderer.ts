@@ -23,7 +23,7 @@ import { captureFullPage } from './fullPage';
 import { PAGE_MEMORY_LIMIT_MB } from './memoryLimits';
 import { assertDeliverable, IMAGE_TOO_LARGE } from './oversizedImage';
 import { pageContent, pageMetadata } from './pageContent';
-import { PageControl } from './pageControl';
+import { PageControl, PageScriptError } from './pageControl';
 import { guardPageMemory } from './pageMemoryGuard';
 import {
   decorateLoadedPage,
@@ -68,6 +68,9 @@ export interface ContextProxy {
 
 /** A page that replaced its document once it was to be captured, in a way that cannot be held back. */
 export const DOCUMENT_REPLACED = 'The page replaced its document while it was being captured';
+
+/** A page whose document our scripts could not read as it stands (PageScriptError). */
+export const PAGE_UNREADABLE = "The page's document could not be read as it stands";
 
 /** A capture whose scripts and workers held more than the page memory limit. */
 export const pageMemoryExceeded = (limitMb: number) =>
@@ -233,7 +236,7 @@ export class ChromiumRenderer implements Renderer {
     }
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
-    await decorateLoadedPage(page, spec, setup, budget.phaseEnd());
+    await decorateLoadedPage(page, tab.control, spec, setup, budget.phaseEnd());
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
     if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, budget.phaseEnd());
     // The page as it stands now: it may not navigate any more, and a navigation it started is waited for.
@@ -550,6 +553,12 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
 /** A reason that is safe and useful to show the customer; internals go to the log only. */
 function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: boolean): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
+  if (error instanceof PageScriptError) {
+    logger.info('A page script of ours could not read the page', {
+      scriptError: error.message.slice(0, 500),
+    });
+    return new CaptureFailedError(url, PAGE_UNREADABLE, 'page');
+  }
   const message = error instanceof Error ? error.message : String(error);
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
   if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`, 'page');

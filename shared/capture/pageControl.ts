@@ -9,6 +9,19 @@ const WORLD_NAME = 'screenshot-service';
 const SAME_DOCUMENT = new Set(['historySameDocument', 'sameDocument']);
 
 /**
+ * One of our own scripts failed on the page's document: they are ours and tested, so what they could not read is
+ * what the page made of its document (its root removed, a DOM deeper than a reader's stack). The capture fails as
+ * the page's, never as ours (red team: such pages counted in the 5xx alarms that page operators and roll deploys
+ * back).
+ */
+export class PageScriptError extends Error {
+  constructor(description: string) {
+    super(`Page script failed: ${description}`);
+    this.name = 'PageScriptError';
+  }
+}
+
+/**
  * Our own DevTools session on a captured page, beside puppeteer's:
  * - it watches and, once the page is ready to be captured, holds the main frame's navigations. A page may navigate
  *   itself after its load event (a script setting `location`, a reload loop, a meta refresh), and an image requested
@@ -143,9 +156,7 @@ export class PageControl implements IsolatedWorld {
       returnByValue: true,
     });
     if (exceptionDetails) {
-      throw new Error(
-        `Page script failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`,
-      );
+      throw new PageScriptError(exceptionDetails.exception?.description ?? exceptionDetails.text);
     }
     return result.value as T;
   }

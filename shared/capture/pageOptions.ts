@@ -3,6 +3,7 @@ import { CaptureFailedError } from '../errors';
 import { hostOf, logger } from '../logger';
 import { filterSetsOf, hideFiltered, type RequestBlocking, setRequestBlocking } from './adBlocking';
 import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking';
+import type { PageControl } from './pageControl';
 import type { CaptureSpec } from './renderer';
 import { sendHeadersToOrigin } from './requestHeaders';
 
@@ -96,6 +97,7 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
  */
 export async function decorateLoadedPage(
   page: Page,
+  control: PageControl,
   spec: CaptureSpec,
   setup: NavigationSetup,
   deadline: number,
@@ -108,15 +110,17 @@ export async function decorateLoadedPage(
     ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),
     ...(spec.css ? [spec.css] : []),
   ];
+  // In our own world, whose CSSStyleSheet and adoptedStyleSheets the page cannot replace (red team: a page that
+  // redefined Document.prototype.adoptedStyleSheets failed every capture asking for css or hideSelectors, as ours).
   if (rules.length > 0) {
-    await page.evaluate((sheets: string[]) => {
-      const adopted = sheets.map((text) => {
+    await control.evaluate(`(() => {
+      const adopted = ${JSON.stringify(rules)}.map((text) => {
         const sheet = new CSSStyleSheet();
         sheet.replaceSync(text);
         return sheet;
       });
       document.adoptedStyleSheets = [...document.adoptedStyleSheets, ...adopted];
-    }, rules);
+    })()`);
   }
   if (spec.js) {
     // The trailing `undefined` makes the script's completion value nothing to wait for or send back.

@@ -17,7 +17,7 @@ const FONTS_CHECK_MS = 10;
  * shared/capture/pageScripts.ts for why.
  */
 const FONTS_READY = `(async () => {
-  document.documentElement.getBoundingClientRect();
+  document.documentElement?.getBoundingClientRect();
   await new Promise((resolve) => {
     const end = performance.now() + ${WEB_FONTS_WAIT_MS};
     const check = () => {
