@@ -48,9 +48,9 @@ const turndownPluginGfm = (() => { ${gfm}\n; return turndownPluginGfm; })();`;
 }
 
 /**
- * A copy of the document without what the page does not show, for Markdown: elements not rendered or hidden (display,
- * visibility, content-visibility, as checkVisibility judges them: so also what the capture hid, ads, banners, chats,
- * hideSelectors) and text drawn at size 0. A hostile page used them to slip an agent instructions nobody sees (red
+ * A copy of the document without what the page does not show, for Markdown: elements not rendered (display,
+ * content-visibility, as checkVisibility judges them: so also what the capture hid, ads, banners, chats,
+ * hideSelectors), text drawn at size 0 or with a visibility other than visible, and content an element does not draw. A hostile page used them to slip an agent instructions nobody sees (red
  * team). Not left out, on purpose: transparent, off-page and "screen reader only" text, and opacity 0, which real
  * pages use for gradient headings, accessible labels and content that fades in as it is scrolled to; a page can hide
  * text from people in more ways than any reader can tell, so Markdown is never a guard against prompt injection
@@ -62,21 +62,46 @@ const turndownPluginGfm = (() => { ${gfm}\n; return turndownPluginGfm; })();`;
 const SEEN_COPY = `const seenCopy = () => {
   const copy = document.cloneNode(true);
   if (!document.body || !copy.body) return copy;
-  // Text of size 0, or inside an element that skips its contents (checkVisibility judges the element's children).
-  const textUnseen = new Map();
-  const unseenText = (parent) => {
-    if (!textUnseen.has(parent)) {
+  // What the style of a text's element does to it: size 0, contents skipped, or visibility other than visible
+  // (inherited, so text a page leaves in a hidden element whose shown parts set visible again; red team).
+  const styleHides = new Map();
+  const hidesText = (parent) => {
+    if (!styleHides.has(parent)) {
       const style = getComputedStyle(parent);
-      textUnseen.set(parent, parseFloat(style.fontSize) === 0 || style.contentVisibility === 'hidden');
+      styleHides.set(
+        parent,
+        parseFloat(style.fontSize) === 0 || style.contentVisibility === 'hidden' || style.visibility !== 'visible',
+      );
     }
-    return textUnseen.get(parent);
+    return styleHides.get(parent);
+  };
+  // What an element does not render (red team): the fallback of a canvas, video, meter or progress element has no
+  // boxes; a closed details element lays out its contents but skips drawing them, but its summary; SVG definitions
+  // and descriptions are drawn only where used, or never. White space says nothing: kept.
+  const range = document.createRange();
+  const undrawn = 'defs, symbol, clipPath, mask, pattern, marker, linearGradient, radialGradient, filter, title, desc, metadata';
+  const inClosedDetails = (element) => {
+    const details = element.closest('details:not([open])');
+    const summary = details && details.querySelector(':scope > summary');
+    return details !== null && !(summary && summary.contains(element));
+  };
+  const unseenText = (text) => {
+    if (!text.data.trim()) return false;
+    const parent = text.parentElement;
+    if (!parent || hidesText(parent) || inClosedDetails(parent)) return true;
+    if (parent instanceof SVGElement && parent.closest(undrawn)) return true;
+    range.selectNodeContents(text);
+    return range.getClientRects().length === 0;
   };
   // An element of display: contents has no box, so checkVisibility calls it hidden, yet its children are drawn: each
-  // of them is judged itself.
-  const unseenElement = (element) =>
-    getComputedStyle(element).display !== 'contents' && !element.checkVisibility({ checkVisibilityCSS: true });
-  const unseen = (node) =>
-    node.nodeType === Node.TEXT_NODE ? node.parentElement && unseenText(node.parentElement) : unseenElement(node);
+  // of them is judged itself. An element hidden by visibility keeps its children, which may set it back, each judged;
+  // one without any (an image) goes.
+  const unseenElement = (element) => {
+    const style = getComputedStyle(element);
+    if (style.display === 'contents') return false;
+    return !element.checkVisibility() || (style.visibility !== 'visible' && element.childElementCount === 0);
+  };
+  const unseen = (node) => (node.nodeType === Node.TEXT_NODE ? unseenText(node) : unseenElement(node));
   // What a shadow host draws, as nodes of the copy: without a stack of calls, as a page's tree may be deep.
   const composed = (host) => {
     const drawn = copy.createDocumentFragment();
@@ -115,27 +140,51 @@ const SEEN_COPY = `const seenCopy = () => {
 
 /**
  * Markdown of the main content. Links and images are made absolute against the document's base URL (Readability does
- * so for its article; the rules below do it for the whole-body fallback too). Scripts, styles and forms say nothing
+ * so for its article; the rules below do it for the whole-body fallback too), and kept only to http(s) (and mailto). Scripts, styles and forms say nothing
  * a reader wants. Text a page leaves with lone UTF-16 halves is made well-formed, so strict JSON readers (MCP) take it.
  */
 const MARKDOWN = `(() => {
   ${SEEN_COPY}
-  const absolute = (value) => {
-    try { return new URL(value, document.baseURI).href; } catch { return value; }
+  // Where a link or an image may point, absolute against the document's base URL, and only to what an agent may
+  // follow: a page's javascript: or data: links never reach it (red team: Readability drops only hrefs that begin
+  // with exactly "javascript:"). In-page links stay as written: an html document's address is its own data: URL,
+  // which every fragment link would otherwise repeat whole (red team). Parentheses, white space and angle brackets
+  // are escaped, so a destination cannot end the Markdown link and start another.
+  const target = (value, protocols) => {
+    const written = value.trim();
+    const escaped = (href) => href.replace(/[()<>\\s]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'));
+    if (written.startsWith('#')) return escaped(written);
+    try {
+      const url = new URL(written, document.baseURI);
+      return protocols.includes(url.protocol) ? escaped(url.href) : null;
+    } catch {
+      return null;
+    }
   };
+  // Alt text and titles are the page's words inside Markdown syntax: they may not close it (red team: an alt text
+  // wrote a javascript: link of its own).
+  const plain = (text) => text.replace(/\\s+/g, ' ').replace(/[\\\\\\[\\]()"]/g, (c) => '\\\\' + c);
   const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
   turndown.use(turndownPluginGfm.gfm);
   turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'form', 'button', 'select', 'textarea']);
-  turndown.addRule('absoluteLinks', {
+  turndown.addRule('links', {
     filter: (node) => node.nodeName === 'A' && node.getAttribute('href'),
     replacement: (content, node) => {
+      // A link with nothing shown says nothing: its address alone is not the page's text.
+      if (!content.trim()) return '';
+      const href = target(node.getAttribute('href'), ['http:', 'https:', 'mailto:']);
+      if (!href) return content;
       const title = node.getAttribute('title');
-      return '[' + content + '](' + absolute(node.getAttribute('href')) + (title ? ' "' + title.replace(/"/g, '\\\\"') + '"' : '') + ')';
+      return '[' + content + '](' + href + (title ? ' "' + plain(title) + '"' : '') + ')';
     },
   });
-  turndown.addRule('absoluteImages', {
+  turndown.addRule('images', {
     filter: (node) => node.nodeName === 'IMG' && node.getAttribute('src'),
-    replacement: (content, node) => '![' + (node.getAttribute('alt') || '') + '](' + absolute(node.getAttribute('src')) + ')',
+    replacement: (content, node) => {
+      const src = target(node.getAttribute('src'), ['http:', 'https:']);
+      const alt = plain(node.getAttribute('alt') || '');
+      return src ? '![' + alt + '](' + src + ')' : alt;
+    },
   });
   const seen = seenCopy();
   // Readability changes the document it reads: the fallback reads the copy as it was.
