@@ -1,13 +1,11 @@
 /**
- * Page ranges and the facts we read back from a PDF Chromium printed. Chromium's PDF writer (Skia) starts every page
- * object on a line of its own, `N 0 obj` then `<</Type /Page`, which no string inside the document (a link, the
- * title) can imitate at the start of a line, as Skia escapes line breaks in strings.
+ * Page ranges, and the facts we read back from a PDF Chromium printed: its page count and first page size, found
+ * through the document's own structure (the cross-reference table the trailer points to, the catalog, the page
+ * tree), never by searching its bytes, since a page's embedded images carry any bytes they like (red team: a JPEG
+ * comment of lines like Skia's page objects made a one-page document count 151 pages and measure 1 x 1). The front
+ * reads what a renderer answered, which may be anything: every step is a bounded look at one place, and any answer
+ * that is not such a document reads as no page.
  */
-
-const PAGE_OBJECT = /^\d+ 0 obj\r?\n<<\/Type \/Page\r?\n/gm;
-/** A line of a page object giving its size, and the line that ends the object: each looked for once, from a page. */
-const MEDIA_BOX = /^\/MediaBox \[0 0 ([\d.]+) ([\d.]+)\]/gm;
-const OBJECT_END = /^endobj/gm;
 
 /** `1-5, 8` as [first, last] spans: [[1, 5], [8, 8]]. */
 export function pageSpans(ranges: string): [number, number][] {
@@ -41,33 +39,94 @@ export function firstPages(ranges: string | undefined, count: number): string {
   return kept.map(([from, to]) => (from === to ? `${from}` : `${from}-${to}`)).join(',');
 }
 
-/** How many pages a PDF printed by Chromium has. */
+/** How many pages a PDF printed by Chromium has (0 for anything else). */
 export function pdfPageCount(pdf: Buffer): number {
-  return pdf.toString('latin1').match(PAGE_OBJECT)?.length ?? 0;
+  return pageTree(pdf)?.count ?? 0;
+}
+
+/** The size of the first page of a PDF printed by Chromium, in PDF points (1/72 in), rounded; 0 by 0 when none. */
+export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
+  const box = pageTree(pdf)?.firstMediaBox;
+  return box ? { width: Math.round(box[0]), height: Math.round(box[1]) } : { width: 0, height: 0 };
+}
+
+/** How far from the end `startxref` may be, and how much of an object's text is read. */
+const TRAILER_WINDOW = 1_024;
+const OBJECT_WINDOW = 4_096;
+/** How deep a page tree may nest (Skia's are one or two levels). */
+const MAX_TREE_DEPTH = 32;
+
+/** The page tree's count and its first page's media box (inherited from a parent node if the page has none). */
+function pageTree(pdf: Buffer): { count: number; firstMediaBox?: [number, number] } | undefined {
+  const text = pdf.toString('latin1');
+  const table = crossReferences(text);
+  if (!table) return undefined;
+  const object = (id: number | undefined) =>
+    id === undefined ? undefined : objectText(text, table.offsets, id);
+  const catalog = object(reference(table.trailer, 'Root'));
+  let node = object(catalog === undefined ? undefined : reference(catalog, 'Pages'));
+  const count = node === undefined ? undefined : /\/Count (\d+)/.exec(node)?.[1];
+  if (!node || count === undefined) return undefined;
+  let box: [number, number] | undefined;
+  for (let depth = 0; node && depth < MAX_TREE_DEPTH; depth++) {
+    box = mediaBox(node) ?? box;
+    if (/\/Type\s*\/Page\b(?!s)/.test(node))
+      return { count: Number(count), ...(box ? { firstMediaBox: box } : {}) };
+    node = object(firstKid(node));
+  }
+  return { count: Number(count) };
 }
 
 /**
- * The size of the first page of a PDF printed by Chromium, in PDF points (1/72 in), rounded; 0 by 0 when its first
- * page object gives none. The front reads it from what a renderer answered, which may be anything: every search
- * runs once, forward from the first page object, so the time is linear in the bytes whatever they hold (a pattern
- * tried again from every page object took minutes for a few megabytes of page headers without an end).
+ * Object number → byte offset, from the classic cross-reference table that the `startxref` ending the file names
+ * (the kind Skia writes), and the trailer after it.
  */
-export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
-  const text = pdf.toString('latin1');
-  const none = { width: 0, height: 0 };
-  const page = firstMatch(PAGE_OBJECT, text, 0);
-  if (!page) return none;
-  const start = page.index + page[0].length;
-  const box = firstMatch(MEDIA_BOX, text, start);
-  const end = firstMatch(OBJECT_END, text, start)?.index ?? text.length;
-  if (!box || box.index > end) return none;
-  return { width: Math.round(Number(box[1])), height: Math.round(Number(box[2])) };
+function crossReferences(text: string): { offsets: Map<number, number>; trailer: string } | undefined {
+  const start = /startxref\s+(\d+)\s+%%EOF\s*$/.exec(text.slice(-TRAILER_WINDOW));
+  if (!start) return undefined;
+  const at = Number(start[1]);
+  if (!text.startsWith('xref', at)) return undefined;
+  // A subsection header, an entry (offset, generation, in use or free), or the trailer.
+  const line = /\s*(?:(\d+) (\d+)[ \t]*\r?\n|(\d{10}) \d{5} ([nf])[ \t]*\r?\n|(trailer))/y;
+  line.lastIndex = at + 'xref'.length;
+  const offsets = new Map<number, number>();
+  let next = 0;
+  for (let match = line.exec(text); match; match = line.exec(text)) {
+    if (match[5] !== undefined) {
+      return { offsets, trailer: text.slice(line.lastIndex, line.lastIndex + TRAILER_WINDOW) };
+    }
+    if (match[1] !== undefined) {
+      next = Number(match[1]);
+      continue;
+    }
+    if (match[4] === 'n') offsets.set(next, Number(match[3]));
+    next++;
+  }
+  return undefined;
 }
 
-/** The first match of a global pattern at or after `from`. */
-function firstMatch(pattern: RegExp, text: string, from: number): RegExpExecArray | null {
-  pattern.lastIndex = from;
-  const match = pattern.exec(text);
-  pattern.lastIndex = 0;
-  return match;
+/** The dictionary text of object `id` (up to its stream or its end), if the table's offset points at it. */
+function objectText(text: string, offsets: Map<number, number>, id: number): string | undefined {
+  const at = offsets.get(id);
+  if (at === undefined || !text.startsWith(`${id} 0 obj`, at)) return undefined;
+  const body = text.slice(at, at + OBJECT_WINDOW);
+  const end = body.search(/\bendobj\b|\bstream\b/);
+  return end === -1 ? undefined : body.slice(0, end);
+}
+
+function reference(dictionary: string, key: string): number | undefined {
+  const found = new RegExp(`/${key} (\\d+) 0 R`).exec(dictionary);
+  return found ? Number(found[1]) : undefined;
+}
+
+function firstKid(node: string): number | undefined {
+  const found = /\/Kids\s*\[\s*(\d+) 0 R/.exec(node);
+  return found ? Number(found[1]) : undefined;
+}
+
+function mediaBox(node: string): [number, number] | undefined {
+  const found = /\/MediaBox\s*\[\s*([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)\s*\]/.exec(node);
+  if (!found) return undefined;
+  const [x0, y0, x1, y1] = found.slice(1).map(Number) as [number, number, number, number];
+  return [x1 - x0, y1 - y0];
 }

@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { AVIF_MAX_PIXELS, encodeAvif, withAvifEncoding } from '../../shared/capture/avifEncoding';
-import { firstPages, pageSpans, pdfPageSize } from '../../shared/capture/pdfPages';
+import { firstPages, pageSpans, pdfPageCount, pdfPageSize } from '../../shared/capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureSpec, type Renderer } from '../../shared/capture/renderer';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import {
@@ -253,29 +253,83 @@ describe('page ranges', () => {
   });
 });
 
-describe('the first page size read back from a PDF', () => {
-  /** A page object as Chromium's PDF writer lays it out: each key on a line of its own. */
-  const pageObject = (id: number, box: string) =>
-    `${id} 0 obj\n<</Type /Page\n/Parent 2 0 R\n/MediaBox [0 0 ${box}]\n/Contents 5 0 R\n>>\nendobj\n`;
+describe('the page count and first page size read back from a PDF', () => {
+  /** A PDF as Chromium's writer (Skia) lays it out: numbered objects, a classic cross-reference table, a trailer. */
+  const pdfOf = (objects: Record<number, string>, root = 1): Buffer => {
+    let body = '%PDF-1.4\n';
+    const offsets = new Map<number, number>();
+    for (const [id, text] of Object.entries(objects)) {
+      offsets.set(Number(id), Buffer.byteLength(body, 'latin1'));
+      body += `${id} 0 obj\n${text}\nendobj\n`;
+    }
+    const size = Math.max(...offsets.keys()) + 1;
+    const entries = Array.from({ length: size }, (_, id) =>
+      offsets.has(id) ? `${String(offsets.get(id)).padStart(10, '0')} 00000 n \n` : '0000000000 65535 f \n',
+    );
+    const xref = Buffer.byteLength(body, 'latin1');
+    return Buffer.from(
+      `${body}xref\n0 ${size}\n${entries.join('')}trailer\n<</Size ${size}\n/Root ${root} 0 R>>\nstartxref\n${xref}\n%%EOF`,
+      'latin1',
+    );
+  };
+  const catalog = '<</Type /Catalog\n/Pages 2 0 R>>';
 
-  it("is the first page object's media box, in whole points", () => {
-    const pdf = Buffer.from(`%PDF-1.4\n${pageObject(3, '595.91998 842')}${pageObject(4, '842 595')}`);
+  it("is the page tree's count and its first page's media box, in whole points, through nested nodes", () => {
+    const pdf = pdfOf({
+      1: catalog,
+      2: '<</Type /Pages\n/Count 3\n/Kids [3 0 R 6 0 R]>>',
+      3: '<</Type /Pages\n/Count 2\n/Kids [4 0 R 5 0 R]\n/Parent 2 0 R>>',
+      4: '<</Type /Page\n/MediaBox [0 0 595.91998 841.91998]\n/Parent 3 0 R>>',
+      5: '<</Type /Page\n/MediaBox [0 0 842 595]\n/Parent 3 0 R>>',
+      6: '<</Type /Page\n/MediaBox [0 0 842 595]\n/Parent 2 0 R>>',
+    });
+    expect(pdfPageCount(pdf)).toBe(3);
     expect(pdfPageSize(pdf)).toEqual({ width: 596, height: 842 });
   });
 
-  it('is 0 by 0 when the first page object ends without one, or there is no page', () => {
-    const withoutBox = '3 0 obj\n<</Type /Page\n/Parent 2 0 R\n>>\nendobj\n';
-    expect(pdfPageSize(Buffer.from(`%PDF-1.4\n${withoutBox}${pageObject(4, '842 595')}`))).toEqual({
-      width: 0,
-      height: 0,
+  it('takes a media box the first page inherits from its parent node', () => {
+    const pdf = pdfOf({
+      1: catalog,
+      2: '<</Type /Pages\n/Count 1\n/MediaBox [0 0 612 792]\n/Kids [3 0 R]>>',
+      3: '<</Type /Page\n/Parent 2 0 R>>',
     });
-    expect(pdfPageSize(Buffer.from('%PDF-1.4\n/MediaBox [0 0 10 10]\n'))).toEqual({ width: 0, height: 0 });
+    expect(pdfPageSize(pdf)).toEqual({ width: 612, height: 792 });
   });
 
-  it('reads a hostile answer of 16 MB of page objects that never end in one pass (a search per page object took minutes)', () => {
+  it("is not fooled by page objects written inside a stream (red team: a JPEG's comment)", () => {
+    const forged = '\n9 0 obj\n<</Type /Page\n/MediaBox [0 0 1 1]\n>>\nendobj\n'.repeat(150);
+    const pdf = pdfOf({
+      1: catalog,
+      2: '<</Type /Pages\n/Count 1\n/Kids [4 0 R]>>',
+      3: `<</Length ${forged.length}>>\nstream\n${forged}\nendstream`,
+      4: '<</Type /Page\n/MediaBox [0 0 595.91998 841.91998]\n/Parent 2 0 R>>',
+    });
+    expect(pdfPageCount(pdf)).toBe(1);
+    expect(pdfPageSize(pdf)).toEqual({ width: 596, height: 842 });
+  });
+
+  it('reads anything else as no page: no table, a table pointing elsewhere, a page without a box', () => {
+    const none = { width: 0, height: 0 };
+    expect(
+      pdfPageSize(Buffer.from('%PDF-1.4\n1 0 obj\n<</Type /Page\n/MediaBox [0 0 10 10]\n>>\nendobj\n')),
+    ).toEqual(none);
+    expect(
+      pdfPageCount(Buffer.from('%PDF-1.4\nxref\n0 1\ntrailer\n<</Root 1 0 R>>\nstartxref\n9\n%%EOF')),
+    ).toBe(0);
+    const boxless = pdfOf({
+      1: catalog,
+      2: '<</Type /Pages\n/Count 1\n/Kids [3 0 R]>>',
+      3: '<</Type /Page>>',
+    });
+    expect(pdfPageCount(boxless)).toBe(1);
+    expect(pdfPageSize(boxless)).toEqual(none);
+  });
+
+  it('reads a hostile answer of 16 MB of page-like lines in one bounded look (a search per page object took minutes)', () => {
     const pdf = Buffer.from(`%PDF-1.4\n${'1 0 obj\n<</Type /Page\n'.repeat(750_000)}`);
     expect(pdf.length).toBeGreaterThan(16_000_000);
     expect(pdfPageSize(pdf)).toEqual({ width: 0, height: 0 });
+    expect(pdfPageCount(pdf)).toBe(0);
   });
 });
 
