@@ -36,7 +36,8 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   webhookSecret: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   // The public API description is built from the schemas in code: no table access at all.
   getOpenApi: [],
-  // Each tool call is a screenshot request: the screenshot route's grant, and no more.
+  // Each tool call is a synchronous screenshot request: the screenshot route's grant but DeleteItem (no Idempotency-Key
+  // records here); and a cancelled call's mark (PutItem), which the call reads (GetItem).
   mcp: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   // Key lookup and the job (GetItem).
   getJob: ['dynamodb:GetItem'],

@@ -3,6 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  CancelledNotificationSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
@@ -13,6 +14,7 @@ import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
+import type { CancelledCalls } from './cancelledCalls';
 import {
   isToolName,
   MAX_INLINE_IMAGE_BYTES,
@@ -60,12 +62,20 @@ function messageOf(body: string): { value: unknown } | undefined {
   }
 }
 
+/** The JSON-RPC id a `notifications/cancelled` message names, as text; undefined for any other message. */
+function cancelledRequestId(message: unknown): string | undefined {
+  const parsed = CancelledNotificationSchema.safeParse(message);
+  const id = parsed.success ? parsed.data.params.requestId : undefined;
+  return id === undefined ? undefined : String(id);
+}
+
 /** The server's name and version, as MCP clients show them. */
 export const MCP_SERVER_INFO = { name: 'screenshot-service', version: '1.0.0' } as const;
 
 export interface McpDeps {
   capture: CaptureScreenshot;
   keys: KeyStore;
+  cancelledCalls: CancelledCalls;
   /** Reads a stored file through its pre-signed link: images up to 1 MB are handed back inline. */
   download?: (url: string) => Promise<Buffer>;
 }
@@ -80,19 +90,22 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
   const download = deps.download ?? fetchBytes;
   return async (request) => {
     const apiKey = bearerCredential(request);
-    await authenticateApiKey(apiKey, deps.keys);
+    const { accountId } = await authenticateApiKey(apiKey, deps.keys);
     const message = request.method === 'POST' ? messageOf(request.body) : undefined;
     if (request.method === 'POST' && !message)
       return jsonRpcRefusal(ErrorCode.ParseError, 'Parse error: Invalid JSON');
     if (Array.isArray(message?.value)) return batchRefused();
+    // Kept before the SDK answers the notification (202): the call it names runs on in another request.
+    const cancelled = cancelledRequestId(message?.value);
+    if (cancelled !== undefined) await deps.cancelledCalls.mark(accountId, cancelled, Date.now());
     // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
     // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
-    server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
+    server.setRequestHandler(CallToolRequestSchema, ({ params }, { requestId }) => {
       if (!isToolName(params.name))
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
-      return callTool(params.name, params.arguments);
+      return callTool(params.name, params.arguments, String(requestId));
     });
     // Stateless: a server and a transport per request, nothing kept between them (any instance can answer).
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -115,7 +128,7 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       await server.close();
     }
 
-    async function callTool(name: ToolName, args: unknown): Promise<CallToolResult> {
+    async function callTool(name: ToolName, args: unknown, requestId: string): Promise<CallToolResult> {
       const outcome = await deps.capture({
         apiKey,
         request: () => toolRequest(name, args),
@@ -128,6 +141,11 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       }
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
+      if (await deps.cancelledCalls.isMarked(accountId, requestId, Date.now())) {
+        // The agent threw this call away (its answer would be dropped): not charged.
+        await outcome.undelivered();
+        return { isError: true, content: [{ type: 'text', text: 'The call was cancelled' }] };
+      }
       if ((outcome.screenshot.image?.length ?? 0) > MAX_INLINE_TEXT_BYTES) {
         // Never reaches the client: not charged, as for an answer it never received.
         await outcome.undelivered();

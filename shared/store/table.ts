@@ -44,6 +44,11 @@ export const itemKey = {
   job: (accountId: string, jobId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `${JOB_PREFIX}${jobId}` }),
   /** A batch of async captures: its job ids and how many have finished. */
   batch: (accountId: string, batchId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `BATCH#${batchId}` }),
+  /** An MCP tool call the agent cancelled, by the SHA-256 of its JSON-RPC id, kept for minutes (TTL). */
+  cancelledCall: (accountId: string, idHash: string) => ({
+    pk: `ACCOUNT#${accountId}`,
+    sk: `MCPCANCELLED#${idHash}`,
+  }),
 };
 
 export const JOB_PREFIX = 'JOB#';

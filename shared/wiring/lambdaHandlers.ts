@@ -10,6 +10,7 @@ import { usageRoute } from '../http/usageRoute';
 import { webhookSecretRoute } from '../http/webhookSecretRoutes';
 import type { KeyManagement } from '../keys/keyManagement';
 import type { KeyStore } from '../keys/keyStore';
+import type { CancelledCalls } from '../mcp/cancelledCalls';
 import { mcpRoute } from '../mcp/mcpRoute';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import { getOpenApi } from '../openapi/handler';
@@ -79,7 +80,7 @@ export function screenshotLambda(
  * returns.
  */
 export function mcpLambda(
-  service: CaptureAftermath & { capture: CaptureScreenshot; keys: KeyStore },
+  service: CaptureAftermath & { capture: CaptureScreenshot; keys: KeyStore; cancelledCalls: CancelledCalls },
 ): StreamingLambdaHandler {
   return capturingHandler(mcpRoute(service), service);
 }

@@ -125,5 +125,5 @@ export function screenshotUseCase(
     renderer,
     urlPolicy,
   });
-  return { capture, renderer, usage, metrics, keys: stores.keys };
+  return { capture, renderer, usage, metrics, keys: stores.keys, cancelledCalls: stores.cancelledCalls };
 }

@@ -2,6 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ServiceConfig } from '../config';
 import { DynamoAdmissionRound } from '../store/dynamoAdmissionRound';
+import { DynamoCancelledCalls } from '../store/dynamoCancelledCalls';
 import { DynamoCaptureSlots } from '../store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../store/dynamoCreditLedger';
 import { DynamoJobStore } from '../store/dynamoJobStore';
@@ -29,6 +30,7 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
     usageStore: new DynamoUsageStore(db, config.tableName),
     jobs: new DynamoJobStore(db, config.tableName),
+    cancelledCalls: new DynamoCancelledCalls(db, config.tableName),
   };
 }
 

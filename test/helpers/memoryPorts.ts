@@ -30,6 +30,7 @@ import {
   ValidationError,
 } from '../../shared/errors';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../../shared/keys/keyStore';
+import { CANCELLATION_KEPT_MS, type CancelledCalls } from '../../shared/mcp/cancelledCalls';
 import type { ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import {
@@ -424,5 +425,18 @@ export class MemoryPendingRefunds implements PendingRefunds {
 
   async giveBack(): Promise<RefundReturn> {
     throw new Error('not used by the rule tests');
+  }
+}
+
+/** The cancelled MCP calls, in memory: kept until CANCELLATION_KEPT_MS after they were marked. */
+export class MemoryCancelledCalls implements CancelledCalls {
+  private readonly until = new Map<string, number>();
+
+  async mark(accountId: string, requestId: string, now: number): Promise<void> {
+    this.until.set(`${accountId} ${requestId}`, now + CANCELLATION_KEPT_MS);
+  }
+
+  async isMarked(accountId: string, requestId: string, now: number): Promise<boolean> {
+    return (this.until.get(`${accountId} ${requestId}`) ?? 0) > now;
   }
 }

@@ -6,6 +6,7 @@ import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import {
   FakeRenderer,
   fakeSessions,
+  MemoryCancelledCalls,
   MemoryCreditLedger,
   MemoryKeyStore,
   MemoryRateLimiter,
@@ -43,6 +44,7 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     renderer,
     usageStore,
     usage,
+    cancelledCalls: new MemoryCancelledCalls(),
     capture: captureScreenshot(deps),
     /** A new API key of the account, created at `createdAt` through the key-management use case: its value and id. */
     async addKey(accountId: string, createdAt: number, name = 'k'): Promise<{ key: string; id: string }> {

@@ -483,7 +483,11 @@ describe('the use case across the boundary', () => {
   it('answers an MCP call whose Markdown is larger than a tool answer carries with an error, and charges nothing', async () => {
     const { service, key } = await fundedAccount();
     behaviour = answering(Buffer.alloc(MAX_INLINE_TEXT_BYTES + 1, 'a'), 'text/markdown; charset=utf-8');
-    const route = mcpRoute({ capture: service.capture, keys: service.keys });
+    const route = mcpRoute({
+      capture: service.capture,
+      keys: service.keys,
+      cancelledCalls: service.cancelledCalls,
+    });
     const answer = await route(
       mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } })),
     );

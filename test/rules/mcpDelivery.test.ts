@@ -9,7 +9,7 @@ async function fundedRoute(download?: () => Promise<Buffer>) {
   const service = memoryScreenshotService({ now: () => Date.now() });
   const { key } = await service.addKey('acct', Date.now());
   await service.credits.set('acct', 10);
-  return { service, key, route: mcpRoute({ capture: service.capture, keys: service.keys, download }) };
+  return { service, key, route: mcpRoute({ ...service, download }) };
 }
 
 const markdown = (url: string, cache = false) =>
@@ -81,5 +81,37 @@ describe('a JSON-RPC batch', () => {
     await expect(route(mcpPost('sk_live_unknown', [markdown('https://a.test/')]))).rejects.toMatchObject({
       status: 401,
     });
+  });
+});
+
+describe('an MCP call the agent cancelled in a request of its own', () => {
+  const cancel = (requestId: number) => ({
+    jsonrpc: '2.0',
+    method: 'notifications/cancelled',
+    params: { requestId, reason: 'the agent moved on' },
+  });
+
+  it("is given back when it finds its own cancellation, and leaves the account's other calls and other accounts' alone", async () => {
+    const { service, key, route } = await fundedRoute();
+    expect((await route(mcpPost(key, cancel(7)))).status).toBe(202);
+    const cancelled = await route(
+      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 7)),
+    );
+    expect(String(cancelled.body)).toContain('The call was cancelled');
+    expect(await service.credits.balance('acct')).toBe(10);
+
+    const other = await route(
+      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 8)),
+    );
+    expect(String(other.body)).not.toContain('isError');
+    expect(await service.credits.balance('acct')).toBe(9);
+
+    const { key: otherKey } = await service.addKey('acct-2', Date.now());
+    await service.credits.set('acct-2', 10);
+    const sameId = await route(
+      mcpPost(otherKey, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 7)),
+    );
+    expect(String(sameId.body)).not.toContain('isError');
+    expect(await service.credits.balance('acct-2')).toBe(9);
   });
 });

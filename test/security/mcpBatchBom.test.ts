@@ -96,7 +96,11 @@ describe('a JSON-RPC batch after a byte order mark', () => {
     const service = memoryScreenshotService({ now: () => Date.now() });
     const { key } = await service.addKey('acct', Date.now());
     await service.credits.set('acct', 10);
-    const route = mcpRoute({ capture: service.capture, keys: service.keys });
+    const route = mcpRoute({
+      capture: service.capture,
+      keys: service.keys,
+      cancelledCalls: service.cancelledCalls,
+    });
     const request = mcpPost(key, [
       toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/one' } }, 1),
       toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/two' } }, 2),

@@ -1,0 +1,13 @@
+/**
+ * Port: the tool calls an agent cancelled. Over Streamable HTTP a cancellation (`notifications/cancelled`) comes in a
+ * request of its own while the call's request runs on, deployed on another instance: it is kept where any instance
+ * reads it, and a call that finds its own before it answers gives its credits back instead (docs/api.md, "MCP").
+ */
+export interface CancelledCalls {
+  /** Keeps the cancellation of the account's call `requestId` (the JSON-RPC id) for a while. */
+  mark(accountId: string, requestId: string, now: number): Promise<void>;
+  isMarked(accountId: string, requestId: string, now: number): Promise<boolean>;
+}
+
+/** How long a cancellation is kept: longer than any call runs (its capture budget and the delivery). */
+export const CANCELLATION_KEPT_MS = 10 * 60_000;
