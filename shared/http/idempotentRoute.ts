@@ -42,6 +42,11 @@ export interface IdempotencyDeps {
   recordPrefix: string;
 }
 
+/** The partition of an account's Idempotency-Key records. */
+export function idempotencyPartition(accountId: string): string {
+  return `IDEMPOTENCY#${accountId}`;
+}
+
 /**
  * The records of one route never answer another's: deployed, each route is a function of its own, whose name
  * Powertools puts before its records (kept, so records made before this existed still answer); in one process
@@ -56,7 +61,7 @@ export function idempotencyRecordPrefix(env: NodeJS.ProcessEnv, route: string): 
  * Idempotency-Key on a route that accepts jobs (docs/api.md, "Idempotency"): per account, the same key and body
  * within 24 hours answer the first acceptance again (nothing more is charged or queued), the same key with another
  * body 422, and the same key while the first is still being accepted 409. Only acceptances (202) are kept: a
- * refused request may be sent again with its key. Records live on the single table (pk IDEMPOTENCY, the key's
+ * refused request may be sent again with its key. Records live on the single table (pk IDEMPOTENCY#<account>, the key's
  * hash as sk) with the table's TTL. `applies` says which requests the header counts for (async captures only).
  */
 export function idempotentRoute(
@@ -64,14 +69,19 @@ export function idempotentRoute(
   deps: IdempotencyDeps,
   applies: (request: HttpRequest) => boolean = () => true,
 ): HttpRoute {
-  const persistenceStore = new DynamoDBPersistenceLayer({
-    tableName: deps.tableName,
-    keyAttr: TABLE_SCHEMA.partitionKey,
-    sortKeyAttr: TABLE_SCHEMA.sortKey,
-    staticPkValue: 'IDEMPOTENCY',
-    expiryAttr: TABLE_SCHEMA.ttlAttribute,
-    awsSdkV3Client: deps.client,
-  });
+  /**
+   * Each account's records in a partition of its own (the key's hash as sort key): one account's requests, even the
+   * refused ones whose records are written and deleted, never use up a partition's throughput other accounts need.
+   */
+  const recordsOf = (accountId: string) =>
+    new DynamoDBPersistenceLayer({
+      tableName: deps.tableName,
+      keyAttr: TABLE_SCHEMA.partitionKey,
+      sortKeyAttr: TABLE_SCHEMA.sortKey,
+      staticPkValue: idempotencyPartition(accountId),
+      expiryAttr: TABLE_SCHEMA.ttlAttribute,
+      awsSdkV3Client: deps.client,
+    });
   const config = new IdempotencyConfig({
     eventKeyJmesPath: '[accountId, key]',
     payloadValidationJmesPath: 'body',
@@ -99,6 +109,7 @@ export function idempotentRoute(
       },
     );
     if (!identity) return route(request);
+    const persistenceStore = recordsOf(identity.accountId);
     /** The acceptance, once the route made it: the jobs are written, queued and charged. */
     let accepted: StoredAnswer | undefined;
     const accept = makeIdempotent(

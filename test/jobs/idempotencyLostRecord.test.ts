@@ -27,7 +27,7 @@ beforeAll(async () => {
       if (
         refuseAnswerRecord &&
         context.commandName === 'UpdateItemCommand' &&
-        input.includes('"IDEMPOTENCY"') &&
+        input.includes('"IDEMPOTENCY#') &&
         input.includes('COMPLETED')
       ) {
         refused++;

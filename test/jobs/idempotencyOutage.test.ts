@@ -1,7 +1,8 @@
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { StoreUnavailableError } from '../../shared/errors';
-import { idempotentRoute } from '../../shared/http/idempotentRoute';
+import { idempotencyPartition, idempotentRoute } from '../../shared/http/idempotentRoute';
 import type { HttpRequest } from '../../shared/http/types';
 import { jsonResponse } from '../../shared/http/types';
 import type { KeyStore } from '../../shared/keys/keyStore';
@@ -128,5 +129,32 @@ describe('a retry while the first request with its key is still running', () => 
     expect(accepted).toBe(1);
     held.resolve();
     await first.catch(() => undefined);
+  });
+});
+
+describe("an account's Idempotency-Key records", () => {
+  it('live in a partition of its own, so one account never uses up the throughput of a partition others need', async () => {
+    const route = async () => jsonResponse(202, { id: 'bat_own' });
+    const owner = {
+      findByHash: async () => ({ accountId: 'acct-own', keyId: 'key_1', isActive: true }),
+    } as unknown as KeyStore;
+    const guarded = idempotentRoute(route, {
+      keys: owner,
+      client: store.client,
+      tableName: TEST_TABLE,
+      recordPrefix: 'test',
+    });
+    expect(
+      (await guarded({ ...request, headers: { ...request.headers, 'idempotency-key': 'own-1' } })).status,
+    ).toBe(202);
+    const { Items = [] } = await store.client.send(
+      new QueryCommand({
+        TableName: TEST_TABLE,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': { S: idempotencyPartition('acct-own') } },
+      }),
+    );
+    expect(Items).toHaveLength(1);
+    expect(idempotencyPartition('acct-own')).not.toBe(idempotencyPartition('acct-other'));
   });
 });

@@ -24,7 +24,7 @@ beforeAll(async () => {
   service.dynamo.client.middlewareStack.add(
     (next, context) => async (args) => {
       const action = `dynamodb:${String(context.commandName).replace(/Command$/, '')}`;
-      const onIdempotencyRecord = JSON.stringify(args.input).includes('"IDEMPOTENCY"');
+      const onIdempotencyRecord = JSON.stringify(args.input).includes('"IDEMPOTENCY#');
       if (grant && onIdempotencyRecord && !grant.includes(action)) {
         refusedActions.add(action);
         throw Object.assign(new Error(`User is not authorized to perform: ${action}`), {
