@@ -1,3 +1,4 @@
+import PQueue from 'p-queue';
 import { CaptureFailedError } from '../errors';
 import { logger } from '../logger';
 import { CAPTURE_CONTENT_TYPES, heightCap, type Renderer } from './renderer';
@@ -48,6 +49,13 @@ export function withAvifEncoding(browser: Renderer, maxPixels = AVIF_MAX_PIXELS)
 }
 
 /**
+ * One AVIF encoding at a time in a renderer process: each may take up to 1.6 GB (AVIF_MAX_PIXELS). Deployed, a renderer
+ * instance runs one capture at a time anyway; locally one process runs several, and six encodings at once would want
+ * about 10 GB. One that waits past its capture's deadline leaves the queue.
+ */
+const encodings = new PQueue({ concurrency: 1 });
+
+/**
  * AVIF from a PNG, at the same pixel size and with its alpha, its rows cut to `maxPixels` (`cut` says so). Chroma is
  * subsampled 4:2:0, as Chromium's own JPEG and WebP are. The library is loaded on the first AVIF, not at every cold
  * start. The encoding is part of the capture: it stops at the capture's deadline, which fails the capture.
@@ -62,24 +70,27 @@ export async function encodeAvif(
     logger.error('AVIF encoder not available', { error: error as Error });
     throw new CaptureFailedError(capture.url, 'AVIF encoding is not available in this deployment');
   });
-  const seconds = Math.floor((capture.deadline - Date.now()) / 1000);
-  if (seconds < 1) throw new CaptureFailedError(capture.url, 'No time was left to encode the AVIF');
-  const input = () => sharp(png, { limitInputPixels: LARGEST_INPUT_PIXELS });
-  const { width = 1, height = 1 } = await input().metadata();
-  const rows = Math.max(1, Math.min(height, Math.floor(maxPixels / width)));
-  const cut = rows < height;
-  return (cut ? input().extract({ left: 0, top: 0, width, height: rows }) : input())
-    .timeout({ seconds })
-    .avif({ quality, effort: AVIF_EFFORT, chromaSubsampling: '4:2:0' })
-    .toBuffer()
-    .then((image) => ({ image, cut }))
-    .catch((error: unknown) => {
-      if (error instanceof Error && /timeout/i.test(error.message)) {
-        throw new CaptureFailedError(
-          capture.url,
-          `The AVIF could not be encoded within the capture's time budget`,
-        );
-      }
-      throw error;
-    });
+  const outOfTime = () =>
+    new CaptureFailedError(capture.url, `The AVIF could not be encoded within the capture's time budget`);
+  const encode = async () => {
+    const seconds = Math.floor((capture.deadline - Date.now()) / 1000);
+    if (seconds < 1) throw new CaptureFailedError(capture.url, 'No time was left to encode the AVIF');
+    const input = () => sharp(png, { limitInputPixels: LARGEST_INPUT_PIXELS });
+    const { width = 1, height = 1 } = await input().metadata();
+    const rows = Math.max(1, Math.min(height, Math.floor(maxPixels / width)));
+    const cut = rows < height;
+    return (cut ? input().extract({ left: 0, top: 0, width, height: rows }) : input())
+      .timeout({ seconds })
+      .avif({ quality, effort: AVIF_EFFORT, chromaSubsampling: '4:2:0' })
+      .toBuffer()
+      .then((image) => ({ image, cut }))
+      .catch((error: unknown) => {
+        throw error instanceof Error && /timeout/i.test(error.message) ? outOfTime() : error;
+      });
+  };
+  // sharp's own timeout ends the encoding by the deadline, when the queue lets the next one start.
+  const deadline = AbortSignal.timeout(Math.max(0, capture.deadline - Date.now()));
+  return encodings.add(encode, { signal: deadline }).catch((error: unknown) => {
+    throw error instanceof DOMException ? outOfTime() : error;
+  });
 }

@@ -9,9 +9,9 @@ import {
 } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import PQueue from 'p-queue';
 import { effectivePort } from './allowList';
 import { captureVerdicts } from './captureVerdicts';
-import { ConnectSlots } from './connectSlots';
 import { createEgressGate, type EgressGate, type HostLookup } from './egressGate';
 import { ownPorts } from './ownPorts';
 
@@ -115,7 +115,8 @@ async function startListener(settings: ListenerSettings): Promise<Listener> {
   const { connectTimeoutMs, idleTimeoutMs } = settings;
   /** Aborted when the listener closes: no connection made through it is tried on. */
   const stopped = new AbortController();
-  const slots = new ConnectSlots(MAX_PENDING_CONNECTS);
+  // Connects beyond the bound wait in turn; one whose client left (or whose listener closed) leaves the queue.
+  const slots = new PQueue({ concurrency: MAX_PENDING_CONNECTS });
   const sockets = new Set<Duplex>();
   const track = (socket: Duplex) => {
     sockets.add(socket);
@@ -305,7 +306,7 @@ async function forward(req: IncomingMessage, res: ServerResponse, ctx: ForwardCo
 }
 
 interface TunnelContext extends ListenerSettings {
-  slots: ConnectSlots;
+  slots: PQueue;
   track: (socket: Duplex) => void;
   /** Aborted once no one waits for the connection: the client left, or its listener closed. */
   wanted: AbortSignal;
@@ -399,28 +400,28 @@ const MAX_ADDRESSES_TRIED = 4;
  * Connects to the checked addresses in order (the first that answers), never to anything re-resolved, once one of
  * the listener's slots is free; stops as soon as `wanted` aborts (the client left, the listener closed).
  */
-async function connectPinned(
+function connectPinned(
   addresses: readonly string[],
   port: number,
   timeoutMs: number,
-  slots: ConnectSlots,
+  slots: PQueue,
   wanted: AbortSignal,
 ): Promise<Socket> {
-  const release = await slots.take(wanted);
-  let lastError: unknown = new Error('no address');
-  try {
-    for (const address of addresses.slice(0, MAX_ADDRESSES_TRIED)) {
-      if (wanted.aborted) break;
-      try {
-        return await connectOnce(address, port, timeoutMs, wanted);
-      } catch (error) {
-        lastError = error;
+  return slots.add(
+    async () => {
+      let lastError: unknown = new Error('no address');
+      for (const address of addresses.slice(0, MAX_ADDRESSES_TRIED)) {
+        if (wanted.aborted) break;
+        try {
+          return await connectOnce(address, port, timeoutMs, wanted);
+        } catch (error) {
+          lastError = error;
+        }
       }
-    }
-  } finally {
-    release();
-  }
-  throw lastError;
+      throw lastError;
+    },
+    { signal: wanted },
+  );
 }
 
 function connectOnce(address: string, port: number, timeoutMs: number, wanted: AbortSignal): Promise<Socket> {
@@ -456,7 +457,7 @@ class PinnedAgent extends Agent {
   constructor(
     private readonly connectTimeoutMs: number,
     idleTimeoutMs: number,
-    private readonly slots: ConnectSlots,
+    private readonly slots: PQueue,
     /** Aborted once its client connection closed or its listener did. */
     private readonly wanted: AbortSignal,
   ) {

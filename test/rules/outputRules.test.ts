@@ -479,6 +479,29 @@ describe('AVIF encoding', () => {
     expect(AVIF_MAX_PIXELS).toBe(3_840 * 16_384);
   });
 
+  it('encodes one image at a time in a process (six at once wanted about 10 GB)', async () => {
+    const noise = await sharp(
+      Buffer.from(Array.from({ length: 800 * 800 * 3 }, () => Math.floor(Math.random() * 256))),
+      {
+        raw: { width: 800, height: 800, channels: 3 },
+      },
+    )
+      .png()
+      .toBuffer();
+    let most = 0;
+    const sampler = setInterval(() => {
+      most = Math.max(most, sharp.counters().process);
+    }, 1);
+    try {
+      const deadline = Date.now() + 60_000;
+      const three = await Promise.all([1, 2, 3].map(() => encodeAvif(noise, 50, { url: URL, deadline })));
+      expect(three.map((avif) => avif.cut)).toEqual([false, false, false]);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(most).toBe(1);
+  }, 120_000);
+
   it("is the renderer's: the browser is asked for the PNG, the answer is AVIF of its size; other formats pass", async () => {
     const asked: CaptureSpec[] = [];
     const browser: Renderer = {
