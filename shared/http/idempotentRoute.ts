@@ -5,13 +5,11 @@ import {
   IdempotencyValidationError,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
-import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { UnauthorizedError } from '../errors';
 import type { KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
-import { TABLE_SCHEMA } from '../store/table';
 import { isAsyncBody, isWellFormedIdempotencyKey } from './idempotencyKey';
 import { bearerCredential } from './request';
 import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
@@ -35,16 +33,10 @@ class NotKept extends Error {
 
 export interface IdempotencyDeps {
   keys: KeyStore;
-  /** The single table, through Powertools' DynamoDB persistence layer. */
-  client: DynamoDBClient;
-  tableName: string;
+  /** Where an account's records are kept: Powertools' persistence layer over the table (store/idempotencyRecords.ts). */
+  records: (accountId: string) => BasePersistenceLayer;
   /** What the route's records are named under (idempotencyRecordPrefix). */
   recordPrefix: string;
-}
-
-/** The partition of an account's Idempotency-Key records. */
-export function idempotencyPartition(accountId: string): string {
-  return `IDEMPOTENCY#${accountId}`;
 }
 
 /**
@@ -61,27 +53,14 @@ export function idempotencyRecordPrefix(env: NodeJS.ProcessEnv, route: string): 
  * Idempotency-Key on a route that accepts jobs (docs/api.md, "Idempotency"): per account, the same key and body
  * within 24 hours answer the first acceptance again (nothing more is charged or queued), the same key with another
  * body 422, and the same key while the first is still being accepted 409. Only acceptances (202) are kept: a
- * refused request may be sent again with its key. Records live on the single table (pk IDEMPOTENCY#<account>, the key's
- * hash as sk) with the table's TTL. `applies` says which requests the header counts for (async captures only).
+ * refused request may be sent again with its key. Records live where `deps.records` keeps them (a partition per
+ * account of the single table). `applies` says which requests the header counts for (async captures only).
  */
 export function idempotentRoute(
   route: HttpRoute,
   deps: IdempotencyDeps,
   applies: (request: HttpRequest) => boolean = () => true,
 ): HttpRoute {
-  /**
-   * Each account's records in a partition of its own (the key's hash as sort key): one account's requests, even the
-   * refused ones whose records are written and deleted, never use up a partition's throughput other accounts need.
-   */
-  const recordsOf = (accountId: string) =>
-    new DynamoDBPersistenceLayer({
-      tableName: deps.tableName,
-      keyAttr: TABLE_SCHEMA.partitionKey,
-      sortKeyAttr: TABLE_SCHEMA.sortKey,
-      staticPkValue: idempotencyPartition(accountId),
-      expiryAttr: TABLE_SCHEMA.ttlAttribute,
-      awsSdkV3Client: deps.client,
-    });
   const config = new IdempotencyConfig({
     eventKeyJmesPath: '[accountId, key]',
     payloadValidationJmesPath: 'body',
@@ -109,7 +88,7 @@ export function idempotentRoute(
       },
     );
     if (!identity) return route(request);
-    const persistenceStore = recordsOf(identity.accountId);
+    const persistenceStore = deps.records(identity.accountId);
     /** The acceptance, once the route made it: the jobs are written, queued and charged. */
     let accepted: StoredAnswer | undefined;
     const accept = makeIdempotent(

@@ -18,6 +18,7 @@ import { submitBatch } from '../jobs/submitBatch';
 import { sweepStrandedJobs } from '../jobs/sweepStrandedJobs';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import { type Admission, IMMEDIATE_ADMISSION } from '../screenshot/admission';
+import { idempotencyRecords } from '../store/idempotencyRecords';
 import { createSqsClient, SqsJobQueue } from '../store/sqsJobQueue';
 import { CAPTURE_BUDGETS, type CaptureBudgets } from '../timing';
 import { DeferredUsageRecorder } from '../usage/usageRecorder';
@@ -145,8 +146,7 @@ export function createJobRoutes(
     ...routes,
     createBatch: idempotentRoute(routes.createBatch, {
       keys: stores.keys,
-      client,
-      tableName: config.tableName,
+      records: idempotencyRecords(client, config.tableName),
       recordPrefix: idempotencyRecordPrefix(env, 'createBatch'),
     }),
   };

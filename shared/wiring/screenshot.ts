@@ -10,6 +10,7 @@ import type { JobQueue } from '../jobs/jobQueue';
 import { PowertoolsServiceMetrics } from '../metrics/powertoolsMetrics';
 import type { Admission } from '../screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../screenshot/captureScreenshot';
+import { idempotencyRecords } from '../store/idempotencyRecords';
 import { CAPTURE_BUDGETS, type CaptureBudgets, MAX_DELAY_MS } from '../timing';
 import { DeferredUsageRecorder } from '../usage/usageRecorder';
 import { createDeliveryPorts } from './delivery';
@@ -56,8 +57,7 @@ export function createScreenshotService(
       ? {
           idempotency: {
             keys: stores.keys,
-            client,
-            tableName: config.tableName,
+            records: idempotencyRecords(client, config.tableName),
             recordPrefix: idempotencyRecordPrefix(env, 'screenshot'),
           },
         }

@@ -2,10 +2,11 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { StoreUnavailableError } from '../../shared/errors';
-import { idempotencyPartition, idempotentRoute } from '../../shared/http/idempotentRoute';
+import { idempotentRoute } from '../../shared/http/idempotentRoute';
 import type { HttpRequest } from '../../shared/http/types';
 import { jsonResponse } from '../../shared/http/types';
 import type { KeyStore } from '../../shared/keys/keyStore';
+import { idempotencyPartition, idempotencyRecords } from '../../shared/store/idempotencyRecords';
 import { RESPONSE_RESERVE_MS } from '../../shared/timing';
 import { deferred } from '../helpers/deferred';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
@@ -54,8 +55,7 @@ describe('Idempotency-Key when the key store is out of reach', () => {
     } as unknown as KeyStore;
     const guarded = idempotentRoute(route, {
       keys: unreachable,
-      client: store.client,
-      tableName: TEST_TABLE,
+      records: idempotencyRecords(store.client, TEST_TABLE),
       recordPrefix: 'test',
     });
     await expect(guarded(request)).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -71,8 +71,7 @@ describe('Idempotency-Key when the key store is out of reach', () => {
     const empty = { findByHash: async () => undefined } as unknown as KeyStore;
     const guarded = idempotentRoute(route, {
       keys: empty,
-      client: store.client,
-      tableName: TEST_TABLE,
+      records: idempotencyRecords(store.client, TEST_TABLE),
       recordPrefix: 'test',
     });
     expect((await guarded(request)).status).toBe(401);
@@ -98,8 +97,7 @@ describe('a retry while the first request with its key is still running', () => 
     } as unknown as KeyStore;
     const guarded = idempotentRoute(route, {
       keys: owner,
-      client: store.client,
-      tableName: TEST_TABLE,
+      records: idempotencyRecords(store.client, TEST_TABLE),
       recordPrefix: 'test',
     });
     // Only the clock the records are stamped and read with moves; timers and the store run as ever.
@@ -140,8 +138,7 @@ describe("an account's Idempotency-Key records", () => {
     } as unknown as KeyStore;
     const guarded = idempotentRoute(route, {
       keys: owner,
-      client: store.client,
-      tableName: TEST_TABLE,
+      records: idempotencyRecords(store.client, TEST_TABLE),
       recordPrefix: 'test',
     });
     expect(
