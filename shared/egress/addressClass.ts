@@ -41,6 +41,17 @@ function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   }
 }
 
+/**
+ * The IPv4 address an IPv6 address embeds and a translator or tunnel would deliver to (IPv4-mapped and -translated,
+ * the NAT64 well-known prefix, 6to4); undefined for any other.
+ */
+export function embeddedAddress(ip: string): string | undefined {
+  const address = parseAddress(ip);
+  if (address?.kind() !== 'ipv6') return undefined;
+  const v6 = address as ipaddr.IPv6;
+  return embeddedIPv4(v6, v6.range())?.toString();
+}
+
 /** True only for globally routable unicast addresses: the only ones a customer's page may reach. */
 export function isPublicAddress(ip: string): boolean {
   return classifyAddress(ip) === 'public';

@@ -1,6 +1,6 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import { classifyAddress } from './addressClass';
+import { classifyAddress, embeddedAddress } from './addressClass';
 import { type AllowList, normalizeHost, parseAllowList } from './allowList';
 import { networkLookup } from './networkLookup';
 import { ownPorts } from './ownPorts';
@@ -72,8 +72,12 @@ export function createEgressGate(options: EgressGateOptions): EgressGate {
 
       for (const address of addresses) {
         const classified = classifyAddress(address);
-        // A public address of this very machine is still this machine: a developer's other services listen there.
-        const range = classified === 'public' && (await thisMachine(address)) ? 'this machine' : classified;
+        // A public address of this very machine is still this machine: a developer's other services listen there. So
+        // is one a NAT64 or 6to4 relay would deliver to it.
+        const embedded = embeddedAddress(address);
+        const ours = async () =>
+          (await thisMachine(address)) || (embedded !== undefined && (await thisMachine(embedded)));
+        const range = classified === 'public' && (await ours()) ? 'this machine' : classified;
         // The service's own ports on this machine are never a page's to reach, whatever the allow list says.
         if (range !== 'public' && ownPorts.has(port)) {
           return {

@@ -208,6 +208,15 @@ describe("this machine's own public address", () => {
     }
   });
 
+  it('is refused as this machine in the IPv6 forms a NAT64 or 6to4 relay delivers to it', async () => {
+    // 93.184.215.14 is 5db8:d70e in hextets.
+    for (const host of ['[64:ff9b::5db8:d70e]', '[2002:5db8:d70e::1]']) {
+      const verdict = await gate().check(host, 443);
+      expect(verdict.kind === 'refused' && verdict.reason, host).toContain('this machine');
+    }
+    expect(await gate().check('[64:ff9b::101:101]', 443)).toMatchObject({ kind: 'allowed' });
+  });
+
   it('is reached only where ALLOW_PRIVATE_HOSTS names it, and other public addresses stay public', async () => {
     expect(await gate('93.184.215.14:8080').check('93.184.215.14', 8080)).toMatchObject({ kind: 'allowed' });
     expect(await gate().check('1.1.1.1', 443)).toMatchObject({ kind: 'allowed' });
