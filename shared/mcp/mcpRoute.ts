@@ -141,7 +141,11 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       }
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
-      if (await deps.cancelledCalls.isMarked(accountId, requestId, Date.now())) {
+      // A mark that cannot be read (the table out of reach) is taken as none: the answer is made, and charged.
+      const thrownAway = await deps.cancelledCalls
+        .isMarked(accountId, requestId, Date.now())
+        .catch(() => false);
+      if (thrownAway) {
         // The agent threw this call away (its answer would be dropped): not charged.
         await outcome.undelivered();
         return { isError: true, content: [{ type: 'text', text: 'The call was cancelled' }] };

@@ -114,4 +114,20 @@ describe('an MCP call the agent cancelled in a request of its own', () => {
     expect(String(sameId.body)).not.toContain('isError');
     expect(await service.credits.balance('acct-2')).toBe(9);
   });
+
+  it('is answered, and charged, when its mark cannot be read (the table out of reach)', async () => {
+    const { service, key } = await fundedRoute();
+    const unreadable = {
+      mark: async () => undefined,
+      isMarked: async () => {
+        throw new Error('table out of reach');
+      },
+    };
+    const route = mcpRoute({ ...service, cancelledCalls: unreadable });
+    const answer = await route(
+      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 9)),
+    );
+    expect(String(answer.body)).not.toContain('isError');
+    expect(await service.credits.balance('acct')).toBe(9);
+  });
 });
