@@ -371,7 +371,9 @@ export class ChromiumRenderer implements Renderer {
     const own = await this.options.contextProxy?.();
     if (!own) return { context: await browser.createBrowserContext() };
     const closeOwn = () => void own.close();
-    browser.once('disconnected', closeOwn);
+    // `on`, not `once`: puppeteer's `once` registers a wrapper that `off` cannot find, so every finished capture's
+    // route (and its verdicts) stayed held by the browser (red team).
+    browser.on('disconnected', closeOwn);
     const proxy: ContextProxy = {
       url: own.url,
       close: () => {

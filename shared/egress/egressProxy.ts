@@ -81,7 +81,10 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   return {
     url: browserWide.url,
     async openRoute() {
-      const route = await startListener({ ...settings, gate: captureVerdicts(settings.gate) });
+      const route = await startListener({
+        ...settings,
+        gate: captureVerdicts(settings.gate, MAX_ADDRESSES_TRIED),
+      });
       routes.add(route);
       return {
         url: route.url,
