@@ -7,11 +7,23 @@ import type { StreamingLambdaHandler } from '../../shared/http/adapter/lambdaStr
 import { logger } from '../../shared/logger';
 import { invocationContext } from '../invocationContext';
 import { fromOwnClient } from '../ownClients';
+import { claimsCredential, type LocalCredentials, localCredentials, sigV4Verifier } from '../sigV4Verifier';
 import { invokeComplete, payloadChunk } from './eventStream';
 
 /** Lambda's limit on a synchronous invocation's request payload. */
 const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const STREAMING_INVOKE = /^\/2021-11-15\/functions\/([^/]+)\/response-streaming-invocations$/;
+
+/** The region the front's Lambda client signs for locally. */
+export const LOCAL_INVOKE_REGION = 'local';
+
+/**
+ * The credentials the front signs its invocations with, from a secret it makes at each start of the renderer process
+ * and hands it over the IPC channel (never its environment or arguments): only the front can invoke it.
+ */
+export function invokeCredentials(secret: Buffer): LocalCredentials {
+  return localCredentials('LOCALRENDERER', secret);
+}
 
 export interface InvokeServer {
   /** The endpoint to give @aws-sdk/client-lambda. */
@@ -29,7 +41,9 @@ export interface InvokeServer {
 export async function startInvokeServer(
   functions: Record<string, StreamingLambdaHandler<unknown>>,
   timeoutMs: number,
+  credentials: LocalCredentials,
 ): Promise<InvokeServer> {
+  const verify = sigV4Verifier(credentials, LOCAL_INVOKE_REGION, 'lambda');
   const server = createServer((req, res) => {
     void serve(req, res).catch((error) => {
       logger.error('Local invocation failed', { error: error as Error });
@@ -39,8 +53,10 @@ export async function startInvokeServer(
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Only the front: a page in the developer's own browser must not hand the renderer a spec the front never checked.
-    if (!fromOwnClient(req))
+    // Only the front: a page in the developer's own browser, or another user of the machine, must not hand the
+    // renderer a spec the front never checked (red team: a file: URL read the identity provider's private key). The
+    // front signs with credentials from a secret only it and this process hold; no other request's body is read.
+    if (!fromOwnClient(req) || !claimsCredential(req.headers, req.url ?? '/', credentials.accessKeyId))
       return apiError(res, 403, 'AccessDeniedException', 'Only the front may invoke the renderer');
     const match = req.method === 'POST' ? STREAMING_INVOKE.exec(req.url?.split('?')[0] ?? '') : null;
     if (!match?.[1]) return apiError(res, 404, 'UnknownOperationException', 'Only InvokeWithResponseStream');
@@ -49,6 +65,11 @@ export async function startInvokeServer(
     if (!handler) return apiError(res, 404, 'ResourceNotFoundException', `Function not found: ${name}`);
     const body = await readBody(req);
     if (!body) return apiError(res, 413, 'RequestTooLargeException', 'Request payload is too large');
+    const signed = await verify(
+      { method: req.method ?? 'POST', target: req.url ?? '/', headers: req.headers, body },
+      Date.now(),
+    );
+    if (!signed.valid) return apiError(res, 403, 'InvalidSignatureException', 'The signature does not match');
     let event: unknown;
     try {
       event = JSON.parse(body.toString('utf8'));

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -10,11 +11,18 @@ import { OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress/ownPorts';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import { logger } from '../../shared/logger';
 import type { CaptureBudgets } from '../../shared/timing';
+import { invokeCredentials, LOCAL_INVOKE_REGION } from './invokeServer';
 
 /** The name the local Invoke API knows the renderer by (deployed: the function's alias ARN). */
 export const LOCAL_RENDERER_FUNCTION = 'renderer';
 /** Set by tests that shorten the capture budgets; the front is given the same. */
 export const BUDGETS_VARIABLE = 'RENDERER_CAPTURE_BUDGETS';
+
+/** What the front sends the renderer process first: the secret of the credentials it signs its invocations with. */
+export interface StartMessage {
+  /** 32 random bytes, base64. */
+  invokeSecret: string;
+}
 
 export interface ReadyMessage {
   /** The local Invoke API's endpoint. */
@@ -166,6 +174,8 @@ export class LocalRenderer implements Renderer {
       env: rendererEnvironment(this.options.env, this.options.budgets),
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
+    const secret = randomBytes(32);
+    child.send({ invokeSecret: secret.toString('base64') } satisfies StartMessage);
     // Its log lines go out with the front's, through this process's streams (one terminal, one place to read them).
     child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(chunk));
     child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
@@ -182,9 +192,9 @@ export class LocalRenderer implements Renderer {
     for (const port of ready.ownPorts) child.once('exit', ownPorts.add(port));
     const client = new LambdaClient({
       endpoint: url,
-      region: 'local',
-      // Placeholders: the SDK signs every request, and must never pick up the developer's own credentials.
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      region: LOCAL_INVOKE_REGION,
+      // Only this front holds them (never the developer's own credentials, which the SDK would otherwise pick up).
+      credentials: invokeCredentials(secret),
       maxAttempts: 1,
     });
     const running: RunningProcess = {

@@ -3,8 +3,13 @@ import { adoptOwnPorts, OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress
 import { logger } from '../../shared/logger';
 import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../../shared/timing';
 import { createRendererFunction } from '../../shared/wiring/renderer';
-import { startInvokeServer } from './invokeServer';
-import { BUDGETS_VARIABLE, LOCAL_RENDERER_FUNCTION, type ReadyMessage } from './localRenderer';
+import { invokeCredentials, startInvokeServer } from './invokeServer';
+import {
+  BUDGETS_VARIABLE,
+  LOCAL_RENDERER_FUNCTION,
+  type ReadyMessage,
+  type StartMessage,
+} from './localRenderer';
 
 /*
  * The local renderer process: the renderer function's code behind a local Lambda Invoke API. Started by the front
@@ -19,6 +24,9 @@ const budgetsSchema = z.object({
 const send = process.send?.bind(process);
 if (!send) throw new Error('The renderer process is started by the local front, with an IPC channel');
 
+// The secret the front signs its invocations with, which it sends first, over the IPC channel.
+const start = await new Promise<StartMessage>((resolve) => process.once('message', resolve));
+const credentials = invokeCredentials(Buffer.from(start.invokeSecret, 'base64'));
 const budgetsJson = process.env[BUDGETS_VARIABLE];
 const budgets = budgetsJson ? budgetsSchema.parse(JSON.parse(budgetsJson)) : undefined;
 // The front's ports, and this process's own Invoke API: none of them is for pages.
@@ -27,6 +35,7 @@ const renderer = createRendererFunction(process.env, budgets);
 const server = await startInvokeServer(
   { [LOCAL_RENDERER_FUNCTION]: renderer.handler },
   SCREENSHOT_FUNCTION_TIMEOUT_MS,
+  credentials,
 );
 const invokePort = Number(new URL(server.url).port);
 ownPorts.add(invokePort);

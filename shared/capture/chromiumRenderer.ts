@@ -153,7 +153,6 @@ export class ChromiumRenderer implements Renderer {
       logger.error('Browser unavailable', { error: error as Error });
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
-    this.expected = emulationOf(spec);
     for (const name of PREPARED_SWITCHES) if (spec[name]) this.lastAskedFor.set(name, Date.now());
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
@@ -183,7 +182,11 @@ export class ChromiumRenderer implements Renderer {
       },
     );
     try {
-      return await Promise.race([this.shoot(tab, spec, budget), stopped]);
+      const result = await Promise.race([this.shoot(tab, spec, budget), stopped]);
+      // Only an emulation that worked prepares the next tabs (red team: a spec the browser refused, sent past the
+      // front, made every later tab fail to open).
+      this.expected = emulationOf(spec);
+      return result;
     } catch (error) {
       // A selector the browser cannot parse is the request's fault (400), found before the page was loaded.
       throw error instanceof ClientGoneError || error instanceof ValidationError

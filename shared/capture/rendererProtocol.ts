@@ -16,11 +16,26 @@ export interface RenderRequest {
   deadline: number;
 }
 
-/** What the renderer accepts: a spec object (the front has validated every field) and a deadline. */
+/**
+ * What the renderer accepts: a spec object (the front has validated every field) and a deadline. Its address is
+ * checked here all the same, as nothing else stops Chromium from loading it: only http and https (a customer's own
+ * document comes as `html`), never a file of the machine (red team: a spec sent past the front locally read the
+ * identity provider's private key through `file:`).
+ */
 export const renderRequestSchema = z.object({
-  spec: z.looseObject({ url: z.string().min(1) }),
+  spec: z
+    .looseObject({ url: z.string().min(1), html: z.string().optional() })
+    .refine(
+      (spec) => spec.html !== undefined || isWebAddress(spec.url),
+      'Only http and https addresses are loaded',
+    ),
   deadline: z.number().int().positive(),
 });
+
+function isWebAddress(url: string): boolean {
+  const protocol = URL.parse(url)?.protocol;
+  return protocol === 'http:' || protocol === 'https:';
+}
 
 /** The longest failure reason the front passes on to the customer. */
 const MAX_REASON_LENGTH = 500;

@@ -1,10 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type InvokeServer, startInvokeServer } from '../../local/renderer/invokeServer';
+import {
+  type InvokeServer,
+  invokeCredentials,
+  LOCAL_INVOKE_REGION,
+  startInvokeServer,
+} from '../../local/renderer/invokeServer';
 import { InvokedRenderer } from '../../shared/capture/invokedRenderer';
 import { type CaptureSpec, MAX_METADATA_TEXT } from '../../shared/capture/renderer';
 import {
@@ -42,6 +48,8 @@ let behaviour: Behaviour = well;
 /** Set when a handler's stream closed before it ended its answer (the front hung up). */
 let hungUp = false;
 
+/** What the front signs its invocations with (a secret of each renderer process's start). */
+const credentials = invokeCredentials(randomBytes(32));
 let server: InvokeServer;
 let client: LambdaClient;
 let renderer: InvokedRenderer;
@@ -57,11 +65,12 @@ beforeAll(async () => {
       },
     },
     30_000,
+    credentials,
   );
   client = new LambdaClient({
     endpoint: server.url,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    region: LOCAL_INVOKE_REGION,
+    credentials,
     maxAttempts: 1,
   });
   renderer = new InvokedRenderer(client, 'renderer');
@@ -609,7 +618,8 @@ describe('a shared renderer that Lambda throttles', () => {
           port: target.port,
           path: req.url,
           method: req.method,
-          headers: { ...req.headers, host: target.host },
+          // The Host the client signed (the relay's): the Invoke API checks the signature over it.
+          headers: req.headers,
         },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -622,8 +632,8 @@ describe('a shared renderer that Lambda throttles', () => {
     await once(gate, 'listening');
     gated = new LambdaClient({
       endpoint: `http://127.0.0.1:${(gate.address() as AddressInfo).port}`,
-      region: 'local',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      region: LOCAL_INVOKE_REGION,
+      credentials,
       maxAttempts: 1,
     });
   });

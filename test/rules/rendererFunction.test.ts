@@ -40,6 +40,10 @@ describe('the renderer function', () => {
     ['a string', 'capture please'],
     ['a spec without a url', { spec: {}, deadline: Date.now() + 1_000 }],
     ['a deadline that is not a time', { spec: { url: 'https://example.com/' }, deadline: 'soon' }],
+    // Red team: a spec sent past the front locally read the identity provider's private key this way.
+    ['a file address', { spec: { url: 'file:///etc/passwd' }, deadline: Date.now() + 1_000 }],
+    ['a javascript: address', { spec: { url: 'javascript:1' }, deadline: Date.now() + 1_000 }],
+    ['no address at all', { spec: { url: 'html' }, deadline: Date.now() + 1_000 }],
   ])('answers a failure, without capturing, to %s', async (_, event) => {
     expect(await answerTo(event, neverCalled)).toEqual({
       ok: false,
