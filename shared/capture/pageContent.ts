@@ -130,7 +130,12 @@ const SEEN_COPY = `const seenCopy = () => {
   const hosts = [];
   for (let node = live.nextNode(), twin = copied.nextNode(); node && twin; node = live.nextNode(), twin = copied.nextNode()) {
     if (unseen(node)) dropped.push(twin);
-    else if (node.shadowRoot) hosts.push([node, twin]);
+    else {
+      if (node.shadowRoot) hosts.push([node, twin]);
+      // Judged here, text by text: Readability would drop an element whose own style says hidden, with the children
+      // that set it back (red team).
+      if (twin.nodeType === Node.ELEMENT_NODE && twin.style && twin.style.visibility) twin.style.removeProperty('visibility');
+    }
   }
   for (const twin of dropped) twin.remove();
   // In document order: a host inside another one's light tree went with it, and the outer one's drawing has it.
@@ -166,6 +171,30 @@ const MARKDOWN = `(() => {
   const plain = (text) => text.replace(/\\s+/g, ' ').replace(/[\\\\\\[\\]()"]/g, (c) => '\\\\' + c);
   const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
   turndown.use(turndownPluginGfm.gfm);
+  // Page text cannot open an autolink or raw HTML either (red team: text reading <javascript:...> became a link).
+  const escapeText = turndown.escape.bind(turndown);
+  turndown.escape = (text) => escapeText(text).replace(/</g, '\\\\<');
+  // A code block's fence is longer than any run of backticks that could close it: CommonMark closes one on a line
+  // indented by up to three spaces, which Turndown's own rule (and the GFM plugin's, a fixed fence) does not count
+  // (red team: the lines after such a run became live Markdown, links included).
+  const fenced = (code, language) => {
+    let size = 3;
+    for (const run of code.match(/^ {0,3}\x60{3,}/gm) || []) size = Math.max(size, run.trim().length + 1);
+    const fence = '\x60'.repeat(size);
+    const named = /^[\\w#+.-]{1,32}$/.test(language) ? language : '';
+    return '\\n\\n' + fence + named + '\\n' + code.replace(/\\n$/, '') + '\\n' + fence + '\\n\\n';
+  };
+  turndown.addRule('codeBlocks', {
+    filter: (node) => node.nodeName === 'PRE' && node.firstChild && node.firstChild.nodeName === 'CODE',
+    replacement: (content, node) =>
+      fenced(node.firstChild.textContent, ((node.firstChild.getAttribute('class') || '').match(/language-(\\S+)/) || [])[1] || ''),
+  });
+  turndown.addRule('highlightedCodeBlocks', {
+    filter: (node) =>
+      node.nodeName === 'DIV' && /highlight-(?:text|source)-[a-z0-9]+/.test(node.className) && node.firstChild && node.firstChild.nodeName === 'PRE',
+    replacement: (content, node) =>
+      fenced(node.firstChild.textContent, (node.className.match(/highlight-(?:text|source)-([a-z0-9]+)/) || [])[1] || ''),
+  });
   turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'form', 'button', 'select', 'textarea']);
   turndown.addRule('links', {
     filter: (node) => node.nodeName === 'A' && node.getAttribute('href'),
@@ -188,7 +217,9 @@ const MARKDOWN = `(() => {
   });
   const seen = seenCopy();
   // Readability changes the document it reads: the fallback reads the copy as it was.
-  const article = new Readability(seen.cloneNode(true)).parse();
+  // The article as nodes, never as HTML text to parse again: a page that requires Trusted Types refuses that parse in
+  // our world too (red team: such pages got no Markdown).
+  const article = new Readability(seen.cloneNode(true), { serializer: (element) => element }).parse();
   if (article && article.content && article.textContent.trim()) {
     const title = (article.title || '').trim();
     return ((title ? '# ' + title + '\\n\\n' : '') + turndown.turndown(article.content)).toWellFormed();
