@@ -7,7 +7,7 @@ import {
   ClientGoneError,
   ValidationError,
 } from '../errors';
-import { logger } from '../logger';
+import { hostOf, logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
 import { startRequestBlocking } from './adBlocking';
 import { answerWithin } from './answerWithin';
@@ -559,7 +559,9 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
 function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: boolean): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
   if (error instanceof PageScriptError) {
-    logger.info('A page script of ours could not read the page', {
+    // A warning, with the page's host: should one of ours fail on honest pages, the pattern shows here (red team).
+    logger.warn('A page script of ours could not read the page', {
+      host: hostOf(url),
       scriptError: error.message.slice(0, 500),
     });
     return new CaptureFailedError(url, PAGE_UNREADABLE, 'page');

@@ -129,6 +129,7 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     }
 
     async function callTool(name: ToolName, args: unknown, requestId: string): Promise<CallToolResult> {
+      const startedAt = Date.now();
       const outcome = await deps.capture({
         apiKey,
         request: () => toolRequest(name, args),
@@ -143,11 +144,11 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
       // A mark that cannot be read (the table out of reach) is taken as none: the answer is made, and charged.
       const thrownAway = await deps.cancelledCalls
-        .isMarked(accountId, requestId, Date.now())
+        .cancelledSince(accountId, requestId, startedAt, Date.now())
         .catch(() => false);
-      if (thrownAway) {
-        // The agent threw this call away (its answer would be dropped): not charged.
-        await outcome.undelivered();
+      // The agent threw this call away (its answer would be dropped): given back, unless its capture was kept in the
+      // cache (charged whatever happens to the answer, as for a hang-up), which is then answered after all.
+      if (thrownAway && (await outcome.undelivered())) {
         return { isError: true, content: [{ type: 'text', text: 'The call was cancelled' }] };
       }
       if ((outcome.screenshot.image?.length ?? 0) > MAX_INLINE_TEXT_BYTES) {

@@ -16,14 +16,19 @@ export class DynamoCancelledCalls implements CancelledCalls {
         TableName: this.tableName,
         Item: {
           ...itemKey.cancelledCall(accountId, idHash(requestId)),
-          until: now + CANCELLATION_KEPT_MS,
+          at: now,
           [TABLE_SCHEMA.ttlAttribute]: Math.ceil((now + CANCELLATION_KEPT_MS) / 1000),
         },
       }),
     );
   }
 
-  async isMarked(accountId: string, requestId: string, now: number): Promise<boolean> {
+  async cancelledSince(
+    accountId: string,
+    requestId: string,
+    startedAt: number,
+    now: number,
+  ): Promise<boolean> {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.tableName,
@@ -32,7 +37,8 @@ export class DynamoCancelledCalls implements CancelledCalls {
       }),
     );
     // The TTL removes items late: an older mark is gone all the same.
-    return Item !== undefined && Number(Item.until) > now;
+    const at = Number(Item?.at);
+    return at >= startedAt && at > now - CANCELLATION_KEPT_MS;
   }
 }
 

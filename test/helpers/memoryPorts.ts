@@ -428,15 +428,21 @@ export class MemoryPendingRefunds implements PendingRefunds {
   }
 }
 
-/** The cancelled MCP calls, in memory: kept until CANCELLATION_KEPT_MS after they were marked. */
+/** The cancelled MCP calls, in memory: when each was cancelled, for CANCELLATION_KEPT_MS. */
 export class MemoryCancelledCalls implements CancelledCalls {
-  private readonly until = new Map<string, number>();
+  private readonly at = new Map<string, number>();
 
   async mark(accountId: string, requestId: string, now: number): Promise<void> {
-    this.until.set(`${accountId} ${requestId}`, now + CANCELLATION_KEPT_MS);
+    this.at.set(`${accountId} ${requestId}`, now);
   }
 
-  async isMarked(accountId: string, requestId: string, now: number): Promise<boolean> {
-    return (this.until.get(`${accountId} ${requestId}`) ?? 0) > now;
+  async cancelledSince(
+    accountId: string,
+    requestId: string,
+    startedAt: number,
+    now: number,
+  ): Promise<boolean> {
+    const at = this.at.get(`${accountId} ${requestId}`);
+    return at !== undefined && at >= startedAt && at > now - CANCELLATION_KEPT_MS;
   }
 }

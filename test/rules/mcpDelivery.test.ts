@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { mcpRoute } from '../../shared/mcp/mcpRoute';
 import { mcpPost, toolCall } from '../helpers/mcpRequest';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
@@ -91,27 +91,61 @@ describe('an MCP call the agent cancelled in a request of its own', () => {
     params: { requestId, reason: 'the agent moved on' },
   });
 
-  it("is given back when it finds its own cancellation, and leaves the account's other calls and other accounts' alone", async () => {
+  it('is given back when its cancellation came while it ran, and only then', async () => {
     const { service, key, route } = await fundedRoute();
+    const call = (id: number, url = 'https://a.test/slow') =>
+      route(mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url } }, id)));
+    const running = call(7);
+    await vi.waitFor(() => expect(service.renderer.captures).toHaveLength(1));
     expect((await route(mcpPost(key, cancel(7)))).status).toBe(202);
-    const cancelled = await route(
-      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 7)),
-    );
-    expect(String(cancelled.body)).toContain('The call was cancelled');
+    service.renderer.finishSlow();
+    expect(String((await running).body)).toContain('The call was cancelled');
     expect(await service.credits.balance('acct')).toBe(10);
 
-    const other = await route(
-      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 8)),
+    // A later call with the same id (clients number their calls from the same start), and another id.
+    for (const id of [7, 8]) {
+      const answer = await call(id, 'https://a.test/');
+      expect(String(answer.body), String(id)).not.toContain('isError');
+    }
+    expect(await service.credits.balance('acct')).toBe(8);
+  });
+
+  it('is answered after all when its capture was kept in the cache, which is charged whatever happens', async () => {
+    const { service, key, route } = await fundedRoute();
+    const running = route(
+      mcpPost(
+        key,
+        toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/slow', cache: true } }, 5),
+      ),
     );
-    expect(String(other.body)).not.toContain('isError');
+    await vi.waitFor(() => expect(service.renderer.captures).toHaveLength(1));
+    await route(mcpPost(key, cancel(5)));
+    service.renderer.finishSlow();
+    expect(String((await running).body)).not.toContain('isError');
+    expect(await service.credits.balance('acct')).toBe(9);
+  });
+
+  it("is not cancelled ahead of time, nor by another account's cancellation", async () => {
+    const { service, key, route } = await fundedRoute();
+    await route(mcpPost(key, cancel(3)));
+    const ahead = await route(
+      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 3)),
+    );
+    expect(String(ahead.body)).not.toContain('isError');
     expect(await service.credits.balance('acct')).toBe(9);
 
     const { key: otherKey } = await service.addKey('acct-2', Date.now());
     await service.credits.set('acct-2', 10);
-    const sameId = await route(
-      mcpPost(otherKey, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/' } }, 7)),
+    const running = route(
+      mcpPost(
+        otherKey,
+        toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/slow' } }, 4),
+      ),
     );
-    expect(String(sameId.body)).not.toContain('isError');
+    await vi.waitFor(() => expect(service.renderer.captures).toHaveLength(2));
+    await route(mcpPost(key, cancel(4)));
+    service.renderer.finishSlow();
+    expect(String((await running).body)).not.toContain('isError');
     expect(await service.credits.balance('acct-2')).toBe(9);
   });
 
@@ -119,7 +153,7 @@ describe('an MCP call the agent cancelled in a request of its own', () => {
     const { service, key } = await fundedRoute();
     const unreadable = {
       mark: async () => undefined,
-      isMarked: async () => {
+      cancelledSince: async () => {
         throw new Error('table out of reach');
       },
     };
