@@ -50,9 +50,13 @@ export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
   return box ? { width: Math.round(box[0]), height: Math.round(box[1]) } : { width: 0, height: 0 };
 }
 
-/** How far from the end `startxref` may be, and how much of an object's text is read. */
+/** How far from the end `startxref` may be. */
 const TRAILER_WINDOW = 1_024;
-const OBJECT_WINDOW = 4_096;
+/**
+ * How much of an object's text is read: Skia writes a page's resources (a name per image) before its media box, and a
+ * first page drawing thousands of images needs more than a few KiB (red team: 500 thumbnails read as 0 x 0).
+ */
+const OBJECT_WINDOW = 256 * 1024;
 /** How deep a page tree may nest (Skia's are one or two levels). */
 const MAX_TREE_DEPTH = 32;
 
