@@ -5,6 +5,7 @@ import { FiltersEngine, Request, type RequestType } from '@ghostery/adblocker';
 import { extractFeaturesFromDOM } from '@ghostery/adblocker-content';
 import type { CDPSession, Frame, Page, Protocol } from 'puppeteer-core';
 import { getDomain } from 'tldts-experimental';
+import { isolatedRealmOf } from './pageScripts';
 
 /**
  * `blockAds` and `blockChats`: Ghostery's filter engine, compiled from the filter lists that ship with the project
@@ -190,7 +191,10 @@ async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<voi
   const pageHost = new URL(url).hostname;
   const loopback = LOOPBACK_HOST.test(pageHost);
   const hostname = loopback ? UNNAMED_SITE : pageHost;
-  const features = await frame.evaluate(extractFeaturesFromDOM);
+  // Read and hidden from our isolated world, whose DOM methods and adoptedStyleSheets the page cannot replace (red team:
+  // a page that redefined adoptedStyleSheets kept every ad of a blockAds capture).
+  const realm = isolatedRealmOf(frame);
+  const features = await realm.evaluate(extractFeaturesFromDOM);
   const styles = blockers.flatMap((blocker) => {
     const { active, styles } = blocker.getCosmeticsFilters({
       url: loopback ? `http://${UNNAMED_SITE}/` : url,
@@ -208,7 +212,7 @@ async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<voi
   });
   if (styles.length === 0) return;
   // Adopted, not a <style> element: a page's Content-Security-Policy does not refuse it.
-  await frame.evaluate((css: string) => {
+  await realm.evaluate((css: string) => {
     const sheet = new CSSStyleSheet();
     sheet.replaceSync(css);
     document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];

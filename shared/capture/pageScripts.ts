@@ -1,3 +1,4 @@
+import type { Frame, Realm } from 'puppeteer-core';
 /**
  * Our own scripts in a captured page. They run in an isolated world (a separate JavaScript realm over the same DOM,
  * see pageControl.ts), so nothing the page's scripts define or replace (`Math.max`,
@@ -52,6 +53,15 @@ const AWAIT_IMAGES = `(async () => {
   await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, ${LAZY_IMAGE_WAIT_MS}))]);
   await frame();
 })()`;
+
+/**
+ * Puppeteer's isolated world over a frame's document: it shares the DOM, not the page's JavaScript, so a page that
+ * replaced a prototype (adoptedStyleSheets, querySelectorAll, document.fonts) cannot stall or refuse our code there.
+ * `isolatedRealm()` is marked internal in puppeteer's types, not in its code.
+ */
+export function isolatedRealmOf(frame: Frame): Realm {
+  return (frame as unknown as { isolatedRealm(): Realm }).isolatedRealm();
+}
 
 /** A JavaScript realm of its own over the page's document, where source text is evaluated. */
 export interface IsolatedWorld {

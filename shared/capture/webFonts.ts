@@ -1,4 +1,5 @@
 import type { Page } from 'puppeteer-core';
+import { isolatedRealmOf } from './pageScripts';
 
 /**
  * The longest a capture waits for the page's web fonts once it has loaded. A font still loading after that is
@@ -29,17 +30,11 @@ const FONTS_READY = `(async () => {
   });
 })()`;
 
-/** The part of puppeteer's Frame this needs. `isolatedRealm()` is marked internal in its types, not in its code. */
-interface FrameWithIsolatedRealm {
-  isolatedRealm(): { evaluate(source: string): Promise<unknown> };
-}
-
 /**
  * Waits until the web fonts the page uses have loaded (or failed), at most WEB_FONTS_WAIT_MS. Runs in puppeteer's
  * isolated world, which shares the page's DOM but not its JavaScript: a page that replaced `document.fonts`,
  * `Promise` or `setTimeout` cannot stall or fake the wait.
  */
 export async function waitForWebFonts(page: Page): Promise<void> {
-  const frame = page.mainFrame() as unknown as FrameWithIsolatedRealm;
-  await frame.isolatedRealm().evaluate(FONTS_READY);
+  await isolatedRealmOf(page.mainFrame()).evaluate(FONTS_READY);
 }
