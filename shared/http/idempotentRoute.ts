@@ -91,10 +91,15 @@ export function idempotentRoute(
     const persistenceStore = deps.records(identity.accountId);
     /** The acceptance, once the route made it: the jobs are written, queued and charged. */
     let accepted: StoredAnswer | undefined;
+    /** The route's refusal, whose record is to go. */
+    let refused: HttpResponse | undefined;
     const accept = makeIdempotent(
       async (_payload: IdempotentPayload): Promise<StoredAnswer> => {
         const answer = await route(request);
-        if (answer.status !== 202) throw new NotKept(answer);
+        if (answer.status !== 202) {
+          refused = answer;
+          throw new NotKept(answer);
+        }
         accepted = { status: answer.status, headers: answer.headers, body: answer.body.toString() };
         return accepted;
       },
@@ -111,11 +116,26 @@ export function idempotentRoute(
       if (error instanceof IdempotencyPersistenceLayerError && accepted) {
         const answer = accepted;
         // Both are plain JSON, as makeIdempotent saved them; its types want JSONValue's index signature.
-        await keepAcceptance(
+        const saved = await writtenAgain(
           () => persistenceStore.saveSuccess(payload as never, answer as never),
           request.deadline,
         );
+        if (!saved)
+          logger.error(
+            'Idempotency-Key record of an acceptance not completed: its key answers 409 for a day',
+          );
         return { ...answer, body: Buffer.from(answer.body) };
+      }
+      // Likewise a refusal whose record could not be removed: it is still the answer (red team: a 402 answered 500,
+      // and its key 409 for a day), and the record is removed again, so that the request may be sent again.
+      if (error instanceof IdempotencyPersistenceLayerError && refused) {
+        const removed = await writtenAgain(
+          () => persistenceStore.deleteRecord(payload as never),
+          request.deadline,
+        );
+        if (!removed)
+          logger.error('Idempotency-Key record of a refusal not removed: its key answers 409 for a day');
+        return refused;
       }
       if (error instanceof IdempotencyValidationError)
         return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' });
@@ -135,26 +155,25 @@ interface IdempotentPayload {
   body: unknown;
 }
 
-/** Waits before each further try of an acceptance's record, while the request has time. */
+/** Waits before each further try of a record's write, while the request has time. */
 const RECORD_RETRY_DELAYS_MS = [100, 400, 1_000, 2_000];
 
 /**
- * Tries again to complete an acceptance's record (`save`) after its first write failed (a throttled or unreachable
- * table for a moment), until it is written or the request's time is up. One that is never written leaves the record
- * "being accepted" until this request's function could no longer run; a retry after that is accepted again.
+ * Tries a record's write again after it failed (a throttled or unreachable table for a moment), until it is done or
+ * the request's time is up: false when it never was.
  */
-async function keepAcceptance(save: () => Promise<void>, deadline: number): Promise<void> {
+async function writtenAgain(write: () => Promise<void>, deadline: number): Promise<boolean> {
   for (const delayMs of RECORD_RETRY_DELAYS_MS) {
     if (Date.now() + delayMs >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, delayMs));
     try {
-      await save();
-      return;
+      await write();
+      return true;
     } catch {
       // The next try, if there is time.
     }
   }
-  logger.error('Idempotency-Key record of an acceptance not completed; a late retry may be accepted again');
+  return false;
 }
 
 /** The body as JSON when it is JSON (so formatting does not make another body), its text otherwise. */
