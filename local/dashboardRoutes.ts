@@ -51,13 +51,13 @@ const sessionRequest = z.strictObject({
 
 /** The answer to a sign-in without the data dir's key. */
 const SIGN_IN_KEY_MISSING =
-  'Open the sign-in link npm start printed: it holds the key of its data folder (X-Sign-In-Key)';
+  'Open the sign-in link npm start printed last: it holds the key of this start (X-Sign-In-Key)';
 
 export interface DashboardRoutesOptions {
   idp: LocalIdp;
   /** The local server's own base URL (http://127.0.0.1:<port>). */
   baseUrl: string;
-  /** The data dir's sign-in key (signInKey.ts), which `POST /local/session` requires. */
+  /** This start's sign-in key (signInKey.ts), which `POST /local/session` requires. */
   signInKey: string;
   /** Default: local sign-in. Tests serve the Cognito variant to run the hosted sign-in against a stand-in. */
   config?: DashboardConfig;

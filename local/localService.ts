@@ -33,7 +33,7 @@ import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './id
 import { type LocalQueue, startLocalQueue, startQueuePoller } from './localQueue';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { LocalRenderer } from './renderer/localRenderer';
-import { loadSignInKey, signInLink } from './signInKey';
+import { newSignInKey, signInLink } from './signInKey';
 import { STATE_FILE } from './stateFile';
 
 /** How long closing waits for the requests still running before it closes the store under them. */
@@ -81,7 +81,7 @@ function captureQueue(env: NodeJS.ProcessEnv, headroom: number): AdmissionQueue 
 
 export interface LocalService {
   url: string;
-  /** The dashboard with the data dir's sign-in key (signInKey.ts): what `npm start` prints for the developer. */
+  /** The dashboard with this start's sign-in key (signInKey.ts): what `npm start` prints for the developer. */
   signInLink: string;
   idp: LocalIdp;
   dynamo: EmbeddedDynamo;
@@ -128,7 +128,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     SIGNING_KEY_FILE: localSigningKeyFile(options.dataDir),
   };
   const idp = await loadLocalIdp(options.dataDir).catch(stopListening);
-  const signInKey = await loadSignInKey(options.dataDir).catch(stopListening);
+  const signInKey = newSignInKey();
   const dynamo = await startEmbeddedDynamo({
     tableName: config.tableName,
     ...(options.inMemoryStore ? {} : { dataDir: options.dataDir }),

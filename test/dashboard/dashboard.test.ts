@@ -197,7 +197,7 @@ describe('the local sign-in route', () => {
       body: JSON.stringify(body),
     });
 
-  it("refuses 401 without the data folder's sign-in key, or with another", async () => {
+  it("refuses 401 without this start's sign-in key, or with another", async () => {
     for (const key of ['', 'A'.repeat(43), `${signInKey()}x`]) {
       const response = await post({ accountId: 'x' }, { 'X-Sign-In-Key': key });
       expect(response.status).toBe(401);
@@ -289,14 +289,16 @@ describe('an account owner in the dashboard', () => {
   it('keeps the session token in session storage, out of the URL, cookies and local storage', async () => {
     const stored = await page.evaluate(() => ({
       session: sessionStorage.getItem('dashboard.session'),
-      // Only the local server's sign-in key, for this browser's later visits.
-      local: Object.keys(localStorage),
+      // The sign-in key of this start, for this tab only: nothing in the origin's lasting storage.
+      signInKey: sessionStorage.getItem('dashboard.localSignInKey'),
+      local: localStorage.length,
       cookies: document.cookie,
     }));
     const token = JSON.parse(stored.session ?? '{}').token as string;
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     expect(page.url()).toBe(`${service.url}/`);
-    expect(stored.local).toEqual(['dashboard.localSignInKey']);
+    expect(stored.signInKey).toBe(new URL(service.signInLink).hash.replace('#sign-in=', ''));
+    expect(stored.local).toBe(0);
     expect(stored.cookies).toBe('');
   });
 
@@ -606,7 +608,8 @@ describe('an account owner in the dashboard', () => {
   it('signs out and forgets the session', async () => {
     await page.click('#sign-out');
     await waitShown('#local-signin');
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // Only the sign-in key of this start stays, so that another account can sign in from this tab.
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).toEqual(['dashboard.localSignInKey']);
     expect(await isShown('#dashboard')).toBe(false);
   });
 });

@@ -6,7 +6,7 @@
 import { ApiError, describeError } from './api.js';
 
 const SESSION_KEY = 'dashboard.session';
-/** Local server only: its data folder's sign-in key, from the link `npm start` printed (#sign-in=<key>). */
+/** Local server only: this start's sign-in key, from the link `npm start` printed (#sign-in=<key>), for this tab only. */
 const SIGN_IN_KEY = 'dashboard.localSignInKey';
 const PENDING_KEY = 'dashboard.pendingSignIn';
 /** Treat a token as gone a little before it expires, so a request never races its expiry. */
@@ -47,13 +47,13 @@ export function forgetSession() {
 }
 
 /**
- * Local server only: keeps the sign-in key of the link the page was opened with, for this browser's later visits,
- * and takes it out of the address bar and the history.
+ * Local server only: keeps the sign-in key of the link the page was opened with, in this tab's session storage (the
+ * key changes at each start of the server), and takes it out of the address bar and the history.
  */
 export function adoptSignInKey() {
   const key = new URLSearchParams(location.hash.slice(1)).get('sign-in');
   if (!key) return;
-  localStorage.setItem(SIGN_IN_KEY, key);
+  sessionStorage.setItem(SIGN_IN_KEY, key);
   history.replaceState(null, '', location.pathname + location.search);
 }
 
@@ -64,7 +64,7 @@ export async function signInLocally(accountId) {
     cache: 'no-store',
     headers: {
       'Content-Type': 'application/json',
-      'X-Sign-In-Key': localStorage.getItem(SIGN_IN_KEY) ?? '',
+      'X-Sign-In-Key': sessionStorage.getItem(SIGN_IN_KEY) ?? '',
     },
     body: JSON.stringify({ accountId }),
   });
