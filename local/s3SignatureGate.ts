@@ -37,10 +37,16 @@ export async function startS3SignatureGate(options: {
   port: number;
 }): Promise<S3SignatureGate> {
   const verify = sigV4Verifier(options.credentials, options.region);
+  let ownHost = '';
   const server: Server = createServer((req, res) => {
     // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
     if (!claimsCredential(req.headers, req.url ?? '/', options.credentials.accessKeyId))
       return deny(res, 403, 'InvalidAccessKeyId', 'The request does not name our access key id');
+    // A request signed for another address is not ours, though the signature holds for the Host it names: a link
+    // made for the port this gate had before a restart, which another user of the machine then took and received
+    // the link on, would be replayed here (red team).
+    if (req.headers.host !== ownHost)
+      return deny(res, 403, 'AccessDenied', 'The request was signed for another address');
     readBody(req)
       .then(async (body) => {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
@@ -75,6 +81,7 @@ export async function startS3SignatureGate(options: {
   server.listen(options.port, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
+  ownHost = `127.0.0.1:${port}`;
   const leaveOwnPorts = ownPorts.add(port);
   return {
     port,
