@@ -30,6 +30,7 @@ import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from 
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
+import { holdIpv6Loopback } from './ipv6Loopback';
 import { type LocalQueue, startLocalQueue, startQueuePoller } from './localQueue';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { LocalRenderer } from './renderer/localRenderer';
@@ -111,12 +112,15 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const { port } = server.address() as AddressInfo;
   const leaveOwnPorts = ownPorts.add(port);
   const url = `http://127.0.0.1:${port}`;
+  const servers = [server];
   /** A start that failed must not leave the port answering 503 for ever. */
   const stopListening = (error: unknown): never => {
     leaveOwnPorts();
-    server.close();
+    for (const listening of servers) listening.close();
     throw error;
   };
+  const ipv6 = await holdIpv6Loopback(port, startingListener).catch(stopListening);
+  if (ipv6) servers.push(ipv6);
 
   const s3 = await startEmbeddedS3({ dataDir: options.dataDir }).catch(stopListening);
   const env: NodeJS.ProcessEnv = {
@@ -210,8 +214,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     },
     { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url, signInKey })] },
   );
-  server.off('request', startingListener);
-  server.on('request', listener);
+  for (const listening of servers) {
+    listening.off('request', startingListener);
+    listening.on('request', listener);
+  }
   const stateFile = join(options.dataDir, STATE_FILE);
   await writeFile(stateFile, JSON.stringify({ url, dynamoEndpoint: dynamo.endpoint, pid: process.pid }));
 
@@ -224,8 +230,12 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     queue: localQueue,
     renderer,
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all(
+        servers.map((listening) => {
+          listening.closeAllConnections();
+          return new Promise<void>((resolve) => listening.close(() => resolve()));
+        }),
+      );
       // Requests still running (captures whose clients just went) write their refunds and usage to the store:
       // they end before the store does. Their clients are gone, so they stop at once; the bound is for a stuck one.
       await Promise.race([listener.idle(), sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
