@@ -38,7 +38,7 @@ Session token for account "demo" (valid 1 hour; mint more with: ${tokenCommand})
 ${demoToken}
 
 Create an API key:
-curl -s -X POST ${service.url}/api/keys -H "Authorization: Bearer ${demoToken}" -H "Content-Type: application/json" -d '{"name":"my first key"}'
+printf 'Authorization: Bearer %s\\n' '${demoToken}' | curl -s -X POST ${service.url}/api/keys -H @- -H "Content-Type: application/json" -d '{"name":"my first key"}'
 `);
 
 let stopping = false;
