@@ -96,9 +96,9 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
           .batchRefused(batch.accountId, batch.id, batch.jobIds, deps.now())
           .catch((failure) => logger.error('Refused batch not completed', { error: failure as Error }));
       const kept = await Promise.all(
-        jobs.map(async (job) => {
+        jobs.map(async (job): Promise<{ cost: number; taken?: Job }> => {
           const endedHere = await deps.jobs.finish(job.accountId, job.id, end, deps.now()).catch(() => false);
-          if (endedHere) return 0;
+          if (endedHere) return { cost: 0 };
           // Not known to be ended here: its item was never written (the credits go back), this end was applied all
           // the same (a write that timed out: the job says so, and the credits go back), or it exists and is the
           // worker's to charge or refund: ended by a worker, or still queued because this end failed, and then run by
@@ -108,20 +108,22 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
             (found) => (found ? (found.refundedByCaller ? 'ended here' : 'stored') : 'absent'),
             () => 'unknown',
           );
-          if (stored === 'absent' || stored === 'ended here') return 0;
+          if (stored === 'absent' || stored === 'ended here') return { cost: 0 };
           if (stored === 'unknown') {
             logger.error('Job state unknown after a failed intake; its credits are kept', {
               accountId: job.accountId,
               jobId: job.id,
               cost: job.cost,
             });
+            return { cost: job.cost };
           }
-          return job.cost;
+          return { cost: job.cost, taken: job };
         }),
       );
       throw new JobsNotAccepted(
         error,
-        kept.reduce((sum, cost) => sum + cost, 0),
+        kept.reduce((sum, { cost }) => sum + cost, 0),
+        kept.flatMap(({ taken }) => (taken ? [{ id: taken.id, createdAt: taken.createdAt }] : [])),
       );
     }
     return batch ? { jobs, batch } : { jobs };
@@ -131,7 +133,17 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
 /** The intake as the screenshot use case asks it: one capture, one queued job. */
 export function queueOne(acceptJobs: AcceptJobs): QueueCapture {
   return async (identity, capture, options) => {
-    const [job] = (await acceptJobs(identity, [capture], options)).jobs;
+    let job: Pick<Job, 'id' | 'createdAt'> | undefined;
+    try {
+      [job] = (await acceptJobs(identity, [capture], options)).jobs;
+    } catch (error) {
+      // The queue's answer was lost, yet its message went through and the job is the worker's (it runs, and is
+      // charged or refunded there): it was accepted after all, and is answered so. Refused instead, a retry with the
+      // same Idempotency-Key would be accepted and charged a second time (red team).
+      const [taken, ...more] = error instanceof JobsNotAccepted ? error.taken : [];
+      if (!taken || more.length > 0) throw error;
+      job = taken;
+    }
     if (!job) throw new Error('The intake accepted no job');
     return { id: job.id, status: 'queued', createdAt: job.createdAt };
   };

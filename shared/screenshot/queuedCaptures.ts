@@ -25,12 +25,14 @@ export type QueueCapture = (
 
 /**
  * The intake failed with `reason` (what the request is answered). Of the credits the captures reserved, `creditsKept`
- * belong to jobs a worker already ended; the caller gives back the rest (givenBack).
+ * belong to jobs a worker already ended, or whose state is unknown; the caller gives back the rest (givenBack).
+ * `taken`: the jobs a worker holds (written, and not ended by the intake), which run all the same.
  */
 export class JobsNotAccepted extends Error {
   constructor(
     readonly reason: unknown,
     readonly creditsKept: number,
+    readonly taken: { id: string; createdAt: number }[] = [],
   ) {
     super('Jobs not accepted');
   }

@@ -1,0 +1,96 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+
+/**
+ * Red team (round 5), theoretical made concrete: an async capture whose queue message went through while the queue's
+ * answer was lost (a timeout) is refused (500 here, 503 "The job could not be accepted" when the queue says it failed). The intake then ends its job, unless a
+ * worker reached it first: that job runs, succeeds and keeps its credit (jobIntake.ts). The 503 is not an acceptance,
+ * so the Idempotency-Key record is removed, and the client's retry with the same key and body, as the contract
+ * invites for a refusal, is accepted and charged again: one key, two captures run, two credits, for a request whose
+ * first answer said it was not accepted.
+ */
+
+let service: TestLocalService;
+/** While set, a capture message is sent, and its answer lost. */
+let loseQueueAnswer = false;
+/** While set, the intake's end of a job it could not accept waits (a slow table), so the worker gets there first. */
+let slowIntakeEnd = false;
+
+beforeAll(async () => {
+  service = await startTestLocalService({ FREE_CREDITS: '10', POWERTOOLS_METRICS_DISABLED: 'true' });
+  service.queue.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      if (
+        loseQueueAnswer &&
+        /^SendMessage/.test(context.commandName ?? '') &&
+        JSON.stringify(args.input).includes('capture')
+      ) {
+        throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $metadata: {} });
+      }
+      return result;
+    },
+    { step: 'initialize', name: 'loseQueueAnswer' },
+  );
+  service.dynamo.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (
+        slowIntakeEnd &&
+        context.commandName === 'UpdateItemCommand' &&
+        JSON.stringify(args.input).includes('refundedByCaller')
+      )
+        await sleep(8_000);
+      return next(args);
+    },
+    { step: 'initialize', name: 'slowIntakeEnd' },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close();
+});
+
+describe('an async capture refused 503 whose job a worker ran all the same', () => {
+  it('is not run and charged a second time by a retry with the same Idempotency-Key', async () => {
+    const account = await service.newAccount();
+    const send = async () => {
+      const response = await fetch(`${service.url}/api/screenshot`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${account.apiKey}`,
+          'Content-Type': 'application/json',
+          'Idempotency-Key': 'invoice-4711',
+        },
+        body: JSON.stringify({ html: '<h1>Invoice 4711</h1>', async: true }),
+      });
+      return { status: response.status, body: (await response.json()) as { id?: string } };
+    };
+    const balance = async () =>
+      (
+        (await (await service.request('/api/credits', { bearer: account.token })).json()) as {
+          balance: number;
+        }
+      ).balance;
+
+    loseQueueAnswer = true;
+    slowIntakeEnd = true;
+    const first = await send();
+    loseQueueAnswer = false;
+    slowIntakeEnd = false;
+    const retry = await send();
+    // Both captures (if two were accepted) have time to run.
+    await sleep(8_000);
+    const jobs = (
+      (await (await service.request('/api/jobs', { bearer: account.token })).json()) as {
+        jobs: { id: string; status: string }[];
+      }
+    ).jobs;
+    const succeeded = jobs.filter((job) => job.status === 'succeeded').length;
+    // Today: 500 then 202; two jobs succeeded and 2 credits spent for one key.
+    expect(
+      { succeeded, spent: 10 - (await balance()) },
+      `answers ${first.status}, ${retry.status}; jobs ${JSON.stringify(jobs)}`,
+    ).toEqual({ succeeded: 1, spent: 1 });
+  }, 120_000);
+});
