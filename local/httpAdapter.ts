@@ -94,6 +94,8 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown):
   if (!res.headersSent) {
     res.writeHead(answer.status, {
       'Content-Type': 'application/json; charset=utf-8',
+      // As every answer of the routes does (docs/api.md 5.3).
+      'X-Content-Type-Options': 'nosniff',
       ...answer.headers,
     });
   }

@@ -138,6 +138,12 @@ const SEEN_COPY = `const seenCopy = () => {
     }
   }
   for (const twin of dropped) twin.remove();
+  // A button's words are the page's (an accordion's questions); Readability removes buttons whole (red team).
+  for (const button of copy.body.querySelectorAll('button')) {
+    const words = copy.createElement('span');
+    words.append(...button.childNodes);
+    button.replaceWith(words);
+  }
   // In document order: a host inside another one's light tree went with it, and the outer one's drawing has it.
   for (const [host, twin] of hosts) if (twin.isConnected) twin.replaceChildren(composed(host));
   return copy;
@@ -168,12 +174,20 @@ const MARKDOWN = `(() => {
   };
   // Alt text and titles are the page's words inside Markdown syntax: they may not close it (red team: an alt text
   // wrote a javascript: link of its own).
-  const plain = (text) => text.replace(/\\s+/g, ' ').replace(/[\\\\\\[\\]()"]/g, (c) => '\\\\' + c);
-  const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+  const plain = (text) => text.replace(/\\s+/g, ' ').replace(/[\\\\\\[\\]()"<&\x60]/g, (c) => '\\\\' + c);
+  const turndown = new TurndownService({
+    headingStyle: 'atx',
+    codeBlockStyle: 'fenced',
+    bulletListMarker: '-',
+    // What a rule keeps (the GFM plugin keeps a table without a heading row) is written as its Markdown, never as the
+    // page's own HTML, which no rule of ours would have read (red team: a live javascript: link and onerror).
+    keepReplacement: (content, node) => (node.isBlock ? '\\n\\n' + content + '\\n\\n' : content),
+  });
   turndown.use(turndownPluginGfm.gfm);
-  // Page text cannot open an autolink or raw HTML either (red team: text reading <javascript:...> became a link).
+  // Page text cannot open an autolink, raw HTML or an entity either (red team: text reading <javascript:...> became a
+  // link, and "&copy;" a sign).
   const escapeText = turndown.escape.bind(turndown);
-  turndown.escape = (text) => escapeText(text).replace(/</g, '\\\\<');
+  turndown.escape = (text) => escapeText(text).replace(/[<&]/g, (c) => '\\\\' + c);
   // A code block's fence is longer than any run of backticks that could close it: CommonMark closes one on a line
   // indented by up to three spaces, which Turndown's own rule (and the GFM plugin's, a fixed fence) does not count
   // (red team: the lines after such a run became live Markdown, links included).
@@ -195,7 +209,9 @@ const MARKDOWN = `(() => {
     replacement: (content, node) =>
       fenced(node.firstChild.textContent, (node.className.match(/highlight-(?:text|source)-([a-z0-9]+)/) || [])[1] || ''),
   });
-  turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'form', 'button', 'select', 'textarea']);
+  // Controls say nothing a reader wants; a form's or a button's text does (red team: a page wrapped in one form gave
+  // empty Markdown, an accordion lost its questions).
+  turndown.remove(['script', 'style', 'noscript', 'template', 'iframe', 'select', 'textarea']);
   turndown.addRule('links', {
     filter: (node) => node.nodeName === 'A' && node.getAttribute('href'),
     replacement: (content, node) => {
@@ -222,7 +238,9 @@ const MARKDOWN = `(() => {
   const article = new Readability(seen.cloneNode(true), { serializer: (element) => element }).parse();
   if (article && article.content && article.textContent.trim()) {
     const title = (article.title || '').trim();
-    return ((title ? '# ' + title + '\\n\\n' : '') + turndown.turndown(article.content)).toWellFormed();
+    // The title as the page's words too: Readability takes it from metadata nobody sees, entities decoded (red team).
+    const heading = title ? '# ' + turndown.escape(title.replace(/\\s+/g, ' ')) + '\\n\\n' : '';
+    return (heading + turndown.turndown(article.content)).toWellFormed();
   }
   return seen.body ? turndown.turndown(seen.body).toWellFormed() : '';
 })()`;

@@ -60,7 +60,11 @@ export function jobRoutes(deps: JobRouteDeps): Record<JobRouteName, HttpRoute> {
         bearerCredential(request),
         withIdempotencyKeyChecked(request, jsonBody(request, MAX_BATCH_BODY_BYTES)),
       );
-      const headers = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
+      // As the screenshot route's answers: never sniffed.
+      const headers = {
+        'X-Content-Type-Options': 'nosniff',
+        ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}),
+      };
       if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', headers);
       const { batch, jobs } = outcome;
       const statusUrl = `${request.baseUrl}/api/batches/${batch.id}`;

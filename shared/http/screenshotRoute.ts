@@ -46,7 +46,8 @@ export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
     });
     const rateHeaders = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
     if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', { ...NO_SNIFF, ...rateHeaders });
-    if ('queued' in outcome) return acceptedAnswer(outcome.queued, request.baseUrl, rateHeaders);
+    if ('queued' in outcome)
+      return acceptedAnswer(outcome.queued, request.baseUrl, { ...NO_SNIFF, ...rateHeaders });
     // An answer the client never received is not charged: the adapter calls `undelivered` when it could not send it.
     const signedLink = request.method === 'GET';
     return { ...answer(outcome.screenshot, rateHeaders, signedLink), undelivered: outcome.undelivered };
@@ -85,12 +86,18 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
  */
 function screenshotBody(request: HttpRequest): () => unknown {
   const read = withIdempotencyKeyChecked(request, jsonBody(request, MAX_HTML_BODY_BYTES), isAsyncBody);
+  const oversized = Buffer.byteLength(request.body, 'utf8') > MAX_SCREENSHOT_BODY_BYTES;
   return () => {
-    const body = read();
-    const holdsHtml = body !== null && typeof body === 'object' && 'html' in body;
-    if (!holdsHtml && Buffer.byteLength(request.body, 'utf8') > MAX_SCREENSHOT_BODY_BYTES) {
-      throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
+    let body: unknown;
+    try {
+      body = read();
+    } catch (error) {
+      // Size comes first (docs/api.md): a body past the bound that cannot be read holds no `html` document either.
+      if (oversized) throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
+      throw error;
     }
+    const holdsHtml = body !== null && typeof body === 'object' && 'html' in body;
+    if (!holdsHtml && oversized) throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
     return body;
   };
 }
