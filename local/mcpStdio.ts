@@ -9,6 +9,7 @@
  * the credits back, as for any answer that never reached its client. No timeout of ours cuts a call short: the
  * service ends every capture within its own time budget (docs/api.md 7.6).
  */
+import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -45,7 +46,9 @@ async function forward(method: string, params: unknown, signal: AbortSignal): Pr
       Accept: 'application/json, text/event-stream',
       'MCP-Protocol-Version': LATEST_PROTOCOL_VERSION,
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    // An id of its own for each call: the service takes a cancellation for every running call of the account with
+    // the id it names, and other clients of the same key number their calls from the same start (red team).
+    body: JSON.stringify({ jsonrpc: '2.0', id: `bridge-${randomUUID()}`, method, params }),
     signal,
   });
   const text = await response.text();
