@@ -187,9 +187,13 @@ const UNNAMED_SITE = 'loopback.invalid';
 
 async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<void> {
   const url = frame.url();
-  if (!/^https?:/.test(url) || frame.detached) return;
-  const pageHost = new URL(url).hostname;
-  const loopback = LOOPBACK_HOST.test(pageHost);
+  if (frame.detached) return;
+  // A document of no host (the customer's own `html`, a data: or srcdoc frame) gets the lists' generic rules, as a
+  // site with no rules of its own (red team: blockAds hid nothing in an html document).
+  const web = /^https?:/.test(url);
+  if (!web && !/^(?:data:|about:srcdoc$|about:blank$)/.test(url)) return;
+  const pageHost = web ? new URL(url).hostname : '';
+  const loopback = !web || LOOPBACK_HOST.test(pageHost);
   const hostname = loopback ? UNNAMED_SITE : pageHost;
   // Read and hidden from our isolated world, whose DOM methods and adoptedStyleSheets the page cannot replace (red team:
   // a page that redefined adoptedStyleSheets kept every ad of a blockAds capture).

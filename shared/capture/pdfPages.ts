@@ -54,9 +54,10 @@ export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
 const TRAILER_WINDOW = 1_024;
 /**
  * How much of an object's text is read: Skia writes a page's resources (a name per image) before its media box, and a
- * first page drawing thousands of images needs more than a few KiB (red team: 500 thumbnails read as 0 x 0).
+ * first page drawing thousands of images needs more than a few KiB (red team: 500 thumbnails read as 0 x 0, and
+ * 30,000 canvases put it past 512 KiB). A few such looks, bounded, whatever a hostile answer holds.
  */
-const OBJECT_WINDOW = 256 * 1024;
+const OBJECT_WINDOW = 4 * 1024 * 1024;
 /** How deep a page tree may nest (Skia's are one or two levels). */
 const MAX_TREE_DEPTH = 32;
 
