@@ -199,13 +199,15 @@ async function toolResult(
   };
 }
 
-/** The REST answer's error, and for a 400 each detail with the field it names. */
+/** The REST answer's error with its message (why a capture failed), and for a 400 each detail with its field. */
 function errorText(error: unknown): string {
   const { body } = errorAnswer(error, 'screenshot');
   const details = Array.isArray(body.details) ? (body.details as { path: unknown[]; message: string }[]) : [];
-  return [String(body.error), ...details.map((detail) => `${detail.path.join('.')}: ${detail.message}`)].join(
-    '\n',
-  );
+  const reason =
+    details.length === 0 && typeof body.message === 'string'
+      ? `${body.error}: ${body.message}`
+      : String(body.error);
+  return [reason, ...details.map((detail) => `${detail.path.join('.')}: ${detail.message}`)].join('\n');
 }
 
 async function fetchBytes(url: string): Promise<Buffer> {

@@ -132,6 +132,12 @@ describe('POST /mcp over Streamable HTTP', () => {
     })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(text(result)).toMatch(/^Invalid request.*url/s);
+    // A capture that failed says why, as the REST answer's message does.
+    const unreachable = (await client.callTool({
+      name: 'take_screenshot',
+      arguments: { url: `${site.origin}/does-not-exist`, failOnHttpError: true },
+    })) as CallToolResult;
+    expect(text(unreachable)).toMatch(/^Screenshot capture failed: The page answered with HTTP status 404/);
     expect(await balance(account.token)).toBe(100);
     await client.close();
   });

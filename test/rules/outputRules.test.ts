@@ -403,6 +403,12 @@ describe('body limits', () => {
     expect(String(answer.body)).toContain(`larger than ${MAX_SCREENSHOT_BODY_BYTES} bytes`);
   });
 
+  it('answers 413 before reading a body past 96 KiB that is not JSON at all (size comes first)', async () => {
+    const answer = await route(post(`{"url": "${URL}", ${'x'.repeat(MAX_SCREENSHOT_BODY_BYTES)}`));
+    expect(answer.status).toBe(413);
+    expect(String(answer.body)).toContain(`larger than ${MAX_SCREENSHOT_BODY_BYTES} bytes`);
+  });
+
   it('refuses to sniff any answer, and leaves a PNG unsandboxed', async () => {
     const answer = await route(post(JSON.stringify({ url: URL })));
     expect(answer.headers['X-Content-Type-Options']).toBe('nosniff');
