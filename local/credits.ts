@@ -93,6 +93,12 @@ async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promi
     const client = createDynamoClient();
     return { client, close: async () => client.destroy() };
   }
+  // No server runs with this DATA_DIR: its own store is opened, which is not the running server's if it was given
+  // another one. Said on stderr, so stdout stays the answer alone.
+  process.stderr.write(
+    `note: no npm start is running with DATA_DIR=${dataDir}; this reads and changes that folder's own store, ` +
+      'so run this command with the DATA_DIR you gave npm start\n',
+  );
   const embedded = await startEmbeddedDynamo({ dataDir, tableName: config.tableName });
   return { client: embedded.client, close: () => embedded.close() };
 }

@@ -208,7 +208,9 @@ export class LocalRenderer implements Renderer {
     // The IPC channel closes as soon as the process dies (before Node reaps it and reports its exit).
     child.once('disconnect', () => this.forget(running));
     child.once('exit', (code, signal) => {
-      logger.warn('The renderer process stopped', { code, signal });
+      // A process that stopped by itself, cleanly (Ctrl-C reaches the whole process group), is no warning.
+      if (this.closed || code === 0) logger.info('The renderer process stopped', { code, signal });
+      else logger.warn('The renderer process stopped', { code, signal });
       this.forget(running);
     });
     return running;

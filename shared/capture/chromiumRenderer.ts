@@ -568,7 +568,11 @@ function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: bo
   }
   const message = error instanceof Error ? error.message : String(error);
   const netError = /net::ERR_[A-Z_]+/.exec(message)?.[0];
-  if (netError) return new CaptureFailedError(url, `The page could not be loaded (${netError})`, 'page');
+  if (netError) {
+    // Every connection goes through the egress proxy, so Chromium names an unreachable host a failed tunnel.
+    const why = netError === 'net::ERR_TUNNEL_CONNECTION_FAILED' ? ': its host could not be reached' : '';
+    return new CaptureFailedError(url, `The page could not be loaded (${netError})${why}`, 'page');
+  }
   if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
   // Puppeteer's and DevTools' words for a call whose document was replaced under it: once the page is held, only
   // the page can have done that (whenReplaced may be told just after).

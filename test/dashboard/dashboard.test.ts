@@ -237,6 +237,10 @@ describe('the local sign-in route', () => {
       const stranger = await context.newPage();
       await stranger.goto(service.url, { waitUntil: 'load' });
       await stranger.waitForSelector('#account-id', { visible: true });
+      // Said before any try.
+      expect(await stranger.$eval('#signin-error', (element) => element.textContent)).toMatch(
+        /sign-in link npm start printed/,
+      );
       await stranger.type('#account-id', 'someone');
       await stranger.click('#local-signin button[type=submit]');
       await stranger.waitForFunction(
@@ -611,6 +615,9 @@ describe('an account owner in the dashboard', () => {
     // Only the sign-in key of this start stays, so that another account can sign in from this tab.
     expect(await page.evaluate(() => Object.keys(sessionStorage))).toEqual(['dashboard.localSignInKey']);
     expect(await isShown('#dashboard')).toBe(false);
+    // Nothing of the session stays for the next one: its messages, its account id.
+    expect(await text('#notice')).toBe('');
+    expect(await page.$eval('#account-id', (input) => (input as HTMLInputElement).value)).toBe('');
   });
 });
 

@@ -140,6 +140,19 @@ describe('the command-line tools', () => {
     expect(await (await service.request('/api/credits', { bearer: token })).json()).toEqual({ balance: 7 });
   });
 
+  it("`credits` says so when no server runs with its DATA_DIR (it would change that folder's own store)", async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), 'credits-elsewhere-'));
+    try {
+      const { stdout, stderr } = await run('npx', ['tsx', 'local/credits.ts', 'get', 'credit-user'], {
+        env: { ...env(), DATA_DIR: elsewhere },
+      });
+      expect(JSON.parse(stdout)).toEqual({ accountId: 'credit-user', balance: 0 });
+      expect(stderr).toContain(`no npm start is running with DATA_DIR=${elsewhere}`);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('`credits refunds` lists the refunds failed captures left and returns each once', async () => {
     const { credits, pendingRefunds } = createStores(service.dynamo.client, readServiceConfig(process.env));
     await credits.set('refund-user', 10);

@@ -9,8 +9,10 @@ import {
   currentSession,
   finishHostedSignIn,
   forgetSession,
+  hasSignInKey,
   hostedSignOut,
   loadConfig,
+  NO_SIGN_IN_KEY,
   signInLocally,
   startHostedSignIn,
 } from './session.js';
@@ -57,7 +59,8 @@ function showSignIn(message = '') {
   const local = config?.mode === 'local';
   $('local-signin').hidden = !local;
   $('hosted-signin').hidden = local || !config;
-  say('signin-error', message);
+  // Said before the first try: without this start's key, no sign-in can work.
+  say('signin-error', message || (local && !hasSignInKey() ? NO_SIGN_IN_KEY : ''));
 }
 
 function showDashboard() {
@@ -78,6 +81,9 @@ function signOut(message = '') {
   forgetSession();
   session = null;
   clearSecrets();
+  // Nothing of this session's stays on the page for the next one: its messages and its account id.
+  say('notice', '');
+  /** @type {HTMLInputElement} */ ($('account-id')).value = '';
   if (config?.mode === 'cognito' && !message) {
     hostedSignOut(config.cognito);
     return;

@@ -57,6 +57,15 @@ export function adoptSignInKey() {
   history.replaceState(null, '', location.pathname + location.search);
 }
 
+/** Local server only: whether this tab holds a sign-in key (from the link npm start printed). */
+export function hasSignInKey() {
+  return sessionStorage.getItem(SIGN_IN_KEY) !== null;
+}
+
+/** What a tab without the key is told. */
+export const NO_SIGN_IN_KEY =
+  'Open the sign-in link npm start printed last (http://127.0.0.1:<port>/#sign-in=…): it lets this tab sign in.';
+
 /** Local server only. @param {string} accountId */
 export async function signInLocally(accountId) {
   const response = await fetch('/local/session', {
