@@ -166,6 +166,26 @@ export class PageControl implements IsolatedWorld {
     await this.session.send('Emulation.setUserAgentOverride', identity);
   }
 
+  /**
+   * Adds a style sheet to the main frame's document that only the browser holds (DevTools' own, as the Styles panel
+   * adds): the page's scripts neither see it nor can take it away, as they can an adopted one by assigning
+   * `document.adoptedStyleSheets` (red team). The domains it needs are enabled for it alone; the sheet stays.
+   */
+  async addStyleSheet(text: string): Promise<void> {
+    await this.session.send('DOM.enable');
+    await this.session.send('CSS.enable');
+    try {
+      const { styleSheetId } = await this.session.send('CSS.createStyleSheet', {
+        frameId: this.mainFrameId,
+        force: true,
+      });
+      await this.session.send('CSS.setStyleSheetText', { styleSheetId, text });
+    } finally {
+      await this.session.send('CSS.disable');
+      await this.session.send('DOM.disable');
+    }
+  }
+
   /** The default locale of the page's Intl, or the browser's own when undefined. */
   async overrideLocale(locale: string | undefined): Promise<void> {
     await this.session.send('Emulation.setLocaleOverride', locale ? { locale } : {});

@@ -90,9 +90,10 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
 
 /**
  * After load, before the delay: consent banners dealt with and ads and chat widgets hidden (when asked), then the
- * customer's style sheet and hidden elements, then their script, then their `click`. The style sheet is adopted
- * (not a <style> element), so a page's Content-Security-Policy does not refuse it; one rule per hidden selector
- * (each one read by the browser's parser before navigation). The script runs like one of the page's own (with the
+ * customer's style sheet and hidden elements, then their script, then their `click`. The style sheet is one only the
+ * browser holds (PageControl.addStyleSheet, not a <style> element), so a page's Content-Security-Policy does not refuse
+ * it and its scripts cannot take it away; one rule per hidden selector (each one read by the browser's parser before
+ * navigation). The script runs like one of the page's own (with the
  * page's rights and through the same egress rules); an error it throws is logged and the capture goes on.
  */
 export async function decorateLoadedPage(
@@ -110,18 +111,10 @@ export async function decorateLoadedPage(
     ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),
     ...(spec.css ? [spec.css] : []),
   ];
-  // In our own world, whose CSSStyleSheet and adoptedStyleSheets the page cannot replace (red team: a page that
-  // redefined Document.prototype.adoptedStyleSheets failed every capture asking for css or hideSelectors, as ours).
-  if (rules.length > 0) {
-    await control.evaluate(`(() => {
-      const adopted = ${JSON.stringify(rules)}.map((text) => {
-        const sheet = new CSSStyleSheet();
-        sheet.replaceSync(text);
-        return sheet;
-      });
-      document.adoptedStyleSheets = [...document.adoptedStyleSheets, ...adopted];
-    })()`);
-  }
+  // A style sheet only the browser holds: the page can neither refuse it (red team: a redefined adoptedStyleSheets
+  // failed the capture) nor take it back (red team: a page resetting document.adoptedStyleSheets showed what
+  // hideSelectors hid).
+  if (rules.length > 0) await control.addStyleSheet(rules.join('\n'));
   if (spec.js) {
     // The trailing `undefined` makes the script's completion value nothing to wait for or send back.
     await page.evaluate(`${spec.js}\n;undefined`).catch((error: unknown) => {
