@@ -169,10 +169,11 @@ export async function hideFiltered(
   page: Page,
   sets: FilterSet[],
   blocking: RequestBlocking | undefined,
+  addStyleSheet: StyleSheetAdder,
 ): Promise<void> {
   const blockers = await Promise.all(sets.map((set) => filterEngine(set)));
   await Promise.all([
-    ...page.frames().map((frame) => hideInFrame(blockers, frame).catch(() => undefined)),
+    ...page.frames().map((frame) => hideInFrame(blockers, frame, addStyleSheet).catch(() => undefined)),
     blocking?.collapseBlockedFrames(),
   ]);
 }
@@ -185,7 +186,14 @@ export async function hideFiltered(
 const LOOPBACK_HOST = /^(?:localhost|.+\.localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 const UNNAMED_SITE = 'loopback.invalid';
 
-async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<void> {
+/** Adds a style sheet only the browser holds to the frame `frameId`'s document (PageControl.addStyleSheet). */
+export type StyleSheetAdder = (css: string, frameId: string) => Promise<void>;
+
+async function hideInFrame(
+  blockers: FiltersEngine[],
+  frame: Frame,
+  addStyleSheet: StyleSheetAdder,
+): Promise<void> {
   const url = frame.url();
   if (frame.detached) return;
   // A document of no host (the customer's own `html`, a data: or srcdoc frame) gets the lists' generic rules, as a
@@ -195,8 +203,8 @@ async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<voi
   const pageHost = web ? new URL(url).hostname : '';
   const loopback = !web || LOOPBACK_HOST.test(pageHost);
   const hostname = loopback ? UNNAMED_SITE : pageHost;
-  // Read and hidden from our isolated world, whose DOM methods and adoptedStyleSheets the page cannot replace (red team:
-  // a page that redefined adoptedStyleSheets kept every ad of a blockAds capture).
+  // Read from our isolated world, whose DOM methods the page cannot replace (red team: a page that redefined them kept
+  // every ad of a blockAds capture).
   const realm = isolatedRealmOf(frame);
   const features = await realm.evaluate(extractFeaturesFromDOM);
   const styles = blockers.flatMap((blocker) => {
@@ -215,10 +223,7 @@ async function hideInFrame(blockers: FiltersEngine[], frame: Frame): Promise<voi
     return active && styles !== '' ? [styles] : [];
   });
   if (styles.length === 0) return;
-  // Adopted, not a <style> element: a page's Content-Security-Policy does not refuse it.
-  await realm.evaluate((css: string) => {
-    const sheet = new CSSStyleSheet();
-    sheet.replaceSync(css);
-    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-  }, styles.join('\n'));
+  // A sheet only the browser holds: the page's Content-Security-Policy does not refuse it, and its scripts cannot take
+  // it back by assigning document.adoptedStyleSheets (red team). `_id` is puppeteer's frame id, marked internal.
+  await addStyleSheet(styles.join('\n'), (frame as unknown as { _id: string })._id);
 }

@@ -255,7 +255,7 @@ export class ChromiumRenderer implements Renderer {
       );
     }
     // Again, for what the page added since load; the image is taken right after.
-    await hideFilteredElements(page, spec, setup);
+    await hideFilteredElements(page, tab.control, spec, setup);
     const metadata = spec.metadata
       ? {
           metadata: await pageMetadata(tab.control, {

@@ -34,6 +34,8 @@ export class PageScriptError extends Error {
  */
 export class PageControl implements IsolatedWorld {
   private loading = false;
+  /** The style sheets being added (addStyleSheet), in turn. */
+  private styling: Promise<void> = Promise.resolve();
   private waiting: (() => void)[] = [];
   /** The loader of the main frame's current document. */
   private committed: string | undefined;
@@ -167,23 +169,25 @@ export class PageControl implements IsolatedWorld {
   }
 
   /**
-   * Adds a style sheet to the main frame's document that only the browser holds (DevTools' own, as the Styles panel
+   * Adds a style sheet to a frame's document (the main frame's by default) that only the browser holds (DevTools' own, as the Styles panel
    * adds): the page's scripts neither see it nor can take it away, as they can an adopted one by assigning
    * `document.adoptedStyleSheets` (red team). The domains it needs are enabled for it alone; the sheet stays.
    */
-  async addStyleSheet(text: string): Promise<void> {
-    await this.session.send('DOM.enable');
-    await this.session.send('CSS.enable');
-    try {
-      const { styleSheetId } = await this.session.send('CSS.createStyleSheet', {
-        frameId: this.mainFrameId,
-        force: true,
-      });
-      await this.session.send('CSS.setStyleSheetText', { styleSheetId, text });
-    } finally {
-      await this.session.send('CSS.disable');
-      await this.session.send('DOM.disable');
-    }
+  addStyleSheet(text: string, frameId = this.mainFrameId): Promise<void> {
+    // One at a time: one call's disabling must not come between another's enabling and its sheet (frames at once).
+    const added = this.styling.then(async () => {
+      await this.session.send('DOM.enable');
+      await this.session.send('CSS.enable');
+      try {
+        const { styleSheetId } = await this.session.send('CSS.createStyleSheet', { frameId, force: true });
+        await this.session.send('CSS.setStyleSheetText', { styleSheetId, text });
+      } finally {
+        await this.session.send('CSS.disable');
+        await this.session.send('DOM.disable');
+      }
+    });
+    this.styling = added.catch(() => undefined);
+    return added;
   }
 
   /** The default locale of the page's Intl, or the browser's own when undefined. */

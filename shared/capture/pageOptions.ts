@@ -105,7 +105,7 @@ export async function decorateLoadedPage(
 ): Promise<void> {
   await Promise.all([
     spec.blockCookieBanners ? settleCookieBanners(page, deadline) : undefined,
-    hideFilteredElements(page, spec, setup),
+    hideFilteredElements(page, control, spec, setup),
   ]);
   const rules = [
     ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),
@@ -130,11 +130,16 @@ export async function decorateLoadedPage(
 /** What blockAds and blockChats hide, in every frame as it stands now; nothing when neither was asked for. */
 export async function hideFilteredElements(
   page: Page,
+  control: PageControl,
   spec: CaptureSpec,
   setup: NavigationSetup,
 ): Promise<void> {
   const sets = filterSetsOf(spec);
-  if (sets.length > 0) await hideFiltered(page, sets, setup.requestBlocking);
+  if (sets.length > 0) {
+    await hideFiltered(page, sets, setup.requestBlocking, (css, frameId) =>
+      control.addStyleSheet(css, frameId),
+    );
+  }
 }
 
 /**
