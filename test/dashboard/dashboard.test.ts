@@ -489,6 +489,14 @@ describe('an account owner in the dashboard', () => {
     await fillIn('#try-html', html);
     await page.select('#try-format', 'pdf');
     expect(await page.$eval('#try-pdf', (element) => (element as HTMLElement).hidden)).toBe(false);
+    // What a PDF refuses (docs/api.md) cannot be chosen, and is not sent.
+    const disabled = () =>
+      Promise.all(
+        ['#try-full', '#try-transparent', '#try-scale', '#try-selector'].map((id) =>
+          page.$eval(id, (control) => (control as HTMLInputElement).disabled),
+        ),
+      );
+    expect(await disabled()).toEqual([true, true, true, true]);
     await page.select('#try-paper', 'Letter');
     await page.click('#try-landscape');
     await page.click('#try-page-numbers');
@@ -518,7 +526,11 @@ describe('an account owner in the dashboard', () => {
     // Back to the plain form for the tests after this one.
     await fillIn('#try-html', '');
     for (const box of ['#try-landscape', '#try-page-numbers']) await page.click(box);
+    // A JPEG has no transparency; PNG takes every option again.
+    await page.select('#try-format', 'jpeg');
+    expect(await disabled()).toEqual([false, true, false, false]);
     await page.select('#try-format', 'png');
+    expect(await disabled()).toEqual([false, false, false, false]);
   });
 
   it('asks before revoking, and keeps the key when the user cancels', async () => {

@@ -38,7 +38,8 @@ function say(id, text) {
 
 /** Disables a form's controls while its request runs, so a double click cannot send it twice. */
 async function busy(form, work) {
-  const controls = [...form.elements];
+  // Those already disabled (options the chosen format does not take) stay so.
+  const controls = [...form.elements].filter((control) => !control.disabled);
   form.setAttribute('aria-busy', 'true');
   for (const control of controls) control.disabled = true;
   try {
@@ -340,6 +341,19 @@ async function copyNewKey() {
 
 // ---- Try it ----
 
+/**
+ * Shows the options the format takes, and disables those it refuses (docs/api.md): a PDF takes no full page,
+ * transparency, scale or element; a JPEG has no transparency.
+ */
+function fitToFormat(format) {
+  const pdf = format === 'pdf';
+  $('try-pdf').hidden = !pdf;
+  for (const id of ['try-full', 'try-scale', 'try-selector']) {
+    /** @type {HTMLInputElement} */ ($(id)).disabled = pdf;
+  }
+  /** @type {HTMLInputElement} */ ($('try-transparent')).disabled = pdf || format === 'jpeg';
+}
+
 async function tryCapture(event) {
   event.preventDefault();
   const form = /** @type {HTMLFormElement} */ (event.currentTarget);
@@ -348,17 +362,21 @@ async function tryCapture(event) {
   const html = value('try-html');
   const format = value('try-format');
   const pdf = format === 'pdf';
+  // An option the format does not take is disabled (fitToFormat), and not sent.
+  const offered = (id) => !(/** @type {HTMLInputElement} */ ($(id)).disabled);
   const request = {
     ...(html.trim() ? { html } : { url: value('try-url').trim() }),
     format,
-    ...(!pdf ? { fullPage: checked('try-full') } : {}),
+    ...(offered('try-full') ? { fullPage: checked('try-full') } : {}),
     delay: Number(value('try-delay') || 0),
     ...(value('try-media') ? { mediaType: value('try-media') } : {}),
-    ...(checked('try-transparent') ? { omitBackground: true } : {}),
+    ...(offered('try-transparent') && checked('try-transparent') ? { omitBackground: true } : {}),
     ...(pdf ? pdfFields(checked) : {}),
     ...(value('try-device') ? { device: value('try-device') } : {}),
-    ...(value('try-scale') !== '1' ? { scale: Number(value('try-scale')) } : {}),
-    ...(value('try-selector').trim() ? { selector: value('try-selector').trim() } : {}),
+    ...(offered('try-scale') && value('try-scale') !== '1' ? { scale: Number(value('try-scale')) } : {}),
+    ...(offered('try-selector') && value('try-selector').trim()
+      ? { selector: value('try-selector').trim() }
+      : {}),
     ...(value('try-wait').trim() ? { waitForSelector: value('try-wait').trim() } : {}),
     ...(checked('try-dark') ? { darkMode: true } : {}),
     ...(checked('try-ads') ? { blockAds: true } : {}),
@@ -459,9 +477,10 @@ async function start() {
   });
   $('try-it').addEventListener('submit', tryCapture);
   initWebhookSecret({ withSession, confirmAction });
-  $('try-format').addEventListener('change', (event) => {
-    $('try-pdf').hidden = /** @type {HTMLSelectElement} */ (event.currentTarget).value !== 'pdf';
-  });
+  $('try-format').addEventListener('change', (event) =>
+    fitToFormat(/** @type {HTMLSelectElement} */ (event.currentTarget).value),
+  );
+  fitToFormat(/** @type {HTMLSelectElement} */ ($('try-format')).value);
 
   try {
     config = await loadConfig();
