@@ -319,7 +319,15 @@ describe('an account owner in the dashboard', () => {
     await waitShown('#new-key');
     fullKey = await text('#new-key-value');
     expect(fullKey).toMatch(/^sk_live_[0-9a-f]{40}$/);
+    // Each secret with its own copy button beside it (new-user walkthrough: one button, far below the key).
     expect(await isShown('#copy-key')).toBe(true);
+    expect(await isShown('#copy-secret')).toBe(true);
+    expect(await isShown('#copy-link')).toBe(false);
+    const beside = await page.$eval(
+      '#copy-key',
+      (button) => button.parentElement?.querySelector('#new-key-value') !== null,
+    );
+    expect(beside).toBe(true);
   });
 
   it('shows the signing secret once and builds a signed link whose image loads on the page', async () => {
@@ -330,6 +338,7 @@ describe('an account owner in the dashboard', () => {
     await fillIn('#link-height', '600');
     await page.click('#link-build');
     await waitText('#signed-link', /signature=/);
+    expect(await isShown('#copy-link')).toBe(true);
     const link = await text('#signed-link');
     expect(link.startsWith(`${service.url}/api/screenshot?`)).toBe(true);
     expect(link).not.toContain(signingSecret);

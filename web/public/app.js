@@ -305,6 +305,7 @@ function hideNewKey() {
   say('new-key-value', '');
   say('new-key-secret', '');
   say('signed-link', '');
+  $('copy-link').hidden = true;
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
   preview.removeAttribute('src');
   preview.hidden = true;
@@ -328,6 +329,7 @@ async function buildLink(event) {
     options,
   );
   say('signed-link', link);
+  $('copy-link').hidden = false;
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
   preview.alt = `Screenshot of ${options.url}`;
   preview.src = link;
@@ -337,6 +339,14 @@ async function buildLink(event) {
 
 async function copyNewKey() {
   say('notice', await copyShown($('new-key-value'), 'Key'));
+}
+
+async function copySigningSecret() {
+  say('notice', await copyShown($('new-key-secret'), 'Signing secret'));
+}
+
+async function copySignedLink() {
+  say('notice', await copyShown($('signed-link'), 'Link'));
 }
 
 // ---- Try it ----
@@ -470,6 +480,8 @@ async function start() {
   $('usage-range').addEventListener('change', refreshUsage);
   $('create-key').addEventListener('submit', createKey);
   $('copy-key').addEventListener('click', copyNewKey);
+  $('copy-secret').addEventListener('click', copySigningSecret);
+  $('copy-link').addEventListener('click', copySignedLink);
   $('link-builder').addEventListener('submit', buildLink);
   $('dismiss-key').addEventListener('click', () => {
     hideNewKey();
