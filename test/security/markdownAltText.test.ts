@@ -1,6 +1,6 @@
 import { HtmlRenderer, Parser } from 'commonmark';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import { markdownCaptures, rendered } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 7): an image's alt text goes into the Markdown through `plain()`, which escapes backslashes,
@@ -13,33 +13,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  *   and the rest is an onerror attribute of the rendered <img>.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
-
-async function markdownOf(html: string): Promise<string> {
-  const response = await harness.shoot(account.apiKey, { html, format: 'markdown' });
-  expect(response.status).toBe(200);
-  return response.body.toString('utf8');
-}
-
-function rawHtmlOf(markdown: string): string[] {
-  const walker = new Parser().parse(markdown).walker();
-  const rawHtml: string[] = [];
-  for (let step = walker.next(); step; step = walker.next()) {
-    const { node, entering } = step;
-    if (entering && (node.type === 'html_inline' || node.type === 'html_block'))
-      rawHtml.push(node.literal ?? '');
-  }
-  return rawHtml;
-}
+const { markdownOf } = markdownCaptures();
 
 const page = (image: string) => `<!doctype html><html><body><p>Shown text.</p><p>${image}</p></body></html>`;
 
@@ -49,7 +23,7 @@ describe("an image's alt text in the Markdown", () => {
       page('<img src="data:," width="40" height="40" alt="<img src=x onerror=alert&amp;#40;1&amp;#41;>">'),
     );
     expect(markdown).toContain('Shown text.');
-    expect(rawHtmlOf(markdown)).toEqual([]);
+    expect(rendered(markdown).rawHtml).toEqual([]);
   });
 
   it("cannot break out of the rendered image's alt attribute", async () => {
@@ -58,7 +32,7 @@ describe("an image's alt text in the Markdown", () => {
       page(`<img src="https://example.com/a.png" width="40" height="40" alt="${alt}">`),
     );
     expect(markdown).toContain('Shown text.');
-    expect(rawHtmlOf(markdown)).toEqual([]);
+    expect(rendered(markdown).rawHtml).toEqual([]);
     const html = new HtmlRenderer().render(new Parser().parse(markdown));
     // Today: <img src="https://example.com/a.png" alt="<b x='\" onerror=alert`1` y=\"'>" />
     expect(html).not.toMatch(/<img [^>]*" onerror=/);

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ARTICLE_PAGE } from '../helpers/articlePages';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { markdownCaptures } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 5): api.md 17.1 says text in an element whose `visibility` is not `visible` is left out and "a
@@ -10,16 +10,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * page styled by a class keeps it, so what is read depends on how the page wrote its style.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
+const { shoot } = markdownCaptures();
 
 const PART = `<style>.folded { visibility: hidden } .shown { visibility: visible }</style>
   <div class="folded">Folded words. <p class="shown">SHOWN-BY-CLASS paragraph a reader sees.</p></div>
@@ -30,7 +21,7 @@ describe('a shown child of an element of visibility: hidden', () => {
     ['the whole body', `<!doctype html><html><body><p>Shown text.</p>${PART}</body></html>`],
     ['an article', ARTICLE_PAGE.replace('<h2>Measured heights</h2>', `${PART}<h2>Measured heights</h2>`)],
   ])('is read, however its style was written, in %s', { timeout: 60_000 }, async (_, html) => {
-    const response = await harness.shoot(account.apiKey, { html, format: 'markdown' });
+    const response = await shoot({ html, format: 'markdown' });
     expect(response.status).toBe(200);
     const markdown = response.body.toString('utf8');
     expect(markdown).not.toContain('Folded words');

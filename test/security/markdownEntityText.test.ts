@@ -1,6 +1,6 @@
 import { HtmlRenderer, Parser } from 'commonmark';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import { markdownCaptures } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 7, honest text mangled): Turndown escapes Markdown's punctuation and bf9f662 added '<', but not
@@ -9,20 +9,11 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * before '&' (CommonMark's escape) keeps the text the page showed.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
+const { shoot } = markdownCaptures();
 
 describe('page text that reads as an entity reference', () => {
   it('is rendered as the page showed it', async () => {
-    const response = await harness.shoot(account.apiKey, {
+    const response = await shoot({
       html: '<!doctype html><html><body><p>Write &amp;copy; for the sign, and &amp;lt;b&amp;gt; for a tag.</p></body></html>',
       format: 'markdown',
     });

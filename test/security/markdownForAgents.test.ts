@@ -1,36 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTICLE_PAGE } from '../helpers/articlePages';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import { IN_ARTICLE, markdownCaptures, WHOLE_BODY } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 4): Markdown for agents (docs/api.md 17.1) through the real handler and real Chromium, with the
  * customer's own document (`html`) standing in for a hostile page.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
-
-async function markdownOf(html: string): Promise<string> {
-  const response = await harness.shoot(account.apiKey, { html, format: 'markdown' });
-  expect(response.status).toBe(200);
-  return response.body.toString('utf8');
-}
+const { markdownOf } = markdownCaptures();
 
 /** In the whole body (too short for an article) and inside an article Readability picks. */
 const PLACES = [
-  ['the whole body', (part: string) => `<!doctype html><html><body><p>Shown text.</p>${part}</body></html>`],
-  [
-    'an article',
-    (part: string) => ARTICLE_PAGE.replace('<h2>Measured heights</h2>', `${part}<h2>Measured heights</h2>`),
-  ],
+  ['the whole body', WHOLE_BODY],
+  ['an article', IN_ARTICLE],
 ] as const;
 
 describe('text the page does not show', () => {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import { markdownCaptures } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 7, honest text dropped): pageContent.ts has Turndown remove every `form` element with its whole
@@ -9,22 +9,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * what says nothing; the text around them is the page. Likewise a <button>'s own text: an accordion's questions.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
-
-async function markdownOf(html: string): Promise<string> {
-  const response = await harness.shoot(account.apiKey, { html, format: 'markdown' });
-  expect(response.status).toBe(200);
-  return response.body.toString('utf8');
-}
+const { markdownOf } = markdownCaptures();
 
 describe('text Turndown removes with form controls', () => {
   it('keeps its text, when there is no article', async () => {

@@ -1,6 +1,5 @@
-import { Parser } from 'commonmark';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import { allowedDestination, markdownCaptures, rendered } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 7): every text node of the Markdown goes through Turndown's escape (and '<' is escaped since
@@ -10,38 +9,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * the answer: a javascript: link, raw HTML a renderer passes on, and text hidden from the page's readers.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
-
-async function markdownOf(html: string): Promise<string> {
-  const response = await harness.shoot(account.apiKey, { html, format: 'markdown' });
-  expect(response.status).toBe(200);
-  return response.body.toString('utf8');
-}
-
-function rendered(markdown: string): { destinations: string[]; rawHtml: string[] } {
-  const walker = new Parser().parse(markdown).walker();
-  const destinations: string[] = [];
-  const rawHtml: string[] = [];
-  for (let step = walker.next(); step; step = walker.next()) {
-    const { node, entering } = step;
-    if (!entering) continue;
-    if ((node.type === 'link' || node.type === 'image') && node.destination !== null)
-      destinations.push(node.destination);
-    if (node.type === 'html_inline' || node.type === 'html_block') rawHtml.push(node.literal ?? '');
-  }
-  return { destinations, rawHtml };
-}
-
-const allowed = (destination: string) => /^(?:https?:|mailto:|#)/i.test(destination);
+const { markdownOf } = markdownCaptures();
 
 const ARTICLE_BODY = `<article><h1>Quarterly report</h1>${'<p>The measured heights of the towers were recorded over three seasons, and each was compared with the survey of the year before, giving a steady picture of their settling.</p>'.repeat(8)}</article>`;
 
@@ -51,7 +19,7 @@ describe("the article's title, written into the Markdown as is", () => {
       `<!doctype html><html><head><title>[Open the report](javascript:alert(document.domain))</title></head><body>${ARTICLE_BODY}</body></html>`,
     );
     expect(markdown).toContain('measured heights');
-    expect(rendered(markdown).destinations.filter((d) => !allowed(d))).toEqual([]);
+    expect(rendered(markdown).destinations.filter((d) => !allowedDestination(d))).toEqual([]);
   });
 
   it('cannot write raw HTML or hidden instructions through og:title, which the page never shows', async () => {
@@ -63,6 +31,6 @@ describe("the article's title, written into the Markdown as is", () => {
     expect(markdown).toContain('measured heights');
     const { destinations, rawHtml } = rendered(markdown);
     expect(rawHtml).toEqual([]);
-    expect(destinations.filter((d) => !allowed(d))).toEqual([]);
+    expect(destinations.filter((d) => !allowedDestination(d))).toEqual([]);
   });
 });

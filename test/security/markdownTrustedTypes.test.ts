@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ARTICLE_HEADING, ARTICLE_PAGE } from '../helpers/articlePages';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { markdownCaptures } from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 5): a page that enforces Trusted Types (`require-trusted-types-for 'script'`, as several large
@@ -11,16 +11,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * 5xx alarms: the service cannot read such sites, and nobody is told.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
+const { shoot } = markdownCaptures();
 
 const TRUSTED_TYPES_ARTICLE = ARTICLE_PAGE.replace(
   '<head>',
@@ -29,7 +20,7 @@ const TRUSTED_TYPES_ARTICLE = ARTICLE_PAGE.replace(
 
 describe('a page that enforces Trusted Types', () => {
   it('is read as Markdown', { timeout: 60_000 }, async () => {
-    const response = await harness.shoot(account.apiKey, { html: TRUSTED_TYPES_ARTICLE, format: 'markdown' });
+    const response = await shoot({ html: TRUSTED_TYPES_ARTICLE, format: 'markdown' });
     // Today: 500 "The page's document could not be read as it stands", classified as the page's failure.
     expect(`${response.status} ${response.body.toString('utf8').slice(0, 200)}`).toMatch(/^200 /);
     expect(response.body.toString('utf8')).toContain(ARTICLE_HEADING);

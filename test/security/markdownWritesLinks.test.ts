@@ -1,7 +1,11 @@
-import { Parser } from 'commonmark';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTICLE_PAGE } from '../helpers/articlePages';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import {
+  allowedDestination,
+  IN_ARTICLE,
+  markdownCaptures,
+  rendered,
+  WHOLE_BODY,
+} from '../helpers/markdownCaptures';
 
 /**
  * Red team (round 5): docs/api.md 17.1 promises that "no page text ends a link or writes one" and that links go only
@@ -9,43 +13,7 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * agent's or a chat's renderer reads it: every link and image it finds, and every piece of raw HTML it passes on.
  */
 
-let harness: ScreenshotHarness;
-let account: Awaited<ReturnType<ScreenshotHarness['newAccount']>>;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  account = await harness.newAccount();
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
-
-async function markdownOf(html: string): Promise<string> {
-  const response = await harness.shoot(account.apiKey, { html, format: 'markdown' });
-  expect(response.status).toBe(200);
-  return response.body.toString('utf8');
-}
-
-/** What a CommonMark renderer makes clickable or passes on as HTML: link and image destinations, raw HTML. */
-function rendered(markdown: string): { destinations: string[]; rawHtml: string[] } {
-  const walker = new Parser().parse(markdown).walker();
-  const destinations: string[] = [];
-  const rawHtml: string[] = [];
-  for (let step = walker.next(); step; step = walker.next()) {
-    const { node, entering } = step;
-    if (!entering) continue;
-    if ((node.type === 'link' || node.type === 'image') && node.destination !== null)
-      destinations.push(node.destination);
-    if (node.type === 'html_inline' || node.type === 'html_block') rawHtml.push(node.literal ?? '');
-  }
-  return { destinations, rawHtml };
-}
-
-const allowed = (destination: string) => /^(?:https?:|mailto:|#)/i.test(destination);
-
-const WHOLE_BODY = (part: string) => `<!doctype html><html><body><p>Shown text.</p>${part}</body></html>`;
-const IN_ARTICLE = (part: string) =>
-  ARTICLE_PAGE.replace('<h2>Measured heights</h2>', `${part}<h2>Measured heights</h2>`);
+const { markdownOf } = markdownCaptures();
 
 describe('page text read as Markdown syntax', () => {
   // Turndown's fencedCodeBlock makes its fence longer than any run of backticks that starts a line of the code,
@@ -62,7 +30,7 @@ describe('page text read as Markdown syntax', () => {
 </code></pre>`),
     );
     expect(markdown).toContain('let shown = 1;');
-    expect(rendered(markdown).destinations.filter((d) => !allowed(d))).toEqual([]);
+    expect(rendered(markdown).destinations.filter((d) => !allowedDestination(d))).toEqual([]);
   });
 
   // Turndown escapes brackets, backticks, stars and underscores in text, never '<': the page's visible text
@@ -78,7 +46,7 @@ describe('page text read as Markdown syntax', () => {
     );
     expect(markdown).toContain('Read on');
     const { destinations, rawHtml } = rendered(markdown);
-    expect(destinations.filter((d) => !allowed(d))).toEqual([]);
+    expect(destinations.filter((d) => !allowedDestination(d))).toEqual([]);
     expect(rawHtml).toEqual([]);
   });
 });
