@@ -16,3 +16,11 @@ export interface CancelledCalls {
 
 /** How long a cancellation is kept: longer than any call runs (its capture budget and the delivery). */
 export const CANCELLATION_KEPT_MS = 10 * 60_000;
+
+/**
+ * Whether a cancellation that came at `at` (undefined: none) takes a call that started at `startedAt`: one that came
+ * while it ran, and is still kept at `now`.
+ */
+export function takesCall(at: number | undefined, startedAt: number, now: number): boolean {
+  return at !== undefined && at >= startedAt && at > now - CANCELLATION_KEPT_MS;
+}

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { CANCELLATION_KEPT_MS, type CancelledCalls } from '../mcp/cancelledCalls';
+import { CANCELLATION_KEPT_MS, type CancelledCalls, takesCall } from '../mcp/cancelledCalls';
 import { itemKey, TABLE_SCHEMA } from './table';
 
 /** One item per cancellation, in the account's partition, removed by the table's TTL. */
@@ -36,9 +36,8 @@ export class DynamoCancelledCalls implements CancelledCalls {
         ConsistentRead: true,
       }),
     );
-    // The TTL removes items late: an older mark is gone all the same.
-    const at = Number(Item?.at);
-    return at >= startedAt && at > now - CANCELLATION_KEPT_MS;
+    // The TTL removes items late: takesCall tells an older mark from a live one.
+    return takesCall(Item === undefined ? undefined : Number(Item.at), startedAt, now);
   }
 }
 

@@ -30,7 +30,7 @@ import {
   ValidationError,
 } from '../../shared/errors';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../../shared/keys/keyStore';
-import { CANCELLATION_KEPT_MS, type CancelledCalls } from '../../shared/mcp/cancelledCalls';
+import { type CancelledCalls, takesCall } from '../../shared/mcp/cancelledCalls';
 import type { ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import {
@@ -428,7 +428,7 @@ export class MemoryPendingRefunds implements PendingRefunds {
   }
 }
 
-/** The cancelled MCP calls, in memory: when each was cancelled, for CANCELLATION_KEPT_MS. */
+/** The cancelled MCP calls, in memory: when each was cancelled. */
 export class MemoryCancelledCalls implements CancelledCalls {
   private readonly at = new Map<string, number>();
 
@@ -442,7 +442,6 @@ export class MemoryCancelledCalls implements CancelledCalls {
     startedAt: number,
     now: number,
   ): Promise<boolean> {
-    const at = this.at.get(`${accountId} ${requestId}`);
-    return at !== undefined && at >= startedAt && at > now - CANCELLATION_KEPT_MS;
+    return takesCall(this.at.get(`${accountId} ${requestId}`), startedAt, now);
   }
 }
