@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS, RESPONSE_RESERVE_MS } from '../../shared/timing';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { throttleCommands } from '../helpers/throttledTable';
 
 /**
  * Red team (round 4, jobs): an Idempotency-Key exists so that a client may retry an acceptance it is not sure of
@@ -21,25 +22,15 @@ beforeAll(async () => {
   service = await startTestLocalService({ FREE_CREDITS: '10', POWERTOOLS_METRICS_DISABLED: 'true' });
   // The service's own DynamoDB client (the routes share it): the one write that completes an idempotency record fails
   // as a throttled table answers, after the SDK's own retries. Every other call goes to dynalite as ever.
-  service.dynamo.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = JSON.stringify(args.input);
-      if (
-        refuseAnswerRecord &&
-        context.commandName === 'UpdateItemCommand' &&
-        input.includes('"IDEMPOTENCY#') &&
-        input.includes('COMPLETED')
-      ) {
-        refused++;
-        throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), {
-          name: 'ThrottlingException',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'refuseIdempotencyAnswer' },
-  );
+  throttleCommands(service.dynamo.client, (command, input) => {
+    const refuses =
+      refuseAnswerRecord &&
+      command === 'UpdateItemCommand' &&
+      input.includes('"IDEMPOTENCY#') &&
+      input.includes('COMPLETED');
+    if (refuses) refused++;
+    return refuses;
+  });
 }, 120_000);
 
 afterAll(async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { throttleCommands } from '../helpers/throttledTable';
 
 /**
  * Red team (round 5): docs/api.md 19.5 says only acceptances are kept: "a request refused (400, 402, 429, …) may be
@@ -17,24 +18,14 @@ let refused = 0;
 
 beforeAll(async () => {
   service = await startTestLocalService({ FREE_CREDITS: '1', POWERTOOLS_METRICS_DISABLED: 'true' });
-  service.dynamo.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (
-        refuseDeletes > 0 &&
-        context.commandName === 'DeleteItemCommand' &&
-        JSON.stringify(args.input).includes('"IDEMPOTENCY#')
-      ) {
-        refuseDeletes--;
-        refused++;
-        throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), {
-          name: 'ThrottlingException',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'refuseIdempotencyDelete' },
-  );
+  throttleCommands(service.dynamo.client, (command, input) => {
+    const refuses = refuseDeletes > 0 && command === 'DeleteItemCommand' && input.includes('"IDEMPOTENCY#');
+    if (refuses) {
+      refuseDeletes--;
+      refused++;
+    }
+    return refuses;
+  });
 }, 120_000);
 
 afterAll(async () => {
