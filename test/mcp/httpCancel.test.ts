@@ -1,9 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ARTICLE_ROUTES } from '../helpers/articlePages';
-import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
+import { describe, expect, it, vi } from 'vitest';
+import { articleService } from '../helpers/articleService';
 
 /**
  * Red team (round 4): a call an agent cancels over Streamable HTTP. The SDK's client cancels by sending
@@ -12,33 +10,21 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
  * the agent threw away. Over stdio (`npm run mcp`) the same cancel is given back (test/mcp/mcp.test.ts).
  */
 
-let site: PageServer;
-let service: TestLocalService;
-
-beforeAll(async () => {
-  site = await startPageServer(ARTICLE_ROUTES);
-  service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: site.hostPort });
-}, 120_000);
-afterAll(async () => {
-  await service?.close();
-  await site?.close();
-});
-
-const balance = async (token: string) =>
-  (await (await service.request('/api/credits', { bearer: token })).json()).balance as number;
+const local = articleService();
+const { balance } = local;
 
 describe('a call the agent cancels over Streamable HTTP', () => {
   it('is given back, as over stdio', { timeout: 120_000 }, async () => {
-    const { apiKey, token } = await service.newAccount();
+    const { apiKey, token } = await local.service.newAccount();
     const client = new Client({ name: 'test', version: '1.0.0' });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), {
+      new StreamableHTTPClientTransport(new URL(`${local.service.url}/mcp`), {
         requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
       }),
     );
     const cancel = new AbortController();
     const call = client.callTool(
-      { name: 'get_page_markdown', arguments: { url: `${site.origin}/article`, delay: 6000 } },
+      { name: 'get_page_markdown', arguments: { url: `${local.site.origin}/article`, delay: 6000 } },
       undefined,
       { signal: cancel.signal },
     );

@@ -1,9 +1,7 @@
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ARTICLE_ROUTES } from '../helpers/articlePages';
-import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { describe, expect, it, vi } from 'vitest';
+import { articleService } from '../helpers/articleService';
 import { mcpStdioClient } from '../helpers/mcpRequest';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
 
 /**
  * Red team (round 7): since 207f239 a cancellation takes the account's calls of that JSON-RPC id that are running
@@ -14,26 +12,14 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
  * The bridge making its ids unique (a random id per forwarded call) takes it out of every other client's numbering.
  */
 
-let site: PageServer;
-let service: TestLocalService;
-
-beforeAll(async () => {
-  site = await startPageServer(ARTICLE_ROUTES);
-  service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: site.hostPort });
-}, 120_000);
-afterAll(async () => {
-  await service?.close();
-  await site?.close();
-});
-
-const balance = async (token: string) =>
-  (await (await service.request('/api/credits', { bearer: token })).json()).balance as number;
+const local = articleService();
+const { balance } = local;
 
 describe("an agent's cancellation of its first call", () => {
   it('leaves the call the stdio bridge has running at the same time', { timeout: 120_000 }, async () => {
-    const { apiKey, token } = await service.newAccount();
+    const { apiKey, token } = await local.service.newAccount();
     const post = (message: unknown, signal?: AbortSignal) =>
-      fetch(`${service.url}/mcp`, {
+      fetch(`${local.service.url}/mcp`, {
         method: 'POST',
         headers: {
           Authorization: `Bearer ${apiKey}`,
@@ -50,14 +36,20 @@ describe("an agent's cancellation of its first call", () => {
           jsonrpc: '2.0',
           id,
           method: 'tools/call',
-          params: { name: 'get_page_markdown', arguments: { url: `${site.origin}/article`, delay: 3000 } },
+          params: {
+            name: 'get_page_markdown',
+            arguments: { url: `${local.site.origin}/article`, delay: 3000 },
+          },
         },
         signal,
       );
     // A call through the bridge (npm run mcp), which forwards each call as a POST of its own.
-    const bridge = await mcpStdioClient(service.url, apiKey);
+    const bridge = await mcpStdioClient(local.service.url, apiKey);
     const bridged = bridge
-      .callTool({ name: 'get_page_markdown', arguments: { url: `${site.origin}/article`, delay: 3000 } })
+      .callTool({
+        name: 'get_page_markdown',
+        arguments: { url: `${local.site.origin}/article`, delay: 3000 },
+      })
       .then((result) => JSON.stringify(result));
     // The other agent's first call (id 1), which it then cancels, as the SDK does: notifications/cancelled.
     const cancel = new AbortController();

@@ -1,10 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ARTICLE_ROUTES } from '../helpers/articlePages';
-import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
+import { describe, expect, it, vi } from 'vitest';
+import { articleService } from '../helpers/articleService';
 
 /**
  * Red team (round 5): a cancellation is kept ten minutes under the account and the JSON-RPC id alone. JSON-RPC ids
@@ -17,25 +15,13 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
  * account's Claude Desktop / Cursor through the bridge for ten minutes.
  */
 
-let site: PageServer;
-let service: TestLocalService;
-
-beforeAll(async () => {
-  site = await startPageServer(ARTICLE_ROUTES);
-  service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: site.hostPort });
-}, 120_000);
-afterAll(async () => {
-  await service?.close();
-  await site?.close();
-});
-
-const balance = async (token: string) =>
-  (await (await service.request('/api/credits', { bearer: token })).json()).balance as number;
+const local = articleService();
+const { balance } = local;
 
 async function agent(apiKey: string): Promise<Client> {
   const client = new Client({ name: 'agent', version: '1.0.0' });
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), {
+    new StreamableHTTPClientTransport(new URL(`${local.service.url}/mcp`), {
       requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
     }),
   );
@@ -44,11 +30,11 @@ async function agent(apiKey: string): Promise<Client> {
 
 describe("another session's call with the id of a cancelled one", () => {
   it('is answered, not cancelled', { timeout: 120_000 }, async () => {
-    const { apiKey, token } = await service.newAccount();
+    const { apiKey, token } = await local.service.newAccount();
     const first = await agent(apiKey);
     const cancel = new AbortController();
     const call = first.callTool(
-      { name: 'get_page_markdown', arguments: { url: `${site.origin}/article`, delay: 3000 } },
+      { name: 'get_page_markdown', arguments: { url: `${local.site.origin}/article`, delay: 3000 } },
       undefined,
       { signal: cancel.signal },
     );
@@ -62,12 +48,12 @@ describe("another session's call with the id of a cancelled one", () => {
     const second = await agent(apiKey);
     const result = await second.callTool({
       name: 'get_page_markdown',
-      arguments: { url: `${site.origin}/article` },
+      arguments: { url: `${local.site.origin}/article` },
     });
     await second.close();
 
     // A call through the stdio bridge, as it forwards every one (id 1, a POST of its own).
-    const bridged = await fetch(`${service.url}/mcp`, {
+    const bridged = await fetch(`${local.service.url}/mcp`, {
       method: 'POST',
       headers: {
         Authorization: `Bearer ${apiKey}`,
@@ -79,7 +65,7 @@ describe("another session's call with the id of a cancelled one", () => {
         jsonrpc: '2.0',
         id: 1,
         method: 'tools/call',
-        params: { name: 'get_page_markdown', arguments: { url: `${site.origin}/article` } },
+        params: { name: 'get_page_markdown', arguments: { url: `${local.site.origin}/article` } },
       }),
     });
     const bridgedText = await bridged.text();
