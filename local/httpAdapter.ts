@@ -10,6 +10,7 @@ import {
 } from '../shared/http/adapter/lambdaStreaming';
 import { errorAnswer } from '../shared/http/errorAnswer';
 import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
+import { NO_SNIFF } from '../shared/http/types';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import type { LambdaHandlers } from '../shared/wiring/lambdaHandlers';
@@ -94,8 +95,8 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown):
   if (!res.headersSent) {
     res.writeHead(answer.status, {
       'Content-Type': 'application/json; charset=utf-8',
-      // As every answer of the routes does (docs/api.md 5.3).
-      'X-Content-Type-Options': 'nosniff',
+      // As every answer of the capture routes does (docs/api.md 5.3).
+      ...NO_SNIFF,
       ...answer.headers,
     });
   }

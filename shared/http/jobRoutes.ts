@@ -10,7 +10,7 @@ import { errorResponse } from './errorAnswer';
 import { withIdempotencyKeyChecked } from './idempotencyKey';
 import { bearerCredential, jsonBody } from './request';
 import { rateLimitHeaders } from './screenshotRoute';
-import { type HttpRoute, jsonResponse } from './types';
+import { type HttpRoute, jsonResponse, NO_SNIFF } from './types';
 
 /** The latest jobs GET /api/jobs lists. */
 export const LATEST_JOBS = 50;
@@ -61,10 +61,7 @@ export function jobRoutes(deps: JobRouteDeps): Record<JobRouteName, HttpRoute> {
         withIdempotencyKeyChecked(request, jsonBody(request, MAX_BATCH_BODY_BYTES)),
       );
       // As the screenshot route's answers: never sniffed.
-      const headers = {
-        'X-Content-Type-Options': 'nosniff',
-        ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}),
-      };
+      const headers = { ...NO_SNIFF, ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}) };
       if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', headers);
       const { batch, jobs } = outcome;
       const statusUrl = `${request.baseUrl}/api/batches/${batch.id}`;

@@ -10,7 +10,7 @@ import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signed
 import { errorResponse } from './errorAnswer';
 import { isAsyncBody, withIdempotencyKeyChecked } from './idempotencyKey';
 import { bearerCredential, jsonBody } from './request';
-import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
+import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse, NO_SNIFF } from './types';
 
 export const CACHE_CONTROL = 'public, max-age=3600, stale-while-revalidate=86400';
 /** A browser keeps an image at most this long (CACHE_CONTROL's max-age). */
@@ -27,9 +27,6 @@ export const UNCACHED_LINK_CACHE_CONTROL = `public, max-age=${BROWSER_MAX_AGE_SE
 export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
 /** The largest screenshot body that holds an `html` document: the document's own bound on top. */
 export const MAX_HTML_BODY_BYTES = MAX_HTML_BYTES + MAX_SCREENSHOT_BODY_BYTES;
-
-/** No answer of this route is for a browser to sniff into something else (an image or an error into a document). */
-const NO_SNIFF = { 'X-Content-Type-Options': 'nosniff' } as const;
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
