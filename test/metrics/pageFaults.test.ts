@@ -1,40 +1,9 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { METRIC } from '../../shared/metrics/names';
 import { PowertoolsServiceMetrics } from '../../shared/metrics/powertoolsMetrics';
+import { emitted, total } from '../helpers/emittedMetrics';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
-
-/**
- * The EMF documents (as parsed JSON) written to stdout while `run` runs and until the invocation's metrics are
- * flushed (the handler flushes after the answer has been streamed).
- */
-async function emitted(run: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
-  const lines: string[] = [];
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    lines.push(String(chunk));
-    return true;
-  });
-  const documents = () =>
-    lines
-      .join('')
-      .split('\n')
-      .filter((line) => line.includes('"_aws"'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  try {
-    await run();
-    await vi.waitFor(() => {
-      if (!documents().some((document) => METRIC.serverErrors in document))
-        throw new Error('not flushed yet');
-    });
-  } finally {
-    write.mockRestore();
-  }
-  return documents();
-}
-
-/** The sum of one metric over the documents. */
-const total = (documents: Record<string, unknown>[], metric: string) =>
-  documents.reduce((sum, document) => sum + (typeof document[metric] === 'number' ? document[metric] : 0), 0);
 
 describe("a capture the customer's page made fail", () => {
   let harness: ScreenshotHarness;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { METRIC } from '../../shared/metrics/names';
+import { emitted, total } from '../helpers/emittedMetrics';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
 
 /**
@@ -29,34 +30,6 @@ const SABOTAGED_STYLES = `<!doctype html><html><body><p>Shown text.</p><script>
   const refuse = () => { throw new Error('not for you'); };
   Object.defineProperty(Document.prototype, 'adoptedStyleSheets', { get: refuse, set: refuse });
 </script></body></html>`;
-
-/** The EMF documents written to stdout while `run` runs, until the invocation's metrics are flushed. */
-async function emitted(run: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
-  const lines: string[] = [];
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    lines.push(String(chunk));
-    return true;
-  });
-  const documents = () =>
-    lines
-      .join('')
-      .split('\n')
-      .filter((line) => line.includes('"_aws"'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  try {
-    await run();
-    await vi.waitFor(() => {
-      if (!documents().some((document) => METRIC.serverErrors in document))
-        throw new Error('not flushed yet');
-    });
-  } finally {
-    write.mockRestore();
-  }
-  return documents();
-}
-
-const total = (documents: Record<string, unknown>[], metric: string) =>
-  documents.reduce((sum, document) => sum + (typeof document[metric] === 'number' ? document[metric] : 0), 0);
 
 let harness: ScreenshotHarness;
 
