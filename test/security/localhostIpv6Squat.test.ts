@@ -1,7 +1,12 @@
 import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalService } from '../../local/localService';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 
@@ -54,6 +59,38 @@ describe("the local server's name against another user of the machine", () => {
       squatter.close();
       await once(squatter, 'close');
       squatter = undefined;
+    }
+  }, 60_000);
+
+  it('will not start on a port whose [::1] another program holds, and leaves 127.0.0.1 free again', async () => {
+    // A free port of 127.0.0.1, taken on [::1] by someone else first.
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const other = createServer((_req, res) => res.end('look-alike'));
+    const held = await new Promise<boolean>((resolve) => {
+      other.once('error', () => resolve(false));
+      other.listen(port, '::1', () => resolve(true));
+    });
+    const dataDir = await mkdtemp(join(tmpdir(), 'ipv6-squat-'));
+    try {
+      const starting = startLocalService({ dataDir, port, inMemoryStore: true, env: { ...process.env } });
+      if (!held) {
+        // No IPv6 loopback on this machine: nothing to squat, and the service starts.
+        await (await starting).close();
+        return;
+      }
+      await expect(starting).rejects.toThrow(`Another program holds [::1]:${port}`);
+      // The 127.0.0.1 port it had taken is given back.
+      const again = createServer();
+      again.listen(port, '127.0.0.1');
+      await once(again, 'listening');
+      await new Promise((resolve) => again.close(resolve));
+    } finally {
+      other.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
 });
