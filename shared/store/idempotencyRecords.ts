@@ -1,5 +1,10 @@
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { TABLE_SCHEMA } from './table';
 
 /** The partition of an account's Idempotency-Key records. */
@@ -7,19 +12,64 @@ export function idempotencyPartition(accountId: string): string {
   return `IDEMPOTENCY#${accountId}`;
 }
 
+/** Powertools' own name for the attribute, named here so that the delete below can ask for it. */
+const IN_PROGRESS_EXPIRY_ATTR = 'in_progress_expiration';
+
 /**
  * Powertools' records of an account's Idempotency-Keys on the single table: a partition per account (the key's hash
  * as sort key), so one account's requests, even the refused ones whose records are written and deleted, never use up
- * a partition's throughput other accounts need; expiring by the table's TTL.
+ * a partition's throughput other accounts need; expiring by the table's TTL. One layer serves one request.
  */
 export function idempotencyRecords(client: DynamoDBClient, tableName: string) {
-  return (accountId: string) =>
-    new DynamoDBPersistenceLayer({
-      tableName,
+  return (accountId: string) => new OwnRecordOnly(client, tableName, idempotencyPartition(accountId));
+}
+
+/**
+ * Removes only the record its own request wrote. Powertools' delete is unconditional: a refusal's removal tried again
+ * after a lost answer (idempotentRoute.ts) took the record of a retry that began meanwhile, even its kept acceptance,
+ * and a third request with the key was accepted and charged beside it (red team). A record is told apart by its
+ * in-progress expiry, which Powertools sets to the millisecond when it writes it.
+ */
+class OwnRecordOnly extends DynamoDBPersistenceLayer {
+  #written: number | undefined;
+
+  constructor(
+    private readonly db: DynamoDBClient,
+    private readonly table: string,
+    partition: string,
+  ) {
+    super({
+      tableName: table,
       keyAttr: TABLE_SCHEMA.partitionKey,
       sortKeyAttr: TABLE_SCHEMA.sortKey,
-      staticPkValue: idempotencyPartition(accountId),
+      staticPkValue: partition,
       expiryAttr: TABLE_SCHEMA.ttlAttribute,
-      awsSdkV3Client: client,
+      inProgressExpiryAttr: IN_PROGRESS_EXPIRY_ATTR,
+      awsSdkV3Client: db,
     });
+  }
+
+  protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
+    // Known before the write: a write that lands though its answer is lost is still this request's.
+    this.#written = record.inProgressExpiryTimestamp;
+    await super._putRecord(record);
+  }
+
+  protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {
+    if (this.#written === undefined) throw new Error('No record of this request to remove');
+    try {
+      await this.db.send(
+        new DeleteItemCommand({
+          TableName: this.table,
+          Key: this.getKey(record.idempotencyKey),
+          ConditionExpression: '#inProgressExpiry = :written',
+          ExpressionAttributeNames: { '#inProgressExpiry': IN_PROGRESS_EXPIRY_ATTR },
+          ExpressionAttributeValues: { ':written': { N: String(this.#written) } },
+        }),
+      );
+    } catch (error) {
+      // Gone already (an earlier removal landed), or another request's: nothing of this request's is left.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
 }
