@@ -2,8 +2,17 @@ import type { KeyIdentity } from '../keys/keyStore';
 import { logger } from '../logger';
 import { JobsNotAccepted, type QueueCapture, type QueuedCapture } from '../screenshot/queuedCaptures';
 import type { SecretCipher } from '../signing/secretCipher';
-import { type Batch, type Job, newBatchId, newJobId, STRANDED_AFTER_MS, type WebhookOutcome } from './job';
+import {
+  type Batch,
+  isFinished,
+  type Job,
+  newBatchId,
+  newJobId,
+  STRANDED_AFTER_MS,
+  type WebhookOutcome,
+} from './job';
 import { sealCredentials } from './jobCredentials';
+import { jobEnded } from './jobEvents';
 import type { JobQueue } from './jobQueue';
 import type { JobStore } from './jobStore';
 
@@ -120,14 +129,64 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
           return { cost: job.cost, taken: job };
         }),
       );
-      throw new JobsNotAccepted(
-        error,
-        kept.reduce((sum, { cost }) => sum + cost, 0),
-        kept.flatMap(({ taken }) => (taken ? [{ id: taken.id, createdAt: taken.createdAt }] : [])),
-      );
+      const creditsKept = kept.reduce((sum, { cost }) => sum + cost, 0);
+      const taken = kept.flatMap(({ taken }) => (taken ? [taken] : []));
+      if (batch && taken.length > 0) {
+        // A worker runs some of its jobs all the same: the batch was accepted after all, in part, and is answered so.
+        // Refused instead, a retry with the same Idempotency-Key would be accepted, and those jobs run and charged
+        // twice (red team). The ones ended here stay failed, their credits given back by the caller.
+        const reopened = await reopenForTaken(deps, batch, taken).catch((failure: unknown) => {
+          logger.error('Batch taken in part not reopened; it is answered refused', {
+            error: failure as Error,
+          });
+          return undefined;
+        });
+        if (reopened) {
+          const takenIds = new Set(taken.map((job) => job.id));
+          const answered = jobs.map((job) => (takenIds.has(job.id) ? job : { ...job, ...end }));
+          throw new BatchPartlyAccepted(error, creditsKept, taken, reopened, answered);
+        }
+      }
+      throw new JobsNotAccepted(error, creditsKept, taken);
     }
     return batch ? { jobs, batch } : { jobs };
   };
+}
+
+/**
+ * The intake failed, yet a worker had taken some of the batch's jobs before they could be ended: `batch` (reopened for
+ * them) and `jobs` (the others failed) are the acceptance to answer, `creditsKept` what the taken ones keep.
+ */
+export class BatchPartlyAccepted extends JobsNotAccepted {
+  constructor(
+    reason: unknown,
+    creditsKept: number,
+    taken: Job[],
+    readonly batch: Batch,
+    readonly jobs: Job[],
+  ) {
+    super(reason, creditsKept, taken);
+  }
+}
+
+/**
+ * Reopens a refused batch for its `taken` jobs. One that a worker ended before the batch was reopened was counted,
+ * and its count is now gone: it is counted again here (which completes the batch, with its webhook, if it was the
+ * last). One ending later is counted by its worker.
+ */
+async function reopenForTaken(deps: JobIntakeDeps, batch: Batch, taken: Job[]): Promise<Batch> {
+  const reopened = await deps.jobs.batchReopened(
+    batch.accountId,
+    batch.id,
+    taken.map((job) => job.id),
+    batch.webhook,
+  );
+  const ended = jobEnded(deps);
+  for (const job of taken) {
+    const stored = await deps.jobs.get(job.accountId, job.id);
+    if (stored && isFinished(stored.status)) await ended(stored);
+  }
+  return reopened;
 }
 
 /** The intake as the screenshot use case asks it: one capture, one queued job. */

@@ -79,6 +79,16 @@ export interface JobStore {
    */
   batchRefused(accountId: string, batchId: string, jobIds: string[], now: number): Promise<void>;
   /**
+   * Opens a refused batch again for the jobs a worker took before the intake could end them (it is then answered as
+   * accepted): running, those jobs no longer counted, its webhook back. Fails when the batch was never written.
+   */
+  batchReopened(
+    accountId: string,
+    batchId: string,
+    takenIds: string[],
+    webhook: WebhookOutcome | null,
+  ): Promise<Batch>;
+  /**
    * Counts a finished job of the batch (counting one twice changes nothing); the batch when that was its last one,
    * and again to a later delivery while the batch's webhook has never been tried (the worker that completed it may
    * have died before it queued batch.completed).

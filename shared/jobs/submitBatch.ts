@@ -12,7 +12,7 @@ import { givenBack } from '../screenshot/queuedCaptures';
 import { queuedIssues, screenshotRequest, webhookUrlField } from '../screenshot/schema';
 import { detailsFromZod } from '../validation';
 import type { Batch, Job } from './job';
-import type { AcceptJobs } from './jobIntake';
+import { type AcceptJobs, BatchPartlyAccepted } from './jobIntake';
 
 /** The most captures one batch holds (docs/api.md, "Batches"). */
 export const MAX_BATCH_SIZE = 100;
@@ -80,6 +80,8 @@ export function submitBatch(deps: SubmitBatchDeps) {
       } catch (error) {
         const back = givenBack(error, total ?? 0);
         if (back.credits > 0) await giveCreditsBack(deps, identity.accountId, back.credits);
+        if (error instanceof BatchPartlyAccepted)
+          return { ok: true, rateLimit: admittedRate, jobs: error.jobs, batch: error.batch };
         throw back.error;
       }
     } catch (error) {

@@ -271,6 +271,33 @@ export class DynamoJobStore implements JobStore {
     );
   }
 
+  async batchReopened(
+    accountId: string,
+    batchId: string,
+    takenIds: string[],
+    webhook: WebhookOutcome | null,
+  ): Promise<Batch> {
+    const { Attributes } = await this.db.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: itemKey.batch(accountId, batchId),
+        UpdateExpression:
+          'SET #status = :running, finishedAt = :none, webhook = :webhook DELETE finishedJobs :taken',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':running': 'running',
+          ':none': null,
+          ':webhook': webhook,
+          ':taken': new Set(takenIds),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (!Attributes) throw new Error('The batch was not written');
+    return batchOf(Attributes);
+  }
+
   async batchJobFinished(
     accountId: string,
     batchId: string,

@@ -9,6 +9,13 @@ export interface TestLocalService extends LocalService {
   request(path: string, init?: { method?: string; bearer?: string; body?: unknown }): Promise<Response>;
   /** A session token and an API key for a new account. */
   newAccount(): Promise<{ accountId: string; token: string; apiKey: string; keyId: string }>;
+  /** POST `body` as JSON with an API key and an Idempotency-Key: the answer's status and JSON body. */
+  postKeyed(
+    path: string,
+    init: { apiKey: string; key: string; body: unknown },
+  ): Promise<{ status: number; body: { id?: string } & Record<string, unknown> }>;
+  /** The account's balance, read with its session token. */
+  balance(token: string): Promise<number>;
 }
 
 /** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
@@ -47,6 +54,22 @@ export async function startTestLocalService(
       const token = service.idp.mintToken(accountId);
       const created = await (await request('/api/keys', { bearer: token, body: { name: 'test' } })).json();
       return { accountId, token, apiKey: created.key, keyId: created.id };
+    },
+    async postKeyed(path, { apiKey, key, body }) {
+      const response = await fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${apiKey}`,
+          'Content-Type': 'application/json',
+          'Idempotency-Key': key,
+        },
+        body: JSON.stringify(body),
+      });
+      return { status: response.status, body: await response.json() };
+    },
+    async balance(token) {
+      return ((await (await request('/api/credits', { bearer: token })).json()) as { balance: number })
+        .balance;
     },
     async close() {
       await service.close();

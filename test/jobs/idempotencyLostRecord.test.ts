@@ -41,24 +41,9 @@ describe('a batch whose Idempotency-Key answer could not be recorded', () => {
   it('is not accepted, and charged, a second time when the client retries with the same key and body', async () => {
     const account = await service.newAccount();
     const body = { requests: [{ html: '<h1>one</h1>' }, { html: '<h1>two</h1>' }] };
-    const send = async () => {
-      const response = await fetch(`${service.url}/api/batches`, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${account.apiKey}`,
-          'Content-Type': 'application/json',
-          'Idempotency-Key': 'nightly-report-2026-11-27',
-        },
-        body: JSON.stringify(body),
-      });
-      return { status: response.status, body: (await response.json()) as { id?: string } };
-    };
-    const balance = async () =>
-      (
-        (await (await service.request('/api/credits', { bearer: account.token })).json()) as {
-          balance: number;
-        }
-      ).balance;
+    const send = () =>
+      service.postKeyed('/api/batches', { apiKey: account.apiKey, key: 'nightly-report-2026-11-27', body });
+    const balance = () => service.balance(account.token);
 
     refuseAnswerRecord = true;
     const first = await send();

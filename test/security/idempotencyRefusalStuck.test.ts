@@ -35,18 +35,14 @@ afterAll(async () => {
 describe('a batch refused for its credits whose Idempotency-Key record could not be removed at once', () => {
   it('is answered its refusal, and its key may be sent again', async () => {
     const account = await service.newAccount();
-    const send = async () => {
-      const response = await fetch(`${service.url}/api/batches`, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${account.apiKey}`,
-          'Content-Type': 'application/json',
-          'Idempotency-Key': 'weekly-report-2026-11-27',
-        },
-        body: JSON.stringify({ requests: [{ html: '<h1>one</h1>' }, { html: '<h1>two</h1>' }] }),
-      });
-      return response.status;
-    };
+    const send = async () =>
+      (
+        await service.postKeyed('/api/batches', {
+          apiKey: account.apiKey,
+          key: 'weekly-report-2026-11-27',
+          body: { requests: [{ html: '<h1>one</h1>' }, { html: '<h1>two</h1>' }] },
+        })
+      ).status;
     // One delete refused: the table is back for anything after it.
     refuseDeletes = 1;
     const first = await send();

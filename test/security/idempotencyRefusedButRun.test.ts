@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { delayCommands, loseAnswers } from '../helpers/lostAnswers';
 
 /**
  * Red team (round 5), theoretical made concrete: an async capture whose queue message went through while the queue's
@@ -19,31 +20,12 @@ let slowIntakeEnd = false;
 
 beforeAll(async () => {
   service = await startTestLocalService({ FREE_CREDITS: '10', POWERTOOLS_METRICS_DISABLED: 'true' });
-  service.queue.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const result = await next(args);
-      if (
-        loseQueueAnswer &&
-        /^SendMessage/.test(context.commandName ?? '') &&
-        JSON.stringify(args.input).includes('capture')
-      ) {
-        throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $metadata: {} });
-      }
-      return result;
-    },
-    { step: 'initialize', name: 'loseQueueAnswer' },
+  loseAnswers(
+    service.queue.client,
+    (command, input) => loseQueueAnswer && command.startsWith('SendMessage') && input.includes('capture'),
   );
-  service.dynamo.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (
-        slowIntakeEnd &&
-        context.commandName === 'UpdateItemCommand' &&
-        JSON.stringify(args.input).includes('refundedByCaller')
-      )
-        await sleep(8_000);
-      return next(args);
-    },
-    { step: 'initialize', name: 'slowIntakeEnd' },
+  delayCommands(service.dynamo.client, (command, input) =>
+    slowIntakeEnd && command === 'UpdateItemCommand' && input.includes('refundedByCaller') ? 8_000 : 0,
   );
 }, 120_000);
 
@@ -54,24 +36,12 @@ afterAll(async () => {
 describe('an async capture refused 503 whose job a worker ran all the same', () => {
   it('is not run and charged a second time by a retry with the same Idempotency-Key', async () => {
     const account = await service.newAccount();
-    const send = async () => {
-      const response = await fetch(`${service.url}/api/screenshot`, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${account.apiKey}`,
-          'Content-Type': 'application/json',
-          'Idempotency-Key': 'invoice-4711',
-        },
-        body: JSON.stringify({ html: '<h1>Invoice 4711</h1>', async: true }),
+    const send = () =>
+      service.postKeyed('/api/screenshot', {
+        apiKey: account.apiKey,
+        key: 'invoice-4711',
+        body: { html: '<h1>Invoice 4711</h1>', async: true },
       });
-      return { status: response.status, body: (await response.json()) as { id?: string } };
-    };
-    const balance = async () =>
-      (
-        (await (await service.request('/api/credits', { bearer: account.token })).json()) as {
-          balance: number;
-        }
-      ).balance;
 
     loseQueueAnswer = true;
     slowIntakeEnd = true;
@@ -89,7 +59,7 @@ describe('an async capture refused 503 whose job a worker ran all the same', () 
     const succeeded = jobs.filter((job) => job.status === 'succeeded').length;
     // Today: 500 then 202; two jobs succeeded and 2 credits spent for one key.
     expect(
-      { succeeded, spent: 10 - (await balance()) },
+      { succeeded, spent: 10 - (await service.balance(account.token)) },
       `answers ${first.status}, ${retry.status}; jobs ${JSON.stringify(jobs)}`,
     ).toEqual({ succeeded: 1, spent: 1 });
   }, 120_000);

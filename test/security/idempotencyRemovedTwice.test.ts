@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { delayCommands, loseAnswers } from '../helpers/lostAnswers';
 import { throttleCommands } from '../helpers/throttledTable';
 
 /**
@@ -27,22 +28,18 @@ beforeAll(async () => {
     if (refuses) refuseJobs = false;
     return refuses;
   });
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const removal =
-        context.commandName === 'DeleteItemCommand' && JSON.stringify(args.input).includes('"IDEMPOTENCY#');
-      if (removal) removalsTried++;
-      const result = await next(args);
-      if (removal) removalsApplied++;
-      if (removal && loseRemovalAnswer) {
-        loseRemovalAnswer = false;
-        await removalHeld;
-        throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $metadata: {} });
-      }
-      return result;
-    },
-    { step: 'initialize', name: 'loseRemovalAnswer' },
-  );
+  loseAnswers(client, async (command, input) => {
+    if (command !== 'DeleteItemCommand' || !input.includes('"IDEMPOTENCY#')) return false;
+    removalsApplied++;
+    if (!loseRemovalAnswer) return false;
+    loseRemovalAnswer = false;
+    await removalHeld;
+    return true;
+  });
+  delayCommands(client, (command, input) => {
+    if (command === 'DeleteItemCommand' && input.includes('"IDEMPOTENCY#')) removalsTried++;
+    return 0;
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -53,16 +50,12 @@ describe("a refusal's Idempotency-Key record removed again after a lost answer",
   it("leaves a retry's acceptance that began in between, so the key is not accepted and charged again", async () => {
     const account = await service.newAccount();
     const send = async () => {
-      const response = await fetch(`${service.url}/api/batches`, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${account.apiKey}`,
-          'Content-Type': 'application/json',
-          'Idempotency-Key': 'monthly-report-2026-11',
-        },
-        body: JSON.stringify({ requests: [{ html: '<h1>one</h1>' }, { html: '<h1>two</h1>' }] }),
+      const { status, body } = await service.postKeyed('/api/batches', {
+        apiKey: account.apiKey,
+        key: 'monthly-report-2026-11',
+        body: { requests: [{ html: '<h1>one</h1>' }, { html: '<h1>two</h1>' }] },
       });
-      return { status: response.status, id: ((await response.json()) as { id?: string }).id };
+      return { status, id: body.id };
     };
     refuseJobs = true;
     loseRemovalAnswer = true;
@@ -76,9 +69,7 @@ describe("a refusal's Idempotency-Key record removed again after a lost answer",
     answerLost();
     const refused = await first;
     const third = await send();
-    const { balance } = (await (await service.request('/api/credits', { bearer: account.token })).json()) as {
-      balance: number;
-    };
+    const balance = await service.balance(account.token);
     expect({ refused: refused.status, retry: retry.status }).toEqual({ refused: 503, retry: 202 });
     // Removed again, as before, but only what was the first request's.
     expect(removalsTried).toBe(2);

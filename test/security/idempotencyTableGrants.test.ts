@@ -42,19 +42,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-async function post(path: string, apiKey: string, key: string, body: unknown) {
-  const response = await fetch(`${service.url}${path}`, {
-    method: 'POST',
-    headers: {
-      Authorization: `Bearer ${apiKey}`,
-      'Content-Type': 'application/json',
-      'Idempotency-Key': key,
-    },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.text() };
-}
-
 describe('an Idempotency-Key request that is not accepted, under its route’s deployed table grant', () => {
   it.each([
     [
@@ -75,8 +62,9 @@ describe('an Idempotency-Key request that is not accepted, under its route’s d
       const account = await service.newAccount(); // 1 credit: both bodies cost 2
       grant = TABLE_ACTIONS[route];
       try {
-        const first = await post(path, account.apiKey, `order-${route}`, body);
-        const retry = await post(path, account.apiKey, `order-${route}`, body);
+        const send = () => service.postKeyed(path, { apiKey: account.apiKey, key: `order-${route}`, body });
+        const first = await send();
+        const retry = await send();
         expect({ first: first.status, retry: retry.status, refused: [...refusedActions] }).toEqual({
           first: 402,
           retry: 402,
