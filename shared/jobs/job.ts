@@ -48,8 +48,14 @@ export interface Job {
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
-  /** The request's fields as submitted (validated again when the job runs: DNS may have changed since). */
-  request: Record<string, unknown>;
+  /**
+   * The request's fields as submitted (validated again when the job runs: DNS may have changed since), when they are
+   * small; a larger request (an `html` document of up to 256 KiB) is kept apart (JobStore.request), so that the
+   * job's views and lists read small items.
+   */
+  request?: Record<string, unknown>;
+  /** The page's host for the usage record (`requestHost`), so that ending a job needs no read of its request. */
+  host?: string;
   /** The credits reserved at acceptance: kept on success, given back on failure. */
   cost: number;
   result: StoredResult | null;
@@ -73,6 +79,11 @@ export interface Job {
    * run it. Removed by the write that starts or ends the job.
    */
   sweepAt?: number;
+}
+
+/** A job as accepted, with its request. */
+export interface NewJob extends Job {
+  request: Record<string, unknown>;
 }
 
 export interface Batch {

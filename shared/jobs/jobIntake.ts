@@ -1,11 +1,13 @@
 import type { KeyIdentity } from '../keys/keyStore';
 import { logger } from '../logger';
 import { JobsNotAccepted, type QueueCapture, type QueuedCapture } from '../screenshot/queuedCaptures';
+import { requestHost } from '../screenshot/usageOf';
 import type { SecretCipher } from '../signing/secretCipher';
 import {
   type Batch,
   isFinished,
   type Job,
+  type NewJob,
   newBatchId,
   newJobId,
   STRANDED_AFTER_MS,
@@ -52,8 +54,9 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
           webhook: webhook(options.webhookUrl),
         }
       : undefined;
-    const accepted = captures.map(
-      (capture): Job => ({
+    const accepted = captures.map((capture): NewJob => {
+      const host = requestHost(() => capture.request);
+      return {
         id: newJobId(now),
         accountId: identity.accountId,
         keyId: identity.keyId,
@@ -62,6 +65,7 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         startedAt: null,
         finishedAt: null,
         request: capture.request,
+        ...(host === undefined ? {} : { host }),
         cost: capture.cost,
         result: null,
         error: null,
@@ -71,8 +75,8 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         // In the item's own write: should this function die before the message is sent, the sweep finds the job.
         sweepAt: now + STRANDED_AFTER_MS,
         ...(batch ? { batchId: batch.id } : {}),
-      }),
-    );
+      };
+    });
     // Sealed before anything is written: a cipher that fails leaves nothing behind (the caller gives back all).
     const jobs = await sealCredentials(deps.cipher, accepted);
     if (batch) batch.jobIds = jobs.map((job) => job.id);

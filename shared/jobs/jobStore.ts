@@ -1,5 +1,5 @@
 import { JOB_WORKER_TIMEOUT_MS } from '../timing';
-import type { Batch, Job, StoredResult, WebhookOutcome } from './job';
+import type { Batch, Job, NewJob, StoredResult, WebhookOutcome } from './job';
 
 /**
  * How long one delivery's claim on a failed job's refund holds (`refundClaimedUntil`): the worker's timeout. A
@@ -38,7 +38,9 @@ export interface SweepEntry {
  */
 export interface JobStore {
   /** Writes the batch, then its jobs; a failure goes up only once every write has settled (none lands later). */
-  create(jobs: Job[], batch?: Batch): Promise<void>;
+  create(jobs: NewJob[], batch?: Batch): Promise<void>;
+  /** The request of a job whose item does not hold it (Job.request); undefined when it was never written. */
+  request(accountId: string, jobId: string): Promise<Record<string, unknown> | undefined>;
   get(accountId: string, jobId: string): Promise<Job | undefined>;
   /** The account's latest jobs, newest first. */
   latest(accountId: string, limit: number): Promise<Job[]>;

@@ -10,7 +10,6 @@ import { AppError, CapacityFullError, CaptureFailedError, statusOf } from '../er
 import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { specOf } from '../screenshot/captureScreenshot';
-import { requestHost } from '../screenshot/usageOf';
 import type { SecretCipher } from '../signing/secretCipher';
 import { SCREENSHOT_FUNCTION_TIMEOUT_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
@@ -192,7 +191,9 @@ export function runJob(deps: RunJobDeps) {
 
   async function capture(job: Job, deadline: number, newcomer: boolean): Promise<StoredResult> {
     // Checked again: what the host resolves to may have changed since the job was accepted.
-    const request = await openCredentials(deps.cipher, job);
+    const stored = job.request ?? (await deps.jobs.request(job.accountId, job.id));
+    if (!stored) throw new JobRequestLostError();
+    const request = await openCredentials(deps.cipher, { ...job, request: stored });
     const { spec } = await specOf(() => ({ ...request, response: 'json' }), deps.urlPolicy);
     const output = await deps.renderer.capture(spec, { deadline, newcomer });
     const key = imageKey.job(job.accountId, job.id, job.runs);
@@ -249,7 +250,6 @@ export function runJob(deps: RunJobDeps) {
     const at = deps.now();
     const ended = await deps.jobs.finish(job.accountId, job.id, outcome, at);
     if (!ended) return;
-    const host = requestHost(() => job.request);
     deps.usage.record({
       accountId: job.accountId,
       keyId: job.keyId,
@@ -258,7 +258,7 @@ export function runJob(deps: RunJobDeps) {
       credits: outcome.status === 'succeeded' ? job.cost : 0,
       cacheHit: false,
       durationMs: at - (ended.startedAt ?? at),
-      ...(host ? { host } : {}),
+      ...(job.host ? { host: job.host } : {}),
     });
     // After the usage record: a refund that fails brings the message back, which finds the job ended. The ending
     // write claimed the refund for this delivery.
@@ -267,9 +267,19 @@ export function runJob(deps: RunJobDeps) {
   }
 }
 
-/** A failure the next try would meet again: the page's, the request's own (a 4xx), credentials that do not open. */
+/** A job whose request is not in the table: no later run would find it either, so the job ends at once. */
+class JobRequestLostError extends AppError {
+  constructor() {
+    super(500, "The job's request could not be read");
+  }
+}
+
+/**
+ * A failure the next try would meet again: the page's, the request's own (a 4xx), credentials that do not open, a
+ * request that is not there.
+ */
 function isFinal(error: unknown): boolean {
-  if (error instanceof CredentialsNotOpenedError) return true;
+  if (error instanceof CredentialsNotOpenedError || error instanceof JobRequestLostError) return true;
   if (error instanceof CaptureFailedError) return error.fault === 'page';
   return error instanceof AppError && error.status < 500;
 }

@@ -5,7 +5,7 @@ import {
   PutCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { type Batch, JOB_RETENTION_MS, type Job, type WebhookOutcome } from '../jobs/job';
+import { type Batch, JOB_RETENTION_MS, type Job, type NewJob, type WebhookOutcome } from '../jobs/job';
 import { type JobEnd, type JobStore, REFUND_CLAIM_MS, type SweepEntry } from '../jobs/jobStore';
 import {
   ACCOUNT_PREFIX,
@@ -26,40 +26,60 @@ const BATCH_GET_LIMIT = 100;
  * Jobs and batches under their account's partition (docs/data-model.md), each with the TTL of its retention. The
  * item holds the job as the domain sees it, beside its keys.
  */
+/**
+ * The largest request (as JSON) a job's item holds itself: with it the item stays within one strongly consistent read
+ * unit (4 KB), so polling a job or listing 50 costs little; a larger one is written to an item of its own, read by
+ * the worker alone.
+ */
+export const INLINE_REQUEST_BYTES = 2 * 1024;
+
 export class DynamoJobStore implements JobStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tableName: string,
   ) {}
 
-  async create(jobs: Job[], batch?: Batch): Promise<void> {
+  async create(jobs: NewJob[], batch?: Batch): Promise<void> {
     const expiresAt = (createdAt: number) => Math.ceil((createdAt + JOB_RETENTION_MS) / 1000);
-    const put = (key: Record<string, string>, item: Job | Batch) =>
+    const put = (key: Record<string, string>, item: object, createdAt: number) =>
       this.db.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...key, ...item, expiresAt: expiresAt(item.createdAt) },
+          Item: { ...key, ...item, expiresAt: expiresAt(createdAt) },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       );
     // The batch first: a job that runs and finishes at once must find it to count itself.
-    if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch);
+    if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch, batch.createdAt);
     // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value). A queued
     // job's sweep time puts it in the queued-jobs index, in its shard. Settled all before a failure goes up: the
-    // intake then ends every item written, and none may land after it has.
+    // intake then ends every item written, and none may land after it has. A request kept apart whose job was not
+    // written is never read, and expires with the job's time.
     const written = await Promise.allSettled(
-      jobs.map(({ startedAt: _, ...job }) =>
-        put(
-          {
-            ...itemKey.job(job.accountId, job.id),
-            ...(job.sweepAt === undefined ? {} : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
-          },
-          job as Job,
-        ),
-      ),
+      jobs.flatMap(({ startedAt: _, request, ...job }) => {
+        const inline = Buffer.byteLength(JSON.stringify(request)) <= INLINE_REQUEST_BYTES;
+        return [
+          put(
+            {
+              ...itemKey.job(job.accountId, job.id),
+              ...(job.sweepAt === undefined ? {} : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
+            },
+            inline ? { ...job, request } : job,
+            job.createdAt,
+          ),
+          ...(inline ? [] : [put(itemKey.jobRequest(job.accountId, job.id), { request }, job.createdAt)]),
+        ];
+      }),
     );
     const refused = written.find((outcome) => outcome.status === 'rejected');
     if (refused) throw refused.reason;
+  }
+
+  async request(accountId: string, jobId: string): Promise<Record<string, unknown> | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.jobRequest(accountId, jobId), ConsistentRead: true }),
+    );
+    return Item?.request as Record<string, unknown> | undefined;
   }
 
   async get(accountId: string, jobId: string): Promise<Job | undefined> {
@@ -70,8 +90,8 @@ export class DynamoJobStore implements JobStore {
   }
 
   async latest(accountId: string, limit: number): Promise<Job[]> {
-    // Page by page: a job keeps its request (an `html` document of up to 256 KiB), so one 1 MB page of the query
-    // may hold only a few (red team: the list showed 4 of "the latest 50").
+    // Page by page: a job accepted before larger requests were kept apart holds its request (an `html` document of
+    // up to 256 KiB), so one 1 MB page of the query may hold only a few (red team: the list showed 4 of "the latest 50").
     const items = await queryItems(
       this.db,
       {

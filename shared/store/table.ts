@@ -42,6 +42,14 @@ export const itemKey = {
   }),
   /** An async capture, under its account's partition; ids sort by creation time, so the latest list first. */
   job: (accountId: string, jobId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `${JOB_PREFIX}${jobId}` }),
+  /**
+   * An async capture's request, apart from its job: an `html` document of up to 256 KiB that only the worker reads, so
+   * the job's views and list read small items.
+   */
+  jobRequest: (accountId: string, jobId: string) => ({
+    pk: `ACCOUNT#${accountId}`,
+    sk: `JOBREQUEST#${jobId}`,
+  }),
   /** A batch of async captures: its job ids and how many have finished. */
   batch: (accountId: string, batchId: string) => ({ pk: `ACCOUNT#${accountId}`, sk: `BATCH#${batchId}` }),
   /** An MCP tool call the agent cancelled, by the SHA-256 of its JSON-RPC id, kept for minutes (TTL). */

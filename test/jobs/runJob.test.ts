@@ -1,9 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { SlotLease } from '../../shared/accounts/captureSlots';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
+import { HTML_SOURCE } from '../../shared/capture/renderer';
 import { CapacityFullError, StoreUnavailableError } from '../../shared/errors';
 import { newJobId } from '../../shared/jobs/job';
 import { jobEnded } from '../../shared/jobs/jobEvents';
@@ -122,6 +129,62 @@ async function accepted(
   });
   return { job: made.jobs[0] as { id: string }, batch: made.batch };
 }
+
+describe('a large request, kept apart from its job', () => {
+  it('keeps the job item small whatever the request weighs; the worker reads the request and captures it', async () => {
+    // Near the largest document a queued capture may carry (MAX_QUEUED_HTML_BYTES, 256 KiB).
+    const html = `<h1>report</h1>${'<p>row</p>'.repeat(24_000)}`;
+    await credits.set(ACCOUNT, 10);
+    await credits.reserve(ACCOUNT, 2);
+    const intake = jobIntake({ jobs, queue: new RecordingQueue(), cipher, now: Date.now });
+    const { jobs: made } = await intake(
+      identity,
+      [
+        { request: { html }, cost: 1 },
+        { request: { url: 'https://a.test/report' }, cost: 1 },
+      ],
+      {},
+    );
+    const items = await Promise.all(
+      made.map(async ({ id }) => {
+        const key = itemKey.job(ACCOUNT, id);
+        return (await db.send(new GetCommand({ TableName: TEST_TABLE, Key: key, ConsistentRead: true })))
+          .Item;
+      }),
+    );
+    // The document is kept apart; the small request stays in its job's item, read with it.
+    expect(items.map((item) => item?.request)).toEqual([undefined, { url: 'https://a.test/report' }]);
+    for (const item of items) expect(JSON.stringify(item).length).toBeLessThan(1_024);
+    for (const { id } of made) await run(ACCOUNT, id, 1);
+    expect(renderer.captures.map(({ spec }) => spec.html?.length ?? spec.url)).toEqual([
+      html.length,
+      'https://a.test/report',
+    ]);
+    // The usage records' hosts are the jobs' own, read with no request.
+    expect(usage.records).toMatchObject([
+      { host: HTML_SOURCE, status: 200 },
+      { host: 'a.test', status: 200 },
+    ]);
+  });
+
+  it("ends a job whose request is not in the table at once, refunded, as the request's failure", async () => {
+    await credits.set(ACCOUNT, 10);
+    await credits.reserve(ACCOUNT, 1);
+    const intake = jobIntake({ jobs, queue: new RecordingQueue(), cipher, now: Date.now });
+    const {
+      jobs: [job],
+    } = await intake(identity, [{ request: { html: `<p>${'x'.repeat(4_096)}</p>` }, cost: 1 }], {});
+    if (!job) throw new Error('no job');
+    await db.send(new DeleteCommand({ TableName: TEST_TABLE, Key: itemKey.jobRequest(ACCOUNT, job.id) }));
+    await run(ACCOUNT, job.id, 1);
+    expect(renderer.captures).toEqual([]);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({
+      status: 'failed',
+      error: { status: 500, message: "The job's request could not be read" },
+    });
+    expect(await credits.balance(ACCOUNT)).toBe(10);
+  });
+});
 
 describe('a queued job', () => {
   it('succeeds once: the reserved credits are kept, a later delivery of its message changes nothing', async () => {
@@ -586,11 +649,11 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     }
   }, 60_000);
 
-  it('a job item the table refused: the items written end failed, even one written late, and their messages run nothing', async () => {
+  it('a request item the table refused: the jobs written end failed, even one written late, and their messages run nothing', async () => {
     const queued = new RecordingQueue();
-    // An item past DynamoDB's 400 KB: validation keeps such a request out (MAX_QUEUED_HTML_BYTES); here it stands
-    // for any write that failed while the others went through. One of those others is slow (retried by the SDK):
-    // it lands after the refused one.
+    // A request item past DynamoDB's 400 KB: validation keeps such a request out (MAX_QUEUED_HTML_BYTES); here it
+    // stands for any write that failed while the others went through. One of those others is slow (retried by the
+    // SDK): it lands after the refused one.
     const captures = [
       { request: { url: 'https://a.test/slow' }, cost: 1 },
       { request: { html: 'x'.repeat(500 * 1024) }, cost: 1 },
@@ -615,7 +678,8 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
           ),
         )
       ).filter(Boolean);
-    await expect.poll(async () => (await written()).length).toBe(2);
+    // Every job's item: the refused one was the large request's own, kept apart from its job.
+    await expect.poll(async () => (await written()).length).toBe(3);
     await expectNothingOwed(ledger, messages);
   });
 });

@@ -47,7 +47,6 @@ function heaviestJob(accountId: string, index: number): Job {
     createdAt: NOW,
     startedAt: NOW,
     finishedAt: NOW,
-    request: {},
     cost: 2,
     result: {
       key: `captures/${accountId}/${index}`,
