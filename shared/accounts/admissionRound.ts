@@ -1,7 +1,7 @@
 import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../errors';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
-import type { CaptureSlots } from './captureSlots';
+import type { CaptureSlots, SlotPool } from './captureSlots';
 import type { CreditLedger } from './creditLedger';
 import type { RateLimitDecision, RateLimiter } from './rateLimiter';
 
@@ -57,7 +57,7 @@ export interface AdmissionRound {
    * back before it ended free (its client hung up while the image was encoded or sent). Nothing when every slot is
    * taken; never throws.
    */
-  holdSlot(accountId: string, now: number, until: number): Promise<void>;
+  holdSlot(accountId: string, now: number, until: number, pool?: SlotPool): Promise<void>;
 }
 
 export interface AdmissionPorts {
@@ -82,9 +82,9 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
   return {
     slotLimit: ports.captureSlots.limit,
     release,
-    async holdSlot(accountId, now, until) {
+    async holdSlot(accountId, now, until, pool) {
       await ports.captureSlots
-        .acquire(accountId, now, until)
+        .acquire(accountId, now, until, pool)
         .catch((error) => logger.warn('Capture slot not held', { error }));
     },
     async admit(ask) {
@@ -94,7 +94,9 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
         ask.budget === 'signedLink'
           ? ports.signedLinkBudget.hit(keyId, ask.now, ask.requests)
           : ports.rateLimiter.hit(accountId, ask.now, ask.requests),
-        slot === 'none' ? undefined : ports.captureSlots.acquire(accountId, ask.now, slotEnd(slot, ask.now)),
+        slot === 'none'
+          ? undefined
+          : ports.captureSlots.acquire(accountId, ask.now, slotEnd(slot, ask.now), ask.budget),
         cost === undefined ? false : ports.credits.reserve(accountId, cost).then(() => true),
         ports.keys
           .touchLastUsed(ask.identity, ask.now)

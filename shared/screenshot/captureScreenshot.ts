@@ -231,6 +231,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           undelivered: NOTHING_TO_GIVE_BACK,
         };
       const { leaseId, newcomer } = verdict;
+      // A slot taken again as a penalty is the same pool's as the capture's own (linkSlotLimit).
+      const pool = 'signed' in input ? 'signedLink' : 'api';
       const release = async (penaltyUntil?: number) => {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
@@ -279,7 +281,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           ? NOTHING_TO_GIVE_BACK
           : async () => {
               await giveBack();
-              await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()));
+              await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()), pool);
               return true;
             };
         return { ok: true, rateLimit, screenshot, undelivered };
@@ -289,7 +291,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         if (released === undefined) await release(penaltyUntil);
         else {
           await released;
-          if (penaltyUntil !== undefined) await admissions.holdSlot(accountId, now(), penaltyUntil);
+          if (penaltyUntil !== undefined) await admissions.holdSlot(accountId, now(), penaltyUntil, pool);
         }
       }
     } catch (error) {

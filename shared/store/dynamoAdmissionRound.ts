@@ -1,11 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AdmissionAsk, AdmissionRound, AdmissionVerdict } from '../accounts/admissionRound';
+import { linkSlotLimit, newLeaseId, type SlotPool } from '../accounts/captureSlots';
 import { RATE_WINDOW_MS, type RateLimitDecision, windowStart } from '../accounts/rateLimiter';
 import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { logger } from '../logger';
 import type { DynamoCaptureSlots } from './dynamoCaptureSlots';
-import { LEASE_PREFIX, liveLeases } from './dynamoCaptureSlots';
+import {
+  heldCounts,
+  LEASE_PREFIX,
+  LINK_HELD,
+  linkBound,
+  linkCondition,
+  liveLeases,
+} from './dynamoCaptureSlots';
 import type { DynamoKeyStore } from './dynamoKeyStore';
 import { accountAttribute, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
 
@@ -17,6 +24,8 @@ interface Parts {
   /** How many requests the window counts (a batch's captures). */
   requests: number;
   slot: { take: { leaseId: string; until: number } } | 'check' | 'none';
+  /** Whose capture it is: a signed link's takes its slot from the links' bound too (linkSlotLimit). */
+  pool: SlotPool;
   cost?: number;
   lastUsed?: { attribute: string; at: number };
   /** Window attributes of past windows, removed on the way. */
@@ -61,10 +70,11 @@ export class DynamoAdmissionRound implements AdmissionRound {
         : accountAttribute.apiWindow(start);
     const parts: Parts = {
       requests: ask.requests ?? 1,
+      pool: ask.budget,
       window,
       slot:
         typeof ask.slot === 'object'
-          ? { take: { leaseId: randomUUID().replaceAll('-', ''), until: ask.slot.until } }
+          ? { take: { leaseId: newLeaseId(ask.budget), until: ask.slot.until } }
           : ask.slot,
       ...(ask.cost === undefined ? {} : { cost: ask.cost }),
       ...(this.keys.claimLastUsed(keyId, ask.now)
@@ -85,9 +95,9 @@ export class DynamoAdmissionRound implements AdmissionRound {
       .catch((error) => logger.warn('Capture slot not released', { error }));
   }
 
-  async holdSlot(accountId: string, now: number, until: number): Promise<void> {
+  async holdSlot(accountId: string, now: number, until: number, pool?: SlotPool): Promise<void> {
     await this.slots
-      .acquire(accountId, now, until)
+      .acquire(accountId, now, until, pool)
       .catch((error) => logger.warn('Capture slot not held', { error }));
   }
 
@@ -133,7 +143,7 @@ export class DynamoAdmissionRound implements AdmissionRound {
         return { verdict: refusedByRate, holdsBefore: 0 };
       }
       let refusal: TooManyCapturesError | InsufficientCreditsError | undefined;
-      if (parts.slot !== 'none' && Number(item.held ?? 0) >= this.slots.limit) {
+      if (parts.slot !== 'none' && this.slotsTaken(item, parts.pool)) {
         if (await this.slots.reapLapsed(itemKey.account(accountId), ask.now)) continue;
         refusal = this.slotsFull(ask.now);
       } else if (parts.cost !== undefined && Number(item.credits ?? 0) < parts.cost) {
@@ -172,10 +182,11 @@ export class DynamoAdmissionRound implements AdmissionRound {
       ':room': this.rateLimitPerHour - parts.requests,
     };
     if (!countOnly && parts.slot !== 'none') {
-      conditions.push('(attribute_not_exists(held) OR held < :bound)');
+      conditions.push(`(attribute_not_exists(held) OR held < :bound)${linkCondition(parts.pool)}`);
       values[':bound'] = this.slots.limit;
+      Object.assign(values, linkBound(parts.pool, this.slots.limit));
       if (typeof parts.slot === 'object') {
-        add.push('held :one');
+        add.push(heldCounts(parts.pool, ':one'));
         values[':one'] = 1;
         set.push('#lease = :until');
         names['#lease'] = `${LEASE_PREFIX}${parts.slot.take.leaseId}`;
@@ -232,6 +243,13 @@ export class DynamoAdmissionRound implements AdmissionRound {
     await this.keys
       .writeLastUsed(accountId, parts.lastUsed.attribute, parts.lastUsed.at)
       .catch((error) => logger.warn('lastUsed not recorded', { error }));
+  }
+
+  /** Whether the item has no slot left for `pool`: every slot, or as many as a signed link's captures may hold. */
+  private slotsTaken(item: Item, pool: SlotPool): boolean {
+    const { limit } = this.slots;
+    if (Number(item.held ?? 0) >= limit) return true;
+    return pool === 'signedLink' && Number(item[LINK_HELD] ?? 0) >= linkSlotLimit(limit);
   }
 
   private slotsFull(now: number): TooManyCapturesError {

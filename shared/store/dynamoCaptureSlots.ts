@@ -1,6 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { CaptureSlots, SlotLease } from '../accounts/captureSlots';
+import {
+  type CaptureSlots,
+  linkSlotLimit,
+  newLeaseId,
+  poolOf,
+  type SlotLease,
+  type SlotPool,
+} from '../accounts/captureSlots';
 import { conditionHeld, isConditionFailure, itemKey } from './table';
 
 /** Lease attributes are named `lease_<id>` and hold their expiry (ms since epoch). */
@@ -24,8 +30,13 @@ export class DynamoCaptureSlots implements CaptureSlots {
     readonly limit: number,
   ) {}
 
-  async acquire(accountId: string, now: number, expiresAt: number): Promise<SlotLease | undefined> {
-    const leaseId = randomUUID().replaceAll('-', '');
+  async acquire(
+    accountId: string,
+    now: number,
+    expiresAt: number,
+    pool?: SlotPool,
+  ): Promise<SlotLease | undefined> {
+    const leaseId = newLeaseId(pool);
     const held = await this.take(itemKey.account(accountId), leaseId, expiresAt, this.limit, now);
     return held === undefined ? undefined : { leaseId, newcomer: held === 0 };
   }
@@ -54,10 +65,15 @@ export class DynamoCaptureSlots implements CaptureSlots {
           new UpdateCommand({
             TableName: this.tableName,
             Key: key,
-            UpdateExpression: 'ADD held :one SET #lease = :expiresAt',
-            ConditionExpression: 'attribute_not_exists(held) OR held < :bound',
+            UpdateExpression: `ADD ${heldCounts(poolOf(leaseId), ':one')} SET #lease = :expiresAt`,
+            ConditionExpression: `(attribute_not_exists(held) OR held < :bound)${linkCondition(poolOf(leaseId))}`,
             ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
-            ExpressionAttributeValues: { ':one': 1, ':bound': bound, ':expiresAt': expiresAt },
+            ExpressionAttributeValues: {
+              ':one': 1,
+              ':bound': bound,
+              ':expiresAt': expiresAt,
+              ...linkBound(poolOf(leaseId), bound),
+            },
             ReturnValues: 'ALL_OLD',
           }),
         );
@@ -93,7 +109,7 @@ export class DynamoCaptureSlots implements CaptureSlots {
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
-          UpdateExpression: 'ADD held :minusOne REMOVE #lease',
+          UpdateExpression: `ADD ${heldCounts(poolOf(leaseId), ':minusOne')} REMOVE #lease`,
           ConditionExpression:
             lapsedBy === undefined
               ? 'attribute_exists(#lease)'
@@ -117,6 +133,25 @@ export class DynamoCaptureSlots implements CaptureSlots {
     await Promise.all(lapsed.map((leaseId) => this.drop(key, leaseId, now)));
     return lapsed.length > 0;
   }
+}
+
+/** Attribute of the account item counting its signed links' leases, beside `held`, which counts them all. */
+export const LINK_HELD = 'heldByLinks';
+
+/** An ADD clause changing by `value` the counters a lease of `pool` is counted in: `held`, and a signed link's own. */
+export function heldCounts(pool: SlotPool, value: string): string {
+  return pool === 'signedLink' ? `held ${value}, ${LINK_HELD} ${value}` : `held ${value}`;
+}
+
+/** What taking a slot for `pool` adds to the condition that a slot is free (its value: linkBound). */
+export function linkCondition(pool: SlotPool): string {
+  return pool === 'signedLink'
+    ? ` AND (attribute_not_exists(${LINK_HELD}) OR ${LINK_HELD} < :linkBound)`
+    : '';
+}
+
+export function linkBound(pool: SlotPool, bound: number): Record<string, number> {
+  return pool === 'signedLink' ? { ':linkBound': linkSlotLimit(bound) } : {};
 }
 
 /** The leases of an item: id and expiry. */

@@ -62,7 +62,9 @@ export class DynamoJobStore implements JobStore {
           put(
             {
               ...itemKey.job(job.accountId, job.id),
-              ...(job.sweepAt === undefined ? {} : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
+              ...(job.sweepAt === undefined
+                ? {}
+                : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
             },
             inline ? { ...job, request } : job,
             job.createdAt,
@@ -77,7 +79,11 @@ export class DynamoJobStore implements JobStore {
 
   async request(accountId: string, jobId: string): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.db.send(
-      new GetCommand({ TableName: this.tableName, Key: itemKey.jobRequest(accountId, jobId), ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: itemKey.jobRequest(accountId, jobId),
+        ConsistentRead: true,
+      }),
     );
     return Item?.request as Record<string, unknown> | undefined;
   }

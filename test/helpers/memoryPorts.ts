@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { type AdmissionPorts, admissionOverPorts } from '../../shared/accounts/admissionRound';
-import type { CaptureSlots, SlotLease } from '../../shared/accounts/captureSlots';
+import {
+  type CaptureSlots,
+  linkSlotLimit,
+  newLeaseId,
+  poolOf,
+  type SlotLease,
+  type SlotPool,
+} from '../../shared/accounts/captureSlots';
 import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
@@ -174,11 +181,18 @@ export class MemoryCaptureSlots implements CaptureSlots {
 
   constructor(readonly limit: number) {}
 
-  async acquire(accountId: string, now: number, expiresAt: number): Promise<SlotLease | undefined> {
+  async acquire(
+    accountId: string,
+    now: number,
+    expiresAt: number,
+    pool?: SlotPool,
+  ): Promise<SlotLease | undefined> {
     const held = this.leases.get(accountId) ?? new Map<string, number>();
     for (const [id, expiry] of held) if (expiry <= now) held.delete(id);
     if (held.size >= this.limit) return undefined;
-    const leaseId = String(++this.nextId);
+    const links = [...held.keys()].filter((id) => poolOf(id) === 'signedLink').length;
+    if (pool === 'signedLink' && links >= linkSlotLimit(this.limit)) return undefined;
+    const leaseId = pool === 'signedLink' ? newLeaseId(pool) : String(++this.nextId);
     const newcomer = held.size === 0;
     held.set(leaseId, expiresAt);
     this.leases.set(accountId, held);

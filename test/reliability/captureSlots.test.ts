@@ -1,8 +1,9 @@
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
-import type { SlotLease } from '../../shared/accounts/captureSlots';
-import { DynamoCaptureSlots } from '../../shared/store/dynamoCaptureSlots';
+import { linkSlotLimit, type SlotLease } from '../../shared/accounts/captureSlots';
+import { DynamoCaptureSlots, LINK_HELD } from '../../shared/store/dynamoCaptureSlots';
+import { itemKey } from '../../shared/store/table';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 
 /** The DynamoDB capture slots against dynalite: exact under parallel requests, never stuck after a crash. */
@@ -41,6 +42,32 @@ describe('capture slots in DynamoDB', () => {
     await slots.release(account, first);
     expect(await slots.acquire(account, NOW, NOW + 60_000)).toBeDefined();
     expect(await slots.acquire(account, NOW, NOW + 60_000)).toBeUndefined();
+  });
+
+  it("give a signed link's captures all slots but one, even in a burst, and count released and lapsed ones out", async () => {
+    const account = newAccount();
+    const links = linkSlotLimit(10);
+    const burst = await Promise.all(
+      Array.from({ length: 25 }, () => slots.acquire(account, NOW, NOW + 1_000, 'signedLink')),
+    );
+    const taken = burst.filter((lease) => lease !== undefined);
+    expect(taken).toHaveLength(links);
+    // The last slot is the API keys'.
+    expect(await slots.acquire(account, NOW, NOW + 60_000, 'signedLink')).toBeUndefined();
+    expect(await slots.acquire(account, NOW, NOW + 60_000)).toBeDefined();
+    // A released link's lease frees a link's place.
+    await slots.release(account, (taken[0] as SlotLease).leaseId);
+    expect(await slots.acquire(account, NOW, NOW + 60_000, 'signedLink')).toBeDefined();
+    // The others lapse: reaped, they leave both counts.
+    const later = NOW + 1_000;
+    const retaken = await Promise.all(
+      Array.from({ length: 12 }, () => slots.acquire(account, later, later + 60_000, 'signedLink')),
+    );
+    expect(retaken.filter(Boolean)).toHaveLength(links - 1);
+    const { Item } = await DynamoDBDocumentClient.from(store.client).send(
+      new GetCommand({ TableName: TEST_TABLE, Key: itemKey.account(account), ConsistentRead: true }),
+    );
+    expect({ links: Item?.[LINK_HELD], held: Item?.held }).toEqual({ links, held: 10 });
   });
 
   it('free the slots of a function that died once their leases lapse, and only those', async () => {
