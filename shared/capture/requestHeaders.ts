@@ -36,8 +36,8 @@ export async function sendHeadersToOrigin(
 }
 
 /**
- * Whether the origin itself asked for a request. The capture's navigation, with its redirects, is the customer's own
- * request; a later navigation of the top frame is the page's, judged as any other request. A script's
+ * Whether the origin itself asked for a request. Only a request whose redirects all stayed on the origin can be. The
+ * capture's navigation, with those redirects, is the customer's own request; a later navigation of the top frame is the page's, judged as any other request. A script's
  * request counts only when every frame of its stack (async parents included, where Chromium reports them) is code at
  * an http(s) URL of the origin: a third party's frame anywhere on it (calling the origin's functions, or evaluating
  * text that names itself after an origin file with `sourceURL`), a blob: or data: script, or code with no URL (eval,
@@ -46,8 +46,14 @@ export async function sendHeadersToOrigin(
  */
 function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPRequest | undefined): boolean {
   const frame = request.frame();
-  if (request.isNavigationRequest() && (request.redirectChain()[0] ?? request) === navigation) return true;
+  const chain = request.redirectChain();
+  // A redirect keeps the initiator of the request it follows: a hop off the origin let a stranger pick where the chain
+  // lands (a third party's image answering `302` to the origin's /logout), the capture's own navigation too (red team).
+  if (chain.some((hop) => httpOrigin(hop.url()) !== origin)) return false;
+  if (request.isNavigationRequest() && (chain[0] ?? request) === navigation) return true;
   const initiator = request.initiator();
+  // A CORS preflight to the origin is the browser's, for a request another origin makes (red team).
+  if (initiator?.type === 'preflight') return false;
   if (initiator?.stack) return stackOnOrigin(initiator.stack, origin);
   return httpOrigin(initiator?.url || frame?.url() || '') === origin;
 }
