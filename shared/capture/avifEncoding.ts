@@ -51,14 +51,25 @@ export function withAvifEncoding(browser: Renderer, maxPixels = AVIF_MAX_PIXELS)
 /**
  * One AVIF encoding at a time in a renderer process: each may take up to 1.6 GB (AVIF_MAX_PIXELS). Deployed, a renderer
  * instance runs one capture at a time anyway; locally one process runs several, and six encodings at once would want
- * about 10 GB. One that waits past its capture's deadline leaves the queue.
+ * about 10 GB. An encoding keeps its place until libaom is done, whatever its capture's deadline: the encoder never
+ * stops early (below), and one started beside it would double the memory (red team).
  */
 const encodings = new PQueue({ concurrency: 1 });
 
 /**
- * AVIF from a PNG, at the same pixel size and with its alpha, its rows cut to `maxPixels` (`cut` says so). Chroma is
- * subsampled 4:2:0, as Chromium's own JPEG and WebP are. The library is loaded on the first AVIF, not at every cold
- * start. The encoding is part of the capture: it stops at the capture's deadline, which fails the capture.
+ * The fewest pixels a second libaom encodes at effort 0 on a renderer's two cores, for the image that takes it longest
+ * (noise: a full page of it, 63 million pixels, took 27 s on this project's shared machines, 2.3 million a second),
+ * halved for a loaded machine. libaom never looks at a timeout once it encodes a frame (sharp's `timeout` is checked
+ * between libvips' steps only), so the rows encoded are cut to what this rate fits in the time left: the encoding ends
+ * by the capture's deadline (red team: a page of noise encoded for 27 s past a 4 s deadline).
+ */
+export const AVIF_WORST_PIXELS_PER_SECOND = 1_100_000;
+
+/**
+ * AVIF from a PNG, at the same pixel size and with its alpha, its rows cut to `maxPixels`, and to what can be encoded
+ * in the time left (`cut` says so). Chroma is subsampled 4:2:0, as Chromium's own JPEG and WebP are. The library is
+ * loaded on the first AVIF, not at every cold start. An encoding that still outruns the deadline is the page's failure
+ * (its image was the work); a capture whose deadline passes while it waits for another's encoding fails as ours.
  */
 export async function encodeAvif(
   png: Buffer,
@@ -70,27 +81,41 @@ export async function encodeAvif(
     logger.error('AVIF encoder not available', { error: error as Error });
     throw new CaptureFailedError(capture.url, 'AVIF encoding is not available in this deployment');
   });
-  const outOfTime = () =>
-    new CaptureFailedError(capture.url, `The AVIF could not be encoded within the capture's time budget`);
+  const outOfTime = (fault: 'page' | 'service') =>
+    new CaptureFailedError(
+      capture.url,
+      `The AVIF could not be encoded within the capture's time budget`,
+      fault,
+    );
+  let started = false;
   const encode = async () => {
-    const seconds = Math.floor((capture.deadline - Date.now()) / 1000);
+    started = true;
+    const seconds = (capture.deadline - Date.now()) / 1000;
     if (seconds < 1) throw new CaptureFailedError(capture.url, 'No time was left to encode the AVIF');
     const input = () => sharp(png, { limitInputPixels: LARGEST_INPUT_PIXELS });
     const { width = 1, height = 1 } = await input().metadata();
-    const rows = Math.max(1, Math.min(height, Math.floor(maxPixels / width)));
+    const budget = Math.min(maxPixels, Math.floor(seconds * AVIF_WORST_PIXELS_PER_SECOND));
+    const rows = Math.max(1, Math.min(height, Math.floor(budget / width)));
     const cut = rows < height;
-    return (cut ? input().extract({ left: 0, top: 0, width, height: rows }) : input())
-      .timeout({ seconds })
+    const image = await (cut ? input().extract({ left: 0, top: 0, width, height: rows }) : input())
       .avif({ quality, effort: AVIF_EFFORT, chromaSubsampling: '4:2:0' })
-      .toBuffer()
-      .then((image) => ({ image, cut }))
-      .catch((error: unknown) => {
-        throw error instanceof Error && /timeout/i.test(error.message) ? outOfTime() : error;
-      });
+      .toBuffer();
+    if (Date.now() > capture.deadline) throw outOfTime('page');
+    return { image, cut };
   };
-  // sharp's own timeout ends the encoding by the deadline, when the queue lets the next one start.
-  const deadline = AbortSignal.timeout(Math.max(0, capture.deadline - Date.now()));
-  return encodings.add(encode, { signal: deadline }).catch((error: unknown) => {
-    throw error instanceof DOMException ? outOfTime() : error;
+  // Waiting for another capture's encoding ends at this one's deadline; its own, once started, is bounded above.
+  const queued = encodings.add(encode);
+  let timer: NodeJS.Timeout | undefined;
+  const waitedTooLong = new Promise<never>((_, reject) => {
+    const expire = () => {
+      if (!started) reject(outOfTime('service'));
+    };
+    timer = setTimeout(expire, Math.max(0, capture.deadline - Date.now()));
   });
+  try {
+    return await Promise.race([queued, waitedTooLong]);
+  } finally {
+    clearTimeout(timer);
+    queued.catch(() => undefined);
+  }
 }
