@@ -8,7 +8,13 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ownPorts } from '../shared/egress/ownPorts';
-import { claimsCredential, type LocalCredentials, PRESIGN_PARAMS, sigV4Verifier } from './sigV4Verifier';
+import {
+  bodyMatchesHash,
+  claimsCredential,
+  type LocalCredentials,
+  PRESIGN_PARAMS,
+  sigV4Verifier,
+} from './sigV4Verifier';
 
 /**
  * The front door of the local S3 API: a loopback server that checks each request's SigV4 signature (header-signed or
@@ -47,20 +53,26 @@ export async function startS3SignatureGate(options: {
     // the link on, would be replayed here (red team).
     if (req.headers.host !== ownHost)
       return deny(res, 403, 'AccessDenied', 'The request was signed for another address');
-    readBody(req)
-      .then(async (body) => {
-        if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
-        const target = req.url ?? '/';
-        const verdict = await verify(
-          { method: req.method ?? 'GET', target, headers: req.headers, body },
-          Date.now(),
-        );
+    const target = req.url ?? '/';
+    const method = req.method ?? 'GET';
+    // A pre-signed link only reads: the service signs no other (s3ImageStore.ts). Its access key id is in every link
+    // handed out, so whoever saw one could otherwise make this gate hold 64 MiB bodies (red team).
+    const presigned = req.headers.authorization === undefined;
+    if (presigned && (!['GET', 'HEAD'].includes(method) || hasBody(req)))
+      return deny(res, 403, 'AccessDenied', 'A pre-signed link only reads');
+    // The signature is checked before a byte of the body is read: a header-signed request declares its body's hash.
+    verify({ method, target, headers: req.headers, body: undefined }, Date.now())
+      .then(async (verdict) => {
         if (!verdict.valid) return deny(res, 403, 'AccessDenied', verdict.reason);
+        const body = presigned ? Buffer.alloc(0) : await readBody(req);
+        if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
+        if (!bodyMatchesHash(req.headers, body))
+          return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
         const { authorization: _, host: __, ...headers } = req.headers;
         const upstream = httpRequest({
           host: '127.0.0.1',
           port: options.upstreamPort,
-          method: req.method,
+          method,
           path: withoutSignature(target),
           headers: {
             ...headers,
@@ -103,6 +115,12 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** Whether a request says it has a body (a length above zero, or chunks). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** s3rver would check a signature against its built-in credentials: it gets the request without one. */

@@ -48,7 +48,11 @@ export interface ReceivedRequest {
   target: string;
   /** Header names lower-case, as Node gives them. */
   headers: Readonly<Record<string, string | string[] | undefined>>;
-  body: Buffer;
+  /**
+   * Undefined: not read yet. A header-signed request is then checked on what it declares of its body
+   * (`x-amz-content-sha256`, which it must carry), and its body against that once read (bodyMatchesHash).
+   */
+  body: Buffer | undefined;
 }
 
 export type SignatureVerdict = { valid: true } | { valid: false; reason: string };
@@ -108,11 +112,9 @@ export function sigV4Verifier(credentials: LocalCredentials, region: string, ser
     const scope = checkScope(credential, signingDate);
     if (scope) return refused(scope);
     const payloadHash = header(request.headers, CONTENT_SHA256);
-    if (
-      payloadHash !== undefined &&
-      payloadHash !== UNSIGNED_PAYLOAD &&
-      payloadHash !== sha256Hex(request.body)
-    ) {
+    if (request.body === undefined) {
+      if (payloadHash === undefined) return refused('x-amz-content-sha256 is missing');
+    } else if (!bodyMatchesHash(request.headers, request.body)) {
       return refused('the body does not match x-amz-content-sha256');
     }
     const signed = await signer.sign(
@@ -236,6 +238,12 @@ function parseAmzDate(text: string | undefined): Date | undefined {
   const [, y, mo, d, h, mi, s] = parts.map(Number);
   const date = new Date(Date.UTC(y ?? 0, (mo ?? 1) - 1, d, h, mi, s));
   return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/** Whether `body` is the one a header-signed request declared (`x-amz-content-sha256`), or it declared none. */
+export function bodyMatchesHash(headers: ReceivedRequest['headers'], body: Buffer): boolean {
+  const payloadHash = header(headers, CONTENT_SHA256);
+  return payloadHash === undefined || payloadHash === UNSIGNED_PAYLOAD || payloadHash === sha256Hex(body);
 }
 
 function sha256Hex(body: Buffer): string {
