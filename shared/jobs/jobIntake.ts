@@ -185,11 +185,22 @@ async function reopenForTaken(deps: JobIntakeDeps, batch: Batch, taken: Job[]): 
     taken.map((job) => job.id),
     batch.webhook,
   );
+  // Reopened, the batch is accepted: counting the ended ones again (and the batch.completed that may follow) is done
+  // as well as it can be, never a reason to answer it refused (red team: a send that failed on the same failing queue
+  // had the batch refused again, and its retry charged the taken job twice). A job not counted here leaves the batch
+  // running, for its own message, delivered again, to count.
   const ended = jobEnded(deps);
-  for (const job of taken) {
-    const stored = await deps.jobs.get(job.accountId, job.id);
-    if (stored && isFinished(stored.status)) await ended(stored);
-  }
+  await Promise.all(
+    taken.map(async (job) => {
+      const stored = await deps.jobs.get(job.accountId, job.id);
+      if (stored && isFinished(stored.status)) await ended(stored);
+    }),
+  ).catch((error: unknown) =>
+    logger.error('Taken jobs of a reopened batch not all counted', {
+      batchId: batch.id,
+      error: error as Error,
+    }),
+  );
   return reopened;
 }
 

@@ -51,27 +51,34 @@ export class DynamoJobStore implements JobStore {
       );
     // The batch first: a job that runs and finishes at once must find it to count itself.
     if (batch) await put(itemKey.batch(batch.accountId, batch.id), batch, batch.createdAt);
+    // A request kept apart is written before its job: a worker that finds the job finds its request (red team: one
+    // read 75 ms after acceptance, before its request had landed, and ended the job for good). One whose job is then
+    // not written is never read, and expires with the job's time.
+    const apart = jobs.filter(
+      ({ request }) => Buffer.byteLength(JSON.stringify(request)) > INLINE_REQUEST_BYTES,
+    );
+    const requestsWritten = await Promise.allSettled(
+      apart.map((job) =>
+        put(itemKey.jobRequest(job.accountId, job.id), { request: job.request }, job.createdAt),
+      ),
+    );
+    const requestRefused = requestsWritten.find((outcome) => outcome.status === 'rejected');
+    if (requestRefused) throw requestRefused.reason;
     // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value). A queued
     // job's sweep time puts it in the queued-jobs index, in its shard. Settled all before a failure goes up: the
-    // intake then ends every item written, and none may land after it has. A request kept apart whose job was not
-    // written is never read, and expires with the job's time.
+    // intake then ends every item written, and none may land after it has.
+    const keptApart = new Set(apart.map((job) => job.id));
     const written = await Promise.allSettled(
-      jobs.flatMap(({ startedAt: _, request, ...job }) => {
-        const inline = Buffer.byteLength(JSON.stringify(request)) <= INLINE_REQUEST_BYTES;
-        return [
-          put(
-            {
-              ...itemKey.job(job.accountId, job.id),
-              ...(job.sweepAt === undefined
-                ? {}
-                : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
-            },
-            inline ? { ...job, request } : job,
-            job.createdAt,
-          ),
-          ...(inline ? [] : [put(itemKey.jobRequest(job.accountId, job.id), { request }, job.createdAt)]),
-        ];
-      }),
+      jobs.map(({ startedAt: _, request, ...job }) =>
+        put(
+          {
+            ...itemKey.job(job.accountId, job.id),
+            ...(job.sweepAt === undefined ? {} : { [QUEUED_JOBS_INDEX.partitionKey]: sweepShardOf(job.id) }),
+          },
+          keptApart.has(job.id) ? job : { ...job, request },
+          job.createdAt,
+        ),
+      ),
     );
     const refused = written.find((outcome) => outcome.status === 'rejected');
     if (refused) throw refused.reason;

@@ -649,21 +649,24 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     }
   }, 60_000);
 
-  it('a request item the table refused: the jobs written end failed, even one written late, and their messages run nothing', async () => {
+  it('a job item the table refused: the items written end failed, even one written late, and their messages run nothing', async () => {
     const queued = new RecordingQueue();
-    // A request item past DynamoDB's 400 KB: validation keeps such a request out (MAX_QUEUED_HTML_BYTES); here it
-    // stands for any write that failed while the others went through. One of those others is slow (retried by the
-    // SDK): it lands after the refused one.
+    // One job's write is refused (as a throttled table refuses it) while the others go through; one of those is slow
+    // (retried by the SDK): it lands after the refused one.
     const captures = [
       { request: { url: 'https://a.test/slow' }, cost: 1 },
-      { request: { html: 'x'.repeat(500 * 1024) }, cost: 1 },
+      { request: { url: 'https://a.test/refused' }, cost: 1 },
       { request: { url: 'https://a.test/3' }, cost: 1 },
     ];
     const slowWrites = {
       send: async (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
         const item = command instanceof PutCommand ? command.input.Item : undefined;
-        if ((item?.request as { url?: string } | undefined)?.url === 'https://a.test/slow')
-          await new Promise((resolve) => setTimeout(resolve, 300));
+        const url = (item?.request as { url?: string } | undefined)?.url;
+        if (url === 'https://a.test/refused')
+          throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), {
+            name: 'ThrottlingException',
+          });
+        if (url === 'https://a.test/slow') await new Promise((resolve) => setTimeout(resolve, 300));
         return db.send(command as never);
       },
     } as unknown as DynamoDBDocumentClient;
@@ -678,8 +681,23 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
           ),
         )
       ).filter(Boolean);
-    // Every job's item: the refused one was the large request's own, kept apart from its job.
-    await expect.poll(async () => (await written()).length).toBe(3);
+    await expect.poll(async () => (await written()).length).toBe(2);
+    await expectNothingOwed(ledger, messages);
+  });
+
+  it("a large request's item the table refused: no job is written, and their messages run nothing", async () => {
+    const queued = new RecordingQueue();
+    // A request item past DynamoDB's 400 KB: validation keeps such a request out (MAX_QUEUED_HTML_BYTES); here it
+    // stands for any write of a request kept apart that failed. Requests are written before their jobs.
+    const captures = [
+      { request: { url: 'https://a.test/1' }, cost: 1 },
+      { request: { html: 'x'.repeat(500 * 1024) }, cost: 1 },
+    ];
+    const ledger = await acceptance(captures, queued);
+    const messages = queued.sent.map((entry) => entry.message);
+    expect(messages).toHaveLength(2);
+    for (const message of messages)
+      if (message.kind === 'capture') expect(await jobs.get(ACCOUNT, message.jobId)).toBeUndefined();
     await expectNothingOwed(ledger, messages);
   });
 });
