@@ -57,13 +57,15 @@ export function withAvifEncoding(browser: Renderer, maxPixels = AVIF_MAX_PIXELS)
 const encodings = new PQueue({ concurrency: 1 });
 
 /**
- * The fewest pixels a second libaom encodes at effort 0 on a renderer's two cores, for the image that takes it longest
- * (noise: a full page of it, 63 million pixels, took 27 s on this project's shared machines, 2.3 million a second),
- * halved for a loaded machine. libaom never looks at a timeout once it encodes a frame (sharp's `timeout` is checked
- * between libvips' steps only), so the rows encoded are cut to what this rate fits in the time left: the encoding ends
- * by the capture's deadline (red team: a page of noise encoded for 27 s past a 4 s deadline).
+ * The fewest pixels a second libaom encodes at effort 0 on a renderer's two cores, for the image that takes it longest:
+ * noise in all four channels (a transparent capture, `omitBackground`) at quality 100, 0.92 million a second on this
+ * project's shared machines (opaque noise at quality 80: 2.3 to 2.65 million), halved for a loaded machine. libaom
+ * never looks at a timeout once it encodes a frame (sharp's `timeout` is checked between libvips' steps only), so the
+ * rows encoded are cut to what this rate fits in the time left: the encoding ends by the capture's deadline (red team:
+ * a page of noise encoded for 27 s past a 4 s deadline; with the rate measured on opaque noise only, transparent
+ * noise at quality 100 still ran 5 s past).
  */
-export const AVIF_WORST_PIXELS_PER_SECOND = 1_100_000;
+export const AVIF_WORST_PIXELS_PER_SECOND = 450_000;
 
 /**
  * AVIF from a PNG, at the same pixel size and with its alpha, its rows cut to `maxPixels`, and to what can be encoded
