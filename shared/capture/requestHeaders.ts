@@ -51,11 +51,26 @@ function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPReq
   // lands (a third party's image answering `302` to the origin's /logout), the capture's own navigation too (red team).
   if (chain.some((hop) => httpOrigin(hop.url()) !== origin)) return false;
   if (request.isNavigationRequest() && (chain[0] ?? request) === navigation) return true;
+  // Chromium reports a frame's own loads (its refresh, its `Link` preloads, its lazy images) with the parent
+  // document's parser as initiator: the frame's document, and each one above it, must be the origin's too (red team).
+  if (!framesOnOrigin(request, origin)) return false;
   const initiator = request.initiator();
   // A CORS preflight to the origin is the browser's, for a request another origin makes (red team).
   if (initiator?.type === 'preflight') return false;
   if (initiator?.stack) return stackOnOrigin(initiator.stack, origin);
   return httpOrigin(initiator?.url || frame?.url() || '') === origin;
+}
+
+/**
+ * Whether the request's frame and every frame above it hold documents of the origin. A frame's first navigation is
+ * made from its initial empty document, whose parent decides; any later one, from the document it replaces.
+ */
+function framesOnOrigin(request: HTTPRequest, origin: string): boolean {
+  let frame = request.frame();
+  if (frame && request.isNavigationRequest() && ['', 'about:blank'].includes(frame.url()))
+    frame = frame.parentFrame();
+  for (; frame; frame = frame.parentFrame()) if (httpOrigin(frame.url()) !== origin) return false;
+  return true;
 }
 
 function stackOnOrigin(stack: StackTrace, origin: string): boolean {

@@ -93,8 +93,11 @@ export function idempotentRoute(
     let accepted: StoredAnswer | undefined;
     /** The route's refusal, whose record is to go. */
     let refused: HttpResponse | undefined;
+    /** Whether the route was asked: not when the record could not be written. */
+    let ran = false;
     const accept = makeIdempotent(
       async (_payload: IdempotentPayload): Promise<StoredAnswer> => {
+        ran = true;
         const answer = await route(request);
         if (answer.status !== 202) {
           refused = answer;
@@ -136,6 +139,20 @@ export function idempotentRoute(
         if (!removed)
           logger.error('Idempotency-Key record of a refusal not removed: its key answers 409 for a day');
         return refused;
+      }
+      // The record's write failed, or its answer was lost though it landed: the route never ran, nothing was
+      // accepted. The record, if it is there, goes (it is this request's alone), so that a retry is not answered 409
+      // for a day (red team); the failure is still the answer.
+      if (error instanceof IdempotencyPersistenceLayerError && !ran) {
+        const removed = await writtenAgain(
+          () => persistenceStore.deleteRecord(payload as never),
+          request.deadline,
+        );
+        if (!removed)
+          logger.error(
+            'Idempotency-Key record of a request never run not removed: its key answers 409 for a day',
+          );
+        throw error;
       }
       if (error instanceof IdempotencyValidationError)
         return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' });

@@ -1,9 +1,11 @@
+import { IdempotencyItemAlreadyExistsError } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import {
   ConditionalCheckFailedException,
   DeleteItemCommand,
   type DynamoDBClient,
+  GetItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { TABLE_SCHEMA } from './table';
 
@@ -52,7 +54,32 @@ class OwnRecordOnly extends DynamoDBPersistenceLayer {
   protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
     // Known before the write: a write that lands though its answer is lost is still this request's.
     this.#written = record.inProgressExpiryTimestamp;
-    await super._putRecord(record);
+    try {
+      await super._putRecord(record);
+    } catch (error) {
+      // The SDK sent the write again after a lost answer, and found the record its first attempt wrote: this
+      // request's own, not another's (red team: the request that wrote it was answered 409, and so was every retry).
+      if (!(error instanceof IdempotencyItemAlreadyExistsError) || this.#written === undefined) throw error;
+      // DynamoDB returns the record that stood in the way; dynalite does not, and it is read.
+      const standing =
+        error.existingRecord?.inProgressExpiryTimestamp ??
+        (await this.inProgressExpiryOf(record.idempotencyKey));
+      if (standing !== this.#written) throw error;
+    }
+  }
+
+  private async inProgressExpiryOf(idempotencyKey: string): Promise<number | undefined> {
+    const { Item } = await this.db.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: this.getKey(idempotencyKey),
+        ConsistentRead: true,
+        ProjectionExpression: '#inProgressExpiry',
+        ExpressionAttributeNames: { '#inProgressExpiry': IN_PROGRESS_EXPIRY_ATTR },
+      }),
+    );
+    const value = Item?.[IN_PROGRESS_EXPIRY_ATTR]?.N;
+    return value === undefined ? undefined : Number(value);
   }
 
   protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { delayCommands, loseAnswers } from '../helpers/lostAnswers';
+import { loseAnswers, slowIntakeEnds } from '../helpers/lostAnswers';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhookReceiver';
 
 /**
@@ -22,7 +22,7 @@ let service: TestLocalService;
 let receiver: WebhookReceiver;
 /** While set, every message is sent and the queue's answer lost (capture messages, then the batch's event). */
 let loseQueueAnswers = false;
-let slowFirstIntakeEnd = false;
+let slowFirstIntakeEnd: { set(on: boolean): void };
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
@@ -32,13 +32,8 @@ beforeAll(async () => {
     ALLOW_PRIVATE_HOSTS: receiver.hostPort,
   });
   loseAnswers(service.queue.client, (command) => loseQueueAnswers && command.startsWith('SendMessage'));
-  delayCommands(service.dynamo.client, (command, input) => {
-    if (!slowFirstIntakeEnd || command !== 'UpdateItemCommand' || !input.includes('refundedByCaller'))
-      return 0;
-    slowFirstIntakeEnd = false;
-    // Long enough for a worker to take that job and finish it.
-    return 6_000;
-  });
+  // Long enough for a worker to take that job and finish it.
+  slowFirstIntakeEnd = slowIntakeEnds(service.dynamo.client, 6_000, true);
 }, 120_000);
 
 afterAll(async () => {
@@ -59,10 +54,10 @@ describe('a batch taken in part whose taken job ended before the intake reopened
         },
       });
     loseQueueAnswers = true;
-    slowFirstIntakeEnd = true;
+    slowFirstIntakeEnd.set(true);
     const first = await send();
     loseQueueAnswers = false;
-    slowFirstIntakeEnd = false;
+    slowFirstIntakeEnd.set(false);
     const retry = await send();
     // Let whatever the retry accepted run.
     await new Promise((resolve) => setTimeout(resolve, 8_000));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { delayCommands, loseAnswers } from '../helpers/lostAnswers';
+import { loseAnswers, slowIntakeEnds } from '../helpers/lostAnswers';
 
 /**
  * Red team: a batch whose queue messages went through while the queue's answer was lost is refused (503), and the
@@ -12,8 +12,8 @@ import { delayCommands, loseAnswers } from '../helpers/lostAnswers';
 let service: TestLocalService;
 /** While set, capture messages are sent, and the queue's answer lost. */
 let loseQueueAnswer = false;
-/** While set, the intake's end of the first job it could not accept waits (a slow table): a worker takes that one. */
-let slowFirstIntakeEnd = false;
+/** The intake's end of the first job it could not accept waits (a slow table): a worker takes that one. */
+let slowFirstIntakeEnd: { set(on: boolean): void };
 
 beforeAll(async () => {
   service = await startTestLocalService({ FREE_CREDITS: '10', POWERTOOLS_METRICS_DISABLED: 'true' });
@@ -21,12 +21,7 @@ beforeAll(async () => {
     service.queue.client,
     (command, input) => loseQueueAnswer && command.startsWith('SendMessage') && input.includes('capture'),
   );
-  delayCommands(service.dynamo.client, (command, input) => {
-    if (!slowFirstIntakeEnd || command !== 'UpdateItemCommand' || !input.includes('refundedByCaller'))
-      return 0;
-    slowFirstIntakeEnd = false;
-    return 6_000;
-  });
+  slowFirstIntakeEnd = slowIntakeEnds(service.dynamo.client, 6_000, true);
 }, 120_000);
 
 afterAll(async () => {
@@ -48,10 +43,10 @@ describe('a batch whose queue answer was lost, one of its jobs taken by a worker
         body: { requests: [{ html: '<h1>one</h1>' }, { html: '<h1>two</h1>' }, { html: '<h1>three</h1>' }] },
       });
     loseQueueAnswer = true;
-    slowFirstIntakeEnd = true;
+    slowFirstIntakeEnd.set(true);
     const first = await send();
     loseQueueAnswer = false;
-    slowFirstIntakeEnd = false;
+    slowFirstIntakeEnd.set(false);
     const retry = await send();
     // Before: 503, then a second batch accepted (202) whose jobs ran beside the taken one.
     expect({ first: first.status, retry: retry.status, sameBatch: retry.body.id === first.body.id }).toEqual({

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { delayCommands, loseAnswers } from '../helpers/lostAnswers';
+import { loseAnswers, slowIntakeEnds } from '../helpers/lostAnswers';
 
 /**
  * Red team (round 5), theoretical made concrete: an async capture whose queue message went through while the queue's
@@ -16,7 +16,7 @@ let service: TestLocalService;
 /** While set, a capture message is sent, and its answer lost. */
 let loseQueueAnswer = false;
 /** While set, the intake's end of a job it could not accept waits (a slow table), so the worker gets there first. */
-let slowIntakeEnd = false;
+let slowIntakeEnd: { set(on: boolean): void };
 
 beforeAll(async () => {
   service = await startTestLocalService({ FREE_CREDITS: '10', POWERTOOLS_METRICS_DISABLED: 'true' });
@@ -24,9 +24,7 @@ beforeAll(async () => {
     service.queue.client,
     (command, input) => loseQueueAnswer && command.startsWith('SendMessage') && input.includes('capture'),
   );
-  delayCommands(service.dynamo.client, (command, input) =>
-    slowIntakeEnd && command === 'UpdateItemCommand' && input.includes('refundedByCaller') ? 8_000 : 0,
-  );
+  slowIntakeEnd = slowIntakeEnds(service.dynamo.client, 8_000, false);
 }, 120_000);
 
 afterAll(async () => {
@@ -44,10 +42,10 @@ describe('an async capture refused 503 whose job a worker ran all the same', () 
       });
 
     loseQueueAnswer = true;
-    slowIntakeEnd = true;
+    slowIntakeEnd.set(true);
     const first = await send();
     loseQueueAnswer = false;
-    slowIntakeEnd = false;
+    slowIntakeEnd.set(false);
     const retry = await send();
     // Both captures (if two were accepted) have time to run.
     await sleep(8_000);
