@@ -9,6 +9,7 @@ import {
   type StreamingLambdaHandler,
 } from '../shared/http/adapter/lambdaStreaming';
 import { errorAnswer } from '../shared/http/errorAnswer';
+import { bearerCredential } from '../shared/http/request';
 import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
 import { NO_SNIFF } from '../shared/http/types';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
@@ -59,14 +60,20 @@ export function lambdaHttpAdapter(
     const url = new URL(req.url ?? '/', 'http://localhost');
     for (const route of extra) if (await route(req, res)) return;
     const match = matchRoute(req.method ?? 'GET', url.pathname);
-    const body = await readBody(req);
+    const requestHeaders = flatHeaders(req);
+    // A route that takes a Bearer credential answers a request without one 401 whatever it sends: its body is never
+    // read, nor held (red team: any process of the machine held 73 MB on 64 connections that named no credential).
+    const unread =
+      (match.route.auth === 'apiKey' || match.route.auth === 'session') &&
+      bearerCredential({ headers: requestHeaders }) === undefined;
+    const body = unread ? declaredWithin(req) : await readBody(req);
     const event = apiGatewayEvent({
       method: match.route.method,
       path: url.pathname,
       resource: match.route.path,
       pathParameters: match.pathParameters,
       query: url.searchParams,
-      headers: flatHeaders(req),
+      headers: requestHeaders,
       body,
       sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
     });
@@ -150,6 +157,13 @@ function safeDecode(segment: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** No body, after checking the size a request declares: one larger than any route takes is still 413. */
+function declaredWithin(req: IncomingMessage): null {
+  if (Number(req.headers['content-length'] ?? 0) > MAX_REQUEST_BYTES)
+    throw new PayloadTooLargeError(MAX_REQUEST_BYTES);
+  return null;
 }
 
 async function readBody(req: IncomingMessage): Promise<string | null> {
