@@ -1,5 +1,3 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
 import {
@@ -10,6 +8,7 @@ import {
 } from '../../shared/egress/egressProxy';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { screenshotRequest } from '../../shared/screenshot/schema';
+import { collectGarbage } from '../helpers/heldBytes';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
 /**
@@ -24,8 +23,6 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
  * The routes of finished captures must be released: after they are retired and garbage is collected, every one of
  * them is gone.
  */
-setFlagsFromString('--expose-gc');
-const collectGarbage = runInNewContext('gc') as () => void;
 
 let site: PageServer;
 let proxy: EgressProxy;

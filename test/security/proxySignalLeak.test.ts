@@ -1,9 +1,8 @@
 import { connect } from 'node:net';
 import { setImmediate as turn } from 'node:timers/promises';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { startEgressProxy } from '../../shared/egress/egressProxy';
+import { collectGarbage } from '../helpers/heldBytes';
 
 /**
  * Red team (round 3): the egress proxy lives as long as the renderer process (a warm Lambda, npm start's renderer) and
@@ -14,11 +13,8 @@ import { startEgressProxy } from '../../shared/egress/egressProxy';
  */
 const CONNECTS = 20_000;
 
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
 function heapUsed(): number {
-  gc();
+  collectGarbage();
   return process.memoryUsage().heapUsed;
 }
 
