@@ -71,7 +71,12 @@ export function idempotentRoute(
   // otherwise be accepted, and charged, a second time by a later retry (red team). Whether it was accepted is then
   // not known, so it is never accepted again under that key. (Outside Lambda's handler wrapper, Powertools reads the
   // in-progress time from the context registered here.)
-  config.registerLambdaContext({ getRemainingTimeInMillis: () => IDEMPOTENCY_SECONDS * 1000 } as never);
+  // Up to 1,000 s more, at random (to a fraction of a millisecond): each request's record carries an in-progress expiry
+  // of its own, by which it knows its own write from another's (idempotencyRecords.ts). Two requests with one key in
+  // the same millisecond otherwise wrote the same value, and both were accepted (red team).
+  config.registerLambdaContext({
+    getRemainingTimeInMillis: () => IDEMPOTENCY_SECONDS * 1000 + Math.random() * 1_000_000,
+  } as never);
 
   return async (request) => {
     const key = request.headers['idempotency-key'];

@@ -49,7 +49,8 @@ describe('the local API port', () => {
     }
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const held = heldBytes() - before;
-    // Answered 401 before the body is read, as the gates do: a few bodies in flight at most, not every connection's.
-    expect(held).toBeLessThan(4 * BODY_BYTES);
+    // Answered 401 before the body is read, as the gates do: what the service allocates meanwhile (a loaded machine
+    // measured 5 MB), not every connection's body (73 MB before).
+    expect(held).toBeLessThan(16 * BODY_BYTES);
   }, 120_000);
 });
