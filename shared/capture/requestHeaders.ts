@@ -62,14 +62,20 @@ function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPReq
 }
 
 /**
- * Whether the request's frame and every frame above it hold documents of the origin. A frame's first navigation is
- * made from its initial empty document, whose parent decides; any later one, from the document it replaces.
+ * Whether the request's frame and every frame above it hold documents of the origin. A document with no server of its
+ * own (about:blank, about:srcdoc, a frame's initial empty document) is its parent's, as the browser makes it. A
+ * navigation a script asks for is judged without the document it replaces: the script's stack says whose it is (the
+ * origin's own code sending a frame back from a partner's page).
  */
 function framesOnOrigin(request: HTTPRequest, origin: string): boolean {
   let frame = request.frame();
-  if (frame && request.isNavigationRequest() && ['', 'about:blank'].includes(frame.url()))
+  if (frame && request.isNavigationRequest() && request.initiator()?.type === 'script')
     frame = frame.parentFrame();
-  for (; frame; frame = frame.parentFrame()) if (httpOrigin(frame.url()) !== origin) return false;
+  for (; frame; frame = frame.parentFrame()) {
+    const url = frame.url();
+    if (url === '' || url.startsWith('about:')) continue;
+    if (httpOrigin(url) !== origin) return false;
+  }
   return true;
 }
 
