@@ -224,8 +224,19 @@ function errorText(error: unknown): string {
     details.length === 0 && typeof body.message === 'string'
       ? `${body.error}: ${body.message}`
       : String(body.error);
-  return [reason, ...details.map((detail) => `${detail.path.join('.')}: ${detail.message}`)].join('\n');
+  const lines = details
+    .slice(0, MAX_ERROR_DETAILS)
+    .map((detail) => `${detail.path.join('.')}: ${detail.message}`.slice(0, MAX_ERROR_LINE));
+  const more = details.length - lines.length;
+  return [reason, ...lines, ...(more > 0 ? [`… and ${more} more`] : [])].join('\n');
 }
+
+/**
+ * A refusal's text names its first problems only: arguments are not held to a REST body's size, and one detail for
+ * each of 60,000 refused headers made an answer nine times the size of the call (red team).
+ */
+const MAX_ERROR_DETAILS = 20;
+const MAX_ERROR_LINE = 300;
 
 async function fetchBytes(url: string): Promise<Buffer> {
   const response = await fetch(url);
