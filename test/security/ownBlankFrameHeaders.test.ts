@@ -1,7 +1,10 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  CUSTOMER_TOKEN,
+  captureWithCustomerHeader,
+  reached,
+  type SiteRequests,
+} from '../helpers/headerCapture';
 
 /**
  * Red team (round 10, fixed), a regression of round 9's fix (cc3a38d, shared/capture/requestHeaders.ts framesOnOrigin): the
@@ -20,21 +23,14 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * security origin (CDP `Page.getFrameTree` / `frame.securityOrigin`) instead of its URL.
  */
 
-let site: PageServer;
-let harness: ScreenshotHarness;
-const seen = new Map<string, IncomingHttpHeaders>();
-const TOKEN = 'only-for-the-origin';
+let site: SiteRequests;
 const OWN = ['/editor/image', '/editor/style.css', '/editor/frame'];
 
 beforeAll(async () => {
-  const landed = (path: string) => (req: { headers: IncomingHttpHeaders }, res: ServerResponse) => {
-    seen.set(path, req.headers);
-    res.writeHead(200, { 'Content-Type': path.endsWith('.css') ? 'text/css' : 'text/html' }).end('');
-  };
-  site = await startPageServer({
-    '/page': (req, res) => {
-      seen.set('/page', req.headers);
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<!doctype html><html><body>
+  site = await captureWithCustomerHeader(() => ({
+    third: {},
+    site: {
+      '/page': `<!doctype html><html><body>
         <iframe id="editor"></iframe>
         <iframe id="preview"></iframe>
         <script>
@@ -44,35 +40,20 @@ beforeAll(async () => {
           editor.close();
           document.getElementById('preview').contentDocument.body.innerHTML = '<iframe src="/editor/frame"></iframe>';
         </script>
-      </body></html>`);
+      </body></html>`,
+      ...Object.fromEntries(OWN.map((path) => [path, reached])),
     },
-    ...Object.fromEntries(OWN.map((path) => [path, landed(path)])),
-  });
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: site.hostPort });
-  const { apiKey } = await harness.newAccount();
-  const answer = await harness.shoot(apiKey, {
-    url: `${site.origin}/page`,
-    width: 320,
-    height: 320,
-    waitUntil: 'networkidle',
-    headers: { 'X-Customer-Token': TOKEN },
-  });
-  expect(answer.status, answer.status === 200 ? '' : answer.body.toString('utf8')).toBe(200);
+  }));
 }, 120_000);
-
-afterAll(async () => {
-  await harness?.close();
-  await site?.close();
-});
 
 describe("the customer's headers and a frame the origin's own script fills", () => {
   it('go with the page', () => {
-    expect(seen.get('/page')?.['x-customer-token']).toBe(TOKEN);
+    expect(site.token('/page')).toBe(CUSTOMER_TOKEN);
   });
 
   it.each(OWN)("go with the origin's own load %s from its about:blank frame", (path) => {
-    expect(seen.has(path), `${path} was requested`).toBe(true);
+    expect(site.reached(path), `${path} was requested`).toBe(true);
     // Today: no token (it had one before cc3a38d).
-    expect(seen.get(path)?.['x-customer-token'], path).toBe(TOKEN);
+    expect(site.token(path), path).toBe(CUSTOMER_TOKEN);
   });
 });

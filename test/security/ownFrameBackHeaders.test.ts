@@ -1,7 +1,5 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CUSTOMER_TOKEN, captureWithCustomerHeader, type SiteRequests } from '../helpers/headerCapture';
 
 /**
  * Red team (round 10, fixed), a regression of round 9's fix (cc3a38d, shared/capture/requestHeaders.ts framesOnOrigin): a
@@ -17,64 +15,41 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * replaced document's own refresh) need the replaced document's origin.
  */
 
-let site: PageServer;
-let third: PageServer;
-let harness: ScreenshotHarness;
-const seen = new Map<string, IncomingHttpHeaders>();
-const TOKEN = 'only-for-the-origin';
+let site: SiteRequests;
 
 beforeAll(async () => {
-  const at = { third: '' };
-  third = await startPageServer(
-    { '/embed': (_req, res) => res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>partner</p>') },
-    '127.0.0.2',
+  site = await captureWithCustomerHeader(
+    (at) => ({
+      third: { '/embed': '<p>partner</p>' },
+      site: {
+        '/page': `<!doctype html><html><body>
+          <iframe id="panel" src="${at.third}/embed"></iframe>
+          <script src="/carousel.js"></script>
+        </body></html>`,
+        '/carousel.js': (_req, res) =>
+          res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(`
+            const panel = document.getElementById('panel');
+            panel.addEventListener('load', () => {
+              panel.src = '/own-panel';
+              // Once the origin's page is in: the capture waits for this mark.
+              panel.addEventListener('load', () => document.body.setAttribute('data-panel-back', ''), { once: true });
+            }, { once: true });
+          `),
+        '/own-panel': '<p>own</p>',
+      },
+    }),
+    { waitForSelector: 'body[data-panel-back]' },
   );
-  site = await startPageServer({
-    '/page': (req, res) => {
-      seen.set('/page', req.headers);
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<!doctype html><html><body>
-        <iframe id="panel" src="${at.third}/embed"></iframe>
-        <script src="/carousel.js"></script>
-      </body></html>`);
-    },
-    '/carousel.js': (_req, res) =>
-      res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(`
-        const panel = document.getElementById('panel');
-        panel.addEventListener('load', () => { panel.src = '/own-panel'; }, { once: true });
-      `),
-    '/own-panel': (req: { headers: IncomingHttpHeaders }, res: ServerResponse) => {
-      seen.set('/own-panel', req.headers);
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>own</p>');
-    },
-  });
-  at.third = third.origin;
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: `${site.hostPort},${third.hostPort}` });
-  const { apiKey } = await harness.newAccount();
-  const answer = await harness.shoot(apiKey, {
-    url: `${site.origin}/page`,
-    width: 320,
-    height: 320,
-    waitUntil: 'networkidle',
-    delay: 1000,
-    headers: { 'X-Customer-Token': TOKEN },
-  });
-  expect(answer.status, answer.status === 200 ? '' : answer.body.toString('utf8')).toBe(200);
 }, 120_000);
-
-afterAll(async () => {
-  await harness?.close();
-  await site?.close();
-  await third?.close();
-});
 
 describe("the customer's headers and the origin's own script navigating its frame", () => {
   it('go with the page', () => {
-    expect(seen.get('/page')?.['x-customer-token']).toBe(TOKEN);
+    expect(site.token('/page')).toBe(CUSTOMER_TOKEN);
   });
 
   it("go with the origin's navigation of its frame away from a third-party document", () => {
-    expect(seen.has('/own-panel'), '/own-panel was requested').toBe(true);
-    // Today: no token (it had one before cc3a38d).
-    expect(seen.get('/own-panel')?.['x-customer-token']).toBe(TOKEN);
+    expect(site.reached('/own-panel'), '/own-panel was requested').toBe(true);
+    // Lost between cc3a38d and its fix.
+    expect(site.token('/own-panel')).toBe(CUSTOMER_TOKEN);
   });
 });

@@ -1,7 +1,10 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  CUSTOMER_TOKEN,
+  captureWithCustomerHeader,
+  reached,
+  type SiteRequests,
+} from '../helpers/headerCapture';
 
 /**
  * Red team (round 9, fixed): a third-party FRAME sends the customer's `headers` to an origin path of its choosing, with no
@@ -24,91 +27,56 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * a subframe whose document is another origin's asks for itself.
  */
 
-let site: PageServer;
-let third: PageServer;
-let harness: ScreenshotHarness;
-const seen = new Map<string, IncomingHttpHeaders>();
-const TOKEN = 'only-for-the-origin';
+let site: SiteRequests;
 
 beforeAll(async () => {
-  const at = { site: '', third: '' };
-  const landed = (path: string) => (req: { headers: IncomingHttpHeaders }, res: ServerResponse) => {
-    seen.set(path, req.headers);
-    res.writeHead(200, { 'Content-Type': 'text/plain' }).end('');
-  };
-  third = await startPageServer(
-    {
-      // A widget the customer's page frames, which sends the frame to a path of the origin it picks.
-      '/meta-refresh': (_req, res) =>
-        res
-          .writeHead(200, { 'Content-Type': 'text/html' })
-          .end(`<meta http-equiv="refresh" content="0;url=${at.site}/chosen/meta-refresh">`),
-      '/refresh-header': (_req, res) =>
-        res
-          .writeHead(200, { 'Content-Type': 'text/html', Refresh: `0;url=${at.site}/chosen/refresh-header` })
-          .end('<p>widget</p>'),
-      // The same document in an <object> instead of an <iframe>.
-      '/object-refresh': (_req, res) =>
-        res
-          .writeHead(200, { 'Content-Type': 'text/html' })
-          .end(`<meta http-equiv="refresh" content="0;url=${at.site}/chosen/object-refresh">`),
-    },
-    '127.0.0.2',
+  site = await captureWithCustomerHeader(
+    (at) => ({
+      third: {
+        // A widget the customer's page frames, which sends the frame to a path of the origin it picks.
+        '/meta-refresh': `<meta http-equiv="refresh" content="0;url=${at.site}/chosen/meta-refresh">`,
+        '/refresh-header': (_req, res) =>
+          res
+            .writeHead(200, {
+              'Content-Type': 'text/html',
+              Refresh: `0;url=${at.site}/chosen/refresh-header`,
+            })
+            .end('<p>widget</p>'),
+        // The same document in an <object> instead of an <iframe>.
+        '/object-refresh': `<meta http-equiv="refresh" content="0;url=${at.site}/chosen/object-refresh">`,
+      },
+      site: {
+        '/page': `<!doctype html><html><body>
+          <iframe src="${at.third}/meta-refresh"></iframe>
+          <iframe src="${at.third}/refresh-header"></iframe>
+          <object data="${at.third}/object-refresh" type="text/html"></object>
+          <iframe src="/own-frame"></iframe>
+        </body></html>`,
+        // The origin's own frame, and what its document loads: the customer's, as the page is.
+        '/own-frame': '<img src="/own-frame-image">',
+        '/own-frame-image': reached,
+        '/chosen/meta-refresh': reached,
+        '/chosen/refresh-header': reached,
+        '/chosen/object-refresh': reached,
+      },
+    }),
+    { delay: 1000 },
   );
-  site = await startPageServer({
-    '/page': (req, res) => {
-      seen.set('/page', req.headers);
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<!doctype html><html><body>
-        <iframe src="${at.third}/meta-refresh"></iframe>
-        <iframe src="${at.third}/refresh-header"></iframe>
-        <object data="${at.third}/object-refresh" type="text/html"></object>
-        <iframe src="/own-frame"></iframe>
-      </body></html>`);
-    },
-    // The origin's own frame, and what its document loads: the customer's, as the page is.
-    '/own-frame': (req, res) => {
-      seen.set('/own-frame', req.headers);
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<img src="/own-frame-image">');
-    },
-    '/own-frame-image': landed('/own-frame-image'),
-    '/chosen/meta-refresh': landed('/chosen/meta-refresh'),
-    '/chosen/refresh-header': landed('/chosen/refresh-header'),
-    '/chosen/object-refresh': landed('/chosen/object-refresh'),
-  });
-  at.site = site.origin;
-  at.third = third.origin;
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: `${site.hostPort},${third.hostPort}` });
-  const { apiKey } = await harness.newAccount();
-  const answer = await harness.shoot(apiKey, {
-    url: `${site.origin}/page`,
-    width: 320,
-    height: 320,
-    waitUntil: 'networkidle',
-    delay: 1000,
-    headers: { 'X-Customer-Token': TOKEN },
-  });
-  expect(answer.status, answer.status === 200 ? '' : answer.body.toString('utf8')).toBe(200);
 }, 120_000);
-
-afterAll(async () => {
-  await harness?.close();
-  await site?.close();
-  await third?.close();
-});
 
 describe("the customer's headers and a third-party frame's refresh", () => {
   it("go with the page itself, its own frame and that frame's own loads", () => {
     for (const path of ['/page', '/own-frame', '/own-frame-image'])
-      expect(seen.get(path)?.['x-customer-token'], path).toBe(TOKEN);
+      expect(site.token(path), path).toBe(CUSTOMER_TOKEN);
   });
 
   it.each(['meta-refresh', 'refresh-header', 'object-refresh'])(
     'never go where a third-party frame refreshes itself to (%s)',
     (kind) => {
       const path = `/chosen/${kind}`;
-      expect(seen.has(path), `${path} was requested`).toBe(true);
-      // Today: the token arrives.
-      expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
+      expect(site.reached(path), `${path} was requested`).toBe(true);
+      // Before: the token arrived.
+      expect(site.token(path), path).toBeUndefined();
     },
   );
 });

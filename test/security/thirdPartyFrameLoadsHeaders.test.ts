@@ -1,7 +1,10 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  CUSTOMER_TOKEN,
+  captureWithCustomerHeader,
+  reached,
+  type SiteRequests,
+} from '../helpers/headerCapture';
 
 /**
  * Red team (round 9): a third-party FRAME, with no script at all, has the customer's `headers` sent to an origin path
@@ -24,92 +27,53 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * whose frame is unknown gets none.
  */
 
-let site: PageServer;
-let third: PageServer;
-let harness: ScreenshotHarness;
-const seen = new Map<string, IncomingHttpHeaders>();
-const TOKEN = 'only-for-the-origin';
+let site: SiteRequests;
 const KINDS = ['link-preload'] as const;
 /** Widgets whose document is a lazy image of the origin (Chromium reports some of those loads without their frame). */
 const LAZY = Array.from({ length: 6 }, (_, n) => `lazy-img-${n}`);
 
 beforeAll(async () => {
-  const at = { site: '', third: '' };
-  const landed = (path: string) => (req: { headers: IncomingHttpHeaders }, res: ServerResponse) => {
-    seen.set(path, req.headers);
-    res.writeHead(200, { 'Content-Type': 'text/plain' }).end('');
-  };
-  third = await startPageServer(
-    {
-      // A widget the customer's page frames: static HTML, no script.
-      '/widget': (_req, res) =>
-        res
-          .writeHead(200, {
-            'Content-Type': 'text/html',
-            Link: `<${at.site}/chosen/link-preload>; rel=preload; as=image`,
-          })
-          .end('<p>widget</p>'),
-      ...Object.fromEntries(
-        LAZY.map((name) => [
-          `/${name}`,
-          (_req: unknown, res: ServerResponse) =>
-            res
-              .writeHead(200, { 'Content-Type': 'text/html' })
-              .end(`<img loading="lazy" src="${at.site}/chosen/${name}">`),
-        ]),
-      ),
-    },
-    '127.0.0.2',
+  site = await captureWithCustomerHeader(
+    (at) => ({
+      third: {
+        // A widget the customer's page frames: static HTML, no script.
+        '/widget': (_req, res) =>
+          res
+            .writeHead(200, {
+              'Content-Type': 'text/html',
+              Link: `<${at.site}/chosen/link-preload>; rel=preload; as=image`,
+            })
+            .end('<p>widget</p>'),
+        ...Object.fromEntries(
+          LAZY.map((name) => [`/${name}`, `<img loading="lazy" src="${at.site}/chosen/${name}">`]),
+        ),
+      },
+      site: {
+        '/page': `<!doctype html><html><body><iframe src="${at.third}/widget"></iframe>${LAZY.map(
+          (name) => `<iframe src="${at.third}/${name}"></iframe>`,
+        ).join('')}</body></html>`,
+        ...Object.fromEntries([...KINDS, ...LAZY].map((kind) => [`/chosen/${kind}`, reached])),
+      },
+    }),
+    { width: 800, height: 600, delay: 1000 },
   );
-  site = await startPageServer({
-    '/page': (req, res) => {
-      seen.set('/page', req.headers);
-      res
-        .writeHead(200, { 'Content-Type': 'text/html' })
-        .end(
-          `<!doctype html><html><body><iframe src="${at.third}/widget"></iframe>${LAZY.map(
-            (name) => `<iframe src="${at.third}/${name}"></iframe>`,
-          ).join('')}</body></html>`,
-        );
-    },
-    ...Object.fromEntries([...KINDS, ...LAZY].map((kind) => [`/chosen/${kind}`, landed(`/chosen/${kind}`)])),
-  });
-  at.site = site.origin;
-  at.third = third.origin;
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: `${site.hostPort},${third.hostPort}` });
-  const { apiKey } = await harness.newAccount();
-  const answer = await harness.shoot(apiKey, {
-    url: `${site.origin}/page`,
-    width: 800,
-    height: 600,
-    waitUntil: 'networkidle',
-    delay: 1000,
-    headers: { 'X-Customer-Token': TOKEN },
-  });
-  expect(answer.status, answer.status === 200 ? '' : answer.body.toString('utf8')).toBe(200);
 }, 120_000);
-
-afterAll(async () => {
-  await harness?.close();
-  await site?.close();
-  await third?.close();
-});
 
 describe("the customer's headers and a third-party frame without script", () => {
   it('go with the page itself', () => {
-    expect(seen.get('/page')?.['x-customer-token']).toBe(TOKEN);
+    expect(site.token('/page')).toBe(CUSTOMER_TOKEN);
   });
 
   it.each(KINDS)('never go with what a third-party frame loads from the origin (%s)', (kind) => {
     const path = `/chosen/${kind}`;
-    expect(seen.has(path), `${path} was requested`).toBe(true);
-    // Today: the token arrives.
-    expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
+    expect(site.reached(path), `${path} was requested`).toBe(true);
+    // Before: the token arrived.
+    expect(site.token(path), path).toBeUndefined();
   });
 
   it('never go with the lazy images of third-party frames', () => {
-    const carried = LAZY.filter((name) => seen.get(`/chosen/${name}`)?.['x-customer-token'] !== undefined);
-    expect(LAZY.filter((name) => seen.has(`/chosen/${name}`)).length).toBeGreaterThan(0);
+    const carried = LAZY.filter((name) => site.token(`/chosen/${name}`) !== undefined);
+    expect(LAZY.filter((name) => site.reached(`/chosen/${name}`)).length).toBeGreaterThan(0);
     // Today: some of them (which ones varies from run to run) arrive with the token.
     expect(carried).toEqual([]);
   });

@@ -1,7 +1,11 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
-import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  CUSTOMER_TOKEN,
+  captureWithCustomerHeader,
+  reached,
+  type SiteRequests,
+} from '../helpers/headerCapture';
+import type { PageHandler } from '../helpers/pageServer';
 
 /**
  * Red team (round 8): a third party whose resource the customer's page loads can send the customer's `headers` to
@@ -24,74 +28,41 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * the origin and came back has been steered by someone else).
  */
 
-let site: PageServer;
-let third: PageServer;
-let harness: ScreenshotHarness;
-/** The headers the site saw, by path. */
-const seen = new Map<string, IncomingHttpHeaders>();
-const TOKEN = 'only-for-the-origin';
+let site: SiteRequests;
 const KINDS = ['img', 'css', 'script', 'frame', 'fetch'] as const;
 
 beforeAll(async () => {
-  // Filled in once both servers listen: each names the other's port.
-  const at = { site: '', third: '' };
-  const landed = (path: string) => (req: { headers: IncomingHttpHeaders }, res: ServerResponse) => {
-    seen.set(path, req.headers);
-    res.writeHead(200, { 'Content-Type': 'text/plain' }).end('');
-  };
-  // The third party answers every request of the page with a redirect to a path of the origin of its choosing.
-  const bounce = (kind: string) => (_req: unknown, res: ServerResponse) =>
-    res.writeHead(302, { Location: `${at.site}/chosen-by-third-party/${kind}` }).end();
-  third = await startPageServer(
-    Object.fromEntries(KINDS.map((kind) => [`/${kind}`, bounce(kind)])),
-    '127.0.0.2',
-  );
-  site = await startPageServer({
-    '/page': (req, res) => {
-      seen.set('/page', req.headers);
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<!doctype html><html><head>
+  site = await captureWithCustomerHeader((at) => ({
+    // The third party answers every request of the page with a redirect to a path of the origin of its choosing.
+    third: Object.fromEntries(
+      KINDS.map((kind): [string, PageHandler] => [
+        `/${kind}`,
+        (_req, res) => res.writeHead(302, { Location: `${at.site}/chosen-by-third-party/${kind}` }).end(),
+      ]),
+    ),
+    site: {
+      '/page': `<!doctype html><html><head>
         <link rel="stylesheet" href="${at.third}/css">
         <script src="${at.third}/script"></script>
       </head><body>
         <img src="${at.third}/img">
         <iframe src="${at.third}/frame"></iframe>
         <script>fetch('${at.third}/fetch', { mode: 'no-cors' }).catch(() => {})</script>
-      </body></html>`);
+      </body></html>`,
+      ...Object.fromEntries(KINDS.map((kind) => [`/chosen-by-third-party/${kind}`, reached])),
     },
-    ...Object.fromEntries(
-      KINDS.map((kind) => [`/chosen-by-third-party/${kind}`, landed(`/chosen-by-third-party/${kind}`)]),
-    ),
-  });
-  at.site = site.origin;
-  at.third = third.origin;
-  // Both loopback servers stand in for public hosts; nothing here depends on private addresses.
-  harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: `${site.hostPort},${third.hostPort}` });
-  const { apiKey } = await harness.newAccount();
-  const answer = await harness.shoot(apiKey, {
-    url: `${site.origin}/page`,
-    width: 320,
-    height: 320,
-    waitUntil: 'networkidle',
-    headers: { 'X-Customer-Token': TOKEN },
-  });
-  expect(answer.status, answer.status === 200 ? '' : answer.body.toString('utf8')).toBe(200);
+  }));
 }, 120_000);
-
-afterAll(async () => {
-  await harness?.close();
-  await site?.close();
-  await third?.close();
-});
 
 describe("the customer's headers", () => {
   it('go with the page itself', () => {
-    expect(seen.get('/page')?.['x-customer-token']).toBe(TOKEN);
+    expect(site.token('/page')).toBe(CUSTOMER_TOKEN);
   });
 
   it.each(KINDS)('never go where a third party redirects a request of the page (%s)', (kind) => {
     const path = `/chosen-by-third-party/${kind}`;
-    expect(seen.has(path), `${path} was requested`).toBe(true);
+    expect(site.reached(path), `${path} was requested`).toBe(true);
     // Today: the token arrives for every kind.
-    expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
+    expect(site.token(path), path).toBeUndefined();
   });
 });
