@@ -20,20 +20,22 @@ let site: SiteRequests;
 beforeAll(async () => {
   site = await captureWithCustomerHeader(
     (at) => ({
-      third: { '/embed': '<p>partner</p>' },
+      // The partner's page says when it is in (its load event may come before the origin's script listens).
+      third: { '/embed': `<p>partner</p><script>parent.postMessage('embed-ready', '*')</script>` },
       site: {
         '/page': `<!doctype html><html><body>
-          <iframe id="panel" src="${at.third}/embed"></iframe>
           <script src="/carousel.js"></script>
+          <iframe id="panel" src="${at.third}/embed"></iframe>
         </body></html>`,
         '/carousel.js': (_req, res) =>
           res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(`
-            const panel = document.getElementById('panel');
-            panel.addEventListener('load', () => {
-              panel.src = '/own-panel';
+            addEventListener('message', (event) => {
+              if (event.data !== 'embed-ready') return;
+              const panel = document.getElementById('panel');
               // Once the origin's page is in: the capture waits for this mark.
               panel.addEventListener('load', () => document.body.setAttribute('data-panel-back', ''), { once: true });
-            }, { once: true });
+              panel.src = '/own-panel';
+            });
           `),
         '/own-panel': '<p>own</p>',
       },
