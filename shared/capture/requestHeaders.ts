@@ -37,12 +37,13 @@ export async function sendHeadersToOrigin(
 
 /**
  * Whether the origin itself asked for a request. Only a request whose redirects all stayed on the origin can be. The
- * capture's navigation, with those redirects, is the customer's own request; a later navigation of the top frame is the page's, judged as any other request. A script's
- * request counts only when every frame of its stack (async parents included, where Chromium reports them) is code at
- * an http(s) URL of the origin: a third party's frame anywhere on it (calling the origin's functions, or evaluating
- * text that names itself after an origin file with `sourceURL`), a blob: or data: script, or code with no URL (eval,
- * new Function, a string timer) makes it a stranger's. A load the parser reports is the document's or style sheet's
- * that named it; anything else, the document's of its frame.
+ * capture's navigation, with those redirects, is the customer's own request; a later navigation of the top frame is
+ * the page's, judged as any other request. A script's request counts only when every frame of its stack (async
+ * parents included, where Chromium reports them) is code at an http(s) URL of the origin: a third party's frame
+ * anywhere on it (calling the origin's functions, or evaluating text that names itself after an origin file with
+ * `sourceURL`), a blob: or data: script, or code with no URL (eval, new Function, a string timer) makes it a
+ * stranger's. A load the parser reports is the document's or style sheet's that named it; anything else, the
+ * document's of its frame.
  */
 function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPRequest | undefined): boolean {
   const frame = request.frame();

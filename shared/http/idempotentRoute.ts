@@ -118,45 +118,40 @@ export function idempotentRoute(
       return await accept(payload);
     } catch (error) {
       if (error instanceof NotKept) return error.answer;
+      const { deadline } = request;
+      const removal = () => persistenceStore.deleteRecord(payload as never);
       // The acceptance went through and only its record could not be completed: it is still the answer (a 500 would
       // have the client retry something already charged; red team). Its record is tried again, so that a retry
       // gets it back instead of a second acceptance once this request's time is over.
       if (error instanceof IdempotencyPersistenceLayerError && accepted) {
         const answer = accepted;
         // Both are plain JSON, as makeIdempotent saved them; its types want JSONValue's index signature.
-        const saved = await writtenAgain(
+        await writeAgain(
           () => persistenceStore.saveSuccess(payload as never, answer as never),
-          request.deadline,
+          deadline,
+          'Idempotency-Key record of an acceptance not completed: its key answers 409 for a day',
         );
-        if (!saved)
-          logger.error(
-            'Idempotency-Key record of an acceptance not completed: its key answers 409 for a day',
-          );
         return { ...answer, body: Buffer.from(answer.body) };
       }
       // Likewise a refusal whose record could not be removed: it is still the answer (red team: a 402 answered 500,
       // and its key 409 for a day), and the record is removed again, so that the request may be sent again.
       if (error instanceof IdempotencyPersistenceLayerError && refused) {
-        const removed = await writtenAgain(
-          () => persistenceStore.deleteRecord(payload as never),
-          request.deadline,
+        await writeAgain(
+          removal,
+          deadline,
+          'Idempotency-Key record of a refusal not removed: its key answers 409 for a day',
         );
-        if (!removed)
-          logger.error('Idempotency-Key record of a refusal not removed: its key answers 409 for a day');
         return refused;
       }
       // The record's write failed, or its answer was lost though it landed: the route never ran, nothing was
       // accepted. The record, if it is there, goes (it is this request's alone), so that a retry is not answered 409
       // for a day (red team); the failure is still the answer.
       if (error instanceof IdempotencyPersistenceLayerError && !ran) {
-        const removed = await writtenAgain(
-          () => persistenceStore.deleteRecord(payload as never),
-          request.deadline,
+        await writeAgain(
+          removal,
+          deadline,
+          'Idempotency-Key record of a request never run not removed: its key answers 409 for a day',
         );
-        if (!removed)
-          logger.error(
-            'Idempotency-Key record of a request never run not removed: its key answers 409 for a day',
-          );
         throw error;
       }
       if (error instanceof IdempotencyValidationError)
@@ -182,20 +177,20 @@ const RECORD_RETRY_DELAYS_MS = [100, 400, 1_000, 2_000];
 
 /**
  * Tries a record's write again after it failed (a throttled or unreachable table for a moment), until it is done or
- * the request's time is up: false when it never was.
+ * the request's time is up; `failure` is logged when it never was.
  */
-async function writtenAgain(write: () => Promise<void>, deadline: number): Promise<boolean> {
+async function writeAgain(write: () => Promise<void>, deadline: number, failure: string): Promise<void> {
   for (const delayMs of RECORD_RETRY_DELAYS_MS) {
     if (Date.now() + delayMs >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, delayMs));
     try {
       await write();
-      return true;
+      return;
     } catch {
       // The next try, if there is time.
     }
   }
-  return false;
+  logger.error(failure);
 }
 
 /** The body as JSON when it is JSON (so formatting does not make another body), its text otherwise. */

@@ -59,20 +59,21 @@ export class DynamoCaptureSlots implements CaptureSlots {
     bound: number,
     now: number,
   ): Promise<number | undefined> {
+    const pool = poolOf(leaseId);
     for (let round = 0; round <= bound; round++) {
       try {
         const { Attributes } = await this.db.send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: key,
-            UpdateExpression: `ADD ${heldCounts(poolOf(leaseId), ':one')} SET #lease = :expiresAt`,
-            ConditionExpression: `(attribute_not_exists(held) OR held < :bound)${linkCondition(poolOf(leaseId))}`,
+            UpdateExpression: `ADD ${heldCounts(pool, ':one')} SET #lease = :expiresAt`,
+            ConditionExpression: `(attribute_not_exists(held) OR held < :bound)${linkCondition(pool)}`,
             ExpressionAttributeNames: { '#lease': `${LEASE_PREFIX}${leaseId}` },
             ExpressionAttributeValues: {
               ':one': 1,
               ':bound': bound,
               ':expiresAt': expiresAt,
-              ...linkBound(poolOf(leaseId), bound),
+              ...linkBound(pool, bound),
             },
             ReturnValues: 'ALL_OLD',
           }),

@@ -23,16 +23,16 @@ import {
 const BATCH_GET_LIMIT = 100;
 
 /**
- * Jobs and batches under their account's partition (docs/data-model.md), each with the TTL of its retention. The
- * item holds the job as the domain sees it, beside its keys.
- */
-/**
  * The largest request (as JSON) a job's item holds itself: with it the item stays within one strongly consistent read
  * unit (4 KB), so polling a job or listing 50 costs little; a larger one is written to an item of its own, read by
  * the worker alone.
  */
 export const INLINE_REQUEST_BYTES = 2 * 1024;
 
+/**
+ * Jobs and batches under their account's partition (docs/data-model.md), each with the TTL of its retention. The
+ * item holds the job as the domain sees it, beside its keys.
+ */
 export class DynamoJobStore implements JobStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
@@ -57,18 +57,16 @@ export class DynamoJobStore implements JobStore {
     const apart = jobs.filter(
       ({ request }) => Buffer.byteLength(JSON.stringify(request)) > INLINE_REQUEST_BYTES,
     );
-    const requestsWritten = await Promise.allSettled(
+    await allWritten(
       apart.map((job) =>
         put(itemKey.jobRequest(job.accountId, job.id), { request: job.request }, job.createdAt),
       ),
     );
-    const requestRefused = requestsWritten.find((outcome) => outcome.status === 'rejected');
-    if (requestRefused) throw requestRefused.reason;
     // startedAt is left out until a worker sets it (`if_not_exists` would take a stored null for a value). A queued
     // job's sweep time puts it in the queued-jobs index, in its shard. Settled all before a failure goes up: the
     // intake then ends every item written, and none may land after it has.
     const keptApart = new Set(apart.map((job) => job.id));
-    const written = await Promise.allSettled(
+    await allWritten(
       jobs.map(({ startedAt: _, request, ...job }) =>
         put(
           {
@@ -80,8 +78,6 @@ export class DynamoJobStore implements JobStore {
         ),
       ),
     );
-    const refused = written.find((outcome) => outcome.status === 'rejected');
-    if (refused) throw refused.reason;
   }
 
   async request(accountId: string, jobId: string): Promise<Record<string, unknown> | undefined> {
@@ -379,6 +375,12 @@ export class DynamoJobStore implements JobStore {
 
 /** Takes a job out of the queued-jobs index (a REMOVE clause): the attributes that place it there. */
 const LEAVE_SWEEP = `REMOVE ${QUEUED_JOBS_INDEX.partitionKey}, ${QUEUED_JOBS_INDEX.sortKey}`;
+
+/** Waits for every write to settle, then throws the first refusal, if any: none lands after the failure goes up. */
+async function allWritten(writes: Promise<unknown>[]): Promise<void> {
+  const refused = (await Promise.allSettled(writes)).find((outcome) => outcome.status === 'rejected');
+  if (refused) throw refused.reason;
+}
 
 function jobOf(item: Record<string, unknown>): Job {
   const { pk: _pk, sk: _sk, expiresAt: _expiresAt, [QUEUED_JOBS_INDEX.partitionKey]: _shard, ...job } = item;

@@ -1,13 +1,8 @@
 import { IdempotencyItemAlreadyExistsError } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
-import {
-  ConditionalCheckFailedException,
-  DeleteItemCommand,
-  type DynamoDBClient,
-  GetItemCommand,
-} from '@aws-sdk/client-dynamodb';
-import { TABLE_SCHEMA } from './table';
+import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { conditionHeld, TABLE_SCHEMA } from './table';
 
 /** The partition of an account's Idempotency-Key records. */
 export function idempotencyPartition(accountId: string): string {
@@ -30,7 +25,7 @@ export function idempotencyRecords(client: DynamoDBClient, tableName: string) {
  * Removes only the record its own request wrote. Powertools' delete is unconditional: a refusal's removal tried again
  * after a lost answer (idempotentRoute.ts) took the record of a retry that began meanwhile, even its kept acceptance,
  * and a third request with the key was accepted and charged beside it (red team). A record is told apart by its
- * in-progress expiry, which Powertools sets to the millisecond when it writes it.
+ * in-progress expiry, which Powertools sets when it writes it, with a random part of its own (idempotentRoute.ts).
  */
 class OwnRecordOnly extends DynamoDBPersistenceLayer {
   #written: number | undefined;
@@ -84,8 +79,10 @@ class OwnRecordOnly extends DynamoDBPersistenceLayer {
 
   protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {
     if (this.#written === undefined) throw new Error('No record of this request to remove');
-    try {
-      await this.db.send(
+    // A condition that fails: gone already (an earlier removal landed), or another request's; nothing of this
+    // request's is left.
+    await conditionHeld(
+      this.db.send(
         new DeleteItemCommand({
           TableName: this.table,
           Key: this.getKey(record.idempotencyKey),
@@ -93,10 +90,7 @@ class OwnRecordOnly extends DynamoDBPersistenceLayer {
           ExpressionAttributeNames: { '#inProgressExpiry': IN_PROGRESS_EXPIRY_ATTR },
           ExpressionAttributeValues: { ':written': { N: String(this.#written) } },
         }),
-      );
-    } catch (error) {
-      // Gone already (an earlier removal landed), or another request's: nothing of this request's is left.
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+      ),
+    );
   }
 }

@@ -22,6 +22,12 @@ export function mcpPost(apiKey: string, messages: unknown): HttpRequest {
   };
 }
 
+/** POST /mcp, as mcpPost builds it, to the running service at `url`. */
+export function fetchMcp(url: string, apiKey: string, messages: unknown): Promise<Response> {
+  const { headers, body } = mcpPost(apiKey, messages);
+  return fetch(`${url}/mcp`, { method: 'POST', headers, body });
+}
+
 /** One tools/call message (id `id`). */
 export function toolCall(call: { name: string; arguments: Record<string, unknown> }, id = 1) {
   return { jsonrpc: '2.0', id, method: 'tools/call', params: call };

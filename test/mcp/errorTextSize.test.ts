@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { fetchMcp, toolCall } from '../helpers/mcpRequest';
 
 /**
  * Red team (round 10, fixed): round 9 bounded the one MCP answer it looked at (get_page_markdown's text, measured as JSON:
@@ -31,21 +32,9 @@ describe('an MCP tool call refused for its arguments', () => {
     const headers = Object.fromEntries(
       Array.from({ length: 60_000 }, (_, i) => [`proxy-${i.toString(36)}`, '']),
     );
-    const body = JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'take_screenshot', arguments: { url: 'https://example.com', headers } },
-    });
-    const response = await fetch(`${service.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${apiKey}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body,
-    });
+    const call = toolCall({ name: 'take_screenshot', arguments: { url: 'https://example.com', headers } });
+    const body = JSON.stringify(call);
+    const response = await fetchMcp(service.url, apiKey, call);
     const answer = await response.text();
     expect(response.status).toBe(200);
     expect(answer).toContain('"isError":true');

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonStringBytes } from '../../shared/mcp/mcpRoute';
 import { MAX_INLINE_TEXT_BYTES } from '../../shared/mcp/tools';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { fetchMcp, toolCall } from '../helpers/mcpRequest';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
 /**
@@ -38,20 +39,11 @@ describe('get_page_markdown', () => {
     timeout: 120_000,
   }, async () => {
     const { apiKey } = await service.newAccount();
-    const response = await fetch(`${service.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${apiKey}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'get_page_markdown', arguments: { url: `${site.origin}/article` } },
-      }),
-    });
+    const response = await fetchMcp(
+      service.url,
+      apiKey,
+      toolCall({ name: 'get_page_markdown', arguments: { url: `${site.origin}/article` } }),
+    );
     const body = await response.text();
     const text =
       (JSON.parse(body) as { result: { content: { text?: string }[] } }).result.content[0]?.text ?? '';
