@@ -5,9 +5,9 @@ import { type ScreenshotHarness, startScreenshotHarness } from './screenshotHarn
 
 /**
  * A screenshot harness and an account of its own, started for the test file that calls this (beforeAll) and closed
- * after it: `shoot` sends a request body as that account, `markdownOf` a document's Markdown (answered 200).
+ * after it: `shoot` sends a request body as that account.
  */
-export function markdownCaptures() {
+export function accountCaptures() {
   let harness: ScreenshotHarness;
   let apiKey = '';
   beforeAll(async () => {
@@ -17,7 +17,12 @@ export function markdownCaptures() {
   afterAll(async () => {
     await harness?.close();
   });
-  const shoot = (body: Record<string, unknown>) => harness.shoot(apiKey, body);
+  return { shoot: (body: Record<string, unknown>) => harness.shoot(apiKey, body) };
+}
+
+/** accountCaptures, and `markdownOf` a document's Markdown (answered 200). */
+export function markdownCaptures() {
+  const { shoot } = accountCaptures();
   return {
     shoot,
     async markdownOf(html: string): Promise<string> {

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { accountCaptures } from '../helpers/markdownCaptures';
 import { solidPage } from '../helpers/pageServer';
-import {
-  BLUE,
-  decodeImage,
-  GREEN,
-  near,
-  type ScreenshotHarness,
-  startScreenshotHarness,
-} from '../helpers/screenshotHarness';
+import { BLUE, decodeImage, GREEN, near } from '../helpers/screenshotHarness';
 
 /**
  * Red team (round 7): docs/api.md says blockAds hides the elements the lists name "in every frame", but
@@ -17,23 +11,14 @@ import {
  * loopback page), so such frames can be hidden the same way.
  */
 
-let harness: ScreenshotHarness;
-let apiKey: string;
+const { shoot } = accountCaptures();
 
 const AD = `<style>.slot { position: fixed; width: 200px; height: 150px; background: #00f }</style>`;
 const SLOT = '<div id="ad_banner" class="slot" style="left:400px;top:0"></div>';
 
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  ({ apiKey } = await harness.newAccount());
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
-
 describe("blockAds on the customer's own html document", () => {
   it('hides the ad element the lists name', { timeout: 120_000 }, async () => {
-    const response = await harness.shoot(apiKey, {
+    const response = await shoot({
       html: solidPage('#0f0', AD, SLOT),
       width: 800,
       height: 600,

@@ -1,11 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  BLUE,
-  decodeImage,
-  near,
-  type ScreenshotHarness,
-  startScreenshotHarness,
-} from '../helpers/screenshotHarness';
+import { describe, expect, it } from 'vitest';
+import { accountCaptures } from '../helpers/markdownCaptures';
+import { BLUE, decodeImage, near } from '../helpers/screenshotHarness';
 
 /**
  * Red team (round 7): a document has one list of adopted style sheets, whatever world adds to it, so a page that
@@ -21,16 +16,7 @@ const RESETS = `<!doctype html><html><body style="margin:0;background:#fff">
   reset();
 </script></body></html>`;
 
-let harness: ScreenshotHarness;
-let apiKey: string;
-
-beforeAll(async () => {
-  harness = await startScreenshotHarness();
-  ({ apiKey } = await harness.newAccount());
-}, 120_000);
-afterAll(async () => {
-  await harness?.close();
-});
+const { shoot } = accountCaptures();
 
 describe('a page that resets document.adoptedStyleSheets', () => {
   it.each([
@@ -39,7 +25,7 @@ describe('a page that resets document.adoptedStyleSheets', () => {
     // The lists' generic rules hide #ad_banner.
     ['blockAds', { blockAds: true }],
   ])('keeps what %s hid hidden', { timeout: 120_000 }, async (_, options) => {
-    const response = await harness.shoot(apiKey, { html: RESETS, delay: 300, ...options });
+    const response = await shoot({ html: RESETS, delay: 300, ...options });
     expect(response.status).toBe(200);
     const image = await decodeImage(response.body);
     expect(near(image.pixel(100, 100), BLUE)).toBe(false);
