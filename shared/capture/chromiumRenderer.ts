@@ -35,6 +35,7 @@ import {
 } from './pageOptions';
 import { viewportOrigin } from './pageScripts';
 import { printPdf } from './pdfPrint';
+import { guardRequestRate, MAX_REQUESTS_PER_SECOND, tooManyRequests } from './pageRequestGuard';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureLimits,
@@ -181,6 +182,10 @@ export class ChromiumRenderer implements Renderer {
         fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page'));
       },
     );
+    const requests = guardRequestRate(tab.page, MAX_REQUESTS_PER_SECOND, () => {
+      logger.warn('Page stopped for its requests', { host: hostOf(spec.url) });
+      fail(new CaptureFailedError(spec.url, tooManyRequests(MAX_REQUESTS_PER_SECOND), 'page'));
+    });
     try {
       const result = await Promise.race([this.shoot(tab, spec, budget), stopped]);
       // Only an emulation that worked prepares the next tabs (red team: a spec the browser refused, sent past the
@@ -195,6 +200,7 @@ export class ChromiumRenderer implements Renderer {
     } finally {
       budget.dispose();
       memory.stop();
+      requests.stop();
       limits.signal?.removeEventListener('abort', onAbort);
       this.retire(tab);
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight

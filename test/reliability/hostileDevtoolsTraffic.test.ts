@@ -20,11 +20,13 @@ import {
  * large within its budget: 50 million such characters already take 30 s.
  *
  * Many messages: 20,000 objects logged every 5 ms. For each object, puppeteer sent a command of its own to release
- * it, and the renderer process was held for 48 s, the capture beside it failing.
+ * it, and the renderer process was held for 48 s, the capture beside it failing. Many requests: each is several
+ * Network events, even a `data:` fetch (pageRequestGuard.ts).
  */
 
 const CONTROL_CHARACTERS = "'\\x01'.repeat(1e8)";
 const VIEWPORT = { width: 640, height: 480 };
+const ONE_PIXEL_GIF = Buffer.from('R0lGODlhAQABAAAAACH5BAEAAAAALAAAAAABAAEAAAIBAAA=', 'base64');
 
 let pages: PageServer;
 let harness: ScreenshotHarness;
@@ -43,6 +45,16 @@ beforeAll(async () => {
       '#00ff00',
       '<script>const objects = Array.from({ length: 20000 }, () => ({})); setInterval(() => console.log(...objects), 5);</script>',
     ),
+    '/requests': solidPage(
+      '#00ff00',
+      "<script>setInterval(() => { for (let i = 0; i < 200; i++) fetch('data:,x').catch(() => {}); }, 5);</script>",
+    ),
+    '/thumbnails': solidPage(
+      '#00ff00',
+      '',
+      Array.from({ length: 1_000 }, (_, i) => `<img src="/thumbnail?${i}" width="1" height="1">`).join(''),
+    ),
+    '/thumbnail': (_req, res) => res.writeHead(200, { 'content-type': 'image/gif' }).end(ONE_PIXEL_GIF),
     '/plain': solidPage('#00ff00'),
   });
   harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: pages.hostPort });
@@ -86,5 +98,22 @@ describe('a page that logs without end', () => {
     expect(ms).toBeLessThan(20_000);
     expect(beside.status).toBe(200);
     expect(besideMs).toBeLessThan(15_000);
+  }, 120_000);
+});
+
+describe('a page that makes requests without end', () => {
+  it('fails as the page once it passes a rate no real page reaches, and a capture beside it is not held up', async () => {
+    const { answer, beside, besideMs } = await besideAnother('requests', 4_000);
+    expect(answer.status).toBe(500);
+    expect(answer.json()).toMatchObject({ message: expect.stringContaining('requests within a second') });
+    expect(beside.status).toBe(200);
+    // Generous for a loaded machine: beside the flood, such a capture took 7 to 32 s, and twice failed.
+    expect(besideMs).toBeLessThan(15_000);
+  }, 120_000);
+
+  it('leaves a heavy honest page alone: a thousand images asked for at once', async () => {
+    const account = await harness.newAccount();
+    const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/thumbnails`, ...VIEWPORT });
+    expect(answer.status).toBe(200);
   }, 120_000);
 });
