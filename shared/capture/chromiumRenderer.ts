@@ -33,9 +33,9 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
+import { guardRequestRate, MAX_REQUESTS_PER_SECOND, tooManyRequests } from './pageRequestGuard';
 import { viewportOrigin } from './pageScripts';
 import { printPdf } from './pdfPrint';
-import { guardRequestRate, MAX_REQUESTS_PER_SECOND, tooManyRequests } from './pageRequestGuard';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureLimits,
