@@ -1,4 +1,4 @@
-import type { HTTPRequest, Page } from 'puppeteer-core';
+import type { Frame, HTTPRequest, Page } from 'puppeteer-core';
 
 type Initiator = NonNullable<ReturnType<HTTPRequest['initiator']>>;
 type StackTrace = NonNullable<Initiator['stack']>;
@@ -24,16 +24,23 @@ export async function sendHeadersToOrigin(
   );
   // The navigation the capture starts (to `url`): the first of the main frame once interception is on.
   let navigation: HTTPRequest | undefined;
+  const trust: DocumentTrust = new WeakMap();
   page.on('request', (request: HTTPRequest) => {
     if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigation ??= request;
-    if (httpOrigin(request.url()) !== origin || !askedByOrigin(request, origin, navigation)) {
-      void request.continue();
-      return;
-    }
-    void request.continue({ headers: { ...request.headers(), ...extra } });
+    const asked = httpOrigin(request.url()) === origin && askedByOrigin(request, origin, navigation, trust);
+    const frame = request.frame();
+    if (request.isNavigationRequest() && frame) trust.set(frame, asked);
+    void request.continue(asked ? { headers: { ...request.headers(), ...extra } } : undefined);
   });
   await page.setRequestInterception(true);
 }
+
+/**
+ * For each frame, whether the origin asked for the navigation that brought its document (its latest, recorded when
+ * it starts). An origin document that a stranger's navigation brought in (a third-party frame sent to the origin's
+ * login page with `?next=`) runs the origin's code on the stranger's word: what it asks for is the stranger's too.
+ */
+type DocumentTrust = WeakMap<Frame, boolean>;
 
 /**
  * Whether the origin itself asked for a request. Only a request whose redirects all stayed on the origin can be. The
@@ -45,7 +52,12 @@ export async function sendHeadersToOrigin(
  * stranger's. A load the parser reports is the document's or style sheet's that named it; anything else, the
  * document's of its frame.
  */
-function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPRequest | undefined): boolean {
+function askedByOrigin(
+  request: HTTPRequest,
+  origin: string,
+  navigation: HTTPRequest | undefined,
+  trust: DocumentTrust,
+): boolean {
   const frame = request.frame();
   const chain = request.redirectChain();
   // A redirect keeps the initiator of the request it follows: a hop off the origin let a stranger pick where the chain
@@ -54,7 +66,7 @@ function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPReq
   if (request.isNavigationRequest() && (chain[0] ?? request) === navigation) return true;
   // Chromium reports a frame's own loads (its refresh, its `Link` preloads, its lazy images) with the parent
   // document's parser as initiator: the frame's document, and each one above it, must be the origin's too (red team).
-  if (!framesOnOrigin(request, origin)) return false;
+  if (!framesOnOrigin(request, origin, trust)) return false;
   const initiator = request.initiator();
   // A CORS preflight to the origin is the browser's, for a request another origin makes (red team).
   if (initiator?.type === 'preflight') return false;
@@ -63,19 +75,25 @@ function askedByOrigin(request: HTTPRequest, origin: string, navigation: HTTPReq
 }
 
 /**
- * Whether the request's frame and every frame above it hold documents of the origin. A document with no server of its
- * own (about:blank, about:srcdoc, a frame's initial empty document) is its parent's, as the browser makes it. A
- * navigation a script asks for is judged without the document it replaces: the script's stack says whose it is (the
- * origin's own code sending a frame back from a partner's page).
+ * Whether the request's frame and every frame above it hold documents of the origin that the origin's own navigations
+ * brought in. A document with no server of its own (about:blank, about:srcdoc, a frame's initial empty document) is
+ * its parent's, as the browser makes it. A navigation a script asks for, away from a stranger's document, is judged
+ * without it: that document cannot run the origin's code, so the script's stack says whose it is (the origin's own
+ * code sending a frame back from a partner's page).
  */
-function framesOnOrigin(request: HTTPRequest, origin: string): boolean {
+function framesOnOrigin(request: HTTPRequest, origin: string, trust: DocumentTrust): boolean {
   let frame = request.frame();
-  if (frame && request.isNavigationRequest() && request.initiator()?.type === 'script')
+  if (
+    frame &&
+    request.isNavigationRequest() &&
+    request.initiator()?.type === 'script' &&
+    httpOrigin(frame.url()) !== origin
+  )
     frame = frame.parentFrame();
   for (; frame; frame = frame.parentFrame()) {
     const url = frame.url();
     if (url === '' || url.startsWith('about:')) continue;
-    if (httpOrigin(url) !== origin) return false;
+    if (httpOrigin(url) !== origin || trust.get(frame) !== true) return false;
   }
   return true;
 }

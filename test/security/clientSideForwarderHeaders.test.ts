@@ -1,0 +1,81 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  CUSTOMER_TOKEN,
+  captureWithCustomerHeader,
+  reached,
+  type SiteRequests,
+} from '../helpers/headerCapture';
+
+/**
+ * Red team (round 10), then a known limit: a third-party frame navigates itself to one of the origin's client-side
+ * forwarders (a login page that follows `?next=` with `location.href`, a `<meta refresh>` built from the query). That
+ * navigation gets no headers, but the page it lands on is an origin document under origin parents, so its forward,
+ * the origin's own script, carried the customer's `headers` to the path the third party named, and so did that
+ * document's own loads. A frame's document is now the origin's only when the navigation that brought it was
+ * (shared/capture/requestHeaders.ts, `DocumentTrust`); the origin's own frame going through the same forwarder keeps
+ * its headers.
+ */
+
+let site: SiteRequests;
+
+/** An origin page that tells the top document it is in: the capture waits for every mark. */
+const landed = (mark: string) =>
+  `<p>${mark}</p><script>parent.document.body.dataset['${mark}'] = ''</script>`;
+
+beforeAll(async () => {
+  site = await captureWithCustomerHeader(
+    (at) => ({
+      third: {
+        '/widget': `<script>location.href = '${at.site}/login?next=/secret'</script>`,
+        '/widget-meta': `<script>location.href = '${at.site}/login-meta?next=/secret-meta'</script>`,
+      },
+      site: {
+        '/page': `<!doctype html><html><body>
+          <iframe src="${at.third}/widget"></iframe>
+          <iframe src="${at.third}/widget-meta"></iframe>
+          <iframe src="/login?next=/own-secret"></iframe>
+        </body></html>`,
+        '/login': (req, res) => {
+          const next = new URL(req.url ?? '/', 'http://site').searchParams.get('next') ?? '/';
+          res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<img src="/image-${next.slice(1)}">
+              <script>location.href = new URLSearchParams(location.search).get('next')</script>`);
+        },
+        '/login-meta': (req, res) => {
+          const next = new URL(req.url ?? '/', 'http://site').searchParams.get('next') ?? '/';
+          res
+            .writeHead(200, { 'Content-Type': 'text/html' })
+            .end(`<meta http-equiv="refresh" content="0;url=${next}">`);
+        },
+        '/image-secret': reached,
+        '/image-own-secret': reached,
+        '/secret': landed('secret'),
+        '/secret-meta': landed('secretMeta'),
+        '/own-secret': landed('ownSecret'),
+      },
+    }),
+    { width: 800, height: 600, waitForSelector: 'body[data-secret][data-secret-meta][data-own-secret]' },
+  );
+}, 120_000);
+
+describe("the customer's headers and the origin's client-side forwarders", () => {
+  it('go with the page', () => {
+    expect(site.token('/page')).toBe(CUSTOMER_TOKEN);
+  });
+
+  it("do not go where a third party's frame had a forwarder send it", () => {
+    expect(site.reached('/secret'), '/secret was requested').toBe(true);
+    expect(site.token('/secret')).toBeUndefined();
+    expect(site.reached('/secret-meta'), '/secret-meta was requested').toBe(true);
+    expect(site.token('/secret-meta')).toBeUndefined();
+  });
+
+  it('do not go with the loads of the origin document such a frame landed on', () => {
+    expect(site.reached('/image-secret'), '/image-secret was requested').toBe(true);
+    expect(site.token('/image-secret')).toBeUndefined();
+  });
+
+  it('go where the origin sent its own frame through the same forwarder', () => {
+    expect(site.token('/own-secret')).toBe(CUSTOMER_TOKEN);
+    expect(site.token('/image-own-secret')).toBe(CUSTOMER_TOKEN);
+  });
+});
