@@ -14,7 +14,7 @@ import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
-import type { CancelledCalls } from './cancelledCalls';
+import { type CancellationMark, type CancelledCalls, cameWhileRunning } from './cancelledCalls';
 import {
   isToolName,
   MAX_INLINE_IMAGE_BYTES,
@@ -145,7 +145,11 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     }
 
     async function callTool(name: ToolName, args: unknown, requestId: string): Promise<CallToolResult> {
-      const startedAt = Date.now();
+      // Read beside the capture, not before it: a cancellation comes long after a call starts.
+      const markAtStart = deps.cancelledCalls.latest(accountId, requestId).then(
+        (mark): { mark: CancellationMark } => ({ mark }),
+        () => undefined,
+      );
       const outcome = await deps.capture({
         apiKey,
         request: () => toolRequest(name, args),
@@ -159,9 +163,13 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
       // A mark that cannot be read (the table out of reach) is taken as none: the answer is made, and charged.
-      const thrownAway = await deps.cancelledCalls
-        .cancelledSince(accountId, requestId, startedAt, Date.now())
-        .catch(() => false);
+      const atStart = await markAtStart;
+      const thrownAway =
+        atStart !== undefined &&
+        cameWhileRunning(
+          atStart.mark,
+          await deps.cancelledCalls.latest(accountId, requestId).catch(() => atStart.mark),
+        );
       // The agent threw this call away (its answer would be dropped): given back, unless its capture was kept in the
       // cache (charged whatever happens to the answer, as for a hang-up), which is then answered after all.
       if (thrownAway && (await outcome.undelivered())) {

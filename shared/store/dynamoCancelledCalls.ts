@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { CANCELLATION_KEPT_MS, type CancelledCalls, takesCall } from '../mcp/cancelledCalls';
+import { CANCELLATION_KEPT_MS, type CancellationMark, type CancelledCalls } from '../mcp/cancelledCalls';
 import { itemKey, TABLE_SCHEMA } from './table';
 
 /** One item per cancellation, in the account's partition, removed by the table's TTL. */
@@ -16,19 +16,14 @@ export class DynamoCancelledCalls implements CancelledCalls {
         TableName: this.tableName,
         Item: {
           ...itemKey.cancelledCall(accountId, idHash(requestId)),
-          at: now,
+          mark: randomUUID(),
           [TABLE_SCHEMA.ttlAttribute]: Math.ceil((now + CANCELLATION_KEPT_MS) / 1000),
         },
       }),
     );
   }
 
-  async cancelledSince(
-    accountId: string,
-    requestId: string,
-    startedAt: number,
-    now: number,
-  ): Promise<boolean> {
+  async latest(accountId: string, requestId: string): Promise<CancellationMark> {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.tableName,
@@ -36,8 +31,8 @@ export class DynamoCancelledCalls implements CancelledCalls {
         ConsistentRead: true,
       }),
     );
-    // The TTL removes items late: takesCall tells an older mark from a live one.
-    return takesCall(Item === undefined ? undefined : Number(Item.at), startedAt, now);
+    // An item kept before marks were (with `at` only) is no cancellation a running call can have seen come.
+    return typeof Item?.mark === 'string' ? Item.mark : undefined;
   }
 }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { type AdmissionPorts, admissionOverPorts } from '../../shared/accounts/admissionRound';
 import {
   type CaptureSlots,
@@ -37,7 +37,7 @@ import {
   ValidationError,
 } from '../../shared/errors';
 import type { ApiKeyRecord, KeyIdentity, KeyStore, NewKey, SigningKey } from '../../shared/keys/keyStore';
-import { type CancelledCalls, takesCall } from '../../shared/mcp/cancelledCalls';
+import type { CancellationMark, CancelledCalls } from '../../shared/mcp/cancelledCalls';
 import type { ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import {
@@ -444,18 +444,13 @@ export class MemoryPendingRefunds implements PendingRefunds {
 
 /** The cancelled MCP calls, in memory: when each was cancelled. */
 export class MemoryCancelledCalls implements CancelledCalls {
-  private readonly at = new Map<string, number>();
+  private readonly marks = new Map<string, string>();
 
-  async mark(accountId: string, requestId: string, now: number): Promise<void> {
-    this.at.set(`${accountId} ${requestId}`, now);
+  async mark(accountId: string, requestId: string): Promise<void> {
+    this.marks.set(`${accountId} ${requestId}`, randomUUID());
   }
 
-  async cancelledSince(
-    accountId: string,
-    requestId: string,
-    startedAt: number,
-    now: number,
-  ): Promise<boolean> {
-    return takesCall(this.at.get(`${accountId} ${requestId}`), startedAt, now);
+  async latest(accountId: string, requestId: string): Promise<CancellationMark> {
+    return this.marks.get(`${accountId} ${requestId}`);
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import type { CancelledCalls } from '../../shared/mcp/cancelledCalls';
 import { mcpRoute } from '../../shared/mcp/mcpRoute';
 import { mcpPost, toolCall } from '../helpers/mcpRequest';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
@@ -110,6 +111,26 @@ describe('an MCP call the agent cancelled in a request of its own', () => {
     expect(await service.credits.balance('acct')).toBe(8);
   });
 
+  it("is given back when the instance that kept its cancellation has a clock far behind the call's", async () => {
+    const { service, key } = await fundedRoute();
+    // Deployed, the cancellation and the call are read on different instances.
+    const marks: CancelledCalls = service.cancelledCalls;
+    const behind = {
+      mark: (accountId: string, requestId: string, now: number) =>
+        marks.mark(accountId, requestId, now - 3_600_000),
+      latest: (accountId: string, requestId: string) => marks.latest(accountId, requestId),
+    };
+    const route = mcpRoute({ ...service, cancelledCalls: behind });
+    const running = route(
+      mcpPost(key, toolCall({ name: 'get_page_markdown', arguments: { url: 'https://a.test/slow' } }, 6)),
+    );
+    await vi.waitFor(() => expect(service.renderer.captures).toHaveLength(1));
+    await route(mcpPost(key, cancel(6)));
+    service.renderer.finishSlow();
+    expect(String((await running).body)).toContain('The call was cancelled');
+    expect(await service.credits.balance('acct')).toBe(10);
+  });
+
   it('is answered after all when its capture was kept in the cache, which is charged whatever happens', async () => {
     const { service, key, route } = await fundedRoute();
     const running = route(
@@ -153,7 +174,7 @@ describe('an MCP call the agent cancelled in a request of its own', () => {
     const { service, key } = await fundedRoute();
     const unreadable = {
       mark: async () => undefined,
-      cancelledSince: async () => {
+      latest: async () => {
         throw new Error('table out of reach');
       },
     };
