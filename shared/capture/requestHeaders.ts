@@ -22,14 +22,12 @@ export async function sendHeadersToOrigin(
   const extra = Object.fromEntries(
     Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]),
   );
-  // The navigation the capture starts (to `url`): the first of the main frame once interception is on.
-  let navigation: HTTPRequest | undefined;
-  const trust: DocumentTrust = new WeakMap();
+  const capture: HeadedCapture = { page, origin, trust: new WeakMap() };
   page.on('request', (request: HTTPRequest) => {
-    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigation ??= request;
-    const asked = httpOrigin(request.url()) === origin && askedByOrigin(request, origin, navigation, trust);
+    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) capture.navigation ??= request;
+    const asked = httpOrigin(request.url()) === origin && askedByOrigin(request, capture);
     const frame = request.frame();
-    if (request.isNavigationRequest() && frame) trust.set(frame, asked);
+    if (request.isNavigationRequest() && frame) capture.trust.set(frame, asked);
     void request.continue(asked ? { headers: { ...request.headers(), ...extra } } : undefined);
   });
   await page.setRequestInterception(true);
@@ -42,6 +40,15 @@ export async function sendHeadersToOrigin(
  */
 type DocumentTrust = WeakMap<Frame, boolean>;
 
+/** A capture with headers, as its requests are judged. */
+interface HeadedCapture {
+  page: Page;
+  origin: string;
+  /** The navigation the capture starts (to `url`): the first of the main frame once interception is on. */
+  navigation?: HTTPRequest;
+  trust: DocumentTrust;
+}
+
 /**
  * Whether the origin itself asked for a request. Only a request whose redirects all stayed on the origin can be. The
  * capture's navigation, with those redirects, is the customer's own request; a later navigation of the top frame is
@@ -52,12 +59,8 @@ type DocumentTrust = WeakMap<Frame, boolean>;
  * stranger's. A load the parser reports is the document's or style sheet's that named it; anything else, the
  * document's of its frame.
  */
-function askedByOrigin(
-  request: HTTPRequest,
-  origin: string,
-  navigation: HTTPRequest | undefined,
-  trust: DocumentTrust,
-): boolean {
+function askedByOrigin(request: HTTPRequest, capture: HeadedCapture): boolean {
+  const { origin, navigation, trust } = capture;
   const frame = request.frame();
   const chain = request.redirectChain();
   // A redirect keeps the initiator of the request it follows: a hop off the origin let a stranger pick where the chain
@@ -70,7 +73,8 @@ function askedByOrigin(
   const initiator = request.initiator();
   // A CORS preflight to the origin is the browser's, for a request another origin makes (red team).
   if (initiator?.type === 'preflight') return false;
-  if (initiator?.stack) return stackOnOrigin(initiator.stack, origin);
+  if (initiator?.stack)
+    return stackOnOrigin(initiator.stack, origin) && !strangerBroughtOriginDocument(capture);
   return httpOrigin(initiator?.url || frame?.url() || '') === origin;
 }
 
@@ -96,6 +100,15 @@ function framesOnOrigin(request: HTTPRequest, origin: string, trust: DocumentTru
     if (httpOrigin(url) !== origin || trust.get(frame) !== true) return false;
   }
   return true;
+}
+
+/**
+ * Whether some frame holds an origin document that a stranger's navigation brought in. Its code reaches every document
+ * of the origin in the page (they are one origin), and a stack does not say which document's code ran (a login page
+ * that breaks out of frames with `top.location = next`): while it is there, no origin stack proves the origin asked.
+ */
+function strangerBroughtOriginDocument({ page, origin, trust }: HeadedCapture): boolean {
+  return page.frames().some((frame) => httpOrigin(frame.url()) === origin && trust.get(frame) === false);
 }
 
 function stackOnOrigin(stack: StackTrace, origin: string): boolean {

@@ -13,7 +13,9 @@ import {
  * the origin's own script, carried the customer's `headers` to the path the third party named, and so did that
  * document's own loads. A frame's document is now the origin's only when the navigation that brought it was
  * (shared/capture/requestHeaders.ts, `DocumentTrust`); the origin's own frame going through the same forwarder keeps
- * its headers.
+ * its headers. A forwarder that breaks out of frames (`top.location = next`) sends the top document, which Chromium
+ * reports as the top document's own navigation with the origin's code on its stack: while a stranger's navigation
+ * keeps an origin document in a frame, no origin stack counts (`strangerBroughtOriginDocument`).
  */
 
 let site: SiteRequests;
@@ -77,5 +79,32 @@ describe("the customer's headers and the origin's client-side forwarders", () =>
   it('go where the origin sent its own frame through the same forwarder', () => {
     expect(site.token('/own-secret')).toBe(CUSTOMER_TOKEN);
     expect(site.token('/image-own-secret')).toBe(CUSTOMER_TOKEN);
+  });
+});
+
+describe("the customer's headers and an origin forwarder that breaks out of frames", () => {
+  let busted: SiteRequests;
+
+  beforeAll(async () => {
+    busted = await captureWithCustomerHeader(
+      (at) => ({
+        third: { '/widget': `<script>location.href = '${at.site}/login-bust?next=/secret-top'</script>` },
+        site: {
+          '/page': `<!doctype html><html><body><iframe src="${at.third}/widget"></iframe></body></html>`,
+          '/login-bust': `<script>
+            const next = new URLSearchParams(location.search).get('next');
+            if (top !== self) top.location = next;
+          </script>`,
+          '/secret-top': '<p>secret</p><script>document.body.dataset.secretTop = ""</script>',
+        },
+      }),
+      { width: 800, height: 600, waitForSelector: 'body[data-secret-top]' },
+    );
+  }, 120_000);
+
+  it("do not go with the top document's navigation it asked for", () => {
+    expect(busted.token('/page')).toBe(CUSTOMER_TOKEN);
+    expect(busted.reached('/secret-top'), '/secret-top was requested').toBe(true);
+    expect(busted.token('/secret-top')).toBeUndefined();
   });
 });
