@@ -3,7 +3,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { CfnLoggingConfiguration, CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
-import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
+import { MAX_HTML_BODY_BYTES } from '../shared/screenshot/bodySize';
 import { ORIGIN_VERIFY_HEADER } from './dashboardSite';
 
 /**

@@ -10,9 +10,9 @@ import {
 } from '../shared/http/adapter/lambdaStreaming';
 import { errorAnswer } from '../shared/http/errorAnswer';
 import { bearerCredential } from '../shared/http/request';
-import { MAX_HTML_BODY_BYTES } from '../shared/http/screenshotRoute';
 import { NO_SNIFF } from '../shared/http/types';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
+import { MAX_HTML_BODY_BYTES } from '../shared/screenshot/bodySize';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import type { LambdaHandlers } from '../shared/wiring/lambdaHandlers';
 import { apiGatewayEvent } from './apiGatewayEvent';

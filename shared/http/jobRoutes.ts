@@ -14,7 +14,7 @@ import { type HttpRoute, jsonResponse, NO_SNIFF } from './types';
 
 /** The latest jobs GET /api/jobs lists. */
 export const LATEST_JOBS = 50;
-/** A batch body: up to 100 screenshot bodies, each at most the size of one without an html document. */
+/** A batch body: up to 100 screenshot bodies, each held to one capture's body bound (shared/jobs/submitBatch.ts). */
 export const MAX_BATCH_BODY_BYTES = 1024 * 1024;
 
 export interface JobRouteDeps {

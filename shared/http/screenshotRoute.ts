@@ -1,8 +1,9 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
 import { PayloadTooLargeError, ValidationError } from '../errors';
+import { holdsHtml, MAX_HTML_BODY_BYTES, MAX_SCREENSHOT_BODY_BYTES } from '../screenshot/bodySize';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
-import { MAX_HTML_BYTES, RASTER_TYPES } from '../screenshot/outputFields';
+import { RASTER_TYPES } from '../screenshot/outputFields';
 import type { QueuedJob } from '../screenshot/queuedCaptures';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
@@ -22,11 +23,6 @@ export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
  * `stale-while-revalidate`, which would keep it a day past a revoked key; an hour is what docs/api.md 15.3 promises.
  */
 export const UNCACHED_LINK_CACHE_CONTROL = `public, max-age=${BROWSER_MAX_AGE_SECONDS}`;
-
-/** The largest screenshot body accepted (docs/api.md, "Limits"). */
-export const MAX_SCREENSHOT_BODY_BYTES = 96 * 1024;
-/** The largest screenshot body that holds an `html` document: the document's own bound on top. */
-export const MAX_HTML_BODY_BYTES = MAX_HTML_BYTES + MAX_SCREENSHOT_BODY_BYTES;
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
@@ -93,8 +89,7 @@ function screenshotBody(request: HttpRequest): () => unknown {
       if (oversized) throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
       throw error;
     }
-    const holdsHtml = body !== null && typeof body === 'object' && 'html' in body;
-    if (!holdsHtml && oversized) throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
+    if (!holdsHtml(body) && oversized) throw new PayloadTooLargeError(MAX_SCREENSHOT_BODY_BYTES);
     return body;
   };
 }

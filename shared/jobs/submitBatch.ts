@@ -3,9 +3,10 @@ import type { AdmissionRound } from '../accounts/admissionRound';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
-import { type ValidationDetail, ValidationError } from '../errors';
+import { RateLimitedError, type ValidationDetail, ValidationError } from '../errors';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
+import { screenshotBodyBound } from '../screenshot/bodySize';
 import { captureSpecOf } from '../screenshot/captureSpec';
 import { creditCost } from '../screenshot/cost';
 import { givenBack } from '../screenshot/queuedCaptures';
@@ -41,6 +42,8 @@ export type BatchOutcome =
  * window for every capture (429), every body valid and every URL allowed (400, each problem named by its place,
  * `requests[3].width`), the balance covering the sum (402); then one job per capture, queued. The window and the
  * credits are asked in one admission round, as for one capture; no slot is taken (each job takes one when it runs).
+ * The URLs' hosts are looked up once the window let the batch in, and credits reserved for a batch whose URL is then
+ * refused go back.
  */
 export function submitBatch(deps: SubmitBatchDeps) {
   return async (apiKey: string | undefined, body: () => unknown): Promise<BatchOutcome> => {
@@ -52,13 +55,18 @@ export function submitBatch(deps: SubmitBatchDeps) {
     }
     let rateLimit: RateLimitDecision | undefined;
     try {
-      const checked = await (async () => validBatch(body(), deps.urlPolicy))().then(
-        (valid) => ({ valid }),
-        (error: unknown) => ({ invalid: error }),
-      );
+      // The fields first, without a lookup: the window (step 2) comes before the URLs' hosts (step 3), so a batch the
+      // window refuses has none of its 101 names looked up (red team).
+      let parsed: ParsedBatch | undefined;
+      let invalid: unknown;
+      try {
+        parsed = parseBatch(body());
+      } catch (error) {
+        invalid = error;
+      }
       const total =
-        'valid' in checked
-          ? checked.valid.captures.reduce((sum, capture) => sum + capture.cost, 0)
+        parsed?.details.length === 0
+          ? parsed.captures.reduce((sum, capture) => sum + capture.cost, 0)
           : undefined;
       const verdict = await deps.admissions.admit({
         identity,
@@ -66,15 +74,24 @@ export function submitBatch(deps: SubmitBatchDeps) {
         now: deps.now(),
         slot: 'none',
         // Every capture the body holds counts, whatever else is wrong with it.
-        requests: 'valid' in checked ? checked.valid.captures.length : requestCount(body),
+        requests: parsed?.requestCount ?? requestCount(body),
         ...(total === undefined ? {} : { cost: total }),
       });
       const admittedRate = verdict.rateLimit;
       rateLimit = admittedRate;
-      if (!verdict.admitted) throw verdict.refusal;
-      if ('invalid' in checked) throw checked.invalid;
+      if (!verdict.admitted && verdict.refusal instanceof RateLimitedError) throw verdict.refusal;
+      if (!parsed) throw invalid;
       try {
-        const { captures, webhookUrl } = checked.valid;
+        const details = [...parsed.details, ...(await urlProblems(parsed, deps.urlPolicy))];
+        if (details.length > 0) throw invalidBatch(details);
+      } catch (error) {
+        // Credits were reserved for a body whose fields held: its URLs refuse it after all (400 comes before 402).
+        if (verdict.admitted && total !== undefined) await giveCreditsBack(deps, identity.accountId, total);
+        throw error;
+      }
+      if (!verdict.admitted) throw verdict.refusal;
+      try {
+        const { captures, webhookUrl } = parsed;
         const accepted = await deps.acceptJobs(identity, captures, { webhookUrl, batch: true });
         return { ok: true, rateLimit: admittedRate, jobs: accepted.jobs, batch: accepted.batch as Batch };
       } catch (error) {
@@ -99,14 +116,36 @@ function requestCount(body: () => unknown): number {
     return 1;
   }
 }
-/** Every problem of the batch at once, each named by its place in the body. */
-async function validBatch(value: unknown, urlPolicy: UrlPolicy) {
+/** A batch read without a lookup: its captures, the problems of its fields, and the URLs still to be checked. */
+interface ParsedBatch {
+  requestCount: number;
+  captures: { request: Record<string, unknown>; cost: number }[];
+  webhookUrl?: string;
+  details: ValidationDetail[];
+  urls: { url: string; path: (string | number)[] }[];
+}
+
+/**
+ * Every problem of the batch's fields at once, each named by its place in the body. Each request is held to the bound
+ * of one capture's body (96 KiB, or with an `html` document 1 MiB + 96 KiB): within the batch's 1 MiB, one request
+ * of every field at its bound sealed its headers and cookies into a job item over DynamoDB's 400 KB, a 500 (red team).
+ */
+function parseBatch(value: unknown): ParsedBatch {
   const parsed = batchBody.safeParse(value);
   if (!parsed.success) throw new ValidationError(detailsFromZod(parsed.error), 'Invalid request body');
   const details: ValidationDetail[] = [];
-  const checks: Promise<void>[] = [];
+  const urls: ParsedBatch['urls'] = [];
   const captures = parsed.data.requests.map((request, index) => {
     const at = (path: (string | number)[]) => ['requests', index, ...path];
+    const bound = screenshotBodyBound(request);
+    if (Buffer.byteLength(JSON.stringify(request) ?? '') > bound) {
+      details.push({
+        code: 'too_big',
+        path: at([]),
+        message: `Each request may be at most ${bound} bytes as JSON, as the body of one capture`,
+      });
+      return undefined;
+    }
     if (request !== null && typeof request === 'object') {
       for (const name of FIELDS_REFUSED_IN_BATCH)
         if (Object.hasOwn(request, name))
@@ -123,23 +162,36 @@ async function validBatch(value: unknown, urlPolicy: UrlPolicy) {
     }
     for (const issue of queuedIssues(fields.data))
       details.push({ code: 'custom', path: at(issue.path), message: issue.message });
-    const { url } = fields.data;
-    if (url !== undefined)
-      checks.push(assertAllowedAt(urlPolicy, url, at(['url'])).catch((error) => collect(error, details)));
+    if (fields.data.url !== undefined) urls.push({ url: fields.data.url, path: at(['url']) });
     return { request: { ...fields.data, response: 'json' }, cost: creditCost(captureSpecOf(fields.data)) };
   });
   const { webhookUrl } = parsed.data;
-  if (webhookUrl !== undefined)
-    checks.push(
-      assertAllowedAt(urlPolicy, webhookUrl, ['webhookUrl']).catch((error) => collect(error, details)),
-    );
-  await Promise.all(checks);
-  if (details.length > 0)
-    throw new ValidationError(
-      details.map((detail) => ({ ...detail, field: fieldName(detail.path) })),
-      'Invalid request body',
-    );
-  return { captures: captures.filter((capture) => capture !== undefined), webhookUrl };
+  if (webhookUrl !== undefined) urls.push({ url: webhookUrl, path: ['webhookUrl'] });
+  return {
+    requestCount: parsed.data.requests.length,
+    captures: captures.filter((capture) => capture !== undefined),
+    ...(webhookUrl === undefined ? {} : { webhookUrl }),
+    details,
+    urls,
+  };
+}
+
+/** The problems of the batch's URLs whose hosts may not be reached, each named by its place. */
+async function urlProblems({ urls }: ParsedBatch, urlPolicy: UrlPolicy): Promise<ValidationDetail[]> {
+  const details: ValidationDetail[] = [];
+  await Promise.all(
+    urls.map(({ url, path }) =>
+      assertAllowedAt(urlPolicy, url, path).catch((error) => collect(error, details)),
+    ),
+  );
+  return details;
+}
+
+function invalidBatch(details: ValidationDetail[]): ValidationError {
+  return new ValidationError(
+    details.map((detail) => ({ ...detail, field: fieldName(detail.path) })),
+    'Invalid request body',
+  );
 }
 
 /** A detail's path as one name: `["requests", 3, "width"]` is `requests[3].width`. */

@@ -8,11 +8,13 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { PayloadTooLargeError } from '../errors';
 import { errorAnswer } from '../http/errorAnswer';
 import { bearerCredential } from '../http/request';
 import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
+import { MAX_HTML_BODY_BYTES } from '../screenshot/bodySize';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
 import { type CancellationMark, type CancelledCalls, cameWhileRunning } from './cancelledCalls';
 import {
@@ -78,6 +80,21 @@ function messageOf(body: string): { value: unknown } | undefined {
   }
 }
 
+/**
+ * A `tools/call`'s arguments as the client sent them, and the message as the SDK is handed it: with an empty object in
+ * their place, for the SDK's own parse of a call answers arguments that are no object as an internal error, its
+ * validator's dump for text (red team). The screenshot use case refuses them instead, in its order of checks.
+ */
+function setArgumentsAside(message: unknown): { message: unknown; sentArguments?: unknown } {
+  if (!isRecord(message) || message.method !== 'tools/call' || !isRecord(message.params)) return { message };
+  const { arguments: sentArguments, ...params } = message.params;
+  return { message: { ...message, params: { ...params, arguments: {} } }, sentArguments };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
 /** The JSON-RPC id a `notifications/cancelled` message names, as text; undefined for any other message. */
 function cancelledRequestId(message: unknown): string | undefined {
   const parsed = CancelledNotificationSchema.safeParse(message);
@@ -107,6 +124,10 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
   return async (request) => {
     const apiKey = bearerCredential(request);
     const { accountId } = await authenticateApiKey(apiKey, deps.keys);
+    // As the screenshot route's bound: deployed, a body sent without a length reaches the function whole (up to
+    // API Gateway's 10 MB), and its arguments were validated before the rate limit refused it (red team).
+    if (Buffer.byteLength(request.body, 'utf8') > MAX_HTML_BODY_BYTES)
+      throw new PayloadTooLargeError(MAX_HTML_BODY_BYTES);
     const message = request.method === 'POST' ? messageOf(request.body) : undefined;
     if (request.method === 'POST' && !message)
       return jsonRpcRefusal(ErrorCode.ParseError, 'Parse error: Invalid JSON');
@@ -116,12 +137,13 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     if (cancelled !== undefined) await deps.cancelledCalls.mark(accountId, cancelled, Date.now());
     // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
     // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
+    const call = setArgumentsAside(message?.value);
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
     server.setRequestHandler(CallToolRequestSchema, ({ params }, { requestId }) => {
       if (!isToolName(params.name))
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
-      return callTool(params.name, params.arguments, String(requestId));
+      return callTool(params.name, call.sentArguments, String(requestId));
     });
     // Stateless: a server and a transport per request, nothing kept between them (any instance can answer).
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -134,7 +156,7 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     try {
       return {
         ...(await httpResponse(
-          await transport.handleRequest(webRequest(request), message ? { parsedBody: message.value } : {}),
+          await transport.handleRequest(webRequest(request), message ? { parsedBody: call.message } : {}),
         )),
         undelivered: async () => {
           await Promise.all(charged.map((giveBack) => giveBack()));

@@ -119,8 +119,10 @@ export const TOOL_LIST: Tool[] = (Object.keys(TOOLS) as ToolName[]).map((name) =
  * rate limit, recorded in usage), said as the REST API says it.
  */
 export function toolRequest(tool: ToolName, input: unknown): Record<string, unknown> {
-  validate(toolArguments(tool), input ?? {});
-  const args = (input ?? {}) as Record<string, unknown>;
+  // Arguments left out are none; `null` is no object, refused as any other.
+  const given = input === undefined ? {} : input;
+  validate(toolArguments(tool), given);
+  const args = given as Record<string, unknown>;
   switch (tool) {
     case 'take_screenshot':
       return { ...args, response: 'json' };

@@ -134,6 +134,8 @@ const headers = z.record(z.string(), z.string()).check((ctx) => {
       input: ctx.value,
       message: `headers may have at most ${MAX_HEADERS} entries`,
     });
+    // Not each entry too: 68,000 refused names in a batch's 1 MiB made a 17 MB answer, more than Lambda returns (red team).
+    return;
   }
   for (const [name, value] of entries) {
     const problem = !TOKEN.test(name)

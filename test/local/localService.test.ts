@@ -8,7 +8,7 @@ import { AdmissionQueue } from '../../local/admissionQueue';
 import { newRefundId } from '../../shared/accounts/pendingRefunds';
 import { readServiceConfig } from '../../shared/config';
 import { OverloadedError } from '../../shared/errors';
-import { MAX_HTML_BODY_BYTES } from '../../shared/http/screenshotRoute';
+import { MAX_HTML_BODY_BYTES } from '../../shared/screenshot/bodySize';
 import { createStores } from '../../shared/wiring/stores';
 import { deferred } from '../helpers/deferred';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';

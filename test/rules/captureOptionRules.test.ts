@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PayloadTooLargeError, ValidationError } from '../../shared/errors';
 import { jsonBody } from '../../shared/http/request';
-import { MAX_SCREENSHOT_BODY_BYTES } from '../../shared/http/screenshotRoute';
+import { MAX_SCREENSHOT_BODY_BYTES } from '../../shared/screenshot/bodySize';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';
 import { MAX_INJECTED_BYTES } from '../../shared/screenshot/optionFields';

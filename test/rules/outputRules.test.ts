@@ -4,12 +4,9 @@ import { AVIF_MAX_PIXELS, encodeAvif, withAvifEncoding } from '../../shared/capt
 import { firstPages, pageSpans, pdfPageCount, pdfPageSize } from '../../shared/capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureSpec, type Renderer } from '../../shared/capture/renderer';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
-import {
-  MAX_HTML_BODY_BYTES,
-  MAX_SCREENSHOT_BODY_BYTES,
-  screenshotRoute,
-} from '../../shared/http/screenshotRoute';
+import { screenshotRoute } from '../../shared/http/screenshotRoute';
 import type { HttpRequest } from '../../shared/http/types';
+import { MAX_HTML_BODY_BYTES, MAX_SCREENSHOT_BODY_BYTES } from '../../shared/screenshot/bodySize';
 import { cacheKeyOf } from '../../shared/screenshot/cacheKey';
 import { captureSpecOf } from '../../shared/screenshot/captureSpec';
 import { creditCost } from '../../shared/screenshot/cost';

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { routeEvent } from '../../local/apiGatewayEvent';
+import { invocationContext } from '../../local/invocationContext';
+import { admissionOverPorts } from '../../shared/accounts/admissionRound';
+import { bufferedHandler } from '../../shared/http/adapter/apiGateway';
+import { jobRoutes, MAX_BATCH_BODY_BYTES } from '../../shared/http/jobRoutes';
+import { submitBatch } from '../../shared/jobs/submitBatch';
+import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
+import {
+  fakeSessions,
+  fakeUrlPolicy,
+  MemoryCaptureSlots,
+  MemoryPendingRefunds,
+  MemoryRateLimiter,
+} from '../helpers/memoryPorts';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+
+/**
+ * Red team (round 11, batches): POST /api/batches answers a 400 with every problem at once, one detail per refused
+ * header, and each detail repeats the header's name three times beside a 120-character message. A body within the
+ * batch's 1 MiB of one request whose `headers` name 68,000 `proxy-*` headers with empty values (about 15 bytes each)
+ * is answered with 15.5 MB of details (measured on `npm start`): fifteen times the request. Deployed the batch
+ * function is buffered, and Lambda answers at most 6 MB: the refusal becomes a failed invocation, a 5xx counted as
+ * ours (the 5xx alarms, a deploy's rollback), for any account, free, once per request the rate limit allows (it
+ * counts one). The MCP route had the same amplification and caps its refusal text (test/mcp/errorTextSize.test.ts);
+ * the REST batch route does not.
+ *
+ * Fixed: shared/screenshot/optionFields.ts checks no header of a `headers` object over its 20 entries.
+ */
+
+/** Lambda's limit for a synchronous invocation's answer (API Gateway's buffered routes). */
+const LAMBDA_ANSWER_BYTES = 6 * 1024 * 1024;
+
+function proxyHeaders(bytes: number): Record<string, string> {
+  const headers: Record<string, string> = {};
+  let size = 0;
+  for (let n = 0; size < bytes; n++) {
+    const name = `proxy-${n.toString(36)}`;
+    headers[name] = '';
+    size += name.length + 6;
+  }
+  return headers;
+}
+
+describe('a batch refused for a great many headers', () => {
+  it('is answered with what Lambda can return, not a refusal fifteen times its body', async () => {
+    const now = () => Date.now();
+    const service = memoryScreenshotService({ now });
+    const { key } = await service.addKey('acct-headers', now());
+    const routes = jobRoutes({
+      keys: service.keys,
+      jobs: {} as never,
+      images: {} as never,
+      sessions: fakeSessions,
+      submitBatch: submitBatch({
+        keys: service.keys,
+        credits: service.credits,
+        admissions: admissionOverPorts({
+          keys: service.keys,
+          credits: service.credits,
+          rateLimiter: new MemoryRateLimiter(100),
+          signedLinkBudget: new MemoryRateLimiter(100),
+          captureSlots: new MemoryCaptureSlots(10),
+        }),
+        urlPolicy: fakeUrlPolicy,
+        acceptJobs: async () => {
+          throw new Error('an invalid batch accepts nothing');
+        },
+        pendingRefunds: new MemoryPendingRefunds(),
+        metrics: new InMemoryServiceMetrics(),
+        now,
+      }),
+      now,
+    });
+    const body = JSON.stringify({
+      requests: [{ url: 'https://example.com/', headers: proxyHeaders(MAX_BATCH_BODY_BYTES - 1024) }],
+    });
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(MAX_BATCH_BODY_BYTES);
+
+    const answer = await bufferedHandler(routes.createBatch, { errors: 'screenshot' })(
+      routeEvent('createBatch', { bearer: key, body }),
+      invocationContext(),
+    );
+
+    expect(answer.statusCode).toBe(400);
+    // Before: 15.5 MB of details for a 1 MiB body, which Lambda cannot return.
+    expect(Buffer.byteLength(JSON.stringify(answer))).toBeLessThanOrEqual(LAMBDA_ANSWER_BYTES);
+  }, 60_000);
+});
