@@ -137,15 +137,6 @@ function parseBatch(value: unknown): ParsedBatch {
   const urls: ParsedBatch['urls'] = [];
   const captures = parsed.data.requests.map((request, index) => {
     const at = (path: (string | number)[]) => ['requests', index, ...path];
-    const bound = screenshotBodyBound(request);
-    if (Buffer.byteLength(JSON.stringify(request) ?? '') > bound) {
-      details.push({
-        code: 'too_big',
-        path: at([]),
-        message: `Each request may be at most ${bound} bytes as JSON, as the body of one capture`,
-      });
-      return undefined;
-    }
     if (request !== null && typeof request === 'object') {
       for (const name of FIELDS_REFUSED_IN_BATCH)
         if (Object.hasOwn(request, name))
@@ -158,6 +149,16 @@ function parseBatch(value: unknown): ParsedBatch {
     const fields = screenshotRequest.safeParse(request);
     if (!fields.success) {
       details.push(...detailsFromZod(fields.error).map((detail) => ({ ...detail, path: at(detail.path) })));
+      return undefined;
+    }
+    // Measured once its fields hold: a request nested deeper than JSON.stringify recurses is refused above (red team).
+    const bound = screenshotBodyBound(fields.data);
+    if (Buffer.byteLength(JSON.stringify(fields.data)) > bound) {
+      details.push({
+        code: 'too_big',
+        path: at([]),
+        message: `Each request may be at most ${bound} bytes as JSON, as the body of one capture`,
+      });
       return undefined;
     }
     for (const issue of queuedIssues(fields.data))
