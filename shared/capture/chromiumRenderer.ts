@@ -300,7 +300,7 @@ export class ChromiumRenderer implements Renderer {
       optimizeForSpeed: type === 'png',
       omitBackground: spec.omitBackground,
     };
-    if (spec.selector) return captureElement(page, spec, spec.selector, encoding);
+    if (spec.selector) return captureElement(page, tab.control, spec, spec.selector, encoding);
     if (!spec.fullPage) {
       const { width, height } = spec;
       // A clip is placed on the page, not in the viewport: a page scrolled (an anchor, its own script) would

@@ -1,6 +1,7 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { assertDeliverable } from './oversizedImage';
+import { elementBox, type IsolatedWorld } from './pageScripts';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureResult,
@@ -12,10 +13,13 @@ import {
 /**
  * The first element matching `selector`, captured alone: its border box, scrolled into view, at the page's scale.
  * An element larger than the format's cap (in image pixels, either way) is cut at the cap, from its top left, and
- * reported truncated, as a full page is.
+ * reported truncated, as a full page is. The box is measured once and that region of the page captured: the page may
+ * change the element meanwhile (the strips of a large one resize its view), and puppeteer's element screenshot,
+ * which measures again, then failed as ours (red team).
  */
 export async function captureElement(
   page: Page,
+  world: IsolatedWorld,
   spec: CaptureSpec,
   selector: string,
   encoding: Pick<ScreenshotOptions, 'quality' | 'optimizeForSpeed' | 'omitBackground'> & {
@@ -24,23 +28,22 @@ export async function captureElement(
 ): Promise<CaptureResult> {
   const shown = JSON.stringify(selector);
   // The selector was read by the browser's parser before navigation (selectorCheck.ts).
-  const element = await page.$(selector);
-  if (!element) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`, 'page');
-  const box = await element.boundingBox();
-  if (!box || box.width === 0 || box.height === 0) {
+  const box = await elementBox(world, selector);
+  if (!box) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`, 'page');
+  if (!(box.width > 0 && box.height > 0)) {
     throw new CaptureFailedError(spec.url, `The element matching ${shown} has no visible box`, 'page');
   }
   const cap = heightCap(encoding.type) / spec.scale;
   const width = Math.min(box.width, cap);
   const height = Math.min(box.height, cap);
-  await assertDeliverable({ width, height, scale: spec.scale }, spec.url, (strip) =>
-    element.screenshot({ ...encoding, captureBeyondViewport: true, clip: { x: 0, width, ...strip } }),
-  );
-  const image = await element.screenshot({
-    ...encoding,
-    captureBeyondViewport: true,
-    ...(width < box.width || height < box.height ? { clip: { x: 0, y: 0, width, height } } : {}),
-  });
+  const shot = (clip: { y: number; height: number }) =>
+    page.screenshot({
+      ...encoding,
+      captureBeyondViewport: true,
+      clip: { x: box.x, y: box.y + clip.y, width, height: clip.height },
+    });
+  await assertDeliverable({ width, height, scale: spec.scale }, spec.url, shot);
+  const image = await shot({ y: 0, height });
   return {
     image: Buffer.from(image),
     contentType: CAPTURE_CONTENT_TYPES[encoding.type],

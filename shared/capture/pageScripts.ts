@@ -85,3 +85,26 @@ export function pageHeight(world: IsolatedWorld): Promise<number> {
 export function viewportOrigin(world: IsolatedWorld): Promise<{ x: number; y: number }> {
   return world.evaluate(`({ x: window.visualViewport.pageLeft, y: window.visualViewport.pageTop })`);
 }
+
+/** An element's border box on the page (CSS px, from the page's top left). */
+export interface PageBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * The first element matching `selector`, scrolled into view (as a screenshot of it would be), and its border box on
+ * the page, measured in one go: the page's handlers of the scroll run only after. Null when none matches.
+ */
+export function elementBox(world: IsolatedWorld, selector: string): Promise<PageBox | null> {
+  return world.evaluate<PageBox | null>(`(() => {
+    const element = document.querySelector(${JSON.stringify(selector)});
+    if (!element) return null;
+    element.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    const box = element.getBoundingClientRect();
+    const viewport = window.visualViewport;
+    return { x: box.left + viewport.pageLeft, y: box.top + viewport.pageTop, width: box.width, height: box.height };
+  })()`);
+}

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { imageSize } from 'image-size';
 import { pdfPageSize } from '../capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type PageMetadata } from '../capture/renderer';
@@ -112,8 +112,10 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
           return { ...answer(info), notModified: true };
         }
         if (request.response === 'json') {
-          // A link to a copy of its own: the entry may be captured again within the link's hour (red team).
-          const linked = imageKey.linked(accountId, randomUUID());
+          // A link to a copy of its own: the entry may be captured again within the link's hour (red team). One copy
+          // for each version of the entry, written again by each hit: a signed link's hits are free and unbudgeted,
+          // and a copy per hit stored without bound (red team).
+          const linked = imageKey.linked(accountId, hitCopyId(key, info.etag));
           const copied = await deps.images.copyIfUnchanged(key, linked, info.etag, now, linkExpiry(now));
           return copied ? { ...answer(info), link: await linkTo(linked, info) } : undefined;
         }
@@ -200,6 +202,11 @@ export function storedInfoOf(captured: CapturedImage, storedAt: number, expiresA
     expiresAt,
     ...(captured.metadata ? { metadata: captured.metadata } : {}),
   };
+}
+
+/** The name of a cache entry's copy for links to its version `etag`: the same for every hit on it. */
+function hitCopyId(entryKey: string, etag: string): string {
+  return `hit-${createHash('sha256').update(`${entryKey}\n${etag}`).digest('hex')}`;
 }
 
 /** When an object stored only to be linked to may go (ms): its link's lifetime after `now`. */
