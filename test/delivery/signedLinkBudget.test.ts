@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { awayFromWindowEdge, SUITE_MARGIN_MS, SUITE_WAIT_HOOK_TIMEOUT_MS } from '../helpers/rateWindow';
 import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
 
 /** The hourly limit of these tests: the API's, and each key's signed links'. */
@@ -10,12 +11,13 @@ let pages: PageServer;
 let harness: ScreenshotHarness;
 
 beforeAll(async () => {
+  await awayFromWindowEdge(SUITE_MARGIN_MS);
   pages = await startPageServer({ '/red': solidPage('#ff0000') });
   harness = await startScreenshotHarness({
     ALLOW_PRIVATE_HOSTS: pages.hostPort,
     RATE_LIMIT_PER_HOUR: String(LIMIT),
   });
-});
+}, SUITE_WAIT_HOOK_TIMEOUT_MS);
 
 afterAll(async () => {
   await harness?.close();

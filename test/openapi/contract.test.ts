@@ -3,6 +3,7 @@ import { openApiDocument } from '../../shared/openapi/document';
 import { ROUTES } from '../../shared/routes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
+import { awayFromWindowEdge, SUITE_MARGIN_MS, SUITE_WAIT_HOOK_TIMEOUT_MS } from '../helpers/rateWindow';
 import { type DescribedApi, describedApi, type Json } from './documentSchemas';
 
 /**
@@ -22,6 +23,7 @@ let token: string;
 let apiKey: string;
 
 beforeAll(async () => {
+  await awayFromWindowEdge(SUITE_MARGIN_MS);
   [api, pages, closedPort] = await Promise.all([
     describedApi(),
     startPageServer({ '/page': solidPage('#ff8800') }),
@@ -33,7 +35,7 @@ beforeAll(async () => {
     RATE_LIMIT_PER_HOUR: '5',
   });
   token = service.idp.mintToken('contract-account');
-});
+}, SUITE_WAIT_HOOK_TIMEOUT_MS);
 
 afterAll(async () => {
   await service?.close();

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
+import { awayFromWindowEdge, SUITE_MARGIN_MS, SUITE_WAIT_HOOK_TIMEOUT_MS } from '../helpers/rateWindow';
 import {
   BLUE,
   decodeImage,
@@ -218,8 +219,9 @@ describe('credits', () => {
 describe('rate limit', () => {
   let limited: ScreenshotHarness;
   beforeAll(async () => {
+    await awayFromWindowEdge(SUITE_MARGIN_MS);
     limited = await startScreenshotHarness({ RATE_LIMIT_PER_HOUR: '3', ALLOW_PRIVATE_HOSTS: pages.hostPort });
-  });
+  }, SUITE_WAIT_HOOK_TIMEOUT_MS);
   afterAll(() => limited?.close());
 
   it('counts every authenticated request per account across keys, and answers 429 past the limit', async () => {

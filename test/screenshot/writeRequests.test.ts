@@ -3,6 +3,7 @@ import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { invokedRenderer } from '../../shared/wiring/screenshot';
 import { type CountingRelay, startCountedHarness } from '../helpers/countingRelay';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { awayFromWindowEdge, SUITE_MARGIN_MS, SUITE_WAIT_HOOK_TIMEOUT_MS } from '../helpers/rateWindow';
 import { HEADROOM_RENDERER, ReservedLambda, SHARED_RENDERER } from '../helpers/reservedLambda';
 import type { ScreenshotHarness } from '../helpers/screenshotHarness';
 
@@ -21,6 +22,7 @@ let relay: CountingRelay;
 let lambda: ReservedLambda;
 
 beforeAll(async () => {
+  await awayFromWindowEdge(SUITE_MARGIN_MS);
   pages = await startPageServer({ '/red': solidPage('#ff0000') });
   // As deployed: the front names its two renderers (the stack's environment) and Lambda throttles each at its
   // reserved concurrency; the renderer is built by the same wiring as the deployed front's.
@@ -37,7 +39,7 @@ beforeAll(async () => {
     },
   });
   ({ harness, relay } = counted);
-});
+}, SUITE_WAIT_HOOK_TIMEOUT_MS);
 
 afterAll(async () => {
   await counted?.close();
