@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { Agent } from 'node:http';
 import { createRequire } from 'node:module';
+import { connect } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { allowedVariables } from '../../shared/allowedVariables';
@@ -73,7 +75,7 @@ const ENTRY = fileURLToPath(new URL('./rendererProcess.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** How long a closing renderer process has to exit before it is killed. */
 const EXIT_GRACE_MS = 5_000;
-/** How long a suspect process has to answer before it is taken for dead. */
+/** How long a connection to a suspect process may take before it is taken for dead. */
 const ALIVE_CHECK_MS = 2_000;
 
 interface RunningProcess {
@@ -112,8 +114,9 @@ export class LocalRenderer implements Renderer {
     try {
       running = await this.process();
       // After a failed capture the process may have died without Node having told us yet (a killed process's exit
-      // is reported a moment later, later still on a loaded machine): ask its endpoint before sending it a capture.
-      if (running.suspect && !(await answers(running.url))) {
+      // is reported a moment later, later still on a loaded machine): see that its endpoint still listens before
+      // sending it a capture.
+      if (running.suspect && !(await listens(running.url))) {
         this.forget(running);
         running = await this.process();
       }
@@ -196,6 +199,9 @@ export class LocalRenderer implements Renderer {
       // Only this front holds them (never the developer's own credentials, which the SDK would otherwise pick up).
       credentials: invokeCredentials(secret),
       maxAttempts: 1,
+      // A connection per invocation (on the loopback): a kept one the process closed as idle while it was held (its
+      // keep-alive timer fires first once it runs again) reset the capture sent on it, which is never retried.
+      requestHandler: { httpAgent: new Agent({ keepAlive: false }) },
     });
     const running: RunningProcess = {
       child,
@@ -222,6 +228,8 @@ export class LocalRenderer implements Renderer {
     this.current = undefined;
     this.running = undefined;
     stopped.client.destroy();
+    // Whatever is left of it goes, its browser with it: none is ever left beside the next one (red team).
+    if (stopped.child.exitCode === null && stopped.child.signalCode === null) stopped.child.kill('SIGKILL');
     if (this.closed) return;
     this.process().catch((error) => logger.error('Renderer restart failed', { error }));
   }
@@ -236,12 +244,22 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Whether the local Invoke API at `url` answers at all (any HTTP status): a dead process refuses the connection. */
-async function answers(url: string): Promise<boolean> {
-  try {
-    await fetch(url, { signal: AbortSignal.timeout(ALIVE_CHECK_MS) });
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Whether the local Invoke API at `url` still listens: a dead process's port refuses the connection, while the
+ * kernel takes one for a live process whose event loop is held (decoding a large image took 2.2 s). An answer, which
+ * needs that event loop, is not waited for: a busy process was taken for dead, and every capture it ran failed with
+ * it (red team).
+ */
+function listens(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port) });
+    const settle = (alive: boolean) => {
+      socket.destroy();
+      resolve(alive);
+    };
+    socket.setTimeout(ALIVE_CHECK_MS, () => settle(false));
+    socket.once('connect', () => settle(true));
+    socket.once('error', () => settle(false));
+  });
 }
