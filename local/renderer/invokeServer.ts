@@ -14,6 +14,13 @@ import { invokeComplete, payloadChunk } from './eventStream';
 const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const STREAMING_INVOKE = /^\/2021-11-15\/functions\/([^/]+)\/response-streaming-invocations$/;
 
+/**
+ * The most a PayloadChunk event carries, as Lambda streams a response in pieces: the SDK gathers each event whole
+ * before handing it on, so a renderer's image written at once, sent as one event, was held twice by the front (red
+ * team).
+ */
+const EVENT_PAYLOAD_BYTES = 1024 * 1024;
+
 /** The region the front's Lambda client signs for locally. */
 export const LOCAL_INVOKE_REGION = 'local';
 
@@ -81,9 +88,14 @@ export async function startInvokeServer(
       'X-Amz-Executed-Version': '$LATEST',
     });
     const stream = new Writable({
+      // Each write in events of EVENT_PAYLOAD_BYTES at most, one after the other.
       write(chunk: Buffer, _encoding, done) {
-        if (res.writableEnded || res.destroyed) return done();
-        res.write(payloadChunk(chunk), () => done());
+        const next = (at: number) => {
+          if (at >= chunk.length || res.writableEnded || res.destroyed) return done();
+          const end = at + EVENT_PAYLOAD_BYTES;
+          res.write(payloadChunk(chunk.subarray(at, end)), () => next(end));
+        };
+        next(0);
       },
     });
     res.once('close', () => {
