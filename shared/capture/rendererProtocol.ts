@@ -45,11 +45,38 @@ const MAX_REASON_LENGTH = 500;
  */
 export const MAX_HEADER_BYTES = 64 * 1024 + MAX_METADATA_BYTES;
 /**
- * The most an answer's image may weigh: above what real pages make at the largest size the spec allows (an 11,520 x
- * 16,384 full page, 3,840 px at scale 3), and far below the front's memory, so a taken-over renderer cannot exhaust
- * it. A page can still outweigh it (noise does not compress): the renderer then answers the page's failure.
+ * Lambda streams a response of 200 MB at most, its first 6 MB at once and the rest at 2 MB/s at most (AWS Lambda
+ * developer guide, "Response streaming for Lambda functions").
  */
-export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
+export const LAMBDA_STREAMING = {
+  maxBytes: 200_000_000,
+  uncappedBytes: 6_000_000,
+  bytesPerSecond: 2_000_000,
+};
+
+/**
+ * The most an answer's image may weigh: above what real pages make at the largest size the spec allows (an 11,520 x
+ * 16,384 full page, 3,840 px at scale 3), within what Lambda streams with its header, and far below the front's
+ * memory, so a taken-over renderer cannot exhaust it. A page can still outweigh it (noise does not compress): the
+ * renderer then answers the page's failure.
+ */
+export const MAX_ANSWER_BYTES = 190 * 1024 * 1024;
+
+/**
+ * The most an answer can weigh to reach the front by `until` (ms) when it starts streaming at `now`: the front stops
+ * waiting then, and an image Lambda was still streaming failed as ours, free, while Lambda streamed on (red team).
+ */
+export function streamableBytes(now: number, until: number): number {
+  const seconds = Math.max(0, until - now) / 1000;
+  return Math.min(
+    LAMBDA_STREAMING.maxBytes,
+    LAMBDA_STREAMING.uncappedBytes + LAMBDA_STREAMING.bytesPerSecond * seconds,
+  );
+}
+
+/** What a renderer answers for an image it cannot stream to the front in the time left: the page's failure. */
+export const IMAGE_TOO_SLOW_TO_DELIVER =
+  'The image is too large to deliver in the time left: capture a smaller region, a lighter format, or with less delay';
 
 /** What a renderer answers for an output (`what`: an image, a PDF) heavier than MAX_ANSWER_BYTES: the page's failure. */
 export function tooLargeToDeliver(what: string): string {
@@ -125,7 +152,7 @@ export type RenderAnswer = { ok: true; result: CaptureResult } | RenderFailure;
 const NEWLINE = 0x0a;
 
 /** The header line of a successful capture, then the image. */
-export function encodeResult(result: CaptureResult): Buffer[] {
+export function encodeResult(result: CaptureResult): [header: Buffer, image: Buffer] {
   const { image, ...fields } = result;
   return [headerLine({ ...fields, ok: true, size: image.length }), image];
 }

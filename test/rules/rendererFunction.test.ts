@@ -110,7 +110,7 @@ describe('the renderer function', () => {
     );
     expect(answer).toEqual({
       ok: false,
-      reason: 'The image is larger than 256 MiB, more than the service can deliver',
+      reason: 'The image is larger than 190 MiB, more than the service can deliver',
       fault: 'page',
     });
   });

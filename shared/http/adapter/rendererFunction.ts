@@ -5,12 +5,15 @@ import type { CaptureSpec, Renderer } from '../../capture/renderer';
 import {
   encodeFailure,
   encodeResult,
+  IMAGE_TOO_SLOW_TO_DELIVER,
   MAX_ANSWER_BYTES,
   type RenderFailure,
   renderRequestSchema,
+  streamableBytes,
 } from '../../capture/rendererProtocol';
 import { CaptureFailedError, CaptureTimedOutError, ClientGoneError, ValidationError } from '../../errors';
 import { logger } from '../../logger';
+import { ANSWER_GRACE_MS } from '../../timing';
 import type { InvocationContext, StreamingLambdaHandler } from './lambdaStreaming';
 
 /** Kept back from the function's own remaining time, so the renderer answers before Lambda stops it. */
@@ -47,6 +50,13 @@ export function rendererHandler(renderer: Renderer): StreamingLambdaHandler<unkn
         throw new CaptureFailedError(spec.url, IMAGE_TOO_LARGE, 'page');
       }
       const [header, image] = encodeResult(result);
+      // Past the 6 MB Lambda streams at once, what the front will not have by the time it stops waiting is not started.
+      if (
+        header.length + image.length >
+        streamableBytes(Date.now(), request.data.deadline + ANSWER_GRACE_MS)
+      ) {
+        throw new CaptureFailedError(spec.url, IMAGE_TOO_SLOW_TO_DELIVER, 'page');
+      }
       stream.write(header);
       stream.end(image);
     } catch (error) {
