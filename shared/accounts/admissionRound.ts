@@ -2,7 +2,7 @@ import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { CaptureSlots, SlotPool } from './captureSlots';
-import type { CreditLedger } from './creditLedger';
+import type { CreditEpoch, CreditLedger } from './creditLedger';
 import type { RateLimitDecision, RateLimiter } from './rateLimiter';
 
 /** What one request asks of admission, all decided in one round (docs/api.md 5.4, steps 2, 2b and 4). */
@@ -32,6 +32,8 @@ export type AdmissionVerdict =
   | {
       admitted: true;
       rateLimit: RateLimitDecision;
+      /** The balance's epoch the credits were reserved in, which their refund names (CreditEpoch). */
+      creditEpoch: CreditEpoch;
       /** With a slot taken: the lease, and whether the account held no other slot (SlotLease.newcomer). */
       leaseId?: string;
       newcomer?: boolean;
@@ -97,19 +99,19 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
         slot === 'none'
           ? undefined
           : ports.captureSlots.acquire(accountId, ask.now, slotEnd(slot, ask.now), ask.budget),
-        cost === undefined ? false : ports.credits.reserve(accountId, cost).then(() => true),
+        cost === undefined ? undefined : ports.credits.reserve(accountId, cost),
         ports.keys
           .touchLastUsed(ask.identity, ask.now)
           .catch((error) => logger.warn('lastUsed not recorded', { error })),
       ]);
       const taken = lease.status === 'fulfilled' ? lease.value : undefined;
       const leaseId = taken?.leaseId;
-      const reserved = reservation.status === 'fulfilled' && reservation.value;
+      const epoch = reservation.status === 'fulfilled' ? reservation.value : undefined;
       /** Gives back what a refused request took. */
       const undo = async () => {
         await Promise.all([
           leaseId !== undefined && release(accountId, leaseId),
-          reserved && cost !== undefined && ports.credits.refund(accountId, cost),
+          epoch !== undefined && cost !== undefined && ports.credits.refund(accountId, cost, epoch),
         ]);
       };
       const refuse = async (rateLimit: RateLimitDecision, refusal: Refusal): Promise<AdmissionVerdict> => {
@@ -133,9 +135,11 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
         return fail(reservation.reason);
       }
       if (slot === 'check' && leaseId !== undefined) await release(accountId, leaseId);
+      // Nothing reserved (a cache hit, an invalid body): whatever epoch, as nothing will be given back.
+      const creditEpoch = epoch ?? 0;
       return typeof slot === 'object' && taken !== undefined
-        ? { admitted: true, rateLimit, leaseId: taken.leaseId, newcomer: taken.newcomer }
-        : { admitted: true, rateLimit };
+        ? { admitted: true, rateLimit, creditEpoch, leaseId: taken.leaseId, newcomer: taken.newcomer }
+        : { admitted: true, rateLimit, creditEpoch };
     },
   };
 }

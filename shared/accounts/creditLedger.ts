@@ -6,17 +6,26 @@ import type { OwnerCredits } from '../keys/ownerCredits';
  */
 export const MAX_BALANCE = Number.MAX_SAFE_INTEGER;
 
+/**
+ * Each `set` of a balance starts a new epoch of it (0 before the first). A refund names the epoch its credits were
+ * reserved in and lands in that one only: an operator who sets an account's balance (to 0, to cut it off) does not
+ * have it filled again by the failures of what was in flight, captures or queued jobs (red team). A refund that names
+ * none (an operator returning a pending refund) always lands.
+ */
+export type CreditEpoch = number;
+
 /** Port for account credit balances. Every change is a single atomic, conditional write. */
 export interface CreditLedger extends OwnerCredits {
-  /** Takes `cost` credits, or throws InsufficientCreditsError with the balance at that moment. */
-  reserve(accountId: string, cost: number): Promise<void>;
-  /** Gives back what reserve took (a failed capture costs nothing). */
-  refund(accountId: string, cost: number): Promise<void>;
+  /** Takes `cost` credits, or throws InsufficientCreditsError with the balance at that moment; answers their epoch. */
+  reserve(accountId: string, cost: number): Promise<CreditEpoch>;
+  /** Gives back what reserve took (a failed capture costs nothing), unless the balance was set since. */
+  refund(accountId: string, cost: number, epoch?: CreditEpoch): Promise<void>;
   /**
-   * `refund`, at most once per `refundId`, however often it is called: false when that refund was given before. The
-   * account keeps a mark of it until forgetRefund(), so a process that died after giving it cannot give it twice.
+   * `refund`, at most once per `refundId`, however often it is called: false when that refund was given before, or
+   * the balance was set since its epoch (nothing given). The account keeps a mark of it until forgetRefund(), so a
+   * process that died after giving it cannot give it twice.
    */
-  refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean>;
+  refundOnce(accountId: string, cost: number, refundId: string, epoch?: CreditEpoch): Promise<boolean>;
   /** Drops the mark of a refund once nothing will ask for it again. */
   forgetRefund(accountId: string, refundId: string): Promise<void>;
   /**
@@ -24,6 +33,6 @@ export interface CreditLedger extends OwnerCredits {
    * Throws BalanceOverflowError, changing nothing, when the balance would pass MAX_BALANCE.
    */
   add(accountId: string, amount: number): Promise<number>;
-  /** Operator tool: sets the balance (0 to MAX_BALANCE, else BalanceOverflowError); returns it. */
+  /** Operator tool: sets the balance (0 to MAX_BALANCE, else BalanceOverflowError) in a new epoch; returns it. */
   set(accountId: string, amount: number): Promise<number>;
 }

@@ -1,6 +1,6 @@
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
-import type { CreditLedger } from './creditLedger';
+import type { CreditEpoch, CreditLedger } from './creditLedger';
 import { newRefundId, type PendingRefund, type PendingRefunds } from './pendingRefunds';
 
 export interface RefundDeps {
@@ -11,7 +11,8 @@ export interface RefundDeps {
 }
 
 /**
- * Gives a failed capture's credits back. When that write fails, the debt is counted (the RefundFailures alarm), kept
+ * Gives a failed capture's credits back, into the balance's `epoch` they were reserved in (none if it was set since).
+ * When that write fails, the debt is counted (the RefundFailures alarm), kept
  * in the table for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with what an
  * operator needs. Never throws: the customer is owed the capture's own answer whatever happens here. (A job's refund
  * does not come here: it stays owed on the job until it lands, shared/jobs/runJob.ts.)
@@ -20,11 +21,16 @@ export interface RefundDeps {
  * landed all the same (a timeout), and returning the pending one then finds the mark and gives nothing (red team:
  * it paid twice). Once the refund is known to have landed, the mark goes: one more write, on failed captures only.
  */
-export async function giveCreditsBack(deps: RefundDeps, accountId: string, cost: number): Promise<void> {
+export async function giveCreditsBack(
+  deps: RefundDeps,
+  accountId: string,
+  cost: number,
+  epoch?: CreditEpoch,
+): Promise<void> {
   const failedAt = deps.now();
   const id = newRefundId(failedAt);
   try {
-    await deps.credits.refundOnce(accountId, cost, id);
+    await deps.credits.refundOnce(accountId, cost, id, epoch);
   } catch (error) {
     deps.metrics.refundFailed();
     logger.error('Refund failed', { accountId, cost, refundId: id, error: error as Error });

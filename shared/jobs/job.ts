@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { CreditEpoch } from '../accounts/creditLedger';
 
 /** How long a job (and its batch, and its stored result) is kept: docs/api.md, "Async captures". */
 export const JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -58,6 +59,8 @@ export interface Job {
   host?: string;
   /** The credits reserved at acceptance: kept on success, given back on failure. */
   cost: number;
+  /** The balance's epoch they were reserved in (CreditEpoch): a balance set since gets none back. */
+  creditEpoch?: CreditEpoch;
   result: StoredResult | null;
   /** What a synchronous capture would have answered. */
   error: { status: number; message: string } | null;

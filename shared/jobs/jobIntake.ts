@@ -67,6 +67,7 @@ export function jobIntake(deps: JobIntakeDeps): AcceptJobs {
         request: capture.request,
         ...(host === undefined ? {} : { host }),
         cost: capture.cost,
+        ...(capture.creditEpoch === undefined ? {} : { creditEpoch: capture.creditEpoch }),
         result: null,
         error: null,
         // A batch's webhook is the batch's own (batch.completed), not one per job.

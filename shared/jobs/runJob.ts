@@ -233,7 +233,7 @@ export function runJob(deps: RunJobDeps) {
    */
   async function refundBack(job: Job): Promise<void> {
     try {
-      await deps.credits.refundOnce(job.accountId, job.cost, job.id);
+      await deps.credits.refundOnce(job.accountId, job.cost, job.id, job.creditEpoch);
     } catch (error) {
       deps.metrics.refundFailed();
       logger.error('Job refund failed; its message comes back', { jobId: job.id, error: error as Error });

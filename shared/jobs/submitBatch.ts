@@ -86,17 +86,23 @@ export function submitBatch(deps: SubmitBatchDeps) {
         if (details.length > 0) throw invalidBatch(details);
       } catch (error) {
         // Credits were reserved for a body whose fields held: its URLs refuse it after all (400 comes before 402).
-        if (verdict.admitted && total !== undefined) await giveCreditsBack(deps, identity.accountId, total);
+        if (verdict.admitted && total !== undefined)
+          await giveCreditsBack(deps, identity.accountId, total, verdict.creditEpoch);
         throw error;
       }
       if (!verdict.admitted) throw verdict.refusal;
       try {
-        const { captures, webhookUrl } = parsed;
-        const accepted = await deps.acceptJobs(identity, captures, { webhookUrl, batch: true });
+        const { creditEpoch } = verdict;
+        const captures = parsed.captures.map((capture) => ({ ...capture, creditEpoch }));
+        const accepted = await deps.acceptJobs(identity, captures, {
+          webhookUrl: parsed.webhookUrl,
+          batch: true,
+        });
         return { ok: true, rateLimit: admittedRate, jobs: accepted.jobs, batch: accepted.batch as Batch };
       } catch (error) {
         const back = givenBack(error, total ?? 0);
-        if (back.credits > 0) await giveCreditsBack(deps, identity.accountId, back.credits);
+        if (back.credits > 0)
+          await giveCreditsBack(deps, identity.accountId, back.credits, verdict.creditEpoch);
         if (error instanceof BatchPartlyAccepted)
           return { ok: true, rateLimit: admittedRate, jobs: error.jobs, batch: error.batch };
         throw back.error;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AdmissionRound } from '../accounts/admissionRound';
-import type { CreditLedger } from '../accounts/creditLedger';
+import type { CreditEpoch, CreditLedger } from '../accounts/creditLedger';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
@@ -153,15 +153,16 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     identity: KeyIdentity,
     checked: { valid: { fields: ScreenshotRequest } } | { invalid: unknown },
     cost: number | undefined,
+    creditEpoch: CreditEpoch,
   ): Promise<QueuedJob> {
     if ('invalid' in checked) throw checked.invalid;
     const { async: _, webhookUrl, ...request } = checked.valid.fields;
     try {
       if (!deps.queueCapture) throw new Error('Async captures are not wired');
-      return await deps.queueCapture(identity, { request, cost: cost ?? 0 }, { webhookUrl });
+      return await deps.queueCapture(identity, { request, cost: cost ?? 0, creditEpoch }, { webhookUrl });
     } catch (error) {
       const back = givenBack(error, cost ?? 0);
-      if (back.credits > 0) await giveCreditsBack(refundDeps, identity.accountId, back.credits);
+      if (back.credits > 0) await giveCreditsBack(refundDeps, identity.accountId, back.credits, creditEpoch);
       throw back.error;
     }
   }
@@ -227,7 +228,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         return {
           ok: true,
           rateLimit,
-          queued: await accept(identity, checked, cost),
+          queued: await accept(identity, checked, cost, verdict.creditEpoch),
           undelivered: NOTHING_TO_GIVE_BACK,
         };
       const { leaseId, newcomer } = verdict;
@@ -237,7 +238,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
       const giveBack = async () => {
-        if (cost !== undefined) await giveCreditsBack(refundDeps, accountId, cost);
+        if (cost !== undefined) await giveCreditsBack(refundDeps, accountId, cost, verdict.creditEpoch);
       };
       let penaltyUntil: number | undefined;
       let released: Promise<void> | undefined;

@@ -1,9 +1,12 @@
+import type { CreditEpoch } from '../accounts/creditLedger';
 import type { KeyIdentity } from '../keys/keyStore';
 
 /** One capture to queue: its validated fields and the credits reserved for it. */
 export interface QueuedCapture {
   request: Record<string, unknown>;
   cost: number;
+  /** The balance's epoch its credits were reserved in (CreditEpoch), which their refund names. */
+  creditEpoch?: CreditEpoch;
 }
 
 /** An accepted async capture as its 202 answers it (docs/api.md, "Async captures"). */

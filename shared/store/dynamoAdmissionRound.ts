@@ -13,6 +13,7 @@ import {
   linkCondition,
   liveLeases,
 } from './dynamoCaptureSlots';
+import { creditEpochOf } from './dynamoCreditLedger';
 import type { DynamoKeyStore } from './dynamoKeyStore';
 import { accountAttribute, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
 
@@ -132,7 +133,11 @@ export class DynamoAdmissionRound implements AdmissionRound {
         const own = typeof parts.slot === 'object' ? parts.slot.take.leaseId : undefined;
         const holdsBefore = liveLeases(written, ask.now).filter(([id]) => id !== own).length;
         return {
-          verdict: { admitted: true, rateLimit: decision(Number(written[parts.window])) },
+          verdict: {
+            admitted: true,
+            rateLimit: decision(Number(written[parts.window])),
+            creditEpoch: creditEpochOf(written),
+          },
           holdsBefore,
         };
       }

@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type CreditLedger, MAX_BALANCE } from '../accounts/creditLedger';
+import { type CreditEpoch, type CreditLedger, MAX_BALANCE } from '../accounts/creditLedger';
 import { BalanceOverflowError, InsufficientCreditsError } from '../errors';
 import { conditionHeld, isConditionFailure, itemKey, numberInFailedItem } from './table';
 
@@ -44,18 +44,20 @@ export class DynamoCreditLedger implements CreditLedger {
     return typeof Item?.credits === 'number' ? Item.credits : 0;
   }
 
-  async reserve(accountId: string, cost: number): Promise<void> {
+  async reserve(accountId: string, cost: number): Promise<CreditEpoch> {
     try {
-      await this.db.send(
+      const { Attributes } = await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
           UpdateExpression: 'SET credits = credits - :cost',
           ConditionExpression: 'credits >= :cost',
           ExpressionAttributeValues: { ':cost': cost },
+          ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
+      return creditEpochOf(Attributes);
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       const available = numberInFailedItem(error, 'credits') ?? (await this.balance(accountId));
@@ -63,27 +65,36 @@ export class DynamoCreditLedger implements CreditLedger {
     }
   }
 
-  async refund(accountId: string, cost: number): Promise<void> {
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: itemKey.account(accountId),
-        UpdateExpression: 'ADD credits :cost',
-        ExpressionAttributeValues: { ':cost': cost },
-      }),
+  async refund(accountId: string, cost: number, epoch?: CreditEpoch): Promise<void> {
+    const inEpoch = epochCondition(epoch);
+    // A refund whose epoch is over gives nothing.
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'ADD credits :cost',
+          ConditionExpression: inEpoch.condition,
+          ExpressionAttributeNames: inEpoch.names,
+          ExpressionAttributeValues: { ':cost': cost, ...inEpoch.values },
+        }),
+      ),
     );
   }
 
-  async refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean> {
+  async refundOnce(accountId: string, cost: number, refundId: string, epoch?: CreditEpoch): Promise<boolean> {
+    const inEpoch = epochCondition(epoch);
     return conditionHeld(
       this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
           UpdateExpression: 'ADD credits :cost SET #mark = :given',
-          ConditionExpression: 'attribute_not_exists(#mark)',
-          ExpressionAttributeNames: { '#mark': refundMark(refundId) },
-          ExpressionAttributeValues: { ':cost': cost, ':given': true },
+          ConditionExpression: ['attribute_not_exists(#mark)', inEpoch.condition]
+            .filter(Boolean)
+            .join(' AND '),
+          ExpressionAttributeNames: { '#mark': refundMark(refundId), ...inEpoch.names },
+          ExpressionAttributeValues: { ':cost': cost, ':given': true, ...inEpoch.values },
         }),
       ),
     );
@@ -123,7 +134,10 @@ export class DynamoCreditLedger implements CreditLedger {
 
   async set(accountId: string, amount: number): Promise<number> {
     if (!Number.isSafeInteger(amount) || amount < 0) throw new BalanceOverflowError(MAX_BALANCE);
-    return this.update(accountId, 'SET credits = :amount', { ':amount': amount });
+    return this.update(accountId, `SET credits = :amount ADD ${EPOCH} :one`, {
+      ':amount': amount,
+      ':one': 1,
+    });
   }
 
   private async update(
@@ -150,4 +164,26 @@ export class DynamoCreditLedger implements CreditLedger {
 /** The account item's attribute that says a refund was given (docs/data-model.md). */
 export function refundMark(refundId: string): string {
   return `refund#${refundId}`;
+}
+
+/** The account item's attribute that counts the sets of its balance (CreditEpoch). */
+const EPOCH = 'creditsEpoch';
+
+/** The CreditEpoch an account item read or written holds. */
+export function creditEpochOf(item: Record<string, unknown> | undefined): CreditEpoch {
+  return Number(item?.[EPOCH] ?? 0);
+}
+
+/** The condition that the balance is still in `epoch` (none when no epoch is named). */
+function epochCondition(epoch: CreditEpoch | undefined): {
+  condition?: string;
+  names?: Record<string, string>;
+  values?: Record<string, number>;
+} {
+  if (epoch === undefined) return {};
+  return {
+    condition: epoch === 0 ? '(attribute_not_exists(#epoch) OR #epoch = :epoch)' : '#epoch = :epoch',
+    names: { '#epoch': EPOCH },
+    values: { ':epoch': epoch },
+  };
 }

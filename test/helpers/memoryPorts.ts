@@ -8,7 +8,7 @@ import {
   type SlotLease,
   type SlotPool,
 } from '../../shared/accounts/captureSlots';
-import { type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
+import { type CreditEpoch, type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
   RATE_WINDOW_MS,
@@ -132,27 +132,36 @@ export class MemoryCreditLedger implements CreditLedger {
     return this.balances.get(accountId) ?? 0;
   }
 
-  async reserve(accountId: string, cost: number): Promise<void> {
+  /** Each account's CreditEpoch: how many times its balance was set. */
+  private readonly epochs = new Map<string, CreditEpoch>();
+
+  async reserve(accountId: string, cost: number): Promise<CreditEpoch> {
     // Read and written in one turn, as the store's conditional write is atomic: parallel reserves never lose one.
     const balance = this.balances.get(accountId) ?? 0;
     if (balance < cost) throw new InsufficientCreditsError(cost, balance);
     this.balances.set(accountId, balance - cost);
+    return this.epochs.get(accountId) ?? 0;
   }
 
-  async refund(accountId: string, cost: number): Promise<void> {
+  async refund(accountId: string, cost: number, epoch?: CreditEpoch): Promise<void> {
     if (this.failRefunds) throw new Error('store unavailable');
+    if (!this.inEpoch(accountId, epoch)) return;
     this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + cost);
   }
 
   /** Refunds given once and not yet forgotten, as `${accountId} ${refundId}`. */
   readonly refundMarks = new Set<string>();
 
-  async refundOnce(accountId: string, cost: number, refundId: string): Promise<boolean> {
+  async refundOnce(accountId: string, cost: number, refundId: string, epoch?: CreditEpoch): Promise<boolean> {
     const mark = `${accountId} ${refundId}`;
-    if (this.refundMarks.has(mark)) return false;
+    if (this.refundMarks.has(mark) || !this.inEpoch(accountId, epoch)) return false;
     await this.refund(accountId, cost);
     this.refundMarks.add(mark);
     return true;
+  }
+
+  private inEpoch(accountId: string, epoch: CreditEpoch | undefined): boolean {
+    return epoch === undefined || epoch === (this.epochs.get(accountId) ?? 0);
   }
 
   async forgetRefund(accountId: string, refundId: string): Promise<void> {
@@ -162,10 +171,16 @@ export class MemoryCreditLedger implements CreditLedger {
   async add(accountId: string, amount: number): Promise<number> {
     const balance = await this.balance(accountId);
     if (balance + amount < 0) throw new InsufficientCreditsError(-amount, balance);
-    return this.set(accountId, balance + amount);
+    return this.balanceTo(accountId, balance + amount);
   }
 
   async set(accountId: string, amount: number): Promise<number> {
+    const balance = this.balanceTo(accountId, amount);
+    this.epochs.set(accountId, (this.epochs.get(accountId) ?? 0) + 1);
+    return balance;
+  }
+
+  private balanceTo(accountId: string, amount: number): number {
     if (!Number.isSafeInteger(amount) || amount < 0 || amount > MAX_BALANCE) {
       throw new BalanceOverflowError(MAX_BALANCE);
     }

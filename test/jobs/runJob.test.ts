@@ -121,9 +121,9 @@ async function accepted(
   const cost = options.cost ?? 1;
   const ledger = options.ledger ?? credits;
   await ledger.set(ACCOUNT, 10);
-  await ledger.reserve(ACCOUNT, cost);
+  const creditEpoch = await ledger.reserve(ACCOUNT, cost);
   const intake = jobIntake({ jobs, queue: new RecordingQueue(), cipher, now: Date.now });
-  const made = await intake(identity, [{ request: { url, ...options.fields }, cost }], {
+  const made = await intake(identity, [{ request: { url, ...options.fields }, cost, creditEpoch }], {
     ...(options.batch ? { batch: true } : {}),
     webhookUrl: options.webhookUrl,
   });
@@ -762,6 +762,15 @@ describe('a failed job whose worker died before its refund was done (the real le
       expect.objectContaining({ kind: 'webhook', subjectId: job.id }),
     ]);
     await expectRefundedOnce(job.id);
+  });
+
+  it('gives nothing back into a balance an operator set after its acceptance (an account cut off)', async () => {
+    const { job } = await accepted('https://a.test/page', { ledger });
+    expect(await ledger.set(ACCOUNT, 0)).toBe(0);
+    await run(ACCOUNT, job.id, MAX_JOB_RUNS + 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'failed' });
+    expect(await ledger.balance(ACCOUNT)).toBe(0);
+    expect(await refundMarks()).toEqual([]);
   });
 
   it('died after the ending write: the next delivery gives the credits back, once however often it comes', async () => {
