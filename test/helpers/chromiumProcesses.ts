@@ -7,6 +7,8 @@ import { readdir, readFile } from 'node:fs/promises';
 interface ProcessInfo {
   pid: number;
   ppid: number;
+  /** The kernel's state letter: `Z` for a process that ended and was not reaped yet. */
+  state: string;
   args: string[];
 }
 
@@ -16,11 +18,11 @@ async function processes(): Promise<ProcessInfo[]> {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-      // The command name sits in parentheses and may contain spaces; the parent pid is the second field after it.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      // The command name sits in parentheses and may contain spaces; the state and the parent pid follow it.
+      const [state = '', ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // Chromium rewrites its children's command lines into one space-separated string, so split on both.
       const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).split(/[\0 ]/).filter(Boolean);
-      found.push({ pid: Number(entry), ppid, args });
+      found.push({ pid: Number(entry), ppid: Number(ppid), state, args });
     } catch {
       // The process ended while we looked.
     }
@@ -86,4 +88,14 @@ export async function chromiumDescendants(): Promise<number[]> {
   const all = await processes();
   const below = subtree(process.pid, all);
   return all.filter((p) => p.pid !== process.pid && below.has(p.pid) && isChromium(p)).map((p) => p.pid);
+}
+
+/** The local renderer processes (local/renderer/rendererProcess.ts) this process started that still run. */
+export async function runningRendererProcesses(): Promise<number[]> {
+  return (await processes())
+    .filter(
+      (p) =>
+        p.ppid === process.pid && p.state !== 'Z' && p.args.some((arg) => arg.includes('rendererProcess.ts')),
+    )
+    .map((p) => p.pid);
 }

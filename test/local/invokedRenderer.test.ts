@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
-import { LambdaClient } from '@aws-sdk/client-lambda';
+import { InvokeWithResponseStreamCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type InvokeServer,
@@ -435,6 +435,28 @@ describe('the local Invoke API', () => {
     });
     expect(status).toBe(403);
     expect(invoked.count).toBe(0);
+  });
+
+  it('streams a large answer in events of 1 MiB at most (red team: one event per write had the front hold it twice)', async () => {
+    const image = Buffer.alloc(32 * 1024 * 1024, 1);
+    behaviour = async (_event, stream) => {
+      // As rendererFunction.ts answers: the header, then the image in one write.
+      const [header, bytes] = encodeResult({ image, contentType: 'image/png', truncated: false });
+      stream.write(header);
+      stream.end(bytes);
+    };
+    const response = await client.send(
+      new InvokeWithResponseStreamCommand({ FunctionName: 'renderer', Payload: Buffer.from('{}') }),
+    );
+    let largest = 0;
+    let total = 0;
+    for await (const event of response.EventStream ?? []) {
+      const bytes = event.PayloadChunk?.Payload?.byteLength ?? 0;
+      largest = Math.max(largest, bytes);
+      total += bytes;
+    }
+    expect(total).toBeGreaterThan(image.length);
+    expect(largest).toBeLessThanOrEqual(1024 * 1024);
   });
 });
 

@@ -1,5 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runningRendererProcesses } from '../helpers/chromiumProcesses';
 import { deferred } from '../helpers/deferred';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
@@ -61,36 +61,18 @@ afterAll(async () => {
 const shoot = (body: Record<string, unknown>, bearer = apiKey) =>
   service.request('/api/screenshot', { bearer, body });
 
-/** The renderer processes this test process started that are still running (not zombies). */
-async function rendererProcesses(): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(ppid) !== process.pid || state === 'Z') continue;
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('rendererProcess.ts')) found.push(Number(entry));
-    } catch {
-      // gone while we looked
-    }
-  }
-  return found;
-}
-
 /**
  * Stops `pid` (as a long event-loop stall would), starts `work` (the next capture), and lets the process go on once
  * the front has started another renderer process in its place, or after 5 s at most: the length of the stall is the
  * scenario, nothing is timed. Resolves to what `work` started.
  */
 async function stalledWhile<T>(pid: number, work: () => T): Promise<T> {
-  const before = new Set(await rendererProcesses());
+  const before = new Set(await runningRendererProcesses());
   process.kill(pid, 'SIGSTOP');
   stopped.push(pid);
   const started = work();
   for (let i = 0; i < 50; i++) {
-    if ((await rendererProcesses()).some((other) => !before.has(other))) break;
+    if ((await runningRendererProcesses()).some((other) => !before.has(other))) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   process.kill(pid, 'SIGCONT');
@@ -108,10 +90,10 @@ describe('a renderer process that stalls after a failed capture', () => {
     const next = await stalledWhile(first, () => shoot({ url: `${pages.origin}/green` }));
     expect((await next).status).toBe(200);
     // One renderer process serves the front: the one it gave up on (if it did) must not live on with its Chromium.
-    let running = await rendererProcesses();
+    let running = await runningRendererProcesses();
     for (let i = 0; i < 50 && running.length > 1; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      running = await rendererProcesses();
+      running = await runningRendererProcesses();
     }
     expect(running).toEqual([(await service.renderer.processInfo()).pid]);
   }, 180_000);

@@ -3,6 +3,7 @@ import { mcpRoute } from '../../shared/mcp/mcpRoute';
 import { MAX_HTML_BODY_BYTES } from '../../shared/screenshot/bodySize';
 import { mcpPost } from '../helpers/mcpRequest';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+import { proxyHeaders } from '../helpers/proxyHeaders';
 
 /**
  * Red team (round 11, MCP): POST /api/screenshot reads at most 1 MiB + 96 KiB of body (`413` past it, before any
@@ -21,17 +22,6 @@ import { memoryScreenshotService } from '../helpers/memoryScreenshot';
  */
 
 const BODY_BYTES = 2 * 1024 * 1024;
-
-function proxyHeaders(bytes: number): Record<string, string> {
-  const headers: Record<string, string> = {};
-  let size = 0;
-  for (let n = 0; size < bytes; n++) {
-    const name = `proxy-${n.toString(36)}`;
-    headers[name] = '';
-    size += name.length + 6;
-  }
-  return headers;
-}
 
 describe('a tools/call larger than any screenshot body the REST route reads', () => {
   it('is refused for its size before its arguments are looked at', async () => {

@@ -14,6 +14,7 @@ import {
   MemoryRateLimiter,
 } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+import { proxyHeaders } from '../helpers/proxyHeaders';
 
 /**
  * Red team (round 11, batches): POST /api/batches answers a 400 with every problem at once, one detail per refused
@@ -30,17 +31,6 @@ import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /** Lambda's limit for a synchronous invocation's answer (API Gateway's buffered routes). */
 const LAMBDA_ANSWER_BYTES = 6 * 1024 * 1024;
-
-function proxyHeaders(bytes: number): Record<string, string> {
-  const headers: Record<string, string> = {};
-  let size = 0;
-  for (let n = 0; size < bytes; n++) {
-    const name = `proxy-${n.toString(36)}`;
-    headers[name] = '';
-    size += name.length + 6;
-  }
-  return headers;
-}
 
 describe('a batch refused for a great many headers', () => {
   it('is answered with what Lambda can return, not a refusal fifteen times its body', async () => {
