@@ -149,6 +149,8 @@ describe('the admission round in DynamoDB', () => {
     expect(accepted).toEqual({
       admitted: true,
       rateLimit: expect.objectContaining({ allowed: true, remaining: LIMIT - SLOTS - 1 }),
+      // The balance's epoch its credits were reserved in: newAccount set the balance once.
+      creditEpoch: 1,
     });
     expect(await credits.balance(identity.accountId)).toBe(20 - SLOTS - 3);
     expect((await accountItem(identity.accountId)).held).toBe(SLOTS);
