@@ -156,6 +156,19 @@ describe('the admission round in DynamoDB', () => {
     expect((await accountItem(identity.accountId)).held).toBe(SLOTS);
   });
 
+  it("names the balance's epoch: a refund of credits reserved before an operator set the balance gives nothing", async () => {
+    const admissions = round();
+    const identity = await newAccount(20);
+    const before = await admissions.admit({ ...capture(identity, 3), slot: 'none' });
+    if (!before.admitted) throw new Error('not admitted');
+    expect(await credits.refundOnce(identity.accountId, 3, 'rf_kept', before.creditEpoch)).toBe(true);
+    const inFlight = await admissions.admit({ ...capture(identity, 3), slot: 'none' });
+    if (!inFlight.admitted) throw new Error('not admitted');
+    await credits.set(identity.accountId, 0);
+    expect(await credits.refundOnce(identity.accountId, 3, 'rf_void', inFlight.creditEpoch)).toBe(false);
+    expect(await credits.balance(identity.accountId)).toBe(0);
+  });
+
   it('reaps the leases of functions that died, and only those', async () => {
     const admissions = round();
     const identity = await newAccount(100);
