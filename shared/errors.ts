@@ -38,6 +38,13 @@ export function statusOf(error: unknown): number {
   return error instanceof AppError ? error.status : 500;
 }
 
+/**
+ * The most details a 400 answers: a body of many small bad entries (90,000 header values that are numbers in a batch's
+ * 1 MiB) made a 15 MB answer, more than a buffered Lambda function returns (red team). Past it, one last detail counts
+ * the rest.
+ */
+export const MAX_ANSWERED_DETAILS = 1_000;
+
 export class ValidationError extends AppError {
   constructor(
     readonly details: ValidationDetail[],
@@ -47,7 +54,14 @@ export class ValidationError extends AppError {
   }
 
   override fields() {
-    return { details: this.details };
+    if (this.details.length <= MAX_ANSWERED_DETAILS) return { details: this.details };
+    const more = this.details.length - MAX_ANSWERED_DETAILS;
+    return {
+      details: [
+        ...this.details.slice(0, MAX_ANSWERED_DETAILS),
+        { code: 'too_many_problems', path: [], message: `… and ${more} more problems` },
+      ],
+    };
   }
 }
 

@@ -194,18 +194,32 @@ async function writeAgain(write: () => Promise<void>, deadline: number, failure:
 }
 
 /**
- * The body as JSON when it is JSON (so formatting does not make another body), its text otherwise. Powertools hashes
- * it as JSON again: one nested deeper than JSON.stringify recurses (a few thousand levels, which no valid request
- * is) is kept as its text, for the route to refuse (red team: a 500).
+ * The body as JSON when it is JSON (so formatting does not make another body), its text otherwise. Powertools sorts
+ * its keys and writes it again to hash it, both recursively: a body nested deeper than any valid request (thousands
+ * of levels, from a few KB) ran them out of stack, a 500 (red team). Such a body is kept as its text, for the route to
+ * refuse.
  */
 function parsedBody(request: HttpRequest): unknown {
   try {
     const parsed: unknown = JSON.parse(request.body);
-    JSON.stringify(parsed);
-    return parsed;
+    return nestedDeeperThan(parsed, MAX_HASHED_DEPTH) ? request.body : parsed;
   } catch {
     return request.body;
   }
+}
+
+/** Far deeper than any valid request nests (a batch's cookies are four levels down). */
+const MAX_HASHED_DEPTH = 64;
+
+/** Whether `value` nests objects or arrays more than `limit` levels deep; walked without recursion. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: { at: unknown; depth: number }[] = [{ at: value, depth: 0 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    if (next.at === null || typeof next.at !== 'object') continue;
+    if (next.depth >= limit) return true;
+    for (const child of Object.values(next.at)) pending.push({ at: child, depth: next.depth + 1 });
+  }
+  return false;
 }
 
 /** POST /api/screenshot: the header counts for async captures only. */

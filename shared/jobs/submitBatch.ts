@@ -157,9 +157,10 @@ function parseBatch(value: unknown): ParsedBatch {
       details.push(...detailsFromZod(fields.error).map((detail) => ({ ...detail, path: at(detail.path) })));
       return undefined;
     }
-    // Measured once its fields hold: a request nested deeper than JSON.stringify recurses is refused above (red team).
-    const bound = screenshotBodyBound(fields.data);
-    if (Buffer.byteLength(JSON.stringify(fields.data)) > bound) {
+    // Measured as sent (not with the defaults its fields filled in: red team), once they hold: a request nested deeper
+    // than JSON.stringify recurses is refused above (red team).
+    const bound = screenshotBodyBound(request);
+    if (Buffer.byteLength(JSON.stringify(request)) > bound) {
       details.push({
         code: 'too_big',
         path: at([]),

@@ -19,6 +19,11 @@ import { startTestLocalService, type TestLocalService } from '../helpers/localSe
  *
  * Fixed: shared/http/idempotentRoute.ts keeps such a body as its text for Powertools' hash; shared/jobs/submitBatch.ts
  * measures a request once its fields hold.
+ *
+ * Red team (round 12b): Powertools also sorts the body's keys before it hashes them (`deepSort`, recursive JavaScript),
+ * which runs out of stack at about 2,000 levels of objects, where JSON.stringify still writes 4,000: a body of objects
+ * 3,000 deep passed the first fix and was a 500 again. Fixed: a body nested more than 64 levels (walked without
+ * recursion) is kept as its text.
  */
 
 let service: TestLocalService;
@@ -32,6 +37,8 @@ afterAll(async () => {
 });
 
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+/** Objects nested `depth` levels: JSON.stringify writes them, Powertools' deepSort does not. */
+const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 
 async function post(path: string, apiKey: string, body: string, headers: Record<string, string> = {}) {
   const response = await fetch(`${service.url}${path}`, {
@@ -65,6 +72,26 @@ describe('a deeply nested body', () => {
       status: 400,
       error: 'Invalid request body',
     });
+    expect(await service.balance(account.token)).toBe(10);
+  }, 60_000);
+
+  it('is a 400 for an async capture or a batch with an Idempotency-Key when it nests objects', async () => {
+    const account = await service.newAccount();
+    const extra = nestedObjects(3_000);
+    expect(() => JSON.stringify(JSON.parse(extra))).not.toThrow();
+    for (const [path, body] of [
+      ['/api/screenshot', `{"async":true,"html":"<p>a</p>","extra":${extra}}`],
+      ['/api/batches', `{"requests":[{"html":"<p>a</p>","extra":${extra}}]}`],
+    ] as const) {
+      const keyed = await post(path, account.apiKey, body, {
+        'Idempotency-Key': `nested-objects-${path.length}`,
+      });
+      expect({ path, status: keyed.status, error: keyed.body.error }).toEqual({
+        path,
+        status: 400,
+        error: 'Invalid request body',
+      });
+    }
     expect(await service.balance(account.token)).toBe(10);
   }, 60_000);
 });
