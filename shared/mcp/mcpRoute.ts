@@ -83,10 +83,18 @@ function messageOf(body: string): { value: unknown } | undefined {
 /**
  * A `tools/call`'s arguments as the client sent them, and the message as the SDK is handed it: with an empty object in
  * their place, for the SDK's own parse of a call answers arguments that are no object as an internal error, its
- * validator's dump for text (red team). The screenshot use case refuses them instead, in its order of checks.
+ * validator's dump for text (red team). The screenshot use case refuses them instead, in its order of checks. A call
+ * without params or a tool name (a string) is handed over as one to no tool, `malformed`, for the same reason.
  */
-function setArgumentsAside(message: unknown): { message: unknown; sentArguments?: unknown } {
-  if (!isRecord(message) || message.method !== 'tools/call' || !isRecord(message.params)) return { message };
+function setArgumentsAside(message: unknown): {
+  message: unknown;
+  sentArguments?: unknown;
+  malformed?: true;
+} {
+  if (!isRecord(message) || message.method !== 'tools/call') return { message };
+  if (!isRecord(message.params) || typeof message.params.name !== 'string') {
+    return { message: { ...message, params: { name: '', arguments: {} } }, malformed: true };
+  }
   const { arguments: sentArguments, ...params } = message.params;
   return { message: { ...message, params: { ...params, arguments: {} } }, sentArguments };
 }
@@ -141,6 +149,11 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
     server.setRequestHandler(CallToolRequestSchema, ({ params }, { requestId }) => {
+      if (call.malformed)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          'A tools/call needs params with the tool name as a string',
+        );
       if (!isToolName(params.name))
         throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
       return callTool(params.name, call.sentArguments, String(requestId));
@@ -167,8 +180,9 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     }
 
     async function callTool(name: ToolName, args: unknown, requestId: string): Promise<CallToolResult> {
-      // Read beside the capture, not before it: a cancellation comes long after a call starts.
-      const markAtStart = deps.cancelledCalls.latest(accountId, requestId).then(
+      // Read before the capture is asked: a cancellation that came while the call's first read was answered, the call
+      // already admitted and charged, was taken for one sent ahead of it (red team). One that comes before is.
+      const atStart = await deps.cancelledCalls.latest(accountId, requestId).then(
         (mark): { mark: CancellationMark } => ({ mark }),
         () => undefined,
       );
@@ -185,7 +199,6 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
       // The tools' input schemas have no `async`: a tool's answer is its result.
       if (!('screenshot' in outcome)) throw new Error('An MCP tool queued a job');
       // A mark that cannot be read (the table out of reach) is taken as none: the answer is made, and charged.
-      const atStart = await markAtStart;
       const thrownAway =
         atStart !== undefined &&
         cameWhileRunning(

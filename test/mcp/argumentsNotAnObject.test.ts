@@ -48,3 +48,28 @@ describe('a tools/call whose arguments are not an object', () => {
     });
   }
 });
+
+/**
+ * Red team (round 12): the rest of a call went through the SDK's parse still: a name that is no string, or no params,
+ * was answered `-32603` with the dump. Fixed: such a call is handed over as one to no tool, refused `-32602`.
+ */
+const calls: [string, Record<string, unknown>][] = [
+  ['a name that is no string', { params: { name: 5, arguments: { url: 'https://example.com/' } } }],
+  ['an array for a name', { params: { name: ['take_screenshot'], arguments: {} } }],
+  ['no params at all', {}],
+];
+
+describe('a tools/call whose params are not what a call holds', () => {
+  for (const [what, rest] of calls) {
+    it(`(${what}) is refused as the client's mistake, not as an internal error dumping the validator`, async () => {
+      const { key, route: mcp } = await route();
+      const answer = await mcp(mcpPost(key, { jsonrpc: '2.0', id: 1, method: 'tools/call', ...rest }));
+      const body = JSON.parse(String(answer.body)) as {
+        result?: { isError?: boolean };
+        error?: { code: number; message: string };
+      };
+      expect(body.error).toMatchObject({ code: -32602 });
+      expect(String(body.error?.message ?? '')).not.toContain('"expected"');
+    });
+  }
+});
