@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { CreditEpoch } from './creditLedger';
 
 /** A refund that could not be written when its capture failed: credits owed to an account until an operator returns them. */
 export interface PendingRefund {
@@ -8,6 +9,8 @@ export interface PendingRefund {
   cost: number;
   /** When the refund failed, ms since epoch. */
   failedAt: number;
+  /** The balance's epoch its credits were reserved in: a balance an operator set since gets nothing back. */
+  creditEpoch?: CreditEpoch;
 }
 
 /** What returning a pending refund did. */
@@ -15,6 +18,8 @@ export type RefundReturn =
   | { outcome: 'returned'; refund: PendingRefund; balance: number }
   /** The credits had been given back before (an earlier run stopped before removing the record); now removed. */
   | { outcome: 'alreadyReturned'; refund: PendingRefund }
+  /** The account's balance was set after the credits were reserved (an account cut off): nothing given; removed. */
+  | { outcome: 'balanceSetSince'; refund: PendingRefund }
   | { outcome: 'notFound' };
 
 /**

@@ -34,7 +34,13 @@ export async function giveCreditsBack(
   } catch (error) {
     deps.metrics.refundFailed();
     logger.error('Refund failed', { accountId, cost, refundId: id, error: error as Error });
-    await keepForOperator(deps, { id, accountId, cost, failedAt });
+    await keepForOperator(deps, {
+      id,
+      accountId,
+      cost,
+      failedAt,
+      ...(epoch === undefined ? {} : { creditEpoch: epoch }),
+    });
     return;
   }
   await deps.credits

@@ -175,7 +175,7 @@ export function creditEpochOf(item: Record<string, unknown> | undefined): Credit
 }
 
 /** The condition that the balance is still in `epoch` (none when no epoch is named). */
-function epochCondition(epoch: CreditEpoch | undefined): {
+export function epochCondition(epoch: CreditEpoch | undefined): {
   condition?: string;
   names?: Record<string, string>;
   values?: Record<string, number>;

@@ -6,7 +6,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../accounts/pendingRefunds';
-import { refundMark } from './dynamoCreditLedger';
+import { epochCondition, refundMark } from './dynamoCreditLedger';
 import { isConditionFailure, itemKey, PENDING_REFUNDS_PARTITION, queryItems } from './table';
 
 /**
@@ -24,7 +24,8 @@ export class DynamoPendingRefunds implements PendingRefunds {
   ) {}
 
   async record(refund: PendingRefund): Promise<void> {
-    const item = { id: refund.id, accountId: refund.accountId, cost: refund.cost, failedAt: refund.failedAt };
+    const { id, accountId, cost, failedAt, creditEpoch } = refund;
+    const item = { id, accountId, cost, failedAt, ...(creditEpoch === undefined ? {} : { creditEpoch }) };
     await this.db.send(
       new PutCommand({ TableName: this.tableName, Item: { ...itemKey.pendingRefund(refund.id), ...item } }),
     );
@@ -46,6 +47,7 @@ export class DynamoPendingRefunds implements PendingRefunds {
     );
     if (!Item) return { outcome: 'notFound' };
     const refund = toRefund(Item);
+    const inEpoch = epochCondition(refund.creditEpoch);
     let balance: number | undefined;
     try {
       const { Attributes } = await this.db.send(
@@ -53,18 +55,34 @@ export class DynamoPendingRefunds implements PendingRefunds {
           TableName: this.tableName,
           Key: itemKey.account(refund.accountId),
           UpdateExpression: 'ADD credits :cost, returnedRefunds :ids',
-          ConditionExpression: 'NOT contains(returnedRefunds, :id) AND attribute_not_exists(#mark)',
-          ExpressionAttributeNames: { '#mark': refundMark(id) },
-          ExpressionAttributeValues: { ':cost': refund.cost, ':ids': new Set([id]), ':id': id },
+          ConditionExpression: [
+            'NOT contains(returnedRefunds, :id) AND attribute_not_exists(#mark)',
+            inEpoch.condition,
+          ]
+            .filter(Boolean)
+            .join(' AND '),
+          ExpressionAttributeNames: { '#mark': refundMark(id), ...inEpoch.names },
+          ExpressionAttributeValues: {
+            ':cost': refund.cost,
+            ':ids': new Set([id]),
+            ':id': id,
+            ...inEpoch.values,
+          },
           ReturnValues: 'UPDATED_NEW',
         }),
       );
       balance = Number(Attributes?.credits ?? 0);
     } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      // Not given before, the balance set since the credits were reserved (red team: an account cut off was filled
+      // again by the runbook): nothing to give, the record goes.
+      if (!(await this.givenBefore(refund))) {
+        await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: itemKey.pendingRefund(id) }));
+        return { outcome: 'balanceSetSince', refund };
+      }
       // The id is on the account already: the credits went back on an earlier run, or with the capture's own refund.
       // Its mark becomes the id among those returned, in one write, so a later or concurrent return finds it there
       // whether or not this run gets to delete the record (red team: a run stopped here paid twice).
-      if (!isConditionFailure(error)) throw error;
       await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -80,6 +98,15 @@ export class DynamoPendingRefunds implements PendingRefunds {
       ? { outcome: 'alreadyReturned', refund }
       : { outcome: 'returned', refund, balance };
   }
+
+  /** Whether the refund's id is on its account: returned before, or its capture's own refund landed. */
+  private async givenBefore({ id, accountId }: PendingRefund): Promise<boolean> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: itemKey.account(accountId), ConsistentRead: true }),
+    );
+    const returned = Item?.returnedRefunds;
+    return (returned instanceof Set && returned.has(id)) || Item?.[refundMark(id)] !== undefined;
+  }
 }
 
 function toRefund(item: Record<string, unknown>): PendingRefund {
@@ -88,5 +115,6 @@ function toRefund(item: Record<string, unknown>): PendingRefund {
     accountId: String(item.accountId),
     cost: Number(item.cost),
     failedAt: Number(item.failedAt),
+    ...(typeof item.creditEpoch === 'number' ? { creditEpoch: item.creditEpoch } : {}),
   };
 }
