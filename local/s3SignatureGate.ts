@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import {
   createServer,
   request as httpRequest,
+  type IncomingHttpHeaders,
   type IncomingMessage,
   type Server,
   type ServerResponse,
@@ -68,6 +69,13 @@ export async function startS3SignatureGate(options: {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
         if (!bodyMatchesHash(req.headers, body))
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
+        if (!(await copySourceMatches(req.headers, options.upstreamPort, options.upstreamToken)))
+          return deny(
+            res,
+            412,
+            'PreconditionFailed',
+            'At least one of the pre-conditions you specified did not hold',
+          );
         const { authorization: _, host: __, ...headers } = req.headers;
         const upstream = httpRequest({
           host: '127.0.0.1',
@@ -103,6 +111,31 @@ export async function startS3SignatureGate(options: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Whether a copy's `x-amz-copy-source-if-match` holds, as S3 checks it: s3rver ignores it, and a cache hit's copy
+ * then took a newer capture over the copy that earlier links name (red team). Read just before the copy is passed
+ * on; a request without the condition holds.
+ */
+async function copySourceMatches(headers: IncomingHttpHeaders, upstreamPort: number, upstreamToken: string) {
+  const source = headers['x-amz-copy-source'];
+  const expected = headers['x-amz-copy-source-if-match'];
+  if (typeof source !== 'string' || typeof expected !== 'string') return true;
+  const answer = await new Promise<IncomingMessage>((resolve, reject) => {
+    const head = httpRequest({
+      host: '127.0.0.1',
+      port: upstreamPort,
+      method: 'HEAD',
+      path: `/${source.replace(/^\//, '').split('?')[0]}`,
+      headers: { host: `127.0.0.1:${upstreamPort}`, [GATE_HEADER]: upstreamToken },
+    });
+    head.on('response', resolve);
+    head.on('error', reject);
+    head.end();
+  });
+  answer.resume();
+  return answer.statusCode === 200 && answer.headers.etag === expected;
 }
 
 /** The whole body, or undefined past MAX_BODY_BYTES. */

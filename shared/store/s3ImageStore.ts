@@ -134,7 +134,7 @@ export class S3ImageStore implements ImageStore {
         }),
       ),
     );
-    // The copy's own ETag too: the local S3 API ignores CopySourceIfMatch.
+    // The copy's own ETag too: s3rver ignores CopySourceIfMatch (the local gate checks it just before, s3SignatureGate.ts).
     return answer?.CopyObjectResult?.ETag === etag;
   }
 
