@@ -23,22 +23,42 @@ export async function sendHeadersToOrigin(
     Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]),
   );
   const capture: HeadedCapture = { page, origin, trust: new WeakMap() };
+  /** Each frame's navigations since its document last changed: their verdicts, by the address they ask for. */
+  const pending = new WeakMap<Frame, Map<string, boolean>>();
   page.on('request', (request: HTTPRequest) => {
     if (request.isNavigationRequest() && request.frame() === page.mainFrame()) capture.navigation ??= request;
     const asked = httpOrigin(request.url()) === origin && askedByOrigin(request, capture);
     const frame = request.frame();
-    if (request.isNavigationRequest() && frame) capture.trust.set(frame, asked);
+    if (request.isNavigationRequest() && frame) {
+      const verdicts = pending.get(frame) ?? new Map<string, boolean>();
+      verdicts.set(withoutFragment(request.url()), asked);
+      pending.set(frame, verdicts);
+    }
     void request.continue(asked ? { headers: { ...request.headers(), ...extra } } : undefined);
+  });
+  // A document's trust is its navigation's, once it is in: a navigation that never replaces the document (answered
+  // `204`, a download, one cancelled by the next) leaves the document's own (red team: an origin's export link to a
+  // third party answered 204 took the headers from the rest of the capture). A move within the document keeps it.
+  page.on('framenavigated', (frame: Frame) => {
+    const verdict = pending.get(frame)?.get(withoutFragment(frame.url()));
+    if (verdict === undefined) return;
+    capture.trust.set(frame, verdict);
+    pending.delete(frame);
   });
   await page.setRequestInterception(true);
 }
 
 /**
- * For each frame, whether the origin asked for the navigation that brought its document (its latest, recorded when
- * it starts). An origin document that a stranger's navigation brought in (a third-party frame sent to the origin's
- * login page with `?next=`) runs the origin's code on the stranger's word: what it asks for is the stranger's too.
+ * For each frame, whether the origin asked for the navigation that brought its document. An origin document that a
+ * stranger's navigation brought in (a third-party frame sent to the origin's login page with `?next=`) runs the
+ * origin's code on the stranger's word: what it asks for is the stranger's too.
  */
 type DocumentTrust = WeakMap<Frame, boolean>;
+
+function withoutFragment(url: string): string {
+  const hash = url.indexOf('#');
+  return hash === -1 ? url : url.slice(0, hash);
+}
 
 /** A capture with headers, as its requests are judged. */
 interface HeadedCapture {
