@@ -30,7 +30,9 @@ export async function captureElement(
   // The selector was read by the browser's parser before navigation (selectorCheck.ts).
   const box = await elementBox(world, selector);
   if (!box) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`, 'page');
-  if (!(box.width > 0 && box.height > 0)) {
+  // At least a whole pixel of the image either way: a smaller clip (an element scaled to 0.001) Chromium refuses, which
+  // failed the capture as ours (red team).
+  if (!(box.width * spec.scale >= 1 && box.height * spec.scale >= 1)) {
     throw new CaptureFailedError(spec.url, `The element matching ${shown} has no visible box`, 'page');
   }
   const cap = heightCap(encoding.type) / spec.scale;

@@ -7,7 +7,7 @@ import { boundedFeatures } from '../../shared/capture/adBlocking';
  * (test/reliability/adBlockLongUrls.test.ts). The engines read a bounded part of a document's features.
  */
 describe('the document features the cosmetic filters read', () => {
-  it('are the first 10,000 of each kind, each cut to 8 KB', () => {
+  it('are the first 10,000 of each kind, names cut to 256 characters and links to 1 KB', () => {
     const many = (prefix: string) => Array.from({ length: 200_000 }, (_, i) => `${prefix}${i}`);
     const bounded = boundedFeatures({
       classes: many('c'),
@@ -15,7 +15,8 @@ describe('the document features the cosmetic filters read', () => {
       hrefs: [`https://a.test/?${'x'.repeat(2_000_000)}`, ...many('https://a.test/')],
     });
     for (const values of [bounded.classes, bounded.ids, bounded.hrefs]) expect(values).toHaveLength(10_000);
-    expect(bounded.hrefs[0]).toHaveLength(8 * 1024);
+    expect(bounded.hrefs[0]).toHaveLength(1024);
+    expect(boundedFeatures({ classes: ['c'.repeat(8192)], ids: [], hrefs: [] }).classes[0]).toHaveLength(256);
     expect(bounded.classes.slice(0, 2)).toEqual(['c0', 'c1']);
   });
 
