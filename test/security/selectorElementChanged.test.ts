@@ -53,18 +53,28 @@ const changingElement = (change: string) => `<!doctype html><html><body style="m
   </script>
 </body></html>`;
 
+/** A small JPEG: the 10,000 px elements below are measured in strips, and their image stays light. */
+const LIGHT_JPEG = { format: 'jpeg', quality: 10 };
+
+/** A capture of `#t` in `html`, by a new account. */
+async function shootElement(html: string, options: Record<string, unknown> = {}) {
+  const { apiKey } = await harness.newAccount();
+  return harness.shoot(apiKey, { html, width: 400, height: 320, selector: '#t', ...options });
+}
+
+/** The server errors (ScreenshotServerErrors) such a capture counts, and what it answered. */
+async function serverErrorsOf(html: string, options: Record<string, unknown> = {}) {
+  let answer = '';
+  const documents = await emitted(async () => {
+    const response = await shootElement(html, options);
+    answer = `${response.status} ${response.body.toString('utf8').slice(0, 200)}`;
+  });
+  return { serverErrors: total(documents, METRIC.serverErrors), answer };
+}
+
 describe('a selector capture whose element the page changes once it is measured', () => {
   it('is captured as usual when the page does not change it (control)', { timeout: 120_000 }, async () => {
-    const { apiKey } = await harness.newAccount();
-    const response = await harness.shoot(apiKey, {
-      html: changingElement(''),
-      width: 400,
-      height: 320,
-      selector: '#t',
-      format: 'jpeg',
-      quality: 10,
-    });
-    expect(response.status).toBe(200);
+    expect((await shootElement(changingElement(''), LIGHT_JPEG)).status).toBe(200);
   });
 
   it.each([
@@ -72,21 +82,9 @@ describe('a selector capture whose element the page changes once it is measured'
     ['hidden', "t.style.display = 'none'"],
     ['grown past the element cap', "t.style.height = '40000px'; t.style.width = '40000px'"],
   ])('is never one of our faults: %s', { timeout: 120_000 }, async (_, change) => {
-    const { apiKey } = await harness.newAccount();
-    let answer = '';
-    const documents = await emitted(async () => {
-      const response = await harness.shoot(apiKey, {
-        html: changingElement(change),
-        width: 400,
-        height: 320,
-        selector: '#t',
-        format: 'jpeg',
-        quality: 10,
-      });
-      answer = `${response.status} ${response.body.toString('utf8').slice(0, 200)}`;
-    });
-    // Today: 500 "The page could not be captured" (or "The browser stopped during the capture"), counted here.
-    expect(total(documents, METRIC.serverErrors), answer).toBe(0);
+    const { serverErrors, answer } = await serverErrorsOf(changingElement(change), LIGHT_JPEG);
+    // Before: 500 "The page could not be captured" (or "The browser stopped during the capture"), counted here.
+    expect(serverErrors, answer).toBe(0);
   });
 });
 
@@ -110,32 +108,15 @@ const page = (style: string) =>
 
 describe('a selector capture of an element smaller than a pixel', () => {
   it('is captured as usual at its normal size (control)', { timeout: 120_000 }, async () => {
-    const { apiKey } = await harness.newAccount();
-    const response = await harness.shoot(apiKey, {
-      html: page('width:100px;height:100px'),
-      width: 400,
-      height: 320,
-      selector: '#t',
-    });
-    expect(response.status).toBe(200);
+    expect((await shootElement(page('width:100px;height:100px'))).status).toBe(200);
   });
 
   it.each([
     ['scaled down by a transform', 'width:100px;height:100px;transform:scale(0.001)'],
     ['a third of a pixel wide and high', 'width:0.3px;height:0.3px;overflow:hidden'],
   ])('is never one of our faults: %s', { timeout: 120_000 }, async (_, style) => {
-    const { apiKey } = await harness.newAccount();
-    let answer = '';
-    const documents = await emitted(async () => {
-      const response = await harness.shoot(apiKey, {
-        html: page(style),
-        width: 400,
-        height: 320,
-        selector: '#t',
-      });
-      answer = `${response.status} ${response.body.toString('utf8').slice(0, 200)}`;
-    });
-    // Today: 500 "The browser stopped during the capture", counted here.
-    expect(total(documents, METRIC.serverErrors), answer).toBe(0);
+    const { serverErrors, answer } = await serverErrorsOf(page(style));
+    // Before: 500 "The browser stopped during the capture", counted here.
+    expect(serverErrors, answer).toBe(0);
   });
 });
