@@ -66,7 +66,6 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async refund(accountId: string, cost: number, epoch?: CreditEpoch): Promise<void> {
-    const inEpoch = epochCondition(epoch);
     // A refund whose epoch is over gives nothing.
     await conditionHeld(
       this.db.send(
@@ -74,27 +73,24 @@ export class DynamoCreditLedger implements CreditLedger {
           TableName: this.tableName,
           Key: itemKey.account(accountId),
           UpdateExpression: 'ADD credits :cost',
-          ConditionExpression: inEpoch.condition,
-          ExpressionAttributeNames: inEpoch.names,
-          ExpressionAttributeValues: { ':cost': cost, ...inEpoch.values },
+          ...inEpoch(epoch, { values: { ':cost': cost } }),
         }),
       ),
     );
   }
 
   async refundOnce(accountId: string, cost: number, refundId: string, epoch?: CreditEpoch): Promise<boolean> {
-    const inEpoch = epochCondition(epoch);
     return conditionHeld(
       this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
           UpdateExpression: 'ADD credits :cost SET #mark = :given',
-          ConditionExpression: ['attribute_not_exists(#mark)', inEpoch.condition]
-            .filter(Boolean)
-            .join(' AND '),
-          ExpressionAttributeNames: { '#mark': refundMark(refundId), ...inEpoch.names },
-          ExpressionAttributeValues: { ':cost': cost, ':given': true, ...inEpoch.values },
+          ...inEpoch(epoch, {
+            condition: 'attribute_not_exists(#mark)',
+            names: { '#mark': refundMark(refundId) },
+            values: { ':cost': cost, ':given': true },
+          }),
         }),
       ),
     );
@@ -174,16 +170,26 @@ export function creditEpochOf(item: Record<string, unknown> | undefined): Credit
   return Number(item?.[EPOCH] ?? 0);
 }
 
-/** The condition that the balance is still in `epoch` (none when no epoch is named). */
-export function epochCondition(epoch: CreditEpoch | undefined): {
-  condition?: string;
-  names?: Record<string, string>;
-  values?: Record<string, number>;
-} {
-  if (epoch === undefined) return {};
+/**
+ * A write's condition, names and values as an UpdateCommand takes them, with the condition that the account's balance
+ * is still in `epoch` added to its own (nothing added when no epoch is named).
+ */
+export function inEpoch(
+  epoch: CreditEpoch | undefined,
+  write: { condition?: string; names?: Record<string, string>; values: Record<string, unknown> },
+) {
+  const conditions = write.condition === undefined ? [] : [write.condition];
+  const names = { ...write.names };
+  const values = { ...write.values };
+  if (epoch !== undefined) {
+    conditions.push(epoch === 0 ? '(attribute_not_exists(#epoch) OR #epoch = :epoch)' : '#epoch = :epoch');
+    names['#epoch'] = EPOCH;
+    values[':epoch'] = epoch;
+  }
   return {
-    condition: epoch === 0 ? '(attribute_not_exists(#epoch) OR #epoch = :epoch)' : '#epoch = :epoch',
-    names: { '#epoch': EPOCH },
-    values: { ':epoch': epoch },
+    ...(conditions.length === 0 ? {} : { ConditionExpression: conditions.join(' AND ') }),
+    // DynamoDB refuses an empty map of names.
+    ...(Object.keys(names).length === 0 ? {} : { ExpressionAttributeNames: names }),
+    ExpressionAttributeValues: values,
   };
 }

@@ -6,7 +6,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../accounts/pendingRefunds';
-import { epochCondition, refundMark } from './dynamoCreditLedger';
+import { inEpoch, refundMark } from './dynamoCreditLedger';
 import { isConditionFailure, itemKey, PENDING_REFUNDS_PARTITION, queryItems } from './table';
 
 /**
@@ -47,7 +47,6 @@ export class DynamoPendingRefunds implements PendingRefunds {
     );
     if (!Item) return { outcome: 'notFound' };
     const refund = toRefund(Item);
-    const inEpoch = epochCondition(refund.creditEpoch);
     let balance: number | undefined;
     try {
       const { Attributes } = await this.db.send(
@@ -55,19 +54,11 @@ export class DynamoPendingRefunds implements PendingRefunds {
           TableName: this.tableName,
           Key: itemKey.account(refund.accountId),
           UpdateExpression: 'ADD credits :cost, returnedRefunds :ids',
-          ConditionExpression: [
-            'NOT contains(returnedRefunds, :id) AND attribute_not_exists(#mark)',
-            inEpoch.condition,
-          ]
-            .filter(Boolean)
-            .join(' AND '),
-          ExpressionAttributeNames: { '#mark': refundMark(id), ...inEpoch.names },
-          ExpressionAttributeValues: {
-            ':cost': refund.cost,
-            ':ids': new Set([id]),
-            ':id': id,
-            ...inEpoch.values,
-          },
+          ...inEpoch(refund.creditEpoch, {
+            condition: 'NOT contains(returnedRefunds, :id) AND attribute_not_exists(#mark)',
+            names: { '#mark': refundMark(id) },
+            values: { ':cost': refund.cost, ':ids': new Set([id]), ':id': id },
+          }),
           ReturnValues: 'UPDATED_NEW',
         }),
       );
