@@ -43,7 +43,7 @@ export function statusOf(error: unknown): number {
  * 1 MiB) made a 15 MB answer, more than a buffered Lambda function returns (red team). Past it, one last detail counts
  * the rest.
  */
-export const MAX_ANSWERED_DETAILS = 1_000;
+const MAX_ANSWERED_DETAILS = 1_000;
 
 export class ValidationError extends AppError {
   constructor(

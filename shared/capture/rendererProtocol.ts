@@ -48,7 +48,7 @@ export const MAX_HEADER_BYTES = 64 * 1024 + MAX_METADATA_BYTES;
  * Lambda streams a response of 200 MB at most, its first 6 MB at once and the rest at 2 MB/s at most (AWS Lambda
  * developer guide, "Response streaming for Lambda functions").
  */
-export const LAMBDA_STREAMING = {
+const LAMBDA_STREAMING = {
   maxBytes: 200_000_000,
   uncappedBytes: 6_000_000,
   bytesPerSecond: 2_000_000,
