@@ -1,9 +1,11 @@
 import { once } from 'node:events';
 import {
+  type ClientRequest,
   createServer,
   request as httpRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
+  type OutgoingHttpHeaders,
   type Server,
   type ServerResponse,
 } from 'node:http';
@@ -27,6 +29,8 @@ export interface S3SignatureGate {
   close(): Promise<void>;
 }
 
+type UpstreamRequest = (method: string, path: string, headers?: OutgoingHttpHeaders) => ClientRequest;
+
 /** The header that tells s3rver a request came through this gate. */
 export const GATE_HEADER = 'x-local-s3-gate';
 
@@ -44,6 +48,19 @@ export async function startS3SignatureGate(options: {
   port: number;
 }): Promise<S3SignatureGate> {
   const verify = sigV4Verifier(options.credentials, options.region);
+  /** A request to s3rver, marked as come through this gate. */
+  const toUpstream: UpstreamRequest = (method, path, headers = {}) =>
+    httpRequest({
+      host: '127.0.0.1',
+      port: options.upstreamPort,
+      method,
+      path,
+      headers: {
+        ...headers,
+        host: `127.0.0.1:${options.upstreamPort}`,
+        [GATE_HEADER]: options.upstreamToken,
+      },
+    });
   let ownHost = '';
   const server: Server = createServer((req, res) => {
     // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
@@ -69,7 +86,7 @@ export async function startS3SignatureGate(options: {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
         if (!bodyMatchesHash(req.headers, body))
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
-        if (!(await copySourceMatches(req.headers, options.upstreamPort, options.upstreamToken)))
+        if (!(await copySourceMatches(req.headers, toUpstream)))
           return deny(
             res,
             412,
@@ -77,17 +94,7 @@ export async function startS3SignatureGate(options: {
             'At least one of the pre-conditions you specified did not hold',
           );
         const { authorization: _, host: __, ...headers } = req.headers;
-        const upstream = httpRequest({
-          host: '127.0.0.1',
-          port: options.upstreamPort,
-          method,
-          path: withoutSignature(target),
-          headers: {
-            ...headers,
-            host: `127.0.0.1:${options.upstreamPort}`,
-            [GATE_HEADER]: options.upstreamToken,
-          },
-        });
+        const upstream = toUpstream(method, withoutSignature(target), headers);
         upstream.on('response', (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -118,18 +125,12 @@ export async function startS3SignatureGate(options: {
  * then took a newer capture over the copy that earlier links name (red team). Read just before the copy is passed
  * on; a request without the condition holds.
  */
-async function copySourceMatches(headers: IncomingHttpHeaders, upstreamPort: number, upstreamToken: string) {
+async function copySourceMatches(headers: IncomingHttpHeaders, toUpstream: UpstreamRequest) {
   const source = headers['x-amz-copy-source'];
   const expected = headers['x-amz-copy-source-if-match'];
   if (typeof source !== 'string' || typeof expected !== 'string') return true;
   const answer = await new Promise<IncomingMessage>((resolve, reject) => {
-    const head = httpRequest({
-      host: '127.0.0.1',
-      port: upstreamPort,
-      method: 'HEAD',
-      path: `/${source.replace(/^\//, '').split('?')[0]}`,
-      headers: { host: `127.0.0.1:${upstreamPort}`, [GATE_HEADER]: upstreamToken },
-    });
+    const head = toUpstream('HEAD', `/${source.replace(/^\//, '').split('?')[0]}`);
     head.on('response', resolve);
     head.on('error', reject);
     head.end();

@@ -253,7 +253,7 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 function listens(url: string): Promise<boolean> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
-    const socket = connect({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port) });
+    const socket = connect({ host: hostname, port: Number(port) });
     const settle = (alive: boolean) => {
       socket.destroy();
       resolve(alive);
