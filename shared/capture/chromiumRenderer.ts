@@ -33,7 +33,7 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
-import { guardRequestRate, MAX_REQUESTS_PER_SECOND, tooManyRequests } from './pageRequestGuard';
+import { guardRequestRate, MAX_REQUESTS_PER_SECOND, TOO_MANY_REQUESTS } from './pageRequestGuard';
 import { viewportOrigin } from './pageScripts';
 import { printPdf } from './pdfPrint';
 import {
@@ -184,7 +184,7 @@ export class ChromiumRenderer implements Renderer {
     );
     const requests = guardRequestRate(tab.page, MAX_REQUESTS_PER_SECOND, () => {
       logger.warn('Page stopped for its requests', { host: hostOf(spec.url) });
-      fail(new CaptureFailedError(spec.url, tooManyRequests(MAX_REQUESTS_PER_SECOND), 'page'));
+      fail(new CaptureFailedError(spec.url, TOO_MANY_REQUESTS, 'page'));
     });
     try {
       const result = await Promise.race([this.shoot(tab, spec, budget), stopped]);

@@ -10,8 +10,7 @@ import type { Page } from 'puppeteer-core';
 export const MAX_REQUESTS_PER_SECOND = 2_000;
 
 /** Told to the customer when the page passed the limit. */
-export const tooManyRequests = (perSecond: number) =>
-  `The page started more than ${perSecond.toLocaleString('en-US')} requests within a second`;
+export const TOO_MANY_REQUESTS = `The page started more than ${MAX_REQUESTS_PER_SECOND.toLocaleString('en-US')} requests within a second`;
 
 export interface RequestGuard {
   stop(): void;
