@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { AdmissionRound } from '../accounts/admissionRound';
+import type { AdmissionAsk, AdmissionRound } from '../accounts/admissionRound';
 import type { CreditEpoch, CreditLedger } from '../accounts/creditLedger';
+import { FullWindows } from '../accounts/fullWindows';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
@@ -9,7 +10,13 @@ import type { CaptureSpec, Renderer } from '../capture/renderer';
 import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
-import { CapacityFullError, CaptureFailedError, ClientGoneError, TooManyCapturesError } from '../errors';
+import {
+  CapacityFullError,
+  CaptureFailedError,
+  ClientGoneError,
+  RateLimitedError,
+  TooManyCapturesError,
+} from '../errors';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
@@ -100,6 +107,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   const budgetMs = deps.captureBudgetMs ?? CAPTURE_BUDGET_MS;
   const { admissions } = deps;
   const delivery = imageDelivery({ images: deps.images, now });
+  const fullWindows = new FullWindows();
   const refundDeps = {
     credits: deps.credits,
     pendingRefunds: deps.pendingRefunds,
@@ -180,6 +188,17 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const deadline = Math.min(admittedAt + budgetMs, input.deadline + (admittedAt - queuedAt));
       if (input.signal?.aborted) throw new ClientGoneError();
       const { accountId } = identity;
+      // A signed link spends its key's own budget, never the account's API window.
+      const budget = 'signed' in input ? 'signedLink' : 'api';
+      // A window this process saw full refuses at once: the 429 comes first, and nothing else is worth doing.
+      const spent = fullWindows.refusal(identity, budget, now());
+      if (spent) {
+        rateLimit = spent;
+        await deps.keys
+          .touchLastUsed(identity, now())
+          .catch((error) => logger.warn('lastUsed not recorded', { error }));
+        throw new RateLimitedError(spent.limit, spent.reset);
+      }
       // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
       // for the cache looks there (the image store, not the table): both come first, so that admission is one round
       // (one write of the account item, deployed). With the key's lookup that is two sequential round trips before
@@ -213,14 +232,15 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
       }
       const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
-      const verdict = await admissions.admit({
+      const ask: AdmissionAsk = {
         identity,
-        // A signed link spends its key's own budget, never the account's API window.
-        budget: 'signed' in input ? 'signedLink' : 'api',
+        budget,
         now: now(),
         slot: cached || queued ? 'none' : cost === undefined ? 'check' : { until: deadline },
         ...(cost === undefined ? {} : { cost }),
-      });
+      };
+      const verdict = await admissions.admit(ask);
+      fullWindows.note(ask, verdict);
       rateLimit = verdict.rateLimit;
       if (!verdict.admitted) throw verdict.refusal;
       if (cached) return { ok: true, rateLimit, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
@@ -232,8 +252,6 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           undelivered: NOTHING_TO_GIVE_BACK,
         };
       const { leaseId, newcomer } = verdict;
-      // A slot taken again as a penalty is the same pool's as the capture's own (linkSlotLimit).
-      const pool = 'signed' in input ? 'signedLink' : 'api';
       const release = async (penaltyUntil?: number) => {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
@@ -282,17 +300,17 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           ? NOTHING_TO_GIVE_BACK
           : async () => {
               await giveBack();
-              await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()), pool);
+              await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()), budget);
               return true;
             };
         return { ok: true, rateLimit, screenshot, undelivered };
       } finally {
         // A capture that ended free costs its account the slot, for a while longer: its own, or one taken again
-        // when it had gone back already.
+        // when it had gone back already, from the same pool as its own (linkSlotLimit).
         if (released === undefined) await release(penaltyUntil);
         else {
           await released;
-          if (penaltyUntil !== undefined) await admissions.holdSlot(accountId, now(), penaltyUntil, pool);
+          if (penaltyUntil !== undefined) await admissions.holdSlot(accountId, now(), penaltyUntil, budget);
         }
       }
     } catch (error) {

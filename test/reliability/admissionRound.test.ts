@@ -1,14 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import type { AdmissionAsk } from '../../shared/accounts/admissionRound';
 import { RATE_WINDOW_MS } from '../../shared/accounts/rateLimiter';
 import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../../shared/errors';
+import { keyManagement } from '../../shared/keys/keyManagement';
+import { captureScreenshot } from '../../shared/screenshot/captureScreenshot';
+import { outcomeStatus } from '../../shared/screenshot/outcome';
+import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoAdmissionRound } from '../../shared/store/dynamoAdmissionRound';
 import { DynamoCaptureSlots } from '../../shared/store/dynamoCaptureSlots';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { DynamoKeyStore } from '../../shared/store/dynamoKeyStore';
 import { itemKey } from '../../shared/store/table';
+import { fakeSessions, MemoryImageStore, MemoryKeyStore, memoryScreenshotDeps } from '../helpers/memoryPorts';
 import { startTestStore, TEST_TABLE } from '../helpers/store';
 
 /**
@@ -269,5 +275,56 @@ describe('the admission round in DynamoDB', () => {
     expect((await keys.get(identity.accountId, identity.keyId))?.lastUsed).toBe(NOW - 1_000);
     expect((await admissions.admit({ ...capture(identity, 1), slot: 'none' })).admitted).toBe(true);
     expect((await keys.list(identity.accountId))[0]?.lastUsed).toBe(NOW);
+  });
+});
+
+describe('a window DynamoDB refused, in the screenshot route', () => {
+  it('refuses the next requests of this process at once: no host lookup, no read of the cache', async () => {
+    const keys = new MemoryKeyStore();
+    const { key } = await keyManagement({
+      sessions: fakeSessions,
+      keys,
+      credits,
+      cipher: new AesGcmSecretCipher(randomBytes(32)),
+      freeCredits: 0,
+      now: () => NOW,
+    }).createKey('session:full-window', () => ({ name: 'k' }));
+    await credits.set('full-window', 50);
+    const looked: string[] = [];
+    const images = new MemoryImageStore();
+    const capture = captureScreenshot(
+      memoryScreenshotDeps({
+        keys,
+        credits,
+        admissions: round({ limit: 1 }),
+        images,
+        urlPolicy: {
+          async assertAllowed(url) {
+            looked.push(new URL(url).hostname);
+          },
+        },
+        now: () => NOW,
+      }),
+    );
+    const shot = (host: string) =>
+      capture({
+        apiKey: key,
+        request: () => ({ url: `https://${host}/`, cache: true }),
+        deadline: NOW + 60_000,
+      });
+
+    expect(outcomeStatus(await shot('first.test'))).toBe(200);
+    const refused = await shot('second.test');
+    expect(outcomeStatus(refused)).toBe(429);
+    const reads = { ...images.calls };
+
+    const again = await Promise.all(['third.test', 'fourth.test'].map(shot));
+
+    expect(again.map(outcomeStatus)).toEqual([429, 429]);
+    expect(again[1]?.rateLimit).toEqual(refused.rateLimit);
+    expect(looked).toEqual(['first.test', 'second.test']);
+    expect(images.calls).toEqual(reads);
+    // Nothing more was counted: the window holds the one admitted request.
+    expect(await accountItem('full-window')).toMatchObject({ [`rate#${NOW - (NOW % RATE_WINDOW_MS)}`]: 1 });
   });
 });
