@@ -37,9 +37,7 @@ export async function startPageServer(
     }
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
   });
-  server.listen(0, host);
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOn(server, host);
   return {
     origin: `http://${host}:${port}`,
     port,
@@ -50,6 +48,27 @@ export async function startPageServer(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Listens on `host` and gives the port. On 127.0.0.1 the kernel picks it. On another loopback address a port it
+ * would pick could be one the service listens on at 127.0.0.1 at the same moment (each capture's egress route opens
+ * one), and the egress gate refuses a private address on the service's own ports whatever its address (ownPorts.ts):
+ * the page would fail now and then. So there the port comes from below the kernel's ephemeral range (32768 and up
+ * on Linux), where no `listen(0)` of the service lands.
+ */
+async function listenOn(server: Server, host: string): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const wanted = host === '127.0.0.1' ? 0 : 20_000 + Math.floor(Math.random() * 12_000);
+    server.listen(wanted, host);
+    try {
+      await once(server, 'listening');
+      return (server.address() as AddressInfo).port;
+    } catch (error) {
+      // Taken by another test's server: try another port.
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 20) throw error;
+    }
+  }
 }
 
 /** A complete HTML document with a solid background, handy for checking pixels. */
