@@ -190,15 +190,19 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const { accountId } = identity;
       // A signed link spends its key's own budget, never the account's API window.
       const budget = 'signed' in input ? 'signedLink' : 'api';
-      // A window this process saw full refuses at once: the 429 comes first, and nothing else is worth doing.
-      const spent = fullWindows.refusal(identity, budget, now());
-      if (spent) {
+      /** A window this process saw full refuses without asking the store (FullWindows). */
+      const refuseWhenSpent = async () => {
+        const spent = fullWindows.refusal(identity, budget, now());
+        if (!spent) return;
         rateLimit = spent;
         await deps.keys
           .touchLastUsed(identity, now())
           .catch((error) => logger.warn('lastUsed not recorded', { error }));
         throw new RateLimitedError(spent.limit, spent.reset);
-      }
+      };
+      // The API window's 429 comes first of all, so nothing else is worth doing. A signed link's budget comes after
+      // validation and the cache: a link answered from the cache, or by a 304, costs none of it (docs/api.md 15.3).
+      if (budget === 'api') await refuseWhenSpent();
       // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
       // for the cache looks there (the image store, not the table): both come first, so that admission is one round
       // (one write of the account item, deployed). With the key's lookup that is two sequential round trips before
@@ -231,6 +235,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           .catch((error) => logger.warn('lastUsed not recorded', { error }));
         return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
       }
+      if (budget === 'signedLink') await refuseWhenSpent();
       const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
       const ask: AdmissionAsk = {
         identity,
