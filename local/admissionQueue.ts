@@ -1,10 +1,12 @@
 import { type CaptureCapacity, mayStart } from '../shared/accounts/fairShare';
-import { CapacityFullError, OverloadedError } from '../shared/errors';
+import { CapacityFullError, ClientGoneError, OverloadedError } from '../shared/errors';
 import type { Admission } from '../shared/screenshot/admission';
 
 interface Waiter {
   accountId: string;
   start: () => void;
+  /** Ends the wait with an error: its client left, or its place went to an account that waited less. */
+  refuse: (error: Error) => void;
   /** A queued job's, which holds one of the local queue's pollers while it waits. */
   job?: true;
 }
@@ -14,7 +16,11 @@ interface Waiter {
  * accounts (docs/api.md, "Fair sharing of capture capacity"): up to `capacity.shared` tasks run for anyone, up to
  * `capacity.headroom` more only for accounts with nothing running, up to `maxWaiting` more wait, and anything
  * beyond gets OverloadedError (503) at once. When a place frees, the waiting account that runs the fewest tasks goes
- * next (the earliest of its requests first), so no account holds more than its share while others wait.
+ * next (the earliest of its requests first), so no account holds more than its share while others wait. The waiting
+ * places are shared the same way: when they are all taken, a request of an account that waits with fewer takes the
+ * place of the latest request of the account that waits with the most (which gets the 503), and a request whose
+ * client left gives its place up at once (red team, round 13: one account's requests, or requests nobody waited for
+ * any more, held every place and turned the others away).
  */
 export class AdmissionQueue implements Admission {
   private readonly running = new Map<string, number>();
@@ -26,20 +32,8 @@ export class AdmissionQueue implements Admission {
     private readonly maxWaiting: number,
   ) {}
 
-  async run<T>(accountId: string, task: () => Promise<T>, job?: true): Promise<T> {
-    if (this.mayStart(accountId)) {
-      this.take(accountId);
-    } else {
-      if (this.waiting.length >= this.maxWaiting) throw new OverloadedError();
-      // The place is taken for us by whoever frees it, so a newcomer cannot slip in between.
-      await new Promise<void>((start) => this.waiting.push({ accountId, start, ...(job ? { job } : {}) }));
-    }
-    try {
-      return await task();
-    } finally {
-      this.free(accountId);
-      this.startWaiting();
-    }
+  run<T>(accountId: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.enter(accountId, task, signal);
   }
 
   /**
@@ -51,7 +45,67 @@ export class AdmissionQueue implements Admission {
   async runJob<T>(accountId: string, task: () => Promise<T>): Promise<T> {
     if (!this.mayStart(accountId) && this.waiting.some((w) => w.job && w.accountId === accountId))
       throw new CapacityFullError();
-    return this.run(accountId, task, true);
+    return this.enter(accountId, task, undefined, true);
+  }
+
+  private async enter<T>(
+    accountId: string,
+    task: () => Promise<T>,
+    signal: AbortSignal | undefined,
+    job?: true,
+  ): Promise<T> {
+    if (this.mayStart(accountId)) this.take(accountId);
+    // The place is taken for us by whoever frees it, so a newcomer cannot slip in between.
+    else await this.wait(accountId, signal, job);
+    try {
+      return await task();
+    } finally {
+      this.free(accountId);
+      this.startWaiting();
+    }
+  }
+
+  private wait(accountId: string, signal: AbortSignal | undefined, job?: true): Promise<void> {
+    if (signal?.aborted) return Promise.reject(new ClientGoneError());
+    if (this.waiting.length >= this.maxWaiting && !this.makeRoomFor(accountId))
+      return Promise.reject(new OverloadedError());
+    return new Promise<void>((start, refuse) => {
+      const gone = () => {
+        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        waiter.refuse(new ClientGoneError());
+      };
+      const waiter: Waiter = {
+        accountId,
+        start: () => {
+          signal?.removeEventListener('abort', gone);
+          start();
+        },
+        refuse: (error) => {
+          signal?.removeEventListener('abort', gone);
+          refuse(error);
+        },
+        ...(job ? { job } : {}),
+      };
+      signal?.addEventListener('abort', gone, { once: true });
+      this.waiting.push(waiter);
+    });
+  }
+
+  /**
+   * Every waiting place is taken: the latest request of the account that waits with the most gives its place up,
+   * when that account waits with at least two more than `accountId` (so the two never trade a place back and forth).
+   * A job is never the one to go: an account has one waiting at most, and it holds one of the pollers.
+   */
+  private makeRoomFor(accountId: string): boolean {
+    const counts = new Map<string, number>();
+    for (const waiter of this.waiting) counts.set(waiter.accountId, (counts.get(waiter.accountId) ?? 0) + 1);
+    const [most, count] = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
+    if (count < (counts.get(accountId) ?? 0) + 2) return false;
+    const index = this.waiting.findLastIndex((waiter) => waiter.accountId === most && !waiter.job);
+    if (index < 0) return false;
+    const [displaced] = this.waiting.splice(index, 1) as [Waiter];
+    displaced.refuse(new OverloadedError());
+    return true;
   }
 
   private mayStart(accountId: string): boolean {

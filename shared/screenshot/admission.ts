@@ -4,7 +4,8 @@
  * its function does. The capture's time budget starts when the task starts, not when the request arrived.
  */
 export interface Admission {
-  run<T>(accountId: string, task: () => Promise<T>): Promise<T>;
+  /** Runs `task` in its turn; a request whose client left (`signal`) may be dropped while it waits (ClientGoneError). */
+  run<T>(accountId: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T>;
 }
 
 /** No queue: the request runs at once (Lambda). */

@@ -133,9 +133,13 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     // An async capture is only accepted here, and runs from the job queue: it waits for no capture place (the local
     // queue's), as deployed. Waiting behind captures, its Idempotency-Key could outlive its "being accepted".
     const waiting = asksAsync(request) ? IMMEDIATE_ADMISSION : admission;
-    const outcome = await waiting
-      .run(identity.accountId, () => admitted(identity, { ...input, request }, queuedAt))
-      .catch((error): ScreenshotOutcome => ({ ok: false, error }));
+    // The API window's 429 comes first of all: a window this process saw full refuses before any other work, waiting
+    // for a place (the local queue's) included.
+    const outcome =
+      (!('signed' in input) && (await refusedWhenSpent(identity, 'api'))) ||
+      (await waiting
+        .run(identity.accountId, () => admitted(identity, { ...input, request }, queuedAt), input.signal)
+        .catch((error): ScreenshotOutcome => ({ ok: false, error })));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
     // A queued job's usage is recorded when it finishes, as a capture's is (shared/jobs/runJob.ts).
@@ -175,6 +179,19 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     }
   }
 
+  /** The rate limit's refusal of a request counted against a window this process saw full (FullWindows), if any. */
+  async function refusedWhenSpent(
+    identity: KeyIdentity,
+    budget: AdmissionAsk['budget'],
+  ): Promise<ScreenshotOutcome | undefined> {
+    const spent = fullWindows.refusal(identity, budget, now());
+    if (!spent) return undefined;
+    await deps.keys
+      .touchLastUsed(identity, now())
+      .catch((error) => logger.warn('lastUsed not recorded', { error }));
+    return { ok: false, error: new RateLimitedError(spent.limit, spent.reset), rateLimit: spent };
+  }
+
   async function admitted(
     identity: KeyIdentity,
     input: ScreenshotInput,
@@ -190,19 +207,6 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const { accountId } = identity;
       // A signed link spends its key's own budget, never the account's API window.
       const budget = 'signed' in input ? 'signedLink' : 'api';
-      /** A window this process saw full refuses without asking the store (FullWindows). */
-      const refuseWhenSpent = async () => {
-        const spent = fullWindows.refusal(identity, budget, now());
-        if (!spent) return;
-        rateLimit = spent;
-        await deps.keys
-          .touchLastUsed(identity, now())
-          .catch((error) => logger.warn('lastUsed not recorded', { error }));
-        throw new RateLimitedError(spent.limit, spent.reset);
-      };
-      // The API window's 429 comes first of all, so nothing else is worth doing. A signed link's budget comes after
-      // validation and the cache: a link answered from the cache, or by a 304, costs none of it (docs/api.md 15.3).
-      if (budget === 'api') await refuseWhenSpent();
       // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
       // for the cache looks there (the image store, not the table): both come first, so that admission is one round
       // (one write of the account item, deployed). With the key's lookup that is two sequential round trips before
@@ -235,7 +239,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           .catch((error) => logger.warn('lastUsed not recorded', { error }));
         return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
       }
-      if (budget === 'signedLink') await refuseWhenSpent();
+      // A signed link's budget comes after validation and the cache: a link answered from the cache, or by a 304,
+      // costs none of it (docs/api.md 15.3).
+      if (budget === 'signedLink') {
+        const spent = await refusedWhenSpent(identity, budget);
+        if (spent) return spent;
+      }
       const cost = 'valid' in checked && !cached ? creditCost(checked.valid.spec) : undefined;
       const ask: AdmissionAsk = {
         identity,

@@ -123,6 +123,72 @@ describe('the local capture queue', () => {
   });
 });
 
+describe('the local capture queue’s waiting places', () => {
+  /** One place running (account r), `places` waiting places; what each new request came to. */
+  function fullQueue(places: number) {
+    const queue = new AdmissionQueue({ shared: 1, headroom: 0 }, places);
+    const runner = held(queue, 'r');
+    const outcomes: string[] = [];
+    const wait = (accountId: string, signal?: AbortSignal) => {
+      const finished = deferred();
+      const done = queue
+        .run(accountId, () => finished.promise, signal)
+        .then(
+          () => `${accountId} ran`,
+          (error: unknown) => `${accountId} ${(error as AppError).status}`,
+        )
+        .then((outcome) => {
+          outcomes.push(outcome);
+          return outcome;
+        });
+      return { finish: finished.resolve, done };
+    };
+    return { queue, runner, outcomes, wait };
+  }
+
+  it('goes to an account that waits with fewer: the latest of the account that waits with the most makes way', async () => {
+    const { runner, outcomes, wait } = fullQueue(4);
+    const attacker = ['a', 'a', 'a', 'a'].map((id) => wait(id));
+    const victim = wait('v');
+    await tick();
+    // The attacker's latest request was answered 503; the victim waits in its place.
+    expect(outcomes).toEqual(['a 503']);
+    const second = wait('v');
+    await tick();
+    expect(outcomes).toEqual(['a 503', 'a 503']);
+    // Two each: neither takes a place from the other now, and a third account still gets one.
+    const third = wait('v');
+    await tick();
+    expect(outcomes).toEqual(['a 503', 'a 503', 'v 503']);
+    for (const task of [...attacker, victim, second, third]) task.finish();
+    runner.finish();
+    await Promise.all([...attacker, victim, second, third].map((task) => task.done));
+    expect(outcomes.filter((outcome) => outcome.endsWith('ran')).sort()).toEqual([
+      'a ran',
+      'a ran',
+      'v ran',
+      'v ran',
+    ]);
+  });
+
+  it('is given up at once by a request whose client left, and never taken by one that already had', async () => {
+    const { runner, outcomes, wait } = fullQueue(2);
+    const leaving = new AbortController();
+    const gone = [wait('a', leaving.signal), wait('a', leaving.signal)];
+    leaving.abort();
+    await Promise.all(gone.map((task) => task.done));
+    expect(outcomes).toEqual(['a 499', 'a 499']);
+    expect(await wait('b', AbortSignal.abort()).done).toBe('b 499');
+    // Both places are free again: two requests wait, and run in turn.
+    const waiting = [wait('c'), wait('d')];
+    await tick();
+    expect(outcomes).toHaveLength(3);
+    for (const task of waiting) task.finish();
+    runner.finish();
+    expect(await Promise.all(waiting.map((task) => task.done))).toEqual(['c ran', 'd ran']);
+  });
+});
+
 /**
  * Deployed, the capacity is the renderers' reserved concurrency: the front over Lambda that throttles each renderer
  * beyond its reservation (2 shared, 1 headroom), the account slots in memory (3 per account).

@@ -1,0 +1,88 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { awayFromWindowEdge } from '../helpers/rateWindow';
+
+/**
+ * Red team (round 13b), capacity: the local admission queue (local/admissionQueue.ts) shares its *running* places
+ * fairly (the waiting account that runs the fewest goes next), but its *waiting* places (LOCAL_MAX_QUEUED) are one
+ * pool, first come first served, with no bound per account. One account may fill every one of them, far past what it
+ * may run itself (MAX_CONCURRENT_CAPTURES) and past what its rate window lets it do: a request is counted against the
+ * window, and the new FullWindows memo refuses it, only once it has left the queue (captureScreenshot's `admitted`).
+ * Its waiting requests cost it nothing (here all but one of them are answered 429 for free when they finally run),
+ * yet while they wait every other account whose request must wait is turned away with 503 at once: the fair order
+ * that would have run the other account first never gets to see its request.
+ *
+ * Setup (npm start's service over HTTP, real Chromium and dynalite): 2 shared places + 1 of headroom, 8 waiting
+ * places, a rate limit of 3. Account B runs two captures of a page that takes 8 s (both shared places), account C one
+ * (the headroom), then B sends 8 more requests (its window has room for one of them). Account V, which runs nothing,
+ * asks for one capture: it is answered 503 at once, though fair sharing would start it before any of B's waiting
+ * requests as soon as a place frees (about 8 s later).
+ *
+ * Fixed: when every waiting place is taken, a request of an account that waits with fewer takes the place of the
+ * latest request of the account that waits with the most, which gets the 503 (local/admissionQueue.ts); and a window
+ * known full refuses before the queue (shared/screenshot/captureScreenshot.ts).
+ */
+
+const SLOW_MS = 8_000;
+
+let pages: PageServer;
+let service: TestLocalService;
+
+beforeAll(async () => {
+  await awayFromWindowEdge(60_000);
+  pages = await startPageServer({
+    '/red': solidPage('#ff0000'),
+    '/slow': solidPage('#00ff00', '', '<img src="/slow.png">'),
+    '/slow.png': (_, res) => {
+      setTimeout(() => res.writeHead(404).end(), SLOW_MS);
+    },
+  });
+  service = await startTestLocalService({
+    ALLOW_PRIVATE_HOSTS: pages.hostPort,
+    FREE_CREDITS: '20',
+    RATE_LIMIT_PER_HOUR: '3',
+    LOCAL_MAX_CAPTURES: '2',
+    CAPTURE_HEADROOM: '1',
+    LOCAL_MAX_QUEUED: '8',
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close();
+  await pages?.close();
+});
+
+async function shoot(apiKey: string, url: string): Promise<number> {
+  const response = await service.request('/api/screenshot', { bearer: apiKey, body: { url } });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+describe('the local queue’s waiting places', () => {
+  it('are not all taken by one account whose waiting requests cost it nothing', async () => {
+    const [b, c, v] = [await service.newAccount(), await service.newAccount(), await service.newAccount()];
+    const slow = `${pages.origin}/slow`;
+
+    // Both shared places (B) and the headroom (C) run captures of a page that loads in 8 s.
+    const running = [shoot(b.apiKey, slow), shoot(b.apiKey, slow)];
+    await sleep(1_000);
+    running.push(shoot(c.apiKey, slow));
+    await sleep(1_000);
+    // B fills every waiting place; its window has room for one more request, the other seven are refused 429.
+    const waitingB = Array.from({ length: 8 }, (_, i) => shoot(b.apiKey, `${pages.origin}/red?b=${i}`));
+    await sleep(1_500);
+
+    const started = Date.now();
+    const victim = await shoot(v.apiKey, `${pages.origin}/red?v`);
+    const victimMs = Date.now() - started;
+
+    const [bStatuses, runningStatuses] = await Promise.all([Promise.all(waitingB), Promise.all(running)]);
+    expect(runningStatuses).toEqual([200, 200, 200]);
+    // What B's eight waiting requests came to: its latest made way for V (503), one capture, six free 429s.
+    expect([...bStatuses].sort()).toEqual([200, 429, 429, 429, 429, 429, 429, 503]);
+    // Before the fix: V is answered 503 at once (in a few ms), never having waited.
+    expect({ victim, answeredAtOnce: victimMs < 1_000 }).toEqual({ victim: 200, answeredAtOnce: false });
+  }, 60_000);
+});
