@@ -1,6 +1,6 @@
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import type { Screenshot } from '../delivery/imageDelivery';
-import { PayloadTooLargeError, ValidationError } from '../errors';
+import { PayloadTooLargeError } from '../errors';
 import { holdsHtml, MAX_HTML_BODY_BYTES, MAX_SCREENSHOT_BODY_BYTES } from '../screenshot/bodySize';
 import type { CaptureScreenshot, ScreenshotCredential } from '../screenshot/captureScreenshot';
 import { RASTER_TYPES } from '../screenshot/outputFields';
@@ -53,23 +53,15 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
     return { apiKey: bearerCredential(request), request: screenshotBody(request) };
   }
   const { [KEY_ID_PARAM]: keyId, [SIGNATURE_PARAM]: signature, ...options } = request.query;
-  const repeated = request.repeatedQueryNames ?? [];
   return {
-    signed: { keyId, signature, canonicalQuery: canonicalQuery(request.query) },
-    request: () => {
+    signed: {
+      keyId,
+      signature,
+      canonicalQuery: canonicalQuery(request.query),
       // One value per name: a link whose meaning depends on which copy a reader keeps is refused.
-      if (repeated.length > 0) {
-        throw new ValidationError(
-          repeated.map((name) => ({
-            code: 'duplicate_parameter',
-            path: [name],
-            message: `The parameter ${name} appears more than once; give each parameter once`,
-          })),
-          'Invalid request body',
-        );
-      }
-      return requestFromQuery(screenshotRequest, options);
+      repeatedNames: request.repeatedQueryNames ?? [],
     },
+    request: () => requestFromQuery(screenshotRequest, options),
   };
 }
 

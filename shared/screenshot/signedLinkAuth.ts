@@ -1,4 +1,4 @@
-import { UnauthorizedError } from '../errors';
+import { UnauthorizedError, ValidationError } from '../errors';
 import { KEY_ID_PATTERN } from '../keys/apiKey';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import type { SecretCipher } from '../signing/secretCipher';
@@ -8,7 +8,10 @@ import { signatureMatches } from '../signing/signedLink';
 export interface SignedCredential {
   keyId: string | undefined;
   signature: string | undefined;
+  /** Built from one value per name (the last one). */
   canonicalQuery: string;
+  /** Names the query repeats: the signature covers only one of their values. */
+  repeatedNames?: readonly string[];
 }
 
 const INVALID = 'Invalid signature';
@@ -34,5 +37,18 @@ export async function authenticateSignedLink(
     throw new UnauthorizedError(INVALID);
   }
   if (!key.identity.isActive) throw new UnauthorizedError('API key has been revoked');
+  // Refused here, before the link's budget is counted: anyone holding a link could otherwise repeat one of its names
+  // in front of it (the signature covers the last value) and spend the key's budget with 400s (red team, round 13).
+  const repeated = credential.repeatedNames ?? [];
+  if (repeated.length > 0) {
+    throw new ValidationError(
+      repeated.map((name) => ({
+        code: 'duplicate_parameter',
+        path: [name],
+        message: `The parameter ${name} appears more than once; give each parameter once`,
+      })),
+      'Invalid request body',
+    );
+  }
   return key.identity;
 }
