@@ -67,33 +67,50 @@ export class DynamoCreditLedger implements CreditLedger {
 
   async refund(accountId: string, cost: number, epoch?: CreditEpoch): Promise<void> {
     // A refund whose epoch is over gives nothing.
-    await conditionHeld(
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: itemKey.account(accountId),
-          UpdateExpression: 'ADD credits :cost',
-          ...inEpoch(epoch, { values: { ':cost': cost } }),
-        }),
-      ),
-    );
+    await this.giveBack(accountId, cost, epoch);
   }
 
   async refundOnce(accountId: string, cost: number, refundId: string, epoch?: CreditEpoch): Promise<boolean> {
-    return conditionHeld(
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: itemKey.account(accountId),
-          UpdateExpression: 'ADD credits :cost SET #mark = :given',
-          ...inEpoch(epoch, {
-            condition: 'attribute_not_exists(#mark)',
-            names: { '#mark': refundMark(refundId) },
-            values: { ':cost': cost, ':given': true },
+    return this.giveBack(accountId, cost, epoch, refundMark(refundId));
+  }
+
+  /**
+   * Adds `cost` back, in `epoch` and (with `mark`) once: whether it was given. A balance within `cost` of the ceiling
+   * (an operator filled it while the credits were reserved) is filled to MAX_BALANCE instead, never past it, where
+   * its number would no longer be exact (red team, round 13). A reservation between the two tries sends it round
+   * again.
+   */
+  private async giveBack(accountId: string, cost: number, epoch: CreditEpoch | undefined, mark?: string) {
+    const write = (toCeiling: boolean) =>
+      conditionHeld(
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: itemKey.account(accountId),
+            UpdateExpression: [
+              toCeiling ? 'SET credits = :max' : 'ADD credits :cost',
+              mark === undefined ? '' : `${toCeiling ? ',' : ' SET'} #mark = :given`,
+            ].join(''),
+            ...inEpoch(epoch, {
+              condition: [
+                ...(mark === undefined ? [] : ['attribute_not_exists(#mark)']),
+                toCeiling ? 'credits > :ceiling' : '(attribute_not_exists(credits) OR credits <= :ceiling)',
+              ].join(' AND '),
+              ...(mark === undefined ? {} : { names: { '#mark': mark } }),
+              values: {
+                ':ceiling': MAX_BALANCE - cost,
+                ...(toCeiling ? { ':max': MAX_BALANCE } : { ':cost': cost }),
+                ...(mark === undefined ? {} : { ':given': true }),
+              },
+            }),
           }),
-        }),
-      ),
-    );
+        ),
+      );
+    for (let round = 0; round < 2; round++) {
+      if ((await write(false)) || (await write(true))) return true;
+    }
+    // Its epoch is over, or it was given already.
+    return false;
   }
 
   async forgetRefund(accountId: string, refundId: string): Promise<void> {
