@@ -8,6 +8,15 @@ import type { Batch, Job, NewJob, StoredResult, WebhookOutcome } from './job';
  */
 export const REFUND_CLAIM_MS = JOB_WORKER_TIMEOUT_MS;
 
+/**
+ * How long one delivery's claim on a webhook attempt holds (`webhookClaimedUntil`): the attempt's own 10 s, its writes
+ * and the queueing of the next, with room. A copy of its message that comes meanwhile looks again after it.
+ */
+export const WEBHOOK_CLAIM_MS = 60_000;
+
+/** A delivery's claim on a webhook attempt: taken, held by another delivery for now, or of no use any more. */
+export type WebhookClaim = 'claimed' | 'busy' | 'over';
+
 /** How a job ended: its stored image, or what a synchronous capture would have answered. */
 export type JobEnd =
   | { status: 'succeeded'; result: StoredResult }
@@ -72,6 +81,28 @@ export interface JobStore {
   /** The failed job's credits are back: removes `refundOwed` and the claim. */
   refundGiven(accountId: string, jobId: string): Promise<void>;
   setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void>;
+  /**
+   * Claims attempt `attempt` of a job's or batch's pending webhook for this delivery of its message
+   * (WEBHOOK_CLAIM_MS from `now`): `claimed` while no later attempt is recorded or claimed and no other delivery's
+   * claim on it holds; `busy` while one does; `over` otherwise.
+   */
+  claimWebhookAttempt(
+    accountId: string,
+    subjectId: string,
+    attempt: number,
+    now: number,
+  ): Promise<WebhookClaim>;
+  /**
+   * Notes that the message of attempt `attempt` is queued. With `now`, only when it was not noted yet and the claim
+   * on the attempt before it ran out (its delivery may have died before it queued it): `claimed` then, `busy` while
+   * that claim holds, `over` once it was queued or the webhook moved on.
+   */
+  webhookAttemptQueued(
+    accountId: string,
+    subjectId: string,
+    attempt: number,
+    now?: number,
+  ): Promise<WebhookClaim>;
   getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;
   getMany(accountId: string, jobIds: string[]): Promise<Job[]>;
   /**

@@ -3,7 +3,7 @@ import { webhookRetryDelaySeconds } from '../webhooks/retrySchedule';
 import type { WebhookSecrets } from '../webhooks/webhookSecrets';
 import { isFinished, type WebhookOutcome } from './job';
 import { type JobQueue, MAX_QUEUE_DELAY_SECONDS, type QueueMessage } from './jobQueue';
-import type { JobStore } from './jobStore';
+import { type JobStore, WEBHOOK_CLAIM_MS } from './jobStore';
 import { batchView, type JobViewImages, jobView } from './jobView';
 
 /**
@@ -48,12 +48,23 @@ export function sendWebhook(deps: SendWebhookDeps) {
     const webhook = subject?.webhook;
     // Gone (expired), not ended yet (a message no one of ours sent), or settled.
     if (!subject || !webhook || webhook.status !== 'pending') return;
+    const { accountId, subjectId } = message;
     if (webhook.attempts > message.attempt) {
-      // This attempt was made by another delivery of the message. If it was the latest one, the worker that made it
-      // may have died before it queued the next: queue that again (a copy of it is dropped by this same check).
-      if (webhook.attempts === message.attempt + 1) await queueNext(message, webhook.attempts);
+      // This attempt was made by another delivery of the message. If it was the latest one and the next is not
+      // noted queued, the worker that made it may have died before it queued it: queue it once, when that worker's
+      // claim ran out (before, it may still be queueing it: look again then).
+      if (webhook.attempts !== message.attempt + 1) return;
+      const requeue = await deps.jobs.webhookAttemptQueued(accountId, subjectId, webhook.attempts, now);
+      if (requeue === 'claimed') await queueNext(message, webhook.attempts);
+      if (requeue === 'busy') await lookAgainLater(message);
       return;
     }
+    // One delivery of the message makes the attempt: a copy that comes meanwhile (SQS delivers at least once) looks
+    // again once this claim runs out, and then finds the attempt made (red team, round 13: twins made every later
+    // attempt twice).
+    const claim = await deps.jobs.claimWebhookAttempt(accountId, subjectId, message.attempt, now);
+    if (claim === 'busy') await lookAgainLater(message);
+    if (claim !== 'claimed') return;
     const secrets = await deps.secrets.signingSecrets(message.accountId, now);
     const answer = await deliverWebhook(
       {
@@ -75,9 +86,20 @@ export function sendWebhook(deps: SendWebhookDeps) {
       attempts,
       lastStatus: answer.status,
     };
-    await deps.jobs.setWebhook(message.accountId, message.subjectId, outcome);
-    if (outcome.status === 'pending') await queueNext(message, attempts);
+    await deps.jobs.setWebhook(accountId, subjectId, outcome);
+    if (outcome.status !== 'pending') return;
+    await queueNext(message, attempts);
+    await deps.jobs.webhookAttemptQueued(accountId, subjectId, attempts);
   };
+
+  /** The same message again once a claim taken now has surely run out. */
+  async function lookAgainLater(message: Extract<QueueMessage, { kind: 'webhook' }>) {
+    const notBefore = deps.now() + WEBHOOK_CLAIM_MS;
+    await deps.queue.send(
+      [{ ...message, notBefore }],
+      Math.min(MAX_QUEUE_DELAY_SECONDS, WEBHOOK_CLAIM_MS / 1000),
+    );
+  }
 
   /** The attempt after `attempts` failed ones, after the schedule's delay. */
   async function queueNext(message: Extract<QueueMessage, { kind: 'webhook' }>, attempts: number) {

@@ -6,7 +6,14 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { type Batch, JOB_RETENTION_MS, type Job, type NewJob, type WebhookOutcome } from '../jobs/job';
-import { type JobEnd, type JobStore, REFUND_CLAIM_MS, type SweepEntry } from '../jobs/jobStore';
+import {
+  type JobEnd,
+  type JobStore,
+  REFUND_CLAIM_MS,
+  type SweepEntry,
+  WEBHOOK_CLAIM_MS,
+  type WebhookClaim,
+} from '../jobs/jobStore';
 import {
   ACCOUNT_PREFIX,
   conditionHeld,
@@ -250,9 +257,7 @@ export class DynamoJobStore implements JobStore {
   }
 
   async setWebhook(accountId: string, subjectId: string, webhook: WebhookOutcome): Promise<void> {
-    const key = subjectId.startsWith('bat_')
-      ? itemKey.batch(accountId, subjectId)
-      : itemKey.job(accountId, subjectId);
+    const key = subjectKey(accountId, subjectId);
     // Attempts only grow: a delayed copy of an older attempt never writes over a newer outcome.
     await conditionHeld(
       this.db.send(
@@ -266,6 +271,84 @@ export class DynamoJobStore implements JobStore {
         }),
       ),
     );
+  }
+
+  async claimWebhookAttempt(
+    accountId: string,
+    subjectId: string,
+    attempt: number,
+    now: number,
+  ): Promise<WebhookClaim> {
+    return this.webhookClaim(
+      subjectId,
+      accountId,
+      {
+        update: 'SET webhookClaim = :attempt, webhookClaimedUntil = :until',
+        condition:
+          'webhook.attempts <= :attempt AND (attribute_not_exists(webhookClaim) OR webhookClaim < :attempt OR ' +
+          '(webhookClaim = :attempt AND webhookClaimedUntil <= :now))',
+        values: { ':attempt': attempt, ':now': now, ':until': now + WEBHOOK_CLAIM_MS },
+      },
+      (item) =>
+        Number(item.webhook.attempts) <= attempt &&
+        item.webhookClaim === attempt &&
+        Number(item.webhookClaimedUntil) > now,
+    );
+  }
+
+  async webhookAttemptQueued(
+    accountId: string,
+    subjectId: string,
+    attempt: number,
+    now?: number,
+  ): Promise<WebhookClaim> {
+    const unnoted = '(attribute_not_exists(webhookQueued) OR webhookQueued < :attempt)';
+    return this.webhookClaim(
+      subjectId,
+      accountId,
+      now === undefined
+        ? { update: 'SET webhookQueued = :attempt', condition: unnoted, values: { ':attempt': attempt } }
+        : {
+            update: 'SET webhookQueued = :attempt',
+            condition: `webhook.attempts = :attempt AND ${unnoted} AND (attribute_not_exists(webhookClaimedUntil) OR webhookClaimedUntil <= :now)`,
+            values: { ':attempt': attempt, ':now': now },
+          },
+      (item) =>
+        now !== undefined &&
+        Number(item.webhook.attempts) === attempt &&
+        Number(item.webhookQueued ?? -1) < attempt,
+    );
+  }
+
+  /**
+   * A conditional write on a subject's pending webhook; when its condition fails, the item read again tells `busy`
+   * (another delivery's claim holds) from `over` (dynalite returns no item with the failure).
+   */
+  private async webhookClaim(
+    subjectId: string,
+    accountId: string,
+    write: { update: string; condition: string; values: Record<string, unknown> },
+    busy: (item: Record<string, unknown> & { webhook: WebhookOutcome }) => boolean,
+  ): Promise<WebhookClaim> {
+    const Key = subjectKey(accountId, subjectId);
+    const claimed = await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key,
+          UpdateExpression: write.update,
+          ConditionExpression: `attribute_exists(pk) AND webhook.#status = :pending AND ${write.condition}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...write.values, ':pending': 'pending' },
+        }),
+      ),
+    );
+    if (claimed) return 'claimed';
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }),
+    );
+    const webhook = Item?.webhook as WebhookOutcome | null | undefined;
+    return Item && webhook?.status === 'pending' && busy({ ...Item, webhook }) ? 'busy' : 'over';
   }
 
   async getBatch(accountId: string, batchId: string): Promise<Batch | undefined> {
@@ -380,6 +463,13 @@ const LEAVE_SWEEP = `REMOVE ${QUEUED_JOBS_INDEX.partitionKey}, ${QUEUED_JOBS_IND
 async function allWritten(writes: Promise<unknown>[]): Promise<void> {
   const refused = (await Promise.allSettled(writes)).find((outcome) => outcome.status === 'rejected');
   if (refused) throw refused.reason;
+}
+
+/** The item of a webhook's subject: a batch (`bat_…`) or a job. */
+function subjectKey(accountId: string, subjectId: string) {
+  return subjectId.startsWith('bat_')
+    ? itemKey.batch(accountId, subjectId)
+    : itemKey.job(accountId, subjectId);
 }
 
 function jobOf(item: Record<string, unknown>): Job {

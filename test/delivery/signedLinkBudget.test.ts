@@ -61,4 +61,51 @@ describe('signed links and the rate limit', () => {
     }
     expect((await harness.shoot(account.apiKey, { url: `${pages.origin}/red` })).status).toBe(200);
   });
+
+  /**
+   * Red team (round 13): the process's memo of full windows (shared/accounts/fullWindows.ts) was asked before the
+   * cache, for links too: once one new link of a key found its budget spent, every cached link of the key and its
+   * 304 were answered 429 for the rest of the hour. Now a link's budget is asked of it after validation and the cache.
+   */
+  it('answered from the cache or by a 304 still, once the key was refused for its budget', async () => {
+    const account = await harness.newAccount();
+    const cached = link(account, 640);
+    const first = await harness.open(cached);
+    expect(first.status).toBe(200);
+    const etag = String(first.headers.ETag ?? first.headers.etag);
+    for (let width = 641; width < 640 + LIMIT; width++) {
+      expect((await harness.open(link(account, width))).status).toBe(200);
+    }
+    // A new link of the key finds the budget spent: the store refuses it, and the process notes the window full.
+    expect((await harness.open(link(account, 700))).status).toBe(429);
+
+    const hit = await harness.open(cached);
+    const revalidated = await harness.open(cached, { 'if-none-match': etag });
+    expect([hit.status, revalidated.status]).toEqual([200, 304]);
+  });
+
+  /**
+   * Red team (round 13): the signature covers one value per name (the last), and a repeated name was refused
+   * (400 duplicate_parameter) only with validation, after the key's budget had counted the request: whoever held a
+   * leaked link, even a cached one, spent its key's hour for free by repeating one of its names in front. Now the
+   * repetition is refused right after the signature (shared/screenshot/signedLinkAuth.ts).
+   */
+  it("spend none of it when a leaked link's holder repeats one of its names", async () => {
+    const owner = await harness.newAccount();
+    const leaked = Object.entries(link(owner, 640));
+    expect((await harness.open(leaked)).status).toBe(200);
+    const pagesAsked = pages.hits.length;
+
+    const tampered: [string, string][] = [['width', '9999'], ...leaked];
+    for (let i = 0; i < LIMIT; i++) {
+      const refused = await harness.open(tampered);
+      expect(refused.status).toBe(400);
+      expect(refused.headers['x-ratelimit-remaining']).toBeUndefined();
+    }
+    expect(pages.hits.length).toBe(pagesAsked);
+    // The owner's next new links still capture.
+    for (let width = 641; width < 640 + LIMIT; width++) {
+      expect((await harness.open(link(owner, width))).status).toBe(200);
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { createEgressGate } from '../../shared/egress/egressGate';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import { type JobQueue, type QueueMessage, queueMessage } from '../../shared/jobs/jobQueue';
+import { WEBHOOK_CLAIM_MS } from '../../shared/jobs/jobStore';
 import { sendWebhook } from '../../shared/jobs/sendWebhook';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoJobStore } from '../../shared/store/dynamoJobStore';
@@ -67,44 +68,62 @@ const accept = (options: { batch?: boolean }) =>
     ...options,
   });
 
-const webhooks = () =>
+/** The worker's clock, `laterMs` on: a message a dead worker held comes back once its visibility timeout ran out. */
+const webhooks = (laterMs = 0) =>
   sendWebhook({
     jobs,
     queue,
     images: new MemoryImageStore(),
     secrets: { signingSecrets: async () => ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] },
     delivery: { egress: createEgressGate({ allowPrivateHosts: receiver.hostPort }) },
-    now: Date.now,
+    now: () => Date.now() + laterMs,
     retryDelaySeconds: () => 1,
   });
 
+type WebhookMessage = Extract<QueueMessage, { kind: 'webhook' }>;
+
+/** A failed job with a webhook, and its first attempt's message. */
+async function failedJob(): Promise<{ jobId: string; first: WebhookMessage }> {
+  const { jobs: accepted } = await accept({});
+  const jobId = accepted[0]?.id as string;
+  await jobs.finish(ACCOUNT, jobId, { status: 'failed', error: { status: 500, message: 'x' } }, Date.now());
+  return {
+    jobId,
+    first: { kind: 'webhook', accountId: ACCOUNT, subjectId: jobId, timestamp: Date.now(), attempt: 0 },
+  };
+}
+
+const queuedFor = (attempt: number) =>
+  queue.sent.filter(
+    (message): message is WebhookMessage => message.kind === 'webhook' && message.attempt === attempt,
+  );
+
 describe('a webhook attempt whose worker died before it queued the next', () => {
   it('is queued again by the next delivery of the attempt before it, and then delivered', async () => {
-    const { jobs: accepted } = await accept({});
-    const jobId = accepted[0]?.id as string;
-    await jobs.finish(ACCOUNT, jobId, { status: 'failed', error: { status: 500, message: 'x' } }, Date.now());
-    const first: QueueMessage = {
-      kind: 'webhook',
-      accountId: ACCOUNT,
-      subjectId: jobId,
-      timestamp: Date.now(),
-      attempt: 0,
-    };
-    if (first.kind !== 'webhook') throw new Error('unreachable');
+    const { jobId, first } = await failedJob();
     answers = [500];
     queue.dies = true;
     await expect(webhooks()(first)).rejects.toThrow('the worker died');
     expect((await jobs.get(ACCOUNT, jobId))?.webhook).toMatchObject({ status: 'pending', attempts: 1 });
     expect(queue.sent).toEqual([]);
 
-    // Its message comes back: the attempt is not made again, the next one is queued.
+    // A copy of its message at once (the worker might still be queueing the next): it looks again later.
     await webhooks()(first);
+    expect(queue.sent).toEqual([
+      expect.objectContaining({ attempt: 0, notBefore: expect.any(Number) }) as unknown as QueueMessage,
+    ]);
+    queue.sent.length = 0;
+    // Its message comes back once the dead worker's claim ran out: the attempt is not made again, the next one is
+    // queued, once.
+    await webhooks(WEBHOOK_CLAIM_MS)(first);
+    await webhooks(WEBHOOK_CLAIM_MS)(first);
     expect(receiver.received.filter((hook) => hook.body.includes(jobId))).toHaveLength(1);
+    expect(queue.sent).toHaveLength(1);
     const [next] = queue.sent;
     expect(next).toMatchObject({ kind: 'webhook', subjectId: jobId, attempt: 1 });
     if (next?.kind !== 'webhook') throw new Error('expected the next attempt');
 
-    await webhooks()({ ...next, notBefore: Date.now() });
+    await webhooks(WEBHOOK_CLAIM_MS)({ ...next, notBefore: Date.now() + WEBHOOK_CLAIM_MS });
     expect((await jobs.get(ACCOUNT, jobId))?.webhook).toMatchObject({ status: 'delivered', attempts: 2 });
     expect(receiver.received.filter((hook) => hook.body.includes(jobId))).toHaveLength(2);
   });
@@ -162,5 +181,41 @@ describe('a batch whose last job ended in a worker that died before it queued ba
     await webhooks()(event);
     await ended(job);
     expect(queue.sent).toHaveLength(1);
+  });
+});
+
+/**
+ * Red team (round 13b): a late copy of an attempt's message (SQS delivers at least once) re-queued the next attempt
+ * as if its worker had died before queueing it, and two copies at once both called the receiver: every later attempt
+ * ran twice, each holding one of the shared webhook places. Now one delivery claims each attempt before it calls the
+ * receiver, the next attempt's message is noted queued, and a copy queues it again only when it was not and the
+ * claim ran out; a copy that comes while a claim holds looks again later.
+ */
+describe('a copy of a webhook attempt’s message', () => {
+  const deliveries = (jobId: string) => receiver.received.filter((hook) => hook.body.includes(jobId)).length;
+
+  it('that comes after it is dropped, not turned into a second chain of attempts', async () => {
+    const { jobId, first } = await failedJob();
+    answers = [500, 500];
+    await webhooks()(first);
+    await webhooks()(first);
+    expect(deliveries(jobId)).toBe(1);
+
+    const second = queuedFor(1).map((message) => ({ ...message, notBefore: Date.now() }));
+    await Promise.all(second.map((message) => webhooks()(message)));
+
+    expect({ second: second.length, calls: deliveries(jobId), third: queuedFor(2).length }).toEqual({
+      second: 1,
+      calls: 2,
+      third: 1,
+    });
+  });
+
+  it('that runs beside it calls the receiver once, and looks again later', async () => {
+    const { jobId, first } = await failedJob();
+    answers = [500];
+    await Promise.all([webhooks()(first), webhooks()(first)]);
+    expect(deliveries(jobId)).toBe(1);
+    expect({ later: queuedFor(0).length, next: queuedFor(1).length }).toEqual({ later: 1, next: 1 });
   });
 });
