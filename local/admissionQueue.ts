@@ -71,7 +71,8 @@ export class AdmissionQueue implements Admission {
       return Promise.reject(new OverloadedError());
     return new Promise<void>((start, refuse) => {
       const gone = () => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        const index = this.waiting.indexOf(waiter);
+        if (index >= 0) this.waiting.splice(index, 1);
         waiter.refuse(new ClientGoneError());
       };
       const waiter: Waiter = {
