@@ -7,6 +7,13 @@ interface Waiter {
   start: () => void;
   /** Ends the wait with an error: its client left, or its place went to an account that waited less. */
   refuse: (error: Error) => void;
+  /** Started or refused. */
+  settled: boolean;
+  /**
+   * The waiting requests whose places it took: refused (503) once it starts or is refused itself, back in the queue
+   * if its client leaves first (red team, round 14: taking a place and hanging up turned another request away free).
+   */
+  held: Waiter[];
   /** A queued job's, which holds one of the local queue's pollers while it waits. */
   job?: true;
 }
@@ -67,22 +74,31 @@ export class AdmissionQueue implements Admission {
 
   private wait(accountId: string, signal: AbortSignal | undefined, job?: true): Promise<void> {
     if (signal?.aborted) return Promise.reject(new ClientGoneError());
-    if (this.waiting.length >= this.maxWaiting && !this.makeRoomFor(accountId))
-      return Promise.reject(new OverloadedError());
+    const displaced = this.waiting.length >= this.maxWaiting ? this.makeRoomFor(accountId) : undefined;
+    if (this.waiting.length >= this.maxWaiting) return Promise.reject(new OverloadedError());
     return new Promise<void>((start, refuse) => {
+      const settle = () => {
+        waiter.settled = true;
+        signal?.removeEventListener('abort', gone);
+        for (const held of waiter.held.splice(0)) held.refuse(new OverloadedError());
+      };
       const gone = () => {
         const index = this.waiting.indexOf(waiter);
         if (index >= 0) this.waiting.splice(index, 1);
+        this.waiting.push(...waiter.held.splice(0));
         waiter.refuse(new ClientGoneError());
       };
       const waiter: Waiter = {
         accountId,
+        settled: false,
+        held: displaced ? [displaced] : [],
         start: () => {
-          signal?.removeEventListener('abort', gone);
+          settle();
           start();
         },
         refuse: (error) => {
-          signal?.removeEventListener('abort', gone);
+          if (waiter.settled) return;
+          settle();
           refuse(error);
         },
         ...(job ? { job } : {}),
@@ -97,16 +113,13 @@ export class AdmissionQueue implements Admission {
    * when that account waits with at least two more than `accountId` (so the two never trade a place back and forth).
    * A job is never the one to go: an account has one waiting at most, and it holds one of the pollers.
    */
-  private makeRoomFor(accountId: string): boolean {
+  private makeRoomFor(accountId: string): Waiter | undefined {
     const counts = new Map<string, number>();
     for (const waiter of this.waiting) counts.set(waiter.accountId, (counts.get(waiter.accountId) ?? 0) + 1);
     const [most, count] = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
-    if (count < (counts.get(accountId) ?? 0) + 2) return false;
+    if (count < (counts.get(accountId) ?? 0) + 2) return undefined;
     const index = this.waiting.findLastIndex((waiter) => waiter.accountId === most && !waiter.job);
-    if (index < 0) return false;
-    const [displaced] = this.waiting.splice(index, 1) as [Waiter];
-    displaced.refuse(new OverloadedError());
-    return true;
+    return index < 0 ? undefined : this.waiting.splice(index, 1)[0];
   }
 
   private mayStart(accountId: string): boolean {

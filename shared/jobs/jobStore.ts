@@ -93,16 +93,19 @@ export interface JobStore {
     now: number,
   ): Promise<WebhookClaim>;
   /**
-   * Notes that the message of attempt `attempt` is queued. With `now`, only when it was not noted yet and the claim
-   * on the attempt before it ran out (its delivery may have died before it queued it): `claimed` then, `busy` while
-   * that claim holds, `over` once it was queued or the webhook moved on.
+   * Claims the queueing of attempt `attempt`'s message again (WEBHOOK_CLAIM_MS from `now`), for a copy of the message
+   * of the attempt before it: `claimed` while it is not noted queued and no delivery's claim holds (the one that
+   * made that attempt may have died before it queued it), `busy` while one holds, `over` once it was noted queued or
+   * the webhook moved on.
    */
-  webhookAttemptQueued(
+  claimWebhookRequeue(
     accountId: string,
     subjectId: string,
     attempt: number,
-    now?: number,
+    now: number,
   ): Promise<WebhookClaim>;
+  /** Notes that the message of attempt `attempt` is queued (the note only grows). */
+  webhookAttemptQueued(accountId: string, subjectId: string, attempt: number): Promise<void>;
   getBatch(accountId: string, batchId: string): Promise<Batch | undefined>;
   getMany(accountId: string, jobIds: string[]): Promise<Job[]>;
   /**

@@ -54,9 +54,10 @@ export function sendWebhook(deps: SendWebhookDeps) {
       // noted queued, the worker that made it may have died before it queued it: queue it once, when that worker's
       // claim ran out (before, it may still be queueing it: look again then).
       if (webhook.attempts !== message.attempt + 1) return;
-      const requeue = await deps.jobs.webhookAttemptQueued(accountId, subjectId, webhook.attempts, now);
-      if (requeue === 'claimed') await queueNext(message, webhook.attempts);
+      const requeue = await deps.jobs.claimWebhookRequeue(accountId, subjectId, webhook.attempts, now);
       if (requeue === 'busy') await lookAgainLater(message);
+      // Noted only once sent: a send that fails leaves the next copy to claim it again (red team, round 14).
+      if (requeue === 'claimed') await queueNoted(message, webhook.attempts);
       return;
     }
     // One delivery of the message makes the attempt: a copy that comes meanwhile (SQS delivers at least once) looks
@@ -87,10 +88,14 @@ export function sendWebhook(deps: SendWebhookDeps) {
       lastStatus: answer.status,
     };
     await deps.jobs.setWebhook(accountId, subjectId, outcome);
-    if (outcome.status !== 'pending') return;
-    await queueNext(message, attempts);
-    await deps.jobs.webhookAttemptQueued(accountId, subjectId, attempts);
+    if (outcome.status === 'pending') await queueNoted(message, attempts);
   };
+
+  /** Queues the attempt after `attempts` failed ones, then notes it queued. */
+  async function queueNoted(message: Extract<QueueMessage, { kind: 'webhook' }>, attempts: number) {
+    await queueNext(message, attempts);
+    await deps.jobs.webhookAttemptQueued(message.accountId, message.subjectId, attempts);
+  }
 
   /** The same message again once a claim taken now has surely run out. */
   async function lookAgainLater(message: Extract<QueueMessage, { kind: 'webhook' }>) {

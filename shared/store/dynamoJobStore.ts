@@ -296,27 +296,35 @@ export class DynamoJobStore implements JobStore {
     );
   }
 
-  async webhookAttemptQueued(
+  async claimWebhookRequeue(
     accountId: string,
     subjectId: string,
     attempt: number,
-    now?: number,
+    now: number,
   ): Promise<WebhookClaim> {
-    const unnoted = '(attribute_not_exists(webhookQueued) OR webhookQueued < :attempt)';
     return this.webhookClaim(
       subjectId,
       accountId,
-      now === undefined
-        ? { update: 'SET webhookQueued = :attempt', condition: unnoted, values: { ':attempt': attempt } }
-        : {
-            update: 'SET webhookQueued = :attempt',
-            condition: `webhook.attempts = :attempt AND ${unnoted} AND (attribute_not_exists(webhookClaimedUntil) OR webhookClaimedUntil <= :now)`,
-            values: { ':attempt': attempt, ':now': now },
-          },
-      (item) =>
-        now !== undefined &&
-        Number(item.webhook.attempts) === attempt &&
-        Number(item.webhookQueued ?? -1) < attempt,
+      {
+        update: 'SET webhookClaimedUntil = :until',
+        condition: `webhook.attempts = :attempt AND ${NOT_NOTED_QUEUED} AND (attribute_not_exists(webhookClaimedUntil) OR webhookClaimedUntil <= :now)`,
+        values: { ':attempt': attempt, ':now': now, ':until': now + WEBHOOK_CLAIM_MS },
+      },
+      (item) => Number(item.webhook.attempts) === attempt && Number(item.webhookQueued ?? -1) < attempt,
+    );
+  }
+
+  async webhookAttemptQueued(accountId: string, subjectId: string, attempt: number): Promise<void> {
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: subjectKey(accountId, subjectId),
+          UpdateExpression: 'SET webhookQueued = :attempt',
+          ConditionExpression: `attribute_exists(pk) AND ${NOT_NOTED_QUEUED}`,
+          ExpressionAttributeValues: { ':attempt': attempt },
+        }),
+      ),
     );
   }
 
@@ -464,6 +472,9 @@ async function allWritten(writes: Promise<unknown>[]): Promise<void> {
   const refused = (await Promise.allSettled(writes)).find((outcome) => outcome.status === 'rejected');
   if (refused) throw refused.reason;
 }
+
+/** A webhook attempt's message not noted queued yet (`:attempt`). */
+const NOT_NOTED_QUEUED = '(attribute_not_exists(webhookQueued) OR webhookQueued < :attempt)';
 
 /** The item of a webhook's subject: a batch (`bat_…`) or a job. */
 function subjectKey(accountId: string, subjectId: string) {

@@ -127,6 +127,28 @@ describe('a webhook attempt whose worker died before it queued the next', () => 
     expect((await jobs.get(ACCOUNT, jobId))?.webhook).toMatchObject({ status: 'delivered', attempts: 2 });
     expect(receiver.received.filter((hook) => hook.body.includes(jobId))).toHaveLength(2);
   });
+  /**
+   * Red team (round 14): the copy that queued the dead worker's next attempt again noted it queued before it sent it;
+   * a send that failed then (an SQS error, the worker killed again) left every later copy finding it noted, and the
+   * webhook pending for good with nothing queued. Now that copy takes a claim that runs out, and notes the attempt
+   * queued only once it is sent.
+   */
+  it('is still queued when the copy that queues it again fails to send it', async () => {
+    const { jobId, first } = await failedJob();
+    answers = [500];
+    queue.dies = true;
+    await expect(webhooks()(first)).rejects.toThrow('the worker died');
+    queue.dies = true;
+    await expect(webhooks(WEBHOOK_CLAIM_MS)(first)).rejects.toThrow('the worker died');
+    expect(queue.sent).toEqual([]);
+
+    // Copies while its claim holds look again later; the one after it queues the attempt, once.
+    await webhooks(WEBHOOK_CLAIM_MS + 1_000)(first);
+    await webhooks(2 * WEBHOOK_CLAIM_MS + 1_000)(first);
+    await webhooks(2 * WEBHOOK_CLAIM_MS + 2_000)(first);
+    expect((await jobs.get(ACCOUNT, jobId))?.webhook).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(queuedFor(1)).toHaveLength(1);
+  });
 });
 
 describe('what a webhook attempt says', () => {
