@@ -273,45 +273,12 @@ export class DynamoJobStore implements JobStore {
     );
   }
 
-  async claimWebhookAttempt(
-    accountId: string,
-    subjectId: string,
-    attempt: number,
-    now: number,
-  ): Promise<WebhookClaim> {
-    return this.webhookClaim(
-      subjectId,
-      accountId,
-      {
-        update: 'SET webhookClaim = :attempt, webhookClaimedUntil = :until',
-        condition:
-          'webhook.attempts <= :attempt AND (attribute_not_exists(webhookClaim) OR webhookClaim < :attempt OR ' +
-          '(webhookClaim = :attempt AND webhookClaimedUntil <= :now))',
-        values: { ':attempt': attempt, ':now': now, ':until': now + WEBHOOK_CLAIM_MS },
-      },
-      (item) =>
-        Number(item.webhook.attempts) <= attempt &&
-        item.webhookClaim === attempt &&
-        Number(item.webhookClaimedUntil) > now,
-    );
+  claimWebhookAttempt(accountId: string, subjectId: string, attempt: number, now: number) {
+    return this.webhookClaim(accountId, subjectId, attempt, now, WEBHOOK_CLAIMS.attempt);
   }
 
-  async claimWebhookRequeue(
-    accountId: string,
-    subjectId: string,
-    attempt: number,
-    now: number,
-  ): Promise<WebhookClaim> {
-    return this.webhookClaim(
-      subjectId,
-      accountId,
-      {
-        update: 'SET webhookClaimedUntil = :until',
-        condition: `webhook.attempts = :attempt AND ${NOT_NOTED_QUEUED} AND (attribute_not_exists(webhookClaimedUntil) OR webhookClaimedUntil <= :now)`,
-        values: { ':attempt': attempt, ':now': now, ':until': now + WEBHOOK_CLAIM_MS },
-      },
-      (item) => Number(item.webhook.attempts) === attempt && Number(item.webhookQueued ?? -1) < attempt,
-    );
+  claimWebhookRequeue(accountId: string, subjectId: string, attempt: number, now: number) {
+    return this.webhookClaim(accountId, subjectId, attempt, now, WEBHOOK_CLAIMS.requeue);
   }
 
   async webhookAttemptQueued(accountId: string, subjectId: string, attempt: number): Promise<void> {
@@ -329,14 +296,15 @@ export class DynamoJobStore implements JobStore {
   }
 
   /**
-   * A conditional write on a subject's pending webhook; when its condition fails, the item read again tells `busy`
-   * (another delivery's claim holds) from `over` (dynalite returns no item with the failure).
+   * A claim on a subject's pending webhook (WEBHOOK_CLAIMS); when its condition fails, the item read again tells
+   * `busy` (another delivery's claim holds) from `over` (dynalite returns no item with the failure).
    */
   private async webhookClaim(
-    subjectId: string,
     accountId: string,
-    write: { update: string; condition: string; values: Record<string, unknown> },
-    busy: (item: Record<string, unknown> & { webhook: WebhookOutcome }) => boolean,
+    subjectId: string,
+    attempt: number,
+    now: number,
+    claim: (typeof WEBHOOK_CLAIMS)[keyof typeof WEBHOOK_CLAIMS],
   ): Promise<WebhookClaim> {
     const Key = subjectKey(accountId, subjectId);
     const claimed = await conditionHeld(
@@ -344,10 +312,15 @@ export class DynamoJobStore implements JobStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key,
-          UpdateExpression: write.update,
-          ConditionExpression: `attribute_exists(pk) AND webhook.#status = :pending AND ${write.condition}`,
+          UpdateExpression: claim.update,
+          ConditionExpression: `attribute_exists(pk) AND webhook.#status = :pending AND ${claim.condition}`,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...write.values, ':pending': 'pending' },
+          ExpressionAttributeValues: {
+            ':attempt': attempt,
+            ':now': now,
+            ':until': now + WEBHOOK_CLAIM_MS,
+            ':pending': 'pending',
+          },
         }),
       ),
     );
@@ -356,7 +329,9 @@ export class DynamoJobStore implements JobStore {
       new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }),
     );
     const webhook = Item?.webhook as WebhookOutcome | null | undefined;
-    return Item && webhook?.status === 'pending' && busy({ ...Item, webhook }) ? 'busy' : 'over';
+    return Item && webhook?.status === 'pending' && claim.busy({ ...Item, webhook }, attempt, now)
+      ? 'busy'
+      : 'over';
   }
 
   async getBatch(accountId: string, batchId: string): Promise<Batch | undefined> {
@@ -475,6 +450,31 @@ async function allWritten(writes: Promise<unknown>[]): Promise<void> {
 
 /** A webhook attempt's message not noted queued yet (`:attempt`). */
 const NOT_NOTED_QUEUED = '(attribute_not_exists(webhookQueued) OR webhookQueued < :attempt)';
+
+type WebhookItem = Record<string, unknown> & { webhook: WebhookOutcome };
+
+/**
+ * The claims on a pending webhook, each a write (`:attempt`, `:now`, `:until`) and how to tell, from the item, that
+ * another delivery's claim holds: making attempt `:attempt`, or queueing its message again (JobStore).
+ */
+const WEBHOOK_CLAIMS = {
+  attempt: {
+    update: 'SET webhookClaim = :attempt, webhookClaimedUntil = :until',
+    condition:
+      'webhook.attempts <= :attempt AND (attribute_not_exists(webhookClaim) OR webhookClaim < :attempt OR ' +
+      '(webhookClaim = :attempt AND webhookClaimedUntil <= :now))',
+    busy: (item: WebhookItem, attempt: number, now: number) =>
+      Number(item.webhook.attempts) <= attempt &&
+      item.webhookClaim === attempt &&
+      Number(item.webhookClaimedUntil) > now,
+  },
+  requeue: {
+    update: 'SET webhookClaimedUntil = :until',
+    condition: `webhook.attempts = :attempt AND ${NOT_NOTED_QUEUED} AND (attribute_not_exists(webhookClaimedUntil) OR webhookClaimedUntil <= :now)`,
+    busy: (item: WebhookItem, attempt: number) =>
+      Number(item.webhook.attempts) === attempt && Number(item.webhookQueued ?? -1) < attempt,
+  },
+};
 
 /** The item of a webhook's subject: a batch (`bat_…`) or a job. */
 function subjectKey(accountId: string, subjectId: string) {
