@@ -10,10 +10,13 @@ interface Waiter {
   /** Started or refused. */
   settled: boolean;
   /**
-   * The waiting requests whose places it took: refused (503) once it starts or is refused itself, back in the queue
-   * if its client leaves first (red team, round 14: taking a place and hanging up turned another request away free).
+   * The request whose place it took (one at most), held aside: refused (503) once this one starts or is refused,
+   * back in the place if this one's client leaves first (red team, round 14: taking a place and hanging up turned
+   * another request away for nothing).
    */
   held: Waiter[];
+  /** While it is held aside: the request that sits in its place. */
+  heldBy?: Waiter;
   /** A queued job's, which holds one of the local queue's pollers while it waits. */
   job?: true;
 }
@@ -75,7 +78,9 @@ export class AdmissionQueue implements Admission {
   private wait(accountId: string, signal: AbortSignal | undefined, job?: true): Promise<void> {
     if (signal?.aborted) return Promise.reject(new ClientGoneError());
     const displaced = this.waiting.length >= this.maxWaiting ? this.makeRoomFor(accountId) : undefined;
-    if (this.waiting.length >= this.maxWaiting) return Promise.reject(new OverloadedError());
+    if (this.waiting.length >= this.maxWaiting)
+      // A job refused waits in the job queue instead (runJob).
+      return Promise.reject(job ? new CapacityFullError() : new OverloadedError());
     return new Promise<void>((start, refuse) => {
       const settle = () => {
         waiter.settled = true;
@@ -83,15 +88,13 @@ export class AdmissionQueue implements Admission {
         for (const held of waiter.held.splice(0)) held.refuse(new OverloadedError());
       };
       const gone = () => {
-        const index = this.waiting.indexOf(waiter);
-        if (index >= 0) this.waiting.splice(index, 1);
-        this.waiting.push(...waiter.held.splice(0));
+        this.leave(waiter);
         waiter.refuse(new ClientGoneError());
       };
       const waiter: Waiter = {
         accountId,
         settled: false,
-        held: displaced ? [displaced] : [],
+        held: [],
         start: () => {
           settle();
           start();
@@ -103,9 +106,32 @@ export class AdmissionQueue implements Admission {
         },
         ...(job ? { job } : {}),
       };
+      if (displaced) hold(waiter, displaced);
       signal?.addEventListener('abort', gone, { once: true });
       this.waiting.push(waiter);
     });
+  }
+
+  /**
+   * A waiter whose client left before it started: the request it held takes its place back, or, while it was held
+   * aside itself, goes to the one that sits in its place (so the places never outnumber the bound).
+   */
+  private leave(waiter: Waiter): void {
+    const holder = waiter.heldBy;
+    const held = waiter.held.splice(0);
+    if (holder) {
+      holder.held.splice(holder.held.indexOf(waiter), 1);
+      for (const request of held) hold(holder, request);
+      return;
+    }
+    const index = this.waiting.indexOf(waiter);
+    if (index >= 0) this.waiting.splice(index, 1);
+    for (const request of held) {
+      request.heldBy = undefined;
+      this.waiting.push(request);
+    }
+    // A request back in its place may start at once (its account may run nothing now).
+    this.startWaiting();
   }
 
   /**
@@ -157,4 +183,10 @@ export class AdmissionQueue implements Admission {
   private runningFor(waiter: Waiter): number {
     return this.running.get(waiter.accountId) ?? 0;
   }
+}
+
+/** `holder` takes the place of `request`, which waits aside until `holder` starts, is refused or leaves. */
+function hold(holder: Waiter, request: Waiter): void {
+  request.heldBy = holder;
+  holder.held.push(request);
 }
