@@ -4,19 +4,11 @@ import type { Admission } from '../shared/screenshot/admission';
 
 interface Waiter {
   accountId: string;
+  /** Its place in the order of arrival: the queue and the requests set aside keep to it. */
+  seq: number;
   start: () => void;
-  /** Ends the wait with an error: its client left, or its place went to an account that waited less. */
+  /** Ends the wait with an error: its client left, or no place was left for it. */
   refuse: (error: Error) => void;
-  /** Started or refused. */
-  settled: boolean;
-  /**
-   * The request whose place it took (one at most), held aside: refused (503) once this one starts or is refused,
-   * back in the place if this one's client leaves first (red team, round 14: taking a place and hanging up turned
-   * another request away for nothing).
-   */
-  held: Waiter[];
-  /** While it is held aside: the request that sits in its place. */
-  heldBy?: Waiter;
   /** A queued job's, which holds one of the local queue's pollers while it waits. */
   job?: true;
 }
@@ -26,16 +18,23 @@ interface Waiter {
  * accounts (docs/api.md, "Fair sharing of capture capacity"): up to `capacity.shared` tasks run for anyone, up to
  * `capacity.headroom` more only for accounts with nothing running, up to `maxWaiting` more wait, and anything
  * beyond gets OverloadedError (503) at once. When a place frees, the waiting account that runs the fewest tasks goes
- * next (the earliest of its requests first), so no account holds more than its share while others wait. The waiting
- * places are shared the same way: when they are all taken, a request of an account that waits with fewer takes the
- * place of the latest request of the account that waits with the most (which gets the 503), and a request whose
- * client left gives its place up at once (red team, round 13: one account's requests, or requests nobody waited for
- * any more, held every place and turned the others away).
+ * next (the earliest of its requests first), so no account holds more than its share while others wait.
+ *
+ * The waiting places are shared the same way: when they are all taken, a request of an account that waits with at
+ * least two fewer takes the place of the latest request of the account that waits with the most. That one is set
+ * aside, and takes the first place that frees, in its order of arrival (refused 503 only when as many are set aside
+ * as may wait). A request whose client left gives its place up at once. (Red team, rounds 13 to 16: one account's
+ * requests, or requests nobody waited for any more, held every place; a request that took a place and hung up
+ * turned another away for nothing.)
  */
 export class AdmissionQueue implements Admission {
   private readonly running = new Map<string, number>();
   private total = 0;
+  /** In order of arrival. */
   private readonly waiting: Waiter[] = [];
+  /** Requests whose places were taken, in order of arrival: back in the queue as places free. */
+  private readonly aside: Waiter[] = [];
+  private arrivals = 0;
 
   constructor(
     readonly capacity: CaptureCapacity,
@@ -77,75 +76,50 @@ export class AdmissionQueue implements Admission {
 
   private wait(accountId: string, signal: AbortSignal | undefined, job?: true): Promise<void> {
     if (signal?.aborted) return Promise.reject(new ClientGoneError());
-    const displaced = this.waiting.length >= this.maxWaiting ? this.makeRoomFor(accountId) : undefined;
-    if (this.waiting.length >= this.maxWaiting)
+    if (this.waiting.length >= this.maxWaiting && !this.makeRoomFor(accountId))
       // A job refused waits in the job queue instead (runJob).
       return Promise.reject(job ? new CapacityFullError() : new OverloadedError());
     return new Promise<void>((start, refuse) => {
-      const settle = () => {
-        waiter.settled = true;
-        signal?.removeEventListener('abort', gone);
-        for (const held of waiter.held.splice(0)) held.refuse(new OverloadedError());
-      };
       const gone = () => {
-        this.leave(waiter);
+        const left = remove(this.waiting, waiter);
+        remove(this.aside, waiter);
         waiter.refuse(new ClientGoneError());
+        if (left) this.startWaiting();
       };
       const waiter: Waiter = {
         accountId,
-        settled: false,
-        held: [],
+        seq: this.arrivals++,
         start: () => {
-          settle();
+          signal?.removeEventListener('abort', gone);
           start();
         },
         refuse: (error) => {
-          if (waiter.settled) return;
-          settle();
+          signal?.removeEventListener('abort', gone);
           refuse(error);
         },
         ...(job ? { job } : {}),
       };
-      if (displaced) hold(waiter, displaced);
       signal?.addEventListener('abort', gone, { once: true });
       this.waiting.push(waiter);
     });
   }
 
   /**
-   * A waiter whose client left before it started: the request it held takes its place back, or, while it was held
-   * aside itself, goes to the one that sits in its place (so the places never outnumber the bound).
+   * Every waiting place is taken: the latest request of the account that waits with the most is set aside, when that
+   * account waits with at least two more than `accountId` (so the two never trade a place back and forth). A job is
+   * never the one to go: an account has one waiting at most, and it holds one of the pollers.
    */
-  private leave(waiter: Waiter): void {
-    const holder = waiter.heldBy;
-    const held = waiter.held.splice(0);
-    if (holder) {
-      holder.held.splice(holder.held.indexOf(waiter), 1);
-      for (const request of held) hold(holder, request);
-      return;
-    }
-    const index = this.waiting.indexOf(waiter);
-    if (index >= 0) this.waiting.splice(index, 1);
-    for (const request of held) {
-      request.heldBy = undefined;
-      this.waiting.push(request);
-    }
-    // A request back in its place may start at once (its account may run nothing now).
-    this.startWaiting();
-  }
-
-  /**
-   * Every waiting place is taken: the latest request of the account that waits with the most gives its place up,
-   * when that account waits with at least two more than `accountId` (so the two never trade a place back and forth).
-   * A job is never the one to go: an account has one waiting at most, and it holds one of the pollers.
-   */
-  private makeRoomFor(accountId: string): Waiter | undefined {
+  private makeRoomFor(accountId: string): boolean {
     const counts = new Map<string, number>();
     for (const waiter of this.waiting) counts.set(waiter.accountId, (counts.get(waiter.accountId) ?? 0) + 1);
     const [most, count] = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
-    if (count < (counts.get(accountId) ?? 0) + 2) return undefined;
+    if (count < (counts.get(accountId) ?? 0) + 2) return false;
     const index = this.waiting.findLastIndex((waiter) => waiter.accountId === most && !waiter.job);
-    return index < 0 ? undefined : this.waiting.splice(index, 1)[0];
+    if (index < 0) return false;
+    const [displaced] = this.waiting.splice(index, 1) as [Waiter];
+    if (this.aside.length >= this.maxWaiting) displaced.refuse(new OverloadedError());
+    else inArrivalOrder(this.aside, displaced);
+    return true;
   }
 
   private mayStart(accountId: string): boolean {
@@ -164,9 +138,14 @@ export class AdmissionQueue implements Admission {
     else this.running.delete(accountId);
   }
 
-  /** Starts waiting tasks while there is room: each time the one whose account runs the fewest. */
+  /**
+   * Gives the places that freed to the requests set aside, then starts waiting tasks while there is room: each time
+   * the one whose account runs the fewest.
+   */
   private startWaiting(): void {
     for (;;) {
+      while (this.waiting.length < this.maxWaiting && this.aside.length > 0)
+        inArrivalOrder(this.waiting, this.aside.shift() as Waiter);
       let next: number | undefined;
       for (const [index, waiter] of this.waiting.entries()) {
         if (!this.mayStart(waiter.accountId)) continue;
@@ -185,8 +164,15 @@ export class AdmissionQueue implements Admission {
   }
 }
 
-/** `holder` takes the place of `request`, which waits aside until `holder` starts, is refused or leaves. */
-function hold(holder: Waiter, request: Waiter): void {
-  request.heldBy = holder;
-  holder.held.push(request);
+/** Puts `waiter` among `list` by its order of arrival. */
+function inArrivalOrder(list: Waiter[], waiter: Waiter): void {
+  const index = list.findIndex((other) => other.seq > waiter.seq);
+  list.splice(index < 0 ? list.length : index, 0, waiter);
+}
+
+/** Takes `waiter` out of `list`: whether it was there. */
+function remove(list: Waiter[], waiter: Waiter): boolean {
+  const index = list.indexOf(waiter);
+  if (index >= 0) list.splice(index, 1);
+  return index >= 0;
 }

@@ -13,8 +13,9 @@
  * others' waiting requests for free, without ever using a place. The fairness displacement should only hand a place
  * to a request that actually keeps it.
  *
- * Fixed: the displaced waiter is kept aside, bound to the request that took its place: refused (503) once that one
- * starts or is refused itself, back in the queue if its client leaves first (local/admissionQueue.ts, `held`).
+ * Fixed: the displaced waiter is set aside and takes the first waiting place that frees, the one the leaving request
+ * gave up included (local/admissionQueue.ts, `aside`; round 14 first bound it to the request that took its place,
+ * which rounds 15 and 16 broke, below).
  *
  * Real parts: the local queue itself (AdmissionQueue), driven as the local server drives it (an AbortSignal per
  * request, as captureScreenshot passes the client's).
@@ -126,7 +127,8 @@ describe('a waiting place taken from another account by a request that then hang
  * request and the displaced one's client, or two clients of its own in two accounts), until the server runs nothing.
  * A refused waiter is also "started" (a held waiter that starts while also being refused).
  *
- * Fixed: a held waiter whose client leaves is taken out of its holder's `held` (local/admissionQueue.ts, `leave`).
+ * Fixed: a request set aside whose client leaves is taken out of the requests set aside; no place is given for it
+ * (local/admissionQueue.ts).
  */
 describe('a displaced waiter whose client leaves before its holder’s does', () => {
   it('is not put back in the queue, and no place leaks', async () => {
@@ -175,7 +177,7 @@ describe('a displaced waiter whose client leaves before its holder’s does', ()
  * chains let clients that hang up grow it past the bound (each such chain one more), the very thing round 13's fair
  * sharing and round 14's `held` meant to keep fixed.
  *
- * Fixed: a held waiter whose client leaves hands the request it held to its own holder (`leave`).
+ * Fixed: requests set aside come back only into places that freed, never past the bound (local/admissionQueue.ts).
  */
 describe('a displaced holder whose client leaves', () => {
   it('does not put the queue past its bound', async () => {
@@ -231,7 +233,7 @@ describe('a displaced holder whose client leaves', () => {
  * capture (with nothing else running it would wait for nothing at all), and a client can cause it at will by taking
  * a place and hanging up.
  *
- * Fixed: a request put back in its place starts at once when it may (`leave` calls startWaiting).
+ * Fixed: a request that leaves the queue lets the requests set aside in, and starts what may start.
  */
 describe('a displaced waiter put back in the queue beside a free place', () => {
   it('starts at once', async () => {
@@ -262,5 +264,119 @@ describe('a displaced waiter put back in the queue beside a free place', () => {
 
     x.resolve();
     b.resolve();
+  });
+});
+
+/**
+ * Red team (round 16): a request held aside stays held (and is then refused 503) while a place it may take sits idle and the
+ * waiting places it was displaced from are free again (local/admissionQueue.ts, `held` / makeRoomFor).
+ *
+ * What it shows: one shared place + one of headroom, three waiting places. Account C runs the shared place; account
+ * V runs the headroom place and waits with three more requests (every waiting place taken). C sends a request (it
+ * must wait: C runs one and the shared place is taken): V waits with two more, so C's request takes the place of V's
+ * latest, which is held aside. V's two other waiting requests hang up, and V's running capture ends. Now V runs
+ * nothing, the headroom place is free, two of the three waiting places are free, and V's held request may start at
+ * once under the rules (an account running nothing gets the headroom). It does not: it stays held, bound to C's
+ * request, which cannot start while C's first capture runs. When C's capture ends, C's request starts and V's held
+ * request is answered 503, having never been allowed to use the place that was free all along.
+ *
+ * Why it matters: a held request is only aside because the waiting places were all taken; once they are not, the
+ * reason is gone. One account running one long capture (C) keeps another account's request (V's) from running
+ * while a place it may use is idle, then gets it refused. Work conservation ("no waiter left waiting while it may
+ * start") is broken for held requests, and the headroom place, meant for exactly this account, is wasted.
+ *
+ * Fixed: a request whose place was taken is set aside, not bound to the one that took it, and takes the first
+ * waiting place that frees (local/admissionQueue.ts, `aside`).
+ */
+describe('a held request, once its waiting place and a running place are free again', () => {
+  it('starts on the free place instead of waiting for its holder and being refused', async () => {
+    const queue = new AdmissionQueue({ shared: 1, headroom: 1 }, 3);
+    const cLong = deferred();
+    const cBusy = queue.run('acct-c', () => cLong.promise);
+    const vLong = deferred();
+    const vBusy = queue.run('acct-v', () => vLong.promise); // the headroom place
+
+    const gone2 = new AbortController();
+    const gone3 = new AbortController();
+    const v2 = queue.run('acct-v', async () => 'v2', gone2.signal).catch((e: unknown) => e);
+    const v3 = queue.run('acct-v', async () => 'v3', gone3.signal).catch((e: unknown) => e);
+    let v4Started = false;
+    const v4 = queue.run('acct-v', async () => {
+      v4Started = true;
+      return 'v4';
+    });
+    const v4Outcome = v4.then(
+      (value) => value,
+      (error: unknown) => error,
+    );
+
+    // C's second request must wait; it takes the place of V's latest (v4), held aside.
+    const c2 = queue.run('acct-c', async () => 'c2');
+
+    // V's other waiting requests hang up; V's capture ends: V runs nothing, the headroom place is free.
+    gone2.abort();
+    gone3.abort();
+    await v2;
+    await v3;
+    vLong.resolve();
+    await vBusy;
+
+    // Under the rules v4 may start now (account running nothing, headroom free, waiting places free).
+    expect(await within(v4Outcome)).toEqual({ value: 'v4' });
+    expect(v4Started).toBe(true);
+
+    cLong.resolve();
+    await cBusy;
+    expect(await c2).toBe('c2');
+  });
+});
+
+/**
+ * Red team (round 16): a held request that takes its place back goes to the end of the queue, not to the place it had
+ * (local/admissionQueue.ts, `leave`: `this.waiting.push(request)`), so an account's requests can start out of order
+ * and behind requests that came after them.
+ *
+ * What it shows: one place (taken), three waiting places, account A waits with a1, a2, a3. B (waiting with none)
+ * takes a3's place; then C takes a2's place (A still waits with two more than C). B hangs up: a3 is pushed at
+ * the end, behind C; C hangs up: a2 is pushed at the end, behind a3. The queue is a1, a3, a2: a3 (sent after a2)
+ * starts first, breaking "the earliest of its requests first" (docs/api.md, fair sharing). Across accounts, a put-back request also
+ * lands behind every request that arrived after it, and being last it is the "latest" one taken again by the next
+ * displacement, so repeated take-and-hang-up keeps moving the same request to the back.
+ *
+ * Why it matters: round 14's fix says the held request "takes its place back"; it actually loses its turn, and an
+ * account that waits with fewer can push another account's request behind its own later requests at no cost.
+ * Low severity (the request is not refused, only delayed), but it is the kind of reordering the fair queue promises
+ * not to do.
+ *
+ * Fixed: every waiter keeps its order of arrival (`seq`), and one set aside goes back by it.
+ */
+describe('held requests that take their places back', () => {
+  it('start in the order they were sent', async () => {
+    const queue = new AdmissionQueue({ shared: 1, headroom: 0 }, 3);
+    const busy = deferred();
+    const running = queue.run('acct-x', () => busy.promise);
+    const order: string[] = [];
+    const task = (name: string) => async () => {
+      order.push(name);
+    };
+
+    const a1 = queue.run('acct-a', task('a1'));
+    const a2 = queue.run('acct-a', task('a2'));
+    const a3 = queue.run('acct-a', task('a3'));
+
+    const leaveB = new AbortController();
+    const b = queue.run('acct-b', task('b'), leaveB.signal).catch(() => undefined); // holds a3
+    const leaveC = new AbortController();
+    const c = queue.run('acct-c', task('c'), leaveC.signal).catch(() => undefined); // holds a2
+
+    leaveB.abort(); // a3 takes its place back: pushed at the end, behind C
+    leaveC.abort(); // a2 takes its place back: pushed at the end, behind a3
+    await b;
+    await c;
+
+    busy.resolve();
+    await running;
+    await Promise.all([a1, a2, a3]);
+    expect(order).toEqual(['a1', 'a2', 'a3']);
   });
 });
