@@ -66,7 +66,19 @@ export interface LocalServiceOptions {
  * soon a job whose process was killed runs again after a restart (LOCAL_QUEUE_VISIBILITY_SECONDS).
  */
 function visibilityTimeoutSeconds(env: NodeJS.ProcessEnv): number {
-  return Number(env.LOCAL_QUEUE_VISIBILITY_SECONDS) || 10;
+  return countSetting(env, 'LOCAL_QUEUE_VISIBILITY_SECONDS', 10);
+}
+
+/**
+ * A local setting that counts something: unset or empty, its default; else a whole number of at least 1, or the
+ * start fails saying so (a negative LOCAL_MAX_CAPTURES left every capture waiting for ever: red team, round 16).
+ */
+function countSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1) throw new Error(`${name} must be a whole number of at least 1`);
+  return count;
 }
 
 /**
@@ -75,8 +87,8 @@ function visibilityTimeoutSeconds(env: NodeJS.ProcessEnv): number {
  */
 function captureQueue(env: NodeJS.ProcessEnv, headroom: number): AdmissionQueue {
   return new AdmissionQueue(
-    { shared: Number(env.LOCAL_MAX_CAPTURES) || 4, headroom },
-    Number(env.LOCAL_MAX_QUEUED) || 64,
+    { shared: countSetting(env, 'LOCAL_MAX_CAPTURES', 4), headroom },
+    countSetting(env, 'LOCAL_MAX_QUEUED', 64),
   );
 }
 
@@ -104,6 +116,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const baseEnv = options.env ?? process.env;
   // An invalid setting stops the start before anything listens.
   const config = readServiceConfig(baseEnv);
+  const visibility = visibilityTimeoutSeconds(baseEnv);
+  // The front's requests and the worker's jobs share the local Chromium fairly, as Lambda's concurrency would.
+  const admission = captureQueue(baseEnv, config.captureHeadroom);
   // The port must be known before the rest starts (the identity provider's JWKS address names it), so the server
   // listens at once and answers 503 until the API is ready: a request is never left without an answer.
   const server = createServer(startingListener);
@@ -142,14 +157,11 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const keys = createKeyManagement(dynamo.client, env, idp.jwks);
   // Chromium runs in a process of its own, which gets none of this environment but an allow-list of it.
   const renderer = new LocalRenderer({ env });
-  const visibility = visibilityTimeoutSeconds(env);
   const localQueue = await startLocalQueue({
     visibilityTimeoutSeconds: visibility,
     ...(options.inMemoryStore ? {} : { dataDir: join(options.dataDir, 'queue') }),
   }).catch(stopListening);
   const queue = new SqsJobQueue(localQueue.client, localQueue.queueUrl, localQueue.webhookQueueUrl);
-  // The front's requests and the worker's jobs share the local Chromium fairly, as Lambda's concurrency would.
-  const admission = captureQueue(env, config.captureHeadroom);
   const screenshot = createScreenshotService(dynamo.client, env, {
     renderer,
     admission,

@@ -44,3 +44,29 @@ describe('a local server that is still starting', () => {
     }
   });
 });
+
+describe('a local setting that counts captures or waiting places', () => {
+  /**
+   * Red team (round 16): a negative LOCAL_MAX_CAPTURES passed `Number(...) || 4` and left every capture waiting for
+   * ever. The start now fails, saying which setting, before anything listens.
+   */
+  it('stops the start with a message naming it when it is not a whole number of at least 1', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-startup-'));
+    const port = await unusedPort();
+    try {
+      for (const [name, value] of [
+        ['LOCAL_MAX_CAPTURES', '-1'],
+        ['LOCAL_MAX_QUEUED', '2.5'],
+        ['LOCAL_QUEUE_VISIBILITY_SECONDS', 'soon'],
+      ] as const) {
+        await expect(
+          startLocalService({ dataDir, port, inMemoryStore: true, env: { ...process.env, [name]: value } }),
+        ).rejects.toThrow(`${name} must be a whole number of at least 1`);
+      }
+      // Nothing listens on the port it was given.
+      await expect(fetch(`http://127.0.0.1:${port}/api/keys`)).rejects.toThrow();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
