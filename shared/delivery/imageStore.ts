@@ -39,6 +39,7 @@ export interface ImageStore {
   /**
    * A copy of the object at `from` under `to`, kept from `storedAt` until `expiresAt` (ms), made only while `from`
    * still holds the bytes `etag` names: false, and nothing to link to, when it no longer does (replaced meanwhile).
+   * A copy of the same bytes already under `to` that lasts until `expiresAt` is kept as it is.
    */
   copyIfUnchanged(
     from: string,

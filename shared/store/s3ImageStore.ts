@@ -8,7 +8,13 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { PageMetadata } from '../capture/renderer';
-import { EXPIRY_TAG, expiryDays, type ImageStore, type StoredImageInfo } from '../delivery/imageStore';
+import {
+  EXPIRY_DAYS,
+  EXPIRY_TAG,
+  expiryDays,
+  type ImageStore,
+  type StoredImageInfo,
+} from '../delivery/imageStore';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
 import { opensInline } from '../screenshot/outputFields';
@@ -121,6 +127,7 @@ export class S3ImageStore implements ImageStore {
     storedAt: number,
     expiresAt: number,
   ): Promise<boolean> {
+    if (await this.keptUntil(to, etag, expiresAt)) return true;
     const answer = await this.call(() =>
       this.s3.send(
         new CopyObjectCommand({
@@ -136,6 +143,24 @@ export class S3ImageStore implements ImageStore {
     );
     // The copy's own ETag too: s3rver ignores CopySourceIfMatch (the local gate checks it just before, s3SignatureGate.ts).
     return answer?.CopyObjectResult?.ETag === etag;
+  }
+
+  /**
+   * Whether `key` already holds the bytes `etag` names, written recently enough that no lifecycle rule removes it
+   * before `expiresAt` (ms): a copy made by an earlier hit on the same version, which a later hit links to again
+   * instead of copying up to 190 MiB anew (red team: a signed link's hits are free, and each was a server-side copy).
+   * No rule removes an object sooner than the shortest expiry class after it was written.
+   */
+  private async keptUntil(key: string, etag: string, expiresAt: number): Promise<boolean> {
+    const object = await this.call(() =>
+      this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key })),
+    );
+    const written = object?.LastModified?.getTime();
+    return (
+      object?.Metadata?.etag === etag &&
+      written !== undefined &&
+      written + EXPIRY_DAYS[0] * 86_400_000 >= expiresAt
+    );
   }
 
   signedUrl(key: string, seconds: number): Promise<string> {

@@ -4,10 +4,11 @@ import type { CaptureResult, CaptureSpec, Renderer } from '../../shared/capture/
 import type { ImageStore } from '../../shared/delivery/imageStore';
 import type { CaptureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { CACHE_TTL } from '../../shared/screenshot/schema';
+import { S3ImageStore } from '../../shared/store/s3ImageStore';
 import { createDeliveryPorts } from '../../shared/wiring/delivery';
 import { FakeRenderer } from '../helpers/memoryPorts';
 import { memoryScreenshotService } from '../helpers/memoryScreenshot';
-import { startTestDelivery } from '../helpers/store';
+import { localS3Client, startTestDelivery } from '../helpers/store';
 
 /**
  * docs/api.md 15.2: the `url` of a `response: "json"` answer "downloads exactly the bytes `etag` names" for its hour.
@@ -42,6 +43,7 @@ class ChangingPage implements Renderer {
 }
 
 const md5 = (bytes: Buffer) => `"${createHash('md5').update(bytes).digest('hex')}"`;
+const download = async (url: string) => md5(Buffer.from(await (await fetch(url)).arrayBuffer()));
 
 describe('a link to a cached image', () => {
   it('downloads the bytes its etag names for its whole hour, even after the entry was captured again', async () => {
@@ -72,10 +74,59 @@ describe('a link to a cached image', () => {
     expect(second.etag).not.toBe(first.etag);
     expect(first.expiresAt).toBeGreaterThan(now);
 
-    const download = async (url: string) => md5(Buffer.from(await (await fetch(url)).arrayBuffer()));
     // Before: the first link downloaded the second capture (second.etag).
     expect(await download(first.url)).toBe(first.etag);
     expect(await download(hit.url)).toBe(first.etag);
     expect(await download(second.url)).toBe(second.etag);
+  });
+  it('copies the entry once for all the hits that can link to that copy, and again once the copy could expire first', async () => {
+    // Red team: a signed link's hits are free, and each `response: "json"` hit copied its entry inside S3 (up to
+    // 190 MiB a time). The same S3 API, through a client that names each command it sends.
+    const sent: string[] = [];
+    const client = localS3Client(delivery.s3);
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        sent.push(String(context.commandName));
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    let now = Date.now();
+    const service = memoryScreenshotService({
+      now: () => now,
+      images: new S3ImageStore(client, delivery.s3.env.IMAGE_BUCKET),
+    });
+    const { key } = await service.addKey('alice', now);
+    await service.credits.set('alice', 10);
+    const body = { url: 'https://a.test/report', cache: true, cacheTtl: CACHE_TTL.max, response: 'json' };
+    const hit = async () => {
+      sent.length = 0;
+      const outcome = await service.capture({ apiKey: key, request: () => body, deadline: now + 60_000 });
+      if (!outcome.ok || !('screenshot' in outcome)) throw new Error('not captured');
+      const { link, etag, cache } = outcome.screenshot;
+      if (!link) throw new Error('no link');
+      return {
+        url: link.url,
+        etag,
+        cache,
+        copies: sent.filter((name) => name === 'CopyObjectCommand').length,
+      };
+    };
+
+    const miss = await hit();
+    expect(miss.cache).toBe('MISS');
+    const first = await hit();
+    expect(first).toMatchObject({ cache: 'HIT', etag: miss.etag, copies: 1 });
+    // Before: every hit was one more copy.
+    const second = await hit();
+    expect(second).toMatchObject({ cache: 'HIT', etag: miss.etag, copies: 0 });
+    expect(second.url.split('?')[0]).toBe(first.url.split('?')[0]);
+    // Three days on, the copy's lifecycle rule (two days) may remove it within the next link's hour: copied anew.
+    now += 3 * 86_400_000;
+    const later = await hit();
+    expect(later).toMatchObject({ cache: 'HIT', etag: miss.etag, copies: 1 });
+
+    expect(await download(second.url)).toBe(miss.etag);
+    expect(await download(later.url)).toBe(miss.etag);
   });
 });

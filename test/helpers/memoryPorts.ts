@@ -25,7 +25,7 @@ import {
   type PageMetadata,
   type Renderer,
 } from '../../shared/capture/renderer';
-import type { ImageStore, StoredImageInfo } from '../../shared/delivery/imageStore';
+import { EXPIRY_DAYS, type ImageStore, type StoredImageInfo } from '../../shared/delivery/imageStore';
 import type { UrlPolicy } from '../../shared/egress/urlPolicy';
 import {
   BalanceOverflowError,
@@ -374,6 +374,8 @@ export class MemoryImageStore implements ImageStore {
   async copyIfUnchanged(from: string, to: string, etag: string, storedAt: number, expiresAt: number) {
     const source = this.objects.get(from);
     if (source?.info.etag !== etag) return false;
+    const kept = this.objects.get(to)?.info;
+    if (kept?.etag === etag && kept.storedAt + EXPIRY_DAYS[0] * 86_400_000 >= expiresAt) return true;
     const { metadata: _, ...info } = source.info;
     this.objects.set(to, { image: source.image, info: { ...info, storedAt, expiresAt } });
     return true;

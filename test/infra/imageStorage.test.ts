@@ -120,6 +120,18 @@ describe("expiry by each object's own cacheTtl", () => {
     });
   });
 
+  it('removes no image sooner than the shortest class (a hit links to a copy written up to that long ago)', () => {
+    const images = Object.values(template.findResources('AWS::S3::Bucket')).find((bucket) =>
+      bucket.Properties?.LifecycleConfiguration?.Rules?.some(
+        (rule: { Id?: string }) => rule.Id === 'LinkedImages',
+      ),
+    );
+    const rules: { ExpirationInDays?: number }[] = images?.Properties.LifecycleConfiguration.Rules ?? [];
+    const expirations = rules.map((rule) => rule.ExpirationInDays).filter((days) => days !== undefined);
+    expect(expirations.length).toBeGreaterThan(EXPIRY_DAYS.length);
+    expect(Math.min(...expirations)).toBe(EXPIRY_DAYS[0]);
+  });
+
   it('tags an object with the first class that outlives its cacheTtl by a day', () => {
     const day = 86_400_000;
     expect(expiryDays(0, CACHE_TTL.min * 1000)).toBe(2);
