@@ -33,8 +33,8 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
-import { guardRequestRate, MAX_REQUESTS_PER_SECOND, TOO_MANY_REQUESTS } from './pageRequestGuard';
 import { viewportOrigin } from './pageScripts';
+import { guardPageTraffic, PAGE_TRAFFIC_LIMITS } from './pageTrafficGuard';
 import { printPdf } from './pdfPrint';
 import {
   CAPTURE_CONTENT_TYPES,
@@ -182,9 +182,9 @@ export class ChromiumRenderer implements Renderer {
         fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page'));
       },
     );
-    const requests = guardRequestRate(tab.page, MAX_REQUESTS_PER_SECOND, () => {
-      logger.warn('Page stopped for its requests', { host: hostOf(spec.url) });
-      fail(new CaptureFailedError(spec.url, TOO_MANY_REQUESTS, 'page'));
+    const traffic = guardPageTraffic(tab.page, PAGE_TRAFFIC_LIMITS, (reason) => {
+      logger.warn('Page stopped for its traffic', { host: hostOf(spec.url), reason });
+      fail(new CaptureFailedError(spec.url, reason, 'page'));
     });
     try {
       const result = await Promise.race([this.shoot(tab, spec, budget), stopped]);
@@ -200,7 +200,7 @@ export class ChromiumRenderer implements Renderer {
     } finally {
       budget.dispose();
       memory.stop();
-      requests.stop();
+      traffic.stop();
       limits.signal?.removeEventListener('abort', onAbort);
       this.retire(tab);
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight

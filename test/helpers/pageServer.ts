@@ -13,6 +13,8 @@ export interface PageServer {
   hostPort: string;
   /** Paths requested so far, in order (e.g. to prove a canary was never hit). */
   hits: string[];
+  /** The server itself, for what a page handler cannot answer (a WebSocket's upgrade). */
+  server: Server;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ export async function startPageServer(
     port,
     hostPort: `${host}:${port}`,
     hits,
+    server,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import type { Duplex, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import {
@@ -21,7 +23,7 @@ import {
  *
  * Many messages: 20,000 objects logged every 5 ms. For each object, puppeteer sent a command of its own to release
  * it, and the renderer process was held for 48 s, the capture beside it failing. Many requests: each is several
- * Network events, even a `data:` fetch (pageRequestGuard.ts).
+ * Network events, even a `data:` fetch (pageTrafficGuard.ts).
  */
 
 const CONTROL_CHARACTERS = "'\\x01'.repeat(1e8)";
@@ -56,6 +58,48 @@ beforeAll(async () => {
     ),
     '/thumbnail': (_req, res) => res.writeHead(200, { 'content-type': 'image/gif' }).end(ONE_PIXEL_GIF),
     '/plain': solidPage('#00ff00'),
+    '/messages': solidPage(
+      '#00ff00',
+      `<script>
+        new EventSource('/events');
+        for (let i = 0; i < 4; i++) {
+          const socket = new WebSocket(\`ws://\${location.host}/socket\`);
+          socket.onopen = () => setInterval(() => { for (let j = 0; j < 500; j++) socket.send('x'); }, 5);
+        }
+      </script>`,
+    ),
+    '/worker-messages': solidPage(
+      '#00ff00',
+      `<script>
+        const code = \`for (let i = 0; i < 4; i++) new WebSocket('ws://\${location.host}/socket');\`;
+        new Worker(URL.createObjectURL(new Blob([code], { type: 'text/javascript' })));
+      </script>`,
+    ),
+    '/ticker': solidPage(
+      '#00ff00',
+      `<script>
+        const socket = new WebSocket(\`ws://\${location.host}/quiet\`);
+        socket.onopen = () => setInterval(() => { for (let j = 0; j < 20; j++) socket.send('x'); }, 10);
+      </script>`,
+    ),
+    '/events': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      floodWith(res, Buffer.from('data: x\n\n'.repeat(8_192)));
+    },
+  });
+  pages.server.on('upgrade', (req, socket: Duplex) => {
+    // A WebSocket server that accepts any socket and drops what it is sent; on `/socket` it sends one-byte text
+    // frames as fast as the socket drains.
+    const accept = createHash('sha1')
+      .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
+    socket.on('error', () => undefined);
+    socket.resume();
+    if (req.url === '/socket')
+      floodWith(socket, Buffer.from([0x81, 0x01, 0x78]).toString('latin1').repeat(20_000), 'latin1');
   });
   harness = await startScreenshotHarness({ ALLOW_PRIVATE_HOSTS: pages.hostPort });
 });
@@ -64,6 +108,19 @@ afterAll(async () => {
   await harness?.close();
   await pages?.close();
 });
+
+/** Writes `chunk` again each time the stream drains, until it ends. */
+function floodWith(stream: Writable, chunk: Buffer | string, encoding?: BufferEncoding) {
+  const write = () => {
+    while (!stream.writableEnded && !stream.destroyed) {
+      const more = encoding ? stream.write(chunk, encoding) : stream.write(chunk);
+      if (!more) return;
+    }
+  };
+  stream.on('drain', write);
+  stream.on('error', () => undefined);
+  write();
+}
 
 /** The page's capture and, once it is under way, another account's, with the time each took. */
 async function besideAnother(path: string, delay: number) {
@@ -114,6 +171,35 @@ describe('a page that makes requests without end', () => {
   it('leaves a heavy honest page alone: a thousand images asked for at once', async () => {
     const account = await harness.newAccount();
     const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/thumbnails`, ...VIEWPORT });
+    expect(answer.status).toBe(200);
+  }, 120_000);
+});
+
+describe('a page that floods its WebSockets and an EventSource with messages', () => {
+  it.each([
+    ['its own', 'messages'],
+    ["a worker's", 'worker-messages'],
+  ])(
+    'fails as the page once it passes a rate no real page reaches (sockets of %s), and a capture beside it is not held up',
+    async (_, path) => {
+      const { answer, ms, beside, besideMs } = await besideAnother(path, 4_000);
+      expect(answer.status).toBe(500);
+      expect(answer.json()).toMatchObject({ message: expect.stringContaining('messages within a second') });
+      // Before: the page ran past its budget (34 s, "stopped responding"), and the capture beside it took 10 s.
+      expect(ms).toBeLessThan(20_000);
+      expect(beside.status).toBe(200);
+      expect(besideMs).toBeLessThan(5_000);
+    },
+    120_000,
+  );
+
+  it('leaves a live page alone: a socket that ticks 2,000 messages a second', async () => {
+    const account = await harness.newAccount();
+    const answer = await harness.shoot(account.apiKey, {
+      url: `${pages.origin}/ticker`,
+      ...VIEWPORT,
+      delay: 3_000,
+    });
     expect(answer.status).toBe(200);
   }, 120_000);
 });
