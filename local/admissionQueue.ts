@@ -41,7 +41,7 @@ export class AdmissionQueue implements Admission {
     private readonly maxWaiting: number,
   ) {}
 
-  run<T>(accountId: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  run<T>(accountId: string, task: (waited: boolean) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return this.enter(accountId, task, signal);
   }
 
@@ -51,7 +51,7 @@ export class AdmissionQueue implements Admission {
    * few pollers, and one account's jobs could otherwise take them all, leaving another account's messages unread
    * however fair this queue is; one waiting job still starts the moment its account's turn comes.
    */
-  async runJob<T>(accountId: string, task: () => Promise<T>): Promise<T> {
+  async runJob<T>(accountId: string, task: (waited: boolean) => Promise<T>): Promise<T> {
     if (!this.mayStart(accountId) && this.waiting.some((w) => w.job && w.accountId === accountId))
       throw new CapacityFullError();
     return this.enter(accountId, task, undefined, true);
@@ -59,15 +59,16 @@ export class AdmissionQueue implements Admission {
 
   private async enter<T>(
     accountId: string,
-    task: () => Promise<T>,
+    task: (waited: boolean) => Promise<T>,
     signal: AbortSignal | undefined,
     job?: true,
   ): Promise<T> {
-    if (this.mayStart(accountId)) this.take(accountId);
+    const waited = !this.mayStart(accountId);
+    if (!waited) this.take(accountId);
     // The place is taken for us by whoever frees it, so a newcomer cannot slip in between.
     else await this.wait(accountId, signal, job);
     try {
-      return await task();
+      return await task(waited);
     } finally {
       this.free(accountId);
       this.startWaiting();

@@ -4,9 +4,12 @@
  * its function does. The capture's time budget starts when the task starts, not when the request arrived.
  */
 export interface Admission {
-  /** Runs `task` in its turn; a request whose client left (`signal`) may be dropped while it waits (ClientGoneError). */
-  run<T>(accountId: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /**
+   * Runs `task` in its turn, telling it whether it had to wait for it; a request whose client left (`signal`) may be
+   * dropped while it waits (ClientGoneError).
+   */
+  run<T>(accountId: string, task: (waited: boolean) => Promise<T>, signal?: AbortSignal): Promise<T>;
 }
 
 /** No queue: the request runs at once (Lambda). */
-export const IMMEDIATE_ADMISSION: Admission = { run: (_accountId, task) => task() };
+export const IMMEDIATE_ADMISSION: Admission = { run: (_accountId, task) => task(false) };

@@ -119,10 +119,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const at = now();
     let identity: KeyIdentity;
     try {
-      identity =
-        'signed' in input
-          ? await authenticateSignedLink(input.signed, deps.keys, deps.cipher)
-          : await authenticateApiKey(input.apiKey, deps.keys);
+      identity = await authenticate(input);
     } catch (error) {
       const refused: ScreenshotOutcome = { ok: false, error };
       deps.metrics.captureFinished(metricOf(refused, now() - at));
@@ -138,7 +135,11 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const outcome =
       (!('signed' in input) && (await refusedWhenSpent(identity, 'api'))) ||
       (await waiting
-        .run(identity.accountId, () => admitted(identity, { ...input, request }, queuedAt), input.signal)
+        .run(
+          identity.accountId,
+          (waited) => admitted(identity, { ...input, request }, queuedAt, waited),
+          input.signal,
+        )
         .catch((error): ScreenshotOutcome => ({ ok: false, error })));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
@@ -159,6 +160,13 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       },
     };
   };
+
+  /** Who sends the request: its key, or the key that signed its link (401 when neither is valid and active). */
+  function authenticate(input: ScreenshotInput): Promise<KeyIdentity> {
+    return 'signed' in input
+      ? authenticateSignedLink(input.signed, deps.keys, deps.cipher)
+      : authenticateApiKey(input.apiKey, deps.keys);
+  }
 
   /** Queues an admitted async capture; when that fails, its credits go back. */
   async function accept(
@@ -196,9 +204,14 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     identity: KeyIdentity,
     input: ScreenshotInput,
     queuedAt: number,
+    waited: boolean,
   ): Promise<ScreenshotOutcome> {
     let rateLimit: RateLimitDecision | undefined;
     try {
+      // A key revoked or deleted while its request waited for a place (the local queue) fails it as it would a new
+      // one: the owner was told the key fails from the next request (red team: a leaked key's queued requests were
+      // captured and charged minutes after its revocation). Deployed, nothing waits, and this costs nothing.
+      if (waited) await authenticate(input);
       const admittedAt = now();
       // Time spent waiting for admission is not the runtime's: deployed there is no such wait, and locally the
       // queue stands in for Lambda starting another function.
