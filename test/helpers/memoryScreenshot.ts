@@ -1,6 +1,7 @@
 import type { Renderer } from '../../shared/capture/renderer';
 import type { ImageStore } from '../../shared/delivery/imageStore';
 import { keyManagement } from '../../shared/keys/keyManagement';
+import type { Admission } from '../../shared/screenshot/admission';
 import { captureScreenshot, type ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import {
@@ -22,6 +23,8 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
   renderer?: R;
   /** Another image store than the one in memory (e.g. the local S3 API's). */
   images?: ImageStore;
+  /** Where requests wait for their turn (e.g. the local queue); by default they run at once. */
+  admission?: Admission;
 }) {
   const keys = new MemoryKeyStore();
   const credits = new MemoryCreditLedger();
@@ -37,7 +40,10 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     signedLinkBudget: new MemoryRateLimiter(options.rateLimit ?? 100),
     now: options.now,
     ...(options.images ? { images: options.images } : {}),
+    ...(options.admission ? { admission: options.admission } : {}),
   });
+  const manage = (now: () => number) =>
+    keyManagement({ sessions: fakeSessions, keys, credits, cipher: deps.cipher, freeCredits: 0, now });
   return {
     keys,
     credits,
@@ -46,17 +52,11 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     usage,
     cancelledCalls: new MemoryCancelledCalls(),
     capture: captureScreenshot(deps),
+    /** The key-management use case over the same ports, on the service's clock. */
+    keyManagement: manage(options.now),
     /** A new API key of the account, created at `createdAt` through the key-management use case: its value and id. */
     async addKey(accountId: string, createdAt: number, name = 'k'): Promise<{ key: string; id: string }> {
-      const manage = keyManagement({
-        sessions: fakeSessions,
-        keys,
-        credits,
-        cipher: deps.cipher,
-        freeCredits: 0,
-        now: () => createdAt,
-      });
-      const { key, id } = await manage.createKey(`session:${accountId}`, () => ({ name }));
+      const { key, id } = await manage(() => createdAt).createKey(`session:${accountId}`, () => ({ name }));
       return { key, id };
     },
   };

@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
-import { keyManagement } from '../../shared/keys/keyManagement';
-import { captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { outcomeStatus } from '../../shared/screenshot/outcome';
-import {
-  FakeRenderer,
-  fakeSessions,
-  MemoryCreditLedger,
-  MemoryKeyStore,
-  memoryScreenshotDeps,
-} from '../helpers/memoryPorts';
+import { memoryScreenshotService } from '../helpers/memoryScreenshot';
 
 /**
  * Red team (round 17): a request is authenticated on arrival, then may wait in the local capture queue
@@ -22,26 +14,18 @@ import {
 describe('requests of a key waiting in the local capture queue while the owner revokes it', () => {
   it('are refused 401 when their turn comes, not captured and charged to the owner', async () => {
     const now = Date.UTC(2026, 0, 1, 10, 0);
-    const keys = new MemoryKeyStore();
-    const credits = new MemoryCreditLedger();
-    const renderer = new FakeRenderer();
-    const deps = memoryScreenshotDeps({
-      keys,
+    const {
+      capture,
       credits,
       renderer,
+      keyManagement: manage,
+      addKey,
+    } = memoryScreenshotService({
+      now: () => now,
       // As npm start, scaled down: one place, and room to wait.
       admission: new AdmissionQueue({ shared: 1, headroom: 0 }, 8),
-      now: () => now,
     });
-    const capture = captureScreenshot(deps);
-    const manage = keyManagement({
-      sessions: fakeSessions,
-      keys,
-      credits,
-      cipher: deps.cipher,
-      freeCredits: 0,
-    });
-    const leaked = await manage.createKey('session:owner', () => ({ name: 'ci' }));
+    const leaked = await addKey('owner', now, 'ci');
     await credits.set('owner', 10);
 
     const shoot = (url: string) =>
