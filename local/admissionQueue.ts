@@ -1,6 +1,10 @@
+import type { SlotPool } from '../shared/accounts/captureSlots';
 import { type CaptureCapacity, mayStart } from '../shared/accounts/fairShare';
 import { CapacityFullError, ClientGoneError, OverloadedError } from '../shared/errors';
 import type { Admission } from '../shared/screenshot/admission';
+
+/** What a request is, beyond its account. */
+type Kind = Pick<Waiter, 'job' | 'link'>;
 
 interface Waiter {
   accountId: string;
@@ -11,6 +15,8 @@ interface Waiter {
   refuse: (error: Error) => void;
   /** A queued job's, which holds one of the local queue's pollers while it waits. */
   job?: true;
+  /** A signed link's, which may not take the account's last shared place nor keep its own key's request waiting. */
+  link?: true;
 }
 
 /**
@@ -26,9 +32,18 @@ interface Waiter {
  * as may wait). A request whose client left gives its place up at once. (Red team, rounds 13 to 16: one account's
  * requests, or requests nobody waited for any more, held every place; a request that took a place and hung up
  * turned another away for nothing.)
+ *
+ * Signed links leave their account's API keys room, as they leave them a capture slot deployed (`linkSlotLimit`):
+ * an account's link requests run in all but one of the shared places (one at the least), a request with an API key
+ * takes the waiting place of its own account's latest link request when no other is free, and starts before the link
+ * requests that wait with it. (Red team, round 17:
+ * a leaked link's visitors, answered free from the cache, held every place of the account, and its owner's own
+ * request was refused `503`.)
  */
 export class AdmissionQueue implements Admission {
   private readonly running = new Map<string, number>();
+  /** Of `running`, the signed links' requests. */
+  private readonly linksRunning = new Map<string, number>();
   private total = 0;
   /** In order of arrival. */
   private readonly waiting: Waiter[] = [];
@@ -41,8 +56,13 @@ export class AdmissionQueue implements Admission {
     private readonly maxWaiting: number,
   ) {}
 
-  run<T>(accountId: string, task: (waited: boolean) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return this.enter(accountId, task, signal);
+  run<T>(
+    accountId: string,
+    task: (waited: boolean) => Promise<T>,
+    signal?: AbortSignal,
+    pool: SlotPool = 'api',
+  ): Promise<T> {
+    return this.enter(accountId, task, signal, pool === 'signedLink' ? { link: true } : {});
   }
 
   /**
@@ -54,32 +74,32 @@ export class AdmissionQueue implements Admission {
   async runJob<T>(accountId: string, task: (waited: boolean) => Promise<T>): Promise<T> {
     if (!this.mayStart(accountId) && this.waiting.some((w) => w.job && w.accountId === accountId))
       throw new CapacityFullError();
-    return this.enter(accountId, task, undefined, true);
+    return this.enter(accountId, task, undefined, { job: true });
   }
 
   private async enter<T>(
     accountId: string,
     task: (waited: boolean) => Promise<T>,
     signal: AbortSignal | undefined,
-    job?: true,
+    kind: Kind,
   ): Promise<T> {
-    const waited = !this.mayStart(accountId);
-    if (!waited) this.take(accountId);
+    const waited = !this.mayStart(accountId, kind.link);
+    if (!waited) this.take(accountId, kind.link);
     // The place is taken for us by whoever frees it, so a newcomer cannot slip in between.
-    else await this.wait(accountId, signal, job);
+    else await this.wait(accountId, signal, kind);
     try {
       return await task(waited);
     } finally {
-      this.free(accountId);
+      this.free(accountId, kind.link);
       this.startWaiting();
     }
   }
 
-  private wait(accountId: string, signal: AbortSignal | undefined, job?: true): Promise<void> {
+  private wait(accountId: string, signal: AbortSignal | undefined, kind: Kind): Promise<void> {
     if (signal?.aborted) return Promise.reject(new ClientGoneError());
-    if (this.waiting.length >= this.maxWaiting && !this.makeRoomFor(accountId))
+    if (this.waiting.length >= this.maxWaiting && !this.makeRoomFor(accountId, kind))
       // A job refused waits in the job queue instead (runJob).
-      return Promise.reject(job ? new CapacityFullError() : new OverloadedError());
+      return Promise.reject(kind.job ? new CapacityFullError() : new OverloadedError());
     return new Promise<void>((start, refuse) => {
       const gone = () => {
         const left = remove(this.waiting, waiter);
@@ -98,7 +118,7 @@ export class AdmissionQueue implements Admission {
           signal?.removeEventListener('abort', gone);
           refuse(error);
         },
-        ...(job ? { job } : {}),
+        ...kind,
       };
       signal?.addEventListener('abort', gone, { once: true });
       this.waiting.push(waiter);
@@ -107,15 +127,20 @@ export class AdmissionQueue implements Admission {
 
   /**
    * Every waiting place is taken: the latest request of the account that waits with the most is set aside, when that
-   * account waits with at least two more than `accountId` (so the two never trade a place back and forth). A job is
-   * never the one to go: an account has one waiting at most, and it holds one of the pollers.
+   * account waits with at least two more than `accountId` (so the two never trade a place back and forth); else,
+   * for a request with an API key, its own account's latest link request. A job is never the one to go: an account
+   * has one waiting at most, and it holds one of the pollers.
    */
-  private makeRoomFor(accountId: string): boolean {
+  private makeRoomFor(accountId: string, kind: Kind): boolean {
     const counts = new Map<string, number>();
     for (const waiter of this.waiting) counts.set(waiter.accountId, (counts.get(waiter.accountId) ?? 0) + 1);
     const [most, count] = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
-    if (count < (counts.get(accountId) ?? 0) + 2) return false;
-    const index = this.waiting.findLastIndex((waiter) => waiter.accountId === most && !waiter.job);
+    const another = count >= (counts.get(accountId) ?? 0) + 2;
+    const index = another
+      ? this.waiting.findLastIndex((waiter) => waiter.accountId === most && !waiter.job)
+      : kind.link || kind.job
+        ? -1
+        : this.waiting.findLastIndex((waiter) => waiter.accountId === accountId && waiter.link);
     if (index < 0) return false;
     const [displaced] = this.waiting.splice(index, 1) as [Waiter];
     if (this.aside.length >= this.maxWaiting) displaced.refuse(new OverloadedError());
@@ -123,20 +148,24 @@ export class AdmissionQueue implements Admission {
     return true;
   }
 
-  private mayStart(accountId: string): boolean {
-    return mayStart(this.capacity, this.total, this.running.get(accountId) ?? 0);
+  /** Whether a request of the account (a link's, when `link`) may start now. */
+  private mayStart(accountId: string, link?: true): boolean {
+    return (
+      mayStart(this.capacity, this.total, this.running.get(accountId) ?? 0) &&
+      (!link || (this.linksRunning.get(accountId) ?? 0) < Math.max(1, this.capacity.shared - 1))
+    );
   }
 
-  private take(accountId: string): void {
+  private take(accountId: string, link?: true): void {
     this.total++;
-    this.running.set(accountId, (this.running.get(accountId) ?? 0) + 1);
+    count(this.running, accountId, 1);
+    if (link) count(this.linksRunning, accountId, 1);
   }
 
-  private free(accountId: string): void {
+  private free(accountId: string, link?: true): void {
     this.total--;
-    const left = (this.running.get(accountId) ?? 1) - 1;
-    if (left > 0) this.running.set(accountId, left);
-    else this.running.delete(accountId);
+    count(this.running, accountId, -1);
+    if (link) count(this.linksRunning, accountId, -1);
   }
 
   /**
@@ -149,20 +178,36 @@ export class AdmissionQueue implements Admission {
         inArrivalOrder(this.waiting, this.aside.shift() as Waiter);
       let next: number | undefined;
       for (const [index, waiter] of this.waiting.entries()) {
-        if (!this.mayStart(waiter.accountId)) continue;
+        if (!this.mayStart(waiter.accountId, waiter.link)) continue;
         const best = next === undefined ? undefined : this.waiting[next];
-        if (!best || this.runningFor(waiter) < this.runningFor(best)) next = index;
+        if (!best || this.goesBefore(waiter, best)) next = index;
       }
       if (next === undefined) return;
       const [waiter] = this.waiting.splice(next, 1) as [Waiter];
-      this.take(waiter.accountId);
+      this.take(waiter.accountId, waiter.link);
       waiter.start();
     }
+  }
+
+  /**
+   * Whether `waiter` starts before `other`, which arrived earlier: its account runs fewer, or as many and it is an API
+   * key's request where `other` is a link's (a link's visitors never hold their owner's own requests back).
+   */
+  private goesBefore(waiter: Waiter, other: Waiter): boolean {
+    const fewer = this.runningFor(waiter) - this.runningFor(other);
+    return fewer < 0 || (fewer === 0 && other.link === true && waiter.link === undefined);
   }
 
   private runningFor(waiter: Waiter): number {
     return this.running.get(waiter.accountId) ?? 0;
   }
+}
+
+/** Adds `by` to the account's count, which is absent at 0. */
+function count(counts: Map<string, number>, accountId: string, by: number): void {
+  const now = (counts.get(accountId) ?? 0) + by;
+  if (now > 0) counts.set(accountId, now);
+  else counts.delete(accountId);
 }
 
 /** Puts `waiter` among `list` by its order of arrival. */

@@ -139,6 +139,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           identity.accountId,
           (waited) => admitted(identity, { ...input, request }, queuedAt, waited),
           input.signal,
+          'signed' in input ? 'signedLink' : 'api',
         )
         .catch((error): ScreenshotOutcome => ({ ok: false, error })));
     const durationMs = now() - at;

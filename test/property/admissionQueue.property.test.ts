@@ -11,11 +11,12 @@ import { mayStart } from '../../shared/accounts/fairShare';
  * request settled (none hangs). Several requests may share one AbortController (one client, several requests).
  *
  * Round 16 found no leak, double start, hang or overfull queue this way; it is kept as a guard, with the requests
- * set aside (round 16's other findings) held to waiting only while every place is taken.
+ * set aside (round 16's other findings) held to waiting only while every place is taken, and signed links' requests
+ * (round 17) to all but one of their account's shared places.
  */
 
 type Op =
-  | { kind: 'run'; account: number; signal: number }
+  | { kind: 'run'; account: number; signal: number; link: boolean }
   | { kind: 'job'; account: number }
   | { kind: 'abort'; index: number }
   | { kind: 'abortShared'; index: number }
@@ -23,6 +24,7 @@ type Op =
 
 interface Req {
   account: string;
+  link: boolean;
   controller?: AbortController;
   calls: number;
   finishTask?: () => void;
@@ -40,6 +42,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     kind: fc.constant('run' as const),
     account: fc.integer({ min: 0, max: 3 }),
     signal: fc.integer({ min: -3, max: 2 }),
+    link: fc.boolean(),
   }),
   fc.record({ kind: fc.constant('job' as const), account: fc.integer({ min: 0, max: 3 }) }),
   fc.record({ kind: fc.constant('abort' as const), index: fc.nat(40) }),
@@ -64,13 +67,21 @@ async function check(shared: number, headroom: number, maxWaiting: number, ops: 
     expect(inner.aside.length).toBeLessThanOrEqual(maxWaiting);
     // A request set aside waits only while every waiting place is taken.
     if (inner.aside.length > 0) expect(inner.waiting.length).toBe(maxWaiting);
-    for (const w of inner.waiting)
-      expect(mayStart({ shared, headroom }, inner.total, inner.running.get(w.accountId) ?? 0)).toBe(false);
+    // A link's requests hold all but one of the shared places of their account (one at the least).
+    for (const [account, count] of inner.linksRunning as Map<string, number>) {
+      expect(count).toBe(running.filter((r) => r.account === account && r.link).length);
+      expect(count).toBeLessThanOrEqual(Math.max(1, shared - 1));
+    }
+    for (const w of inner.waiting) {
+      const free = mayStart({ shared, headroom }, inner.total, inner.running.get(w.accountId) ?? 0);
+      const linkRoom = (inner.linksRunning.get(w.accountId) ?? 0) < Math.max(1, shared - 1);
+      expect(free && (!w.link || linkRoom)).toBe(false);
+    }
   };
   // A few controllers shared by several requests (one client's signal passed to more than one request).
   const sharedControllers = [new AbortController(), new AbortController(), new AbortController()];
-  const submit = (account: string, job: boolean, signal: number) => {
-    const req: Req = { account, calls: 0, finished: false };
+  const submit = (account: string, job: boolean, signal: number, link = false) => {
+    const req: Req = { account, link, calls: 0, finished: false };
     if (signal === -1 || signal === -2) req.controller = new AbortController();
     else if (signal >= 0) req.controller = sharedControllers[signal];
     const task = () => {
@@ -82,7 +93,9 @@ async function check(shared: number, headroom: number, maxWaiting: number, ops: 
         };
       });
     };
-    const promise = job ? queue.runJob(account, task) : queue.run(account, task, req.controller?.signal);
+    const promise = job
+      ? queue.runJob(account, task)
+      : queue.run(account, task, req.controller?.signal, link ? 'signedLink' : 'api');
     promise.then(
       () => {
         req.outcome = 'ok';
@@ -95,7 +108,7 @@ async function check(shared: number, headroom: number, maxWaiting: number, ops: 
     reqs.push(req);
   };
   for (const op of ops) {
-    if (op.kind === 'run') submit(`a${op.account}`, false, op.signal);
+    if (op.kind === 'run') submit(`a${op.account}`, false, op.signal, op.link);
     else if (op.kind === 'job') submit(`a${op.account}`, true, -3);
     else if (op.kind === 'abortShared') {
       const controller = sharedControllers[op.index] as AbortController;
@@ -124,6 +137,7 @@ async function check(shared: number, headroom: number, maxWaiting: number, ops: 
   expect(inner.total).toBe(0);
   expect(inner.waiting.length).toBe(0);
   expect(inner.aside.length).toBe(0);
+  expect(inner.linksRunning.size).toBe(0);
 }
 
 describe('AdmissionQueue invariants under random run/abort/finish (red team 16)', () => {
