@@ -2,10 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { captureScreenshot } from '../../shared/screenshot/captureScreenshot';
-import { screenshotRequest } from '../../shared/screenshot/schema';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
-import { requestFromQuery } from '../../shared/signing/queryRequest';
-import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import {
   FakeRenderer,
   fakeSessions,
@@ -15,6 +12,7 @@ import {
   MemoryRateLimiter,
   memoryScreenshotDeps,
 } from '../helpers/memoryPorts';
+import { signedLinkInput, signedQuery } from '../helpers/memoryScreenshot';
 
 /**
  * Red team (round 11c): a signed link that asks for `response=json` and is answered from the cache. docs/api.md 15.3
@@ -57,16 +55,8 @@ describe('a signed link with response=json answered from the cache', () => {
     const key = await manage.createKey('session:alice', () => ({ name: 'site' }));
     await credits.set('alice', 10);
 
-    const signed = { url: 'https://a.test/page', response: 'json', keyId: key.id };
-    const query = { ...signed, signature: signQuery(key.signingSecret, canonicalQuery(signed)) };
-    const open = () => {
-      const { keyId, signature, ...options } = query;
-      return capture({
-        signed: { keyId, signature, canonicalQuery: canonicalQuery(query) },
-        request: () => requestFromQuery(screenshotRequest, options),
-        deadline: now + 60_000,
-      });
-    };
+    const query = signedQuery(key, { url: 'https://a.test/page', response: 'json' });
+    const open = () => capture(signedLinkInput(query, now + 60_000));
 
     const first = await open();
     expect(first.ok && 'screenshot' in first && first.screenshot.cache).toBe('MISS');

@@ -2,7 +2,14 @@ import type { Renderer } from '../../shared/capture/renderer';
 import type { ImageStore } from '../../shared/delivery/imageStore';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import type { Admission } from '../../shared/screenshot/admission';
-import { captureScreenshot, type ScreenshotDeps } from '../../shared/screenshot/captureScreenshot';
+import {
+  captureScreenshot,
+  type ScreenshotDeps,
+  type ScreenshotInput,
+} from '../../shared/screenshot/captureScreenshot';
+import { screenshotRequest } from '../../shared/screenshot/schema';
+import { requestFromQuery } from '../../shared/signing/queryRequest';
+import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import {
   FakeRenderer,
@@ -54,10 +61,43 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     capture: captureScreenshot(deps),
     /** The key-management use case over the same ports, on the service's clock. */
     keyManagement: manage(options.now),
-    /** A new API key of the account, created at `createdAt` through the key-management use case: its value and id. */
-    async addKey(accountId: string, createdAt: number, name = 'k'): Promise<{ key: string; id: string }> {
-      const { key, id } = await manage(() => createdAt).createKey(`session:${accountId}`, () => ({ name }));
-      return { key, id };
+    /** A new API key of the account, created at `createdAt` through the key-management use case: its value, id and signing secret. */
+    async addKey(
+      accountId: string,
+      createdAt: number,
+      name = 'k',
+    ): Promise<{ key: string; id: string; signingSecret: string }> {
+      const { key, id, signingSecret } = await manage(() => createdAt).createKey(
+        `session:${accountId}`,
+        () => ({
+          name,
+        }),
+      );
+      return { key, id, signingSecret };
     },
+  };
+}
+
+/** A signed link's query: `options` and the key's id, signed with its secret. */
+export function signedQuery(
+  key: { id: string; signingSecret: string },
+  options: Record<string, string>,
+): Record<string, string> {
+  const signed = { keyId: key.id, ...options };
+  return { ...signed, signature: signQuery(key.signingSecret, canonicalQuery(signed)) };
+}
+
+/** What the signed GET route hands the use case for `query` (keyId and signature included). */
+export function signedLinkInput(
+  query: Record<string, string>,
+  deadline: number,
+  ifNoneMatch?: string,
+): ScreenshotInput {
+  const { keyId = '', signature = '', ...options } = query;
+  return {
+    signed: { keyId, signature, canonicalQuery: canonicalQuery(query) },
+    request: () => requestFromQuery(screenshotRequest, options),
+    deadline,
+    ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
   };
 }

@@ -1,26 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
 import type { StoredImageInfo } from '../../shared/delivery/imageStore';
 import { OverloadedError } from '../../shared/errors';
-import { keyManagement } from '../../shared/keys/keyManagement';
-import { captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { outcomeStatus } from '../../shared/screenshot/outcome';
-import { screenshotRequest } from '../../shared/screenshot/schema';
-import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
-import { requestFromQuery } from '../../shared/signing/queryRequest';
-import { canonicalQuery, signQuery } from '../../shared/signing/signedLink';
 import { deferred } from '../helpers/deferred';
-import {
-  FakeRenderer,
-  fakeSessions,
-  MemoryCaptureSlots,
-  MemoryCreditLedger,
-  MemoryImageStore,
-  MemoryKeyStore,
-  MemoryRateLimiter,
-  memoryScreenshotDeps,
-} from '../helpers/memoryPorts';
+import { MemoryImageStore } from '../helpers/memoryPorts';
+import { memoryScreenshotService, signedLinkInput, signedQuery } from '../helpers/memoryScreenshot';
 
 /**
  * Red team (round 17): docs/api.md 6.4 and 15.3, a popular or leaked link "cannot lock its owner's API keys out".
@@ -58,41 +43,19 @@ const MAX_WAITING = 4;
 describe('visitors of a leaked signed link, answered from the cache, on the local queue', () => {
   it("leave the owner's own API key a place (they may not lock it out, as deployed slots do not)", async () => {
     const now = Date.UTC(2026, 0, 1, 10, 0);
-    const keys = new MemoryKeyStore();
-    const credits = new MemoryCreditLedger();
     const images = new SlowReads();
-    const cipher = new AesGcmSecretCipher(randomBytes(32));
-    const admission = new AdmissionQueue({ shared: SHARED, headroom: HEADROOM }, MAX_WAITING);
-    const capture = captureScreenshot(
-      memoryScreenshotDeps({
-        keys,
-        credits,
-        images,
-        cipher,
-        admission,
-        renderer: new FakeRenderer(),
-        captureSlots: new MemoryCaptureSlots(10),
-        rateLimiter: new MemoryRateLimiter(100),
-        signedLinkBudget: new MemoryRateLimiter(100),
-        now: () => now,
-      }),
-    );
-    const manage = keyManagement({ sessions: fakeSessions, keys, credits, cipher, freeCredits: 0 });
-    const key = await manage.createKey('session:owner', () => ({ name: 'site' }));
+    const { capture, credits, addKey } = memoryScreenshotService({
+      now: () => now,
+      images,
+      admission: new AdmissionQueue({ shared: SHARED, headroom: HEADROOM }, MAX_WAITING),
+    });
+    const key = await addKey('owner', now, 'site');
     await credits.set('owner', 10);
-    const otherKey = await manage.createKey('session:other', () => ({ name: 'other' }));
+    const otherKey = await addKey('other', now, 'other');
     await credits.set('other', 10);
 
-    const signed = { url: 'https://owner.test/card', keyId: key.id };
-    const query = { ...signed, signature: signQuery(key.signingSecret, canonicalQuery(signed)) };
-    const visit = () => {
-      const { keyId, signature, ...options } = query;
-      return capture({
-        signed: { keyId, signature, canonicalQuery: canonicalQuery(query) },
-        request: () => requestFromQuery(screenshotRequest, options),
-        deadline: now + 60_000,
-      });
-    };
+    const query = signedQuery(key, { url: 'https://owner.test/card' });
+    const visit = () => capture(signedLinkInput(query, now + 60_000));
 
     // The link's first visitor: captured, charged once, in the cache.
     const first = await visit();
