@@ -196,7 +196,7 @@ export class ChromiumRenderer implements Renderer {
       // A selector the browser cannot parse is the request's fault (400), found before the page was loaded.
       throw error instanceof ClientGoneError || error instanceof ValidationError
         ? error
-        : asCaptureFailure(spec, error, tab.control.isHeld);
+        : asCaptureFailure(spec, error, tab.control);
     } finally {
       budget.dispose();
       memory.stop();
@@ -231,6 +231,7 @@ export class ChromiumRenderer implements Renderer {
     ]);
     const setup = await prepareNavigation(page, spec, tab);
     budget.startNavigation();
+    tab.control.ownNavigationStarts();
     // The load event by default, not network idle: idle windows add half a second to every capture for nothing.
     // The budget, not puppeteer, times it out.
     const response = await page.goto(documentAddress(spec), {
@@ -562,7 +563,11 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
 }
 
 /** A reason that is safe and useful to show the customer; internals go to the log only. */
-function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: boolean): CaptureFailedError {
+function asCaptureFailure(
+  { url, format }: CaptureSpec,
+  error: unknown,
+  page: Pick<PageControl, 'isHeld' | 'navigatedItself'>,
+): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
   if (error instanceof PageScriptError) {
     // A warning, with the page's host: should one of ours fail on honest pages, the pattern shows here (red team).
@@ -582,7 +587,7 @@ function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: bo
   if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
   // Puppeteer's and DevTools' words for a call whose document was replaced under it: once the page is held, only
   // the page can have done that (whenReplaced may be told just after).
-  if (held && /Execution context was destroyed|Inspected target navigated or closed/.test(message)) {
+  if (page.isHeld && /Execution context was destroyed|Inspected target navigated or closed/.test(message)) {
     return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
   }
   if (message.includes(PAGE_ANSWER_TOO_LARGE)) {
@@ -590,6 +595,10 @@ function asCaptureFailure({ url, format }: CaptureSpec, error: unknown, held: bo
     const reason = isImageFormat(format) ? IMAGE_TOO_LARGE : PAGE_ANSWER_TOO_LARGE;
     return new CaptureFailedError(url, reason, 'page');
   }
+  // Before the hold, a page that navigated itself pulls its document from under the options that act on it (`click`,
+  // `css`, `hideSelectors`, `waitForSelector`), in whatever words puppeteer or DevTools then fail: the page's doing,
+  // never counted as ours (red team: a reload loop made 5xx at will, and a job ran such a page three times).
+  if (!page.isHeld && page.navigatedItself) return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
   if (/Target closed|Session closed|Protocol error|detached|disconnected/i.test(message)) {
     return new CaptureFailedError(url, 'The browser stopped during the capture');
   }

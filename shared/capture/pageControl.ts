@@ -47,6 +47,10 @@ export class PageControl implements IsolatedWorld {
   private readonly startedBeforeHold = new Set<string>();
   private held = false;
   private onReplaced: () => void = () => undefined;
+  /** The capture's own navigation has started, and its document has not committed yet. */
+  private ownNavigationPending = false;
+  /** The loader of the document the capture's own navigation committed. */
+  private ownDocument: string | undefined;
 
   private constructor(
     private readonly session: CDPSession,
@@ -75,6 +79,10 @@ export class PageControl implements IsolatedWorld {
     });
     session.on('Page.frameNavigated', ({ frame }) => {
       if (frame.id !== navigation.mainFrameId) return;
+      if (navigation.ownNavigationPending) {
+        navigation.ownNavigationPending = false;
+        navigation.ownDocument = frame.loaderId;
+      }
       // Commits may be told after a later navigation started: any started before the hold may still commit.
       if (
         navigation.held &&
@@ -88,6 +96,23 @@ export class PageControl implements IsolatedWorld {
     });
     await session.send('Page.enable');
     return navigation;
+  }
+
+  /** The capture's own navigation starts now: the first document the main frame commits from here is its. */
+  ownNavigationStarts(): void {
+    this.ownNavigationPending = true;
+    this.ownDocument = undefined;
+  }
+
+  /**
+   * Whether the main frame started or committed another document since the capture's own: the page navigated itself
+   * (a reload loop, a script setting `location`), so what failed on it before the hold was the page's doing.
+   */
+  get navigatedItself(): boolean {
+    return (
+      this.ownDocument !== undefined &&
+      (this.committed !== this.ownDocument || this.latest !== this.ownDocument)
+    );
   }
 
   /**
