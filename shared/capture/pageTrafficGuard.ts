@@ -18,9 +18,19 @@ export const MAX_REQUESTS_PER_SECOND = 2_000;
  */
 export const MAX_MESSAGES_PER_SECOND = 5_000;
 
+/**
+ * How many frames a capture's page may attach within one second. A frame's document may need no request (`srcdoc`,
+ * `about:blank` written to), yet each is a document the browser process commits: a page that attached 50 `srcdoc`
+ * frames every 5 ms (and removed the previous 50) kept the browser so busy that its context did not close in time
+ * and another account's capture beside it failed (red team, round 17; about 200 a second got through). Real pages
+ * attach a few dozen frames in all.
+ */
+export const MAX_FRAMES_PER_SECOND = 200;
+
 /** Told to the customer when the page passed a limit. */
 export const TOO_MANY_REQUESTS = `The page started more than ${MAX_REQUESTS_PER_SECOND.toLocaleString('en-US')} requests within a second`;
 export const TOO_MANY_MESSAGES = `The page sent or received more than ${MAX_MESSAGES_PER_SECOND.toLocaleString('en-US')} WebSocket or EventSource messages within a second`;
+export const TOO_MANY_FRAMES = `The page attached more than ${MAX_FRAMES_PER_SECOND} frames within a second`;
 
 /** The DevTools events of one message, on the session of the page or worker it belongs to. */
 const MESSAGE_EVENTS = [
@@ -32,11 +42,13 @@ const MESSAGE_EVENTS = [
 export interface TrafficLimits {
   requestsPerSecond: number;
   messagesPerSecond: number;
+  framesPerSecond: number;
 }
 
 export const PAGE_TRAFFIC_LIMITS: TrafficLimits = {
   requestsPerSecond: MAX_REQUESTS_PER_SECOND,
   messagesPerSecond: MAX_MESSAGES_PER_SECOND,
+  framesPerSecond: MAX_FRAMES_PER_SECOND,
 };
 
 export interface TrafficGuard {
@@ -50,10 +62,11 @@ export type TrafficSource = Pick<Page, 'on' | 'off'>;
 type MessageSession = Pick<CDPSession, 'on' | 'off'>;
 
 /**
- * Counts the requests puppeteer reports for the page, and the messages on the DevTools sessions they (and the page's
- * workers) belong to, and calls `exceeded` once, with what to tell the customer, at the first past a limit; the
- * caller ends the capture, and closing its context ends the flood. Counted in whole seconds from an event: a burst
- * across two of them may reach twice the rate, still far from what real pages do.
+ * Counts the requests puppeteer reports for the page, the messages on the DevTools sessions they (and the page's
+ * workers) belong to, and the frames it attaches, and calls `exceeded` once,
+ * with what to tell the customer, at the first past a limit; the caller ends the capture, and closing its context
+ * ends the flood. Counted in whole seconds from an event: a burst across two of them may reach twice the rate, still
+ * far from what real pages do.
  */
 export function guardPageTraffic(
   page: TrafficSource,
@@ -67,6 +80,7 @@ export function guardPageTraffic(
   };
   const message = perSecond(limits.messagesPerSecond, passed(TOO_MANY_MESSAGES));
   const countRequest = perSecond(limits.requestsPerSecond, passed(TOO_MANY_REQUESTS));
+  const frame = perSecond(limits.framesPerSecond, passed(TOO_MANY_FRAMES));
   const watch = (session: MessageSession) => {
     if (sessions.has(session)) return;
     sessions.add(session);
@@ -80,10 +94,12 @@ export function guardPageTraffic(
   function stop() {
     page.off('request', onRequest);
     page.off('workercreated', onWorker);
+    page.off('frameattached', frame);
     for (const session of sessions) for (const event of MESSAGE_EVENTS) session.off(event, message);
   }
   page.on('request', onRequest);
   page.on('workercreated', onWorker);
+  page.on('frameattached', frame);
   return { stop };
 }
 

@@ -31,6 +31,7 @@ const VIEWPORT = { width: 640, height: 480 };
 const ONE_PIXEL_GIF = Buffer.from('R0lGODlhAQABAAAAACH5BAEAAAAALAAAAAABAAEAAAIBAAA=', 'base64');
 
 let pages: PageServer;
+const sockets = new Set<Duplex>();
 let harness: ScreenshotHarness;
 
 beforeAll(async () => {
@@ -82,12 +83,31 @@ beforeAll(async () => {
         socket.onopen = () => setInterval(() => { for (let j = 0; j < 20; j++) socket.send('x'); }, 10);
       </script>`,
     ),
+    // Red team (round 17): no request at all. 50 srcdoc frames every 5 ms, the previous 50 removed (each a document
+    // the browser process commits).
+    '/frames': solidPage(
+      '#00ff00',
+      `<script>let kept = [];
+      setInterval(() => {
+        for (const f of kept) f.remove();
+        kept = [];
+        for (let i = 0; i < 50; i++) { const f = document.createElement('iframe'); f.srcdoc = '<p>x'; document.body.append(f); kept.push(f); }
+      }, 5);</script>`,
+    ),
+    '/many-frames': solidPage(
+      '#00ff00',
+      '',
+      Array.from({ length: 200 }, (_, i) => `<iframe width="10" height="10" srcdoc="<p>${i}"></iframe>`).join(
+        '',
+      ),
+    ),
     '/events': (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       floodWith(res, Buffer.from('data: x\n\n'.repeat(8_192)));
     },
   });
   pages.server.on('upgrade', (req, socket: Duplex) => {
+    sockets.add(socket);
     // A WebSocket server that accepts any socket and drops what it is sent; on `/socket` it sends one-byte text
     // frames as fast as the socket drains.
     const accept = createHash('sha1')
@@ -106,6 +126,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
+  // The server no longer counts a socket it upgraded, and would wait for it.
+  for (const socket of sockets) socket.destroy();
   await pages?.close();
 });
 
@@ -200,6 +222,24 @@ describe('a page that floods its WebSockets and an EventSource with messages', (
       ...VIEWPORT,
       delay: 3_000,
     });
+    expect(answer.status).toBe(200);
+  }, 120_000);
+});
+
+describe('a page that floods the browser without a request', () => {
+  it('fails as the page once it attaches frames past a rate no real page reaches, and a capture beside it is not held up', async () => {
+    const { answer, ms, beside, besideMs } = await besideAnother('frames', 4_000);
+    expect(answer.status).toBe(500);
+    expect(answer.json()).toMatchObject({ message: expect.stringContaining('frames within a second') });
+    // Before: its context outlived its budget and the capture beside it failed ("Browser could not be started").
+    expect(ms).toBeLessThan(20_000);
+    expect(beside.status).toBe(200);
+    expect(besideMs).toBeLessThan(5_000);
+  }, 120_000);
+
+  it('leaves a page of 200 frames alone', async () => {
+    const account = await harness.newAccount();
+    const answer = await harness.shoot(account.apiKey, { url: `${pages.origin}/many-frames`, ...VIEWPORT });
     expect(answer.status).toBe(200);
   }, 120_000);
 });

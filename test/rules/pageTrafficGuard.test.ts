@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   guardPageTraffic,
+  TOO_MANY_FRAMES,
   TOO_MANY_MESSAGES,
   TOO_MANY_REQUESTS,
   type TrafficSource,
@@ -21,10 +22,9 @@ function standInPage() {
     startWorker: () => page.emit('workercreated', { client: workerSession }),
     frame: (session = pageSession) => session.emit('Network.webSocketFrameReceived', {}),
     eventSourceMessage: (session = pageSession) => session.emit('Network.eventSourceMessageReceived', {}),
+    attachFrame: () => page.emit('frameattached', {}),
     listeners: () =>
-      page.listenerCount('request') +
-      page.listenerCount('workercreated') +
-      [pageSession, workerSession].reduce(
+      [page, pageSession, workerSession].reduce(
         (sum, session) => sum + session.eventNames().reduce((n, name) => n + session.listenerCount(name), 0),
         0,
       ),
@@ -32,7 +32,7 @@ function standInPage() {
   };
 }
 
-const LIMITS = { requestsPerSecond: 5, messagesPerSecond: 8 };
+const LIMITS = { requestsPerSecond: 5, messagesPerSecond: 8, framesPerSecond: 4 };
 
 afterEach(() => {
   vi.useRealTimers();
@@ -75,6 +75,17 @@ describe('guardPageTraffic', () => {
     expect(page.listeners()).toBe(0);
   });
 
+  it('counts the frames the page attaches', () => {
+    const page = standInPage();
+    const exceeded = vi.fn();
+    guardPageTraffic(page.page, LIMITS, exceeded);
+    for (let i = 0; i < 4; i++) page.attachFrame();
+    expect(exceeded).not.toHaveBeenCalled();
+    page.attachFrame();
+    expect(exceeded).toHaveBeenCalledWith(TOO_MANY_FRAMES);
+    expect(page.listeners()).toBe(0);
+  });
+
   it('counts each second afresh', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
@@ -83,6 +94,7 @@ describe('guardPageTraffic', () => {
     for (let second = 0; second < 4; second++) {
       for (let i = 0; i < 5; i++) page.request();
       for (let i = 0; i < 8; i++) page.frame();
+      for (let i = 0; i < 4; i++) page.attachFrame();
       vi.advanceTimersByTime(1_000);
     }
     expect(exceeded).not.toHaveBeenCalled();
@@ -91,13 +103,19 @@ describe('guardPageTraffic', () => {
   it('hears nothing once stopped', () => {
     const page = standInPage();
     const exceeded = vi.fn();
-    const guard = guardPageTraffic(page.page, { requestsPerSecond: 1, messagesPerSecond: 1 }, exceeded);
+    const guard = guardPageTraffic(
+      page.page,
+      { requestsPerSecond: 1, messagesPerSecond: 1, framesPerSecond: 1 },
+      exceeded,
+    );
     page.request();
     page.startWorker();
     guard.stop();
     page.request();
     page.frame();
     page.frame();
+    page.attachFrame();
+    page.attachFrame();
     expect(exceeded).not.toHaveBeenCalled();
     expect(page.listeners()).toBe(0);
   });
