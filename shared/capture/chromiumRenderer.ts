@@ -9,7 +9,7 @@ import {
 } from '../errors';
 import { hostOf, logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
-import { startRequestBlocking } from './adBlocking';
+import { filterSetsOf, startRequestBlocking } from './adBlocking';
 import { answerWithin } from './answerWithin';
 import { identityOverride } from './browserIdentity';
 import { budgetExceeded, CaptureBudget } from './captureBudget';
@@ -23,7 +23,7 @@ import { captureFullPage } from './fullPage';
 import { PAGE_MEMORY_LIMIT_MB } from './memoryLimits';
 import { assertDeliverable, IMAGE_TOO_LARGE } from './oversizedImage';
 import { pageContent, pageMetadata } from './pageContent';
-import { PageControl, PageScriptError } from './pageControl';
+import { CONTEXT_GONE, PageControl, PageScriptError } from './pageControl';
 import { guardPageMemory } from './pageMemoryGuard';
 import {
   decorateLoadedPage,
@@ -182,7 +182,7 @@ export class ChromiumRenderer implements Renderer {
         fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page'));
       },
     );
-    const traffic = guardPageTraffic(tab.page, PAGE_TRAFFIC_LIMITS, (reason) => {
+    const traffic = guardPageTraffic(tab, PAGE_TRAFFIC_LIMITS, (reason) => {
       logger.warn('Page stopped for its traffic', { host: hostOf(spec.url), reason });
       fail(new CaptureFailedError(spec.url, reason, 'page'));
     });
@@ -194,9 +194,12 @@ export class ChromiumRenderer implements Renderer {
       return result;
     } catch (error) {
       // A selector the browser cannot parse is the request's fault (400), found before the page was loaded.
-      throw error instanceof ClientGoneError || error instanceof ValidationError
-        ? error
-        : asCaptureFailure(spec, error, tab.control);
+      if (error instanceof ClientGoneError || error instanceof ValidationError) throw error;
+      throw asCaptureFailure(spec, error, {
+        held: tab.control.isHeld,
+        replacedItself: await replacedItsDocument(tab.control, error),
+        browserConnected: tab.page.browser().connected,
+      });
     } finally {
       budget.dispose();
       memory.stop();
@@ -246,6 +249,8 @@ export class ChromiumRenderer implements Renderer {
     }
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
+    // Steps that act on the document before it is held may fail because the page replaced it: marked, to tell.
+    if (actsBeforeHold(spec)) await tab.control.markDocument();
     await decorateLoadedPage(page, tab.control, spec, setup, budget.phaseEnd());
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
     if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, budget.phaseEnd());
@@ -562,11 +567,38 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
   return (await answerWithin(closed, ms)) !== 'late';
 }
 
+/** Puppeteer's words for a call whose browser, or the page's session, went away under it. */
+const SESSION_GONE = /Target closed|Session closed|Connection closed|disconnected/i;
+
 /** A reason that is safe and useful to show the customer; internals go to the log only. */
+/** Whether the capture has steps that act on the loaded document before navigations are held. */
+function actsBeforeHold(spec: CaptureSpec): boolean {
+  return (
+    spec.blockCookieBanners ||
+    filterSetsOf(spec).length > 0 ||
+    spec.hideSelectors.length > 0 ||
+    Boolean(spec.css || spec.js || spec.click || spec.waitForSelector)
+  );
+}
+
+/** Whether the page replaced its document before the hold, where that may explain `error` (one not already ours). */
+async function replacedItsDocument(control: PageControl, error: unknown): Promise<boolean> {
+  if (control.isHeld || error instanceof CaptureFailedError) return false;
+  return control.navigatedItself || (await control.documentReplaced()) === true;
+}
+
+/** Where the page stood when the capture failed. */
+interface FailedPage {
+  held: boolean;
+  /** The page replaced its document itself before the hold (replacedItsDocument). */
+  replacedItself: boolean;
+  browserConnected: boolean;
+}
+
 function asCaptureFailure(
   { url, format }: CaptureSpec,
   error: unknown,
-  page: Pick<PageControl, 'isHeld' | 'navigatedItself'>,
+  { held, replacedItself, browserConnected }: FailedPage,
 ): CaptureFailedError {
   if (error instanceof CaptureFailedError) return error;
   if (error instanceof PageScriptError) {
@@ -587,19 +619,20 @@ function asCaptureFailure(
   if (error instanceof TimeoutError) return new CaptureTimedOutError(url, 'Navigation timed out', 'page');
   // Puppeteer's and DevTools' words for a call whose document was replaced under it: once the page is held, only
   // the page can have done that (whenReplaced may be told just after).
-  if (page.isHeld && /Execution context was destroyed|Inspected target navigated or closed/.test(message)) {
-    return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
-  }
+  if (held && CONTEXT_GONE.test(message)) return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
   if (message.includes(PAGE_ANSWER_TOO_LARGE)) {
     // For an image, the only answer that large is the image itself.
     const reason = isImageFormat(format) ? IMAGE_TOO_LARGE : PAGE_ANSWER_TOO_LARGE;
     return new CaptureFailedError(url, reason, 'page');
   }
-  // Before the hold, a page that navigated itself pulls its document from under the options that act on it (`click`,
+  // Before the hold, a page that replaced its document pulls it from under the options that act on it (`click`,
   // `css`, `hideSelectors`, `waitForSelector`), in whatever words puppeteer or DevTools then fail: the page's doing,
-  // never counted as ours (red team: a reload loop made 5xx at will, and a job ran such a page three times).
-  if (!page.isHeld && page.navigatedItself) return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
-  if (/Target closed|Session closed|Protocol error|detached|disconnected/i.test(message)) {
+  // never counted as ours (red team: a reload loop made 5xx at will, and a job ran such a page three times). Not when
+  // the browser or the page's session is gone: that is ours whatever the page did (red team, round 18).
+  if (replacedItself && browserConnected && !SESSION_GONE.test(message)) {
+    return new CaptureFailedError(url, DOCUMENT_REPLACED, 'page');
+  }
+  if (SESSION_GONE.test(message) || /Protocol error|detached/i.test(message)) {
     return new CaptureFailedError(url, 'The browser stopped during the capture');
   }
   logger.error('Capture failed', { error: error as Error });

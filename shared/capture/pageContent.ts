@@ -275,6 +275,20 @@ const METADATA = `(() => {
     return element && element.href && accepts(element.href) ? text(element.href) : null;
   };
   const icon = (href) => web(href) || href.toLowerCase().startsWith('data:image/');
+  // Open Graph and Twitter properties that hold an address, which link previews render as a link, an image or a
+  // player: as the page wrote them (relative ones too), but only where a browser would read them as web addresses
+  // (or inline images), not javascript: or data:text/html (red team, round 18).
+  const ADDRESS_KEY = /^(url|image|video|audio|player|player:stream|image:src)$|:(secure_)?url$/;
+  const safeAddress = (value, accepts) => {
+    let absolute;
+    try {
+      absolute = new URL(value);
+    } catch {
+      // No scheme of its own: relative to the page, which is on the web.
+      return true;
+    }
+    return accepts(absolute.href);
+  };
   const properties = (prefix) => {
     const found = {};
     let count = 0;
@@ -284,6 +298,7 @@ const METADATA = `(() => {
       const key = cut(name.slice(prefix.length), 128);
       const value = text(element.getAttribute('content'));
       if (value === null || Object.prototype.hasOwnProperty.call(found, key)) continue;
+      if (ADDRESS_KEY.test(key) && !safeAddress(value, /^(image|video|audio)/.test(key) ? icon : web)) continue;
       if (++count > ${MAX_METADATA_PROPERTIES}) break;
       found[key] = value;
     }

