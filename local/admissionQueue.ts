@@ -36,9 +36,8 @@ interface Waiter {
  * Signed links leave their account's API keys room, as they leave them a capture slot deployed (`linkSlotLimit`):
  * an account's link requests run in all but one of the shared places (one at the least), a request with an API key
  * takes the waiting place of its own account's latest link request when no other is free, and starts before the link
- * requests that wait with it. (Red team, round 17:
- * a leaked link's visitors, answered free from the cache, held every place of the account, and its owner's own
- * request was refused `503`.)
+ * requests that wait with it. (Red team, round 17: a leaked link's visitors, answered free from the cache, held every
+ * place of the account, and its owner's own request was refused `503`.)
  */
 export class AdmissionQueue implements Admission {
   private readonly running = new Map<string, number>();

@@ -9,7 +9,7 @@ import {
 } from '../errors';
 import { hostOf, logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
-import { filterSetsOf, startRequestBlocking } from './adBlocking';
+import { startRequestBlocking } from './adBlocking';
 import { answerWithin } from './answerWithin';
 import { identityOverride } from './browserIdentity';
 import { budgetExceeded, CaptureBudget } from './captureBudget';
@@ -26,6 +26,7 @@ import { pageContent, pageMetadata } from './pageContent';
 import { CONTEXT_GONE, PageControl, PageScriptError } from './pageControl';
 import { guardPageMemory } from './pageMemoryGuard';
 import {
+  actsOnLoadedPage,
   decorateLoadedPage,
   hideFilteredElements,
   navigationCondition,
@@ -250,7 +251,7 @@ export class ChromiumRenderer implements Renderer {
     // `delay` is the caller's own wait: it lengthens the time after load instead of eating into it.
     budget.loaded(spec.delay);
     // Steps that act on the document before it is held may fail because the page replaced it: marked, to tell.
-    if (actsBeforeHold(spec)) await tab.control.markDocument();
+    if (actsOnLoadedPage(spec)) await tab.control.markDocument();
     await decorateLoadedPage(page, tab.control, spec, setup, budget.phaseEnd());
     if (spec.delay > 0) await new Promise((resolve) => setTimeout(resolve, spec.delay));
     if (spec.waitForSelector) await waitForSelector(page, spec, spec.waitForSelector, budget.phaseEnd());
@@ -570,17 +571,6 @@ async function closesWithin(closable: { close(): Promise<void> }, ms: number): P
 /** Puppeteer's words for a call whose browser, or the page's session, went away under it. */
 const SESSION_GONE = /Target closed|Session closed|Connection closed|disconnected/i;
 
-/** A reason that is safe and useful to show the customer; internals go to the log only. */
-/** Whether the capture has steps that act on the loaded document before navigations are held. */
-function actsBeforeHold(spec: CaptureSpec): boolean {
-  return (
-    spec.blockCookieBanners ||
-    filterSetsOf(spec).length > 0 ||
-    spec.hideSelectors.length > 0 ||
-    Boolean(spec.css || spec.js || spec.click || spec.waitForSelector)
-  );
-}
-
 /** Whether the page replaced its document before the hold, where that may explain `error` (one not already ours). */
 async function replacedItsDocument(control: PageControl, error: unknown): Promise<boolean> {
   if (control.isHeld || error instanceof CaptureFailedError) return false;
@@ -595,6 +585,7 @@ interface FailedPage {
   browserConnected: boolean;
 }
 
+/** A reason that is safe and useful to show the customer; internals go to the log only. */
 function asCaptureFailure(
   { url, format }: CaptureSpec,
   error: unknown,

@@ -108,12 +108,6 @@ export class PageControl implements IsolatedWorld {
       navigation.committed = frame.loaderId;
       navigation.latest = frame.loaderId;
     });
-    // A document written anew (`document.open`, a `javascript:` URL's string) commits no navigation, yet replaces
-    // the document and its scripts' context as a navigation does.
-    session.on('Page.documentOpened', ({ frame }) => {
-      if (frame.id === navigation.mainFrameId && navigation.commitsSinceOwn !== undefined)
-        navigation.commitsSinceOwn += 1;
-    });
     await session.send('Page.enable');
     return navigation;
   }

@@ -89,6 +89,19 @@ async function setCookies(page: Page, spec: CaptureSpec): Promise<void> {
 }
 
 /**
+ * Whether decorateLoadedPage() (or `waitForSelector` after it) has anything to do on the loaded document, before
+ * navigations are held.
+ */
+export function actsOnLoadedPage(spec: CaptureSpec): boolean {
+  return (
+    spec.blockCookieBanners ||
+    filterSetsOf(spec).length > 0 ||
+    spec.hideSelectors.length > 0 ||
+    Boolean(spec.css || spec.js || spec.click || spec.waitForSelector)
+  );
+}
+
+/**
  * After load, before the delay: consent banners dealt with and ads and chat widgets hidden (when asked), then the
  * customer's style sheet and hidden elements, then their script, then their `click`. The style sheet is one only the
  * browser holds (PageControl.addStyleSheet, not a <style> element), so a page's Content-Security-Policy does not refuse

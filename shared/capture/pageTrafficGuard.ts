@@ -90,7 +90,7 @@ export function guardPageTraffic(
   const message = spending(limits.messages, passed(TOO_MANY_MESSAGES));
   const countRequest = spending(limits.requests, passed(TOO_MANY_REQUESTS));
   const frame = spending(limits.frames, passed(TOO_MANY_FRAMES));
-  // A child frame's new document; the main frame's are the page's own navigations, which need requests or are held.
+  // Navigations started in child frames; the main frame's are the page's own, which need requests or are held.
   const stopFrameNavigations = control.onChildNavigation(frame);
   const watch = (session: MessageSession) => {
     if (sessions.has(session)) return;
