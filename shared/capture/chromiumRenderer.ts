@@ -60,6 +60,8 @@ export interface ChromiumRendererOptions {
   pageMemoryLimitMb?: number;
   /** A proxy of its own for each capture's browser context (the egress proxy's routes); else the browser's. */
   contextProxy?: () => Promise<ContextProxy>;
+  /** How long a finished capture's context, or a browser, may take to close: PAGE_KILL_GRACE_MS unless a test says. */
+  closeGraceMs?: number;
 }
 
 /** One browser context's way out (shared/egress/egressProxy.ts, EgressRoute). */
@@ -126,13 +128,19 @@ export class ChromiumRenderer implements Renderer {
   private readonly lastAskedFor = new Map<PreparedSwitch, number>();
   /** The running browser's temp folder, swept after each capture and removed with the browser. */
   private tempDir: ChromiumTempDir | undefined;
+  /** Captures running on each browser, so that a browser being replaced closes after its last one. */
+  private readonly running = new Map<Browser, number>();
+  /** Browsers being replaced: no capture starts on them any more. */
+  private readonly replaced = new WeakSet<Browser>();
 
   private readonly budgets: CaptureBudgets;
   private readonly memoryLimitMb: number;
+  private readonly closeGraceMs: number;
 
   constructor(private readonly options: ChromiumRendererOptions = {}) {
     this.budgets = options.budgets ?? CAPTURE_BUDGETS;
     this.memoryLimitMb = options.pageMemoryLimitMb ?? PAGE_MEMORY_LIMIT_MB;
+    this.closeGraceMs = options.closeGraceMs ?? PAGE_KILL_GRACE_MS;
   }
 
   async warmUp(): Promise<void> {
@@ -144,7 +152,7 @@ export class ChromiumRenderer implements Renderer {
   /**
    * Captures within the budget (navigation, then the rest, never past `limits.deadline`). When time runs out, the
    * client hangs up or the page crashes, the capture fails at once and its context is closed, which ends the page's
-   * renderer process even when a script holds it; a context that will not close costs the browser instead.
+   * renderer process even when a script holds it; a context that will not close takes its browser out of use.
    */
   async capture(spec: CaptureSpec, limits: CaptureLimits): Promise<CaptureResult> {
     if (limits.signal?.aborted) throw new ClientGoneError();
@@ -155,6 +163,8 @@ export class ChromiumRenderer implements Renderer {
       logger.error('Browser unavailable', { error: error as Error });
       throw new CaptureFailedError(spec.url, 'Browser could not be started');
     }
+    const browser = tab.context.browser();
+    this.running.set(browser, (this.running.get(browser) ?? 0) + 1);
     for (const name of PREPARED_SWITCHES) if (spec[name]) this.lastAskedFor.set(name, Date.now());
     let fail: (error: AppError) => void = () => undefined;
     const stopped = new Promise<never>((_, reject) => {
@@ -207,6 +217,7 @@ export class ChromiumRenderer implements Renderer {
       traffic.stop();
       limits.signal?.removeEventListener('abort', onAbort);
       this.retire(tab);
+      this.finishedOn(browser);
       // Then prepare the next tab. Not at the start of the capture: on two cores that slowed the capture in flight
       // more than it saved the next one (docs/performance.md).
       this.prepareSpare();
@@ -222,7 +233,9 @@ export class ChromiumRenderer implements Renderer {
     const tempDir = this.tempDir;
     this.browser = undefined;
     this.spare = undefined;
-    if (browser) await (await browser.catch(() => undefined))?.close().catch(() => undefined);
+    // With the browsers replaced while captures still ran on them.
+    const browsers = new Set([...this.running.keys(), await browser?.catch(() => undefined)]);
+    await Promise.all([...browsers].map((each) => each?.close().catch(() => undefined)));
     // The removal on 'disconnected' is not awaited by anyone; a process about to exit must not leave it behind.
     await tempDir?.remove();
   }
@@ -334,29 +347,54 @@ export class ChromiumRenderer implements Renderer {
   private retire(tab: Tab): void {
     // The capture has answered: nothing its page still asks for goes out, and nothing it started connecting to waits.
     const proxyClosed = tab.proxy?.close();
-    const closed = closesWithin(tab.context, PAGE_KILL_GRACE_MS)
-      .then(async (inTime) => {
-        if (!inTime) await this.replaceBrowser(tab.context.browser());
-      })
-      .then(async () => {
-        await Promise.all([proxyClosed, this.tempDir?.sweep()]);
-      });
-    this.closing.add(closed);
-    closed.finally(() => this.closing.delete(closed));
+    this.track(
+      closesWithin(tab.context, this.closeGraceMs)
+        .then(async (inTime) => {
+          if (!inTime) await this.replaceBrowser(tab.context.browser());
+        })
+        .then(async () => {
+          await Promise.all([proxyClosed, this.tempDir?.sweep()]);
+        }),
+    );
   }
 
-  /** Closes a browser that can no longer be trusted; the next capture launches a new one. */
+  /** Keeps a closing until it ends, so that settle() can wait for it. */
+  private track(closing: Promise<void>): void {
+    this.closing.add(closing);
+    closing.finally(() => this.closing.delete(closing));
+  }
+
+  /**
+   * Takes a browser that can no longer be trusted out of use: the next capture launches a new one. The captures
+   * still running on it finish first (locally one browser serves every account: on a loaded machine a flooding
+   * page's context took longer than its grace to close, and closing the browser at once failed the other accounts'
+   * captures beside it); deployed, a renderer instance runs one capture at a time, and the browser closes at once.
+   */
   private async replaceBrowser(browser: Browser): Promise<void> {
     logger.warn('A stopped page did not close in time; replacing the browser');
+    this.replaced.add(browser);
     if (this.browser && (await this.browser.catch(() => undefined)) === browser) {
       this.browser = undefined;
       this.spare = undefined;
     }
-    if (!(await closesWithin(browser, PAGE_KILL_GRACE_MS))) browser.process()?.kill('SIGKILL');
+    if (!this.running.has(browser)) await this.closeBrowser(browser);
+  }
+
+  private finishedOn(browser: Browser): void {
+    const left = (this.running.get(browser) ?? 1) - 1;
+    if (left > 0) this.running.set(browser, left);
+    else {
+      this.running.delete(browser);
+      if (this.replaced.has(browser)) this.track(this.closeBrowser(browser));
+    }
+  }
+
+  private async closeBrowser(browser: Browser): Promise<void> {
+    if (!(await closesWithin(browser, this.closeGraceMs))) browser.process()?.kill('SIGKILL');
   }
 
   private prepareSpare(): void {
-    this.spare ??= this.openTab();
+    this.spare ??= this.liveBrowser().then((browser) => this.openTab(browser));
     this.spare.catch(() => undefined);
   }
 
@@ -365,13 +403,24 @@ export class ChromiumRenderer implements Renderer {
     this.spare = undefined;
     if (spare) {
       const tab = await spare.catch(() => undefined);
-      if (tab && !tab.page.isClosed() && tab.context.browser().connected) return tab;
+      if (tab && this.usable(tab)) return tab;
     }
-    return this.openTab();
+    const browser = await this.liveBrowser();
+    try {
+      return await this.openTab(browser);
+    } catch (error) {
+      // The browser went, or was taken out of use, while the tab opened on it: its successor opens one instead.
+      if (browser.connected && !this.replaced.has(browser)) throw error;
+      return this.openTab(await this.liveBrowser());
+    }
   }
 
-  private async openTab(): Promise<Tab> {
-    const browser = await this.liveBrowser();
+  private usable(tab: Tab): boolean {
+    const browser = tab.context.browser();
+    return !tab.page.isClosed() && browser.connected && !this.replaced.has(browser);
+  }
+
+  private async openTab(browser: Browser): Promise<Tab> {
     const { context, proxy } = await this.newContext(browser);
     try {
       return { ...(await this.prepareTab(context)), ...(proxy ? { proxy } : {}) };

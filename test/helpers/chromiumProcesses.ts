@@ -38,7 +38,7 @@ const typeOf = (info: ProcessInfo) =>
  * Browser (main) processes below this one: children of the renderer process it started (the local boundary), or
  * its own children when a test runs the renderer in-process.
  */
-async function browserPids(): Promise<number[]> {
+export async function browserPids(): Promise<number[]> {
   const all = await processes();
   const below = subtree(process.pid, all);
   return all.filter((p) => below.has(p.pid) && isChromium(p) && !typeOf(p)).map((p) => p.pid);
