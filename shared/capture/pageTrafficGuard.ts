@@ -21,6 +21,14 @@ export interface TrafficLimit {
 export const REQUEST_LIMIT: TrafficLimit = { burst: 1_200, perSecond: 100 };
 
 /**
+ * Characters of request bodies. Each body reaches the renderer process inside its request's
+ * `Network.requestWillBeSent` event, as JSON it parses, up to six times longer once escaped: ten 8 MB bodies a second
+ * (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page being
+ * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time.
+ */
+export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 16 * 2 ** 20, perSecond: 2 * 2 ** 20 };
+
+/**
  * WebSocket frames (either way) and EventSource messages. Chromium's cost of reporting them is its own (dropping
  * them before puppeteer parsed them changed nothing); live dashboards and tickers pass tens to hundreds a second.
  */
@@ -36,6 +44,7 @@ export const FRAME_LIMIT: TrafficLimit = { burst: 500, perSecond: 100 };
 
 /** Told to the customer when the page passed a limit. */
 export const TOO_MANY_REQUESTS = 'The page kept starting requests faster than any page needs';
+export const TOO_MUCH_POSTED = 'The page kept sending request bodies larger than any page needs';
 export const TOO_MANY_MESSAGES =
   'The page kept sending or receiving WebSocket or EventSource messages faster than any page needs';
 export const TOO_MANY_FRAMES = 'The page kept attaching or loading frames faster than any page needs';
@@ -49,12 +58,14 @@ const MESSAGE_EVENTS = [
 
 export interface TrafficLimits {
   requests: TrafficLimit;
+  requestBodies: TrafficLimit;
   messages: TrafficLimit;
   frames: TrafficLimit;
 }
 
 export const PAGE_TRAFFIC_LIMITS: TrafficLimits = {
   requests: REQUEST_LIMIT,
+  requestBodies: REQUEST_BODY_LIMIT,
   messages: MESSAGE_LIMIT,
   frames: FRAME_LIMIT,
 };
@@ -73,9 +84,9 @@ export interface TrafficSource {
 type MessageSession = Pick<CDPSession, 'on' | 'off'>;
 
 /**
- * Counts the requests puppeteer reports for the page, the messages on the DevTools sessions they (and the page's
- * workers) belong to, and the frames it attaches and their documents, and calls `exceeded` once, with what to tell
- * the customer, at the first past a limit; the caller ends the capture, and closing its context ends the flood.
+ * Counts the requests puppeteer reports for the page and the characters of their bodies, the messages on the
+ * DevTools sessions they (and the page's workers) belong to, and the frames it attaches and their documents, and
+ * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and closing its context ends the flood.
  */
 export function guardPageTraffic(
   { page, control }: TrafficSource,
@@ -87,9 +98,13 @@ export function guardPageTraffic(
     stop();
     exceeded(reason);
   };
-  const message = spending(limits.messages, passed(TOO_MANY_MESSAGES));
-  const countRequest = spending(limits.requests, passed(TOO_MANY_REQUESTS));
-  const frame = spending(limits.frames, passed(TOO_MANY_FRAMES));
+  const spendMessage = spending(limits.messages, passed(TOO_MANY_MESSAGES));
+  const spendRequest = spending(limits.requests, passed(TOO_MANY_REQUESTS));
+  const spendBody = spending(limits.requestBodies, passed(TOO_MUCH_POSTED));
+  const spendFrame = spending(limits.frames, passed(TOO_MANY_FRAMES));
+  // Listeners, which puppeteer calls with its event: each is one.
+  const message = () => spendMessage(1);
+  const frame = () => spendFrame(1);
   // Navigations started in child frames; the main frame's are the page's own, which need requests or are held.
   const stopFrameNavigations = control.onChildNavigation(frame);
   const watch = (session: MessageSession) => {
@@ -99,7 +114,9 @@ export function guardPageTraffic(
   };
   const onRequest = (request: HTTPRequest) => {
     watch(request.client);
-    countRequest();
+    spendRequest(1);
+    const body = request.postData()?.length;
+    if (body) spendBody(body);
   };
   const onWorker = (worker: WebWorker) => watch(worker.client);
   function stop() {
@@ -116,16 +133,16 @@ export function guardPageTraffic(
 }
 
 /**
- * A budget of `limit.burst` events refilled at `limit.perSecond`, which calls `passed` once, at the first event it
- * has no room for.
+ * A budget of `limit.burst` refilled at `limit.perSecond`, which calls `passed` once, at the first spending it has
+ * no room for.
  */
-function spending(limit: TrafficLimit, passed: () => void): () => void {
+function spending(limit: TrafficLimit, passed: () => void): (amount: number) => void {
   let left = limit.burst;
   let at = performance.now();
   let spent = false;
-  return () => {
+  return (amount) => {
     const now = performance.now();
-    left = Math.min(limit.burst, left + ((now - at) / 1_000) * limit.perSecond) - 1;
+    left = Math.min(limit.burst, left + ((now - at) / 1_000) * limit.perSecond) - amount;
     at = now;
     if (left < 0 && !spent) {
       spent = true;

@@ -23,7 +23,7 @@ import {
  *
  * Many messages: 20,000 objects logged every 5 ms. For each object, puppeteer sent a command of its own to release
  * it, and the renderer process was held for 48 s, the capture beside it failing. Many requests: each is several
- * Network events, even a `data:` fetch (pageTrafficGuard.ts).
+ * Network events, even a `data:` fetch, and each carries its body (pageTrafficGuard.ts).
  */
 
 const CONTROL_CHARACTERS = "'\\x01'.repeat(1e8)";
@@ -65,6 +65,18 @@ beforeAll(async () => {
     ),
     '/ping': (_req, res) => res.writeHead(204).end(),
     '/plain': solidPage('#00ff00'),
+    // Red team (round 17): ten bodies of 8 MB of control characters a second (each a 48 MB event), to an address the
+    // egress gate refuses, so that no server ever reads them.
+    '/big-posts': solidPage(
+      '#00ff00',
+      `<script>const body = ${CONTROL_CHARACTERS.replace('1e8', '8e6')};
+      setInterval(() => fetch('http://10.255.255.1/', { method: 'POST', body }).catch(() => {}), 100);</script>`,
+    ),
+    // A form's upload of 4 MB, once.
+    '/upload': solidPage(
+      '#00ff00',
+      "<script>fetch('/sink', { method: 'POST', body: 'x'.repeat(4e6) }).catch(() => {});</script>",
+    ),
     '/messages': solidPage(
       '#00ff00',
       `<script>
@@ -209,6 +221,25 @@ describe('a page that makes requests without end', () => {
     },
     120_000,
   );
+
+  it('fails as the page once it posts more than any page sends (8 MB bodies, ten a second), and a capture beside it is not held up', async () => {
+    const { answer, beside, besideMs, aloneMs } = await besideAnother('big-posts', 6_000);
+    expect(answer.status).toBe(500);
+    expect(answer.json()).toMatchObject({ message: expect.stringContaining('request bodies') });
+    expect(beside.status).toBe(200);
+    // Before: such a capture beside it took 11 to 16 s.
+    expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
+  }, 120_000);
+
+  it('leaves an upload alone: 4 MB posted once', async () => {
+    const account = await harness.newAccount();
+    const answer = await harness.shoot(account.apiKey, {
+      url: `${pages.origin}/upload`,
+      ...VIEWPORT,
+      delay: 1_000,
+    });
+    expect(answer.status).toBe(200);
+  }, 120_000);
 
   it('leaves a heavy honest page alone: a thousand images asked for at once', async () => {
     const account = await harness.newAccount();

@@ -5,6 +5,7 @@ import {
   TOO_MANY_FRAMES,
   TOO_MANY_MESSAGES,
   TOO_MANY_REQUESTS,
+  TOO_MUCH_POSTED,
   type TrafficSource,
 } from '../../shared/capture/pageTrafficGuard';
 
@@ -26,7 +27,7 @@ function standInPage() {
   };
   return {
     page: { page, control } as unknown as TrafficSource,
-    request: () => page.emit('request', { client: pageSession }),
+    request: (body?: string) => page.emit('request', { client: pageSession, postData: () => body }),
     startWorker: () => page.emit('workercreated', { client: workerSession }),
     frame: (session = pageSession) => session.emit('Network.webSocketFrameReceived', {}),
     eventSourceMessage: (session = pageSession) => session.emit('Network.eventSourceMessageReceived', {}),
@@ -44,6 +45,7 @@ function standInPage() {
 /** Small budgets, refilled 2 a second: the stand-in's clock is faked where refills matter. */
 const LIMITS = {
   requests: { burst: 5, perSecond: 2 },
+  requestBodies: { burst: 100, perSecond: 10 },
   messages: { burst: 8, perSecond: 2 },
   frames: { burst: 4, perSecond: 2 },
 };
@@ -93,6 +95,19 @@ describe('guardPageTraffic', () => {
     expect(page.listeners()).toBe(0);
   });
 
+  it('counts the characters of request bodies', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const page = standInPage();
+    const exceeded = vi.fn();
+    guardPageTraffic(page.page, LIMITS, exceeded);
+    page.request('x'.repeat(60));
+    page.request();
+    page.request('x'.repeat(40));
+    expect(exceeded).not.toHaveBeenCalled();
+    page.request('x');
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+  });
+
   it('counts frames attached and the navigations started in them', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
@@ -126,7 +141,11 @@ describe('guardPageTraffic', () => {
     const page = standInPage();
     const exceeded = vi.fn();
     const one = { burst: 1, perSecond: 0 };
-    const guard = guardPageTraffic(page.page, { requests: one, messages: one, frames: one }, exceeded);
+    const guard = guardPageTraffic(
+      page.page,
+      { requests: one, requestBodies: one, messages: one, frames: one },
+      exceeded,
+    );
     page.request();
     page.startWorker();
     guard.stop();
