@@ -369,6 +369,8 @@ export class ChromiumRenderer implements Renderer {
    * still running on it finish first (locally one browser serves every account: on a loaded machine a flooding
    * page's context took longer than its grace to close, and closing the browser at once failed the other accounts'
    * captures beside it); deployed, a renderer instance runs one capture at a time, and the browser closes at once.
+   * Browsers going out stay fewer than the captures running, which admission bounds, and none outlives its captures'
+   * deadlines.
    */
   private async replaceBrowser(browser: Browser): Promise<void> {
     logger.warn('A stopped page did not close in time; replacing the browser');
