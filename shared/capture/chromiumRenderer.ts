@@ -17,7 +17,7 @@ import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
-import { PAGE_ANSWER_TOO_LARGE } from './devtoolsMessageCap';
+import { type DroppedEvent, onDroppedEvent, PAGE_ANSWER_TOO_LARGE } from './devtoolsMessageCap';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
 import { PAGE_MEMORY_LIMIT_MB } from './memoryLimits';
@@ -90,6 +90,9 @@ type PreparedSwitch = (typeof PREPARED_SWITCHES)[number];
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
 
+/** Browsers a capture may try to open its tab on, when each goes or is replaced under it. */
+const TAB_ATTEMPTS = 3;
+
 /** Viewport (with its scale), user agent (with its client hints) and locale a page emulates. */
 type Emulation = Pick<
   CaptureSpec,
@@ -132,6 +135,10 @@ export class ChromiumRenderer implements Renderer {
   private readonly running = new Map<Browser, number>();
   /** Browsers being replaced: no capture starts on them any more. */
   private readonly replaced = new WeakSet<Browser>();
+  /** The launch each browser came from, so that replacing it can tell at once whether it is still `browser`. */
+  private readonly launchOf = new WeakMap<Browser, Promise<Browser>>();
+  /** Set by close(): no browser is launched after it. */
+  private closed = false;
 
   private readonly budgets: CaptureBudgets;
   private readonly memoryLimitMb: number;
@@ -193,7 +200,8 @@ export class ChromiumRenderer implements Renderer {
         fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page'));
       },
     );
-    const traffic = guardPageTraffic(tab, PAGE_TRAFFIC_LIMITS, (reason) => {
+    const droppedEvents = (listener: (event: DroppedEvent) => void) => onDroppedEvent(browser, listener);
+    const traffic = guardPageTraffic({ ...tab, droppedEvents }, PAGE_TRAFFIC_LIMITS, (reason) => {
       logger.warn('Page stopped for its traffic', { host: hostOf(spec.url), reason });
       fail(new CaptureFailedError(spec.url, reason, 'page'));
     });
@@ -229,6 +237,7 @@ export class ChromiumRenderer implements Renderer {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const browser = this.browser;
     const tempDir = this.tempDir;
     this.browser = undefined;
@@ -375,7 +384,7 @@ export class ChromiumRenderer implements Renderer {
   private async replaceBrowser(browser: Browser): Promise<void> {
     logger.warn('A stopped page did not close in time; replacing the browser');
     this.replaced.add(browser);
-    if (this.browser && (await this.browser.catch(() => undefined)) === browser) {
+    if (this.browser && this.browser === this.launchOf.get(browser)) {
       this.browser = undefined;
       this.spare = undefined;
     }
@@ -407,13 +416,15 @@ export class ChromiumRenderer implements Renderer {
       const tab = await spare.catch(() => undefined);
       if (tab && this.usable(tab)) return tab;
     }
-    const browser = await this.liveBrowser();
-    try {
-      return await this.openTab(browser);
-    } catch (error) {
-      // The browser went, or was taken out of use, while the tab opened on it: its successor opens one instead.
-      if (browser.connected && !this.replaced.has(browser)) throw error;
-      return this.openTab(await this.liveBrowser());
+    for (let attempt = 1; ; attempt++) {
+      const browser = await this.liveBrowser();
+      try {
+        return await this.openTab(browser);
+      } catch (error) {
+        // The browser went, or was taken out of use, while the tab opened on it: its successor opens one instead
+        // (replacements can follow one another while captures keep failing as their pages').
+        if (attempt === TAB_ATTEMPTS || (browser.connected && !this.replaced.has(browser))) throw error;
+      }
     }
   }
 
@@ -491,17 +502,20 @@ export class ChromiumRenderer implements Renderer {
   }
 
   private liveBrowser(): Promise<Browser> {
+    if (this.closed) return Promise.reject(new Error('The renderer was closed'));
     if (!this.browser) {
       const launching = this.launch();
       this.browser = launching;
       launching.then(
-        (browser) =>
+        (browser) => {
+          this.launchOf.set(browser, launching);
           browser.once('disconnected', () => {
             if (this.browser === launching) {
               this.browser = undefined;
               this.spare = undefined;
             }
-          }),
+          });
+        },
         () => {
           if (this.browser === launching) this.browser = undefined;
         },

@@ -48,6 +48,26 @@ interface Dropped {
   bytes: number;
 }
 
+/** An event above its cap, which puppeteer never saw: what it was, whose it was, and how large. */
+export interface DroppedEvent {
+  method?: string;
+  sessionId?: string;
+  bytes: number;
+}
+
+const droppedEventListeners = new WeakMap<Browser, Set<(event: DroppedEvent) => void>>();
+
+/**
+ * Tells `listener` of each event of `browser` that the cap dropped, until the returned function is called: what a
+ * page made too large to read still cost the pipe, and counts against the page's budgets (pageTrafficGuard.ts).
+ */
+export function onDroppedEvent(browser: Browser, listener: (event: DroppedEvent) => void): () => void {
+  const listeners = droppedEventListeners.get(browser) ?? new Set();
+  droppedEventListeners.set(browser, listeners);
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
 /**
  * Puts the cap between Chromium and puppeteer: the browser's DevTools pipe (its fifth stdio, which puppeteer's
  * `PipeTransport` reads) is handed to puppeteer through `capMessages`. Fails the launch if the pipe is not read as
@@ -60,6 +80,12 @@ export function capDevToolsMessages(browser: Browser): void {
     throw new Error(`Expected puppeteer to read the DevTools pipe once, found ${readers.length} readers`);
   }
   const puppeteerReader = readers[0] as (chunk: Buffer) => void;
+  // Puppeteer drops its 'error' listeners when its connection closes, and our reader keeps the pipe flowing: an error
+  // after that (ECONNRESET as a browser being replaced dies) was uncaught, and would end the process with every
+  // capture in it (red team, round 19).
+  for (const end of [browser.process()?.stdio[3], pipe]) {
+    end?.on('error', (error) => logger.warn('The DevTools pipe failed', { error }));
+  }
   // Puppeteer stops reading when its connection closes (it removes its reader, which is no longer on the pipe, and
   // its transport throws on anything read after): from then on, whatever Chromium still sends goes nowhere. The
   // connection says it closed just before its transport does.
@@ -67,7 +93,9 @@ export function capDevToolsMessages(browser: Browser): void {
   browser.once('disconnected', () => {
     connected = false;
   });
-  const read = capMessages(puppeteerReader);
+  const read = capMessages(puppeteerReader, undefined, (event) => {
+    for (const listener of droppedEventListeners.get(browser) ?? []) listener(event);
+  });
   pipe.off('data', puppeteerReader);
   pipe.on('data', (chunk: Buffer) => {
     if (connected) read(chunk);
@@ -85,6 +113,7 @@ export function capDevToolsMessages(browser: Browser): void {
 export function capMessages(
   deliver: (chunk: Buffer) => void,
   caps = { answer: MAX_DEVTOOLS_ANSWER_BYTES, event: MAX_DEVTOOLS_EVENT_BYTES },
+  droppedEvent: (event: DroppedEvent) => void = () => undefined,
 ): (chunk: Buffer) => void {
   let held: Buffer[] = [];
   let heldBytes = 0;
@@ -116,7 +145,7 @@ export function capMessages(
       if (nul === -1) continue;
       cap = undefined;
       if (dropped) {
-        const reply = errorAnswerFor(dropped);
+        const reply = errorAnswerFor(dropped, droppedEvent);
         dropped = undefined;
         if (reply) deliver(reply);
       } else {
@@ -168,16 +197,27 @@ function answerId(head: Buffer): number | undefined {
   return id === undefined ? undefined : Number(id);
 }
 
-/** The error answer standing in for an oversized one: its id, and its session (Chromium appends that last). */
-function errorAnswerFor(dropped: Dropped): Buffer | undefined {
+/**
+ * The error answer standing in for an oversized one: its id, and its session (Chromium appends that last). An event
+ * has none: `droppedEvent` hears of it instead.
+ */
+function errorAnswerFor(dropped: Dropped, droppedEvent: (event: DroppedEvent) => void): Buffer | undefined {
   const head = dropped.head.toString('latin1');
   const id = answerId(dropped.head);
+  const method = /^\{"method":"([\w.]+)"/.exec(head)?.[1];
   logger.warn('Dropped an oversized DevTools message', {
     bytes: dropped.bytes,
-    ...(id === undefined ? { method: /^\{"method":"([\w.]+)"/.exec(head)?.[1] } : { id }),
+    ...(id === undefined ? { method } : { id }),
   });
-  if (id === undefined) return undefined;
   const sessionId = /,"sessionId":"([0-9A-F]+)"\}$/.exec(dropped.tail.toString('latin1'))?.[1];
+  if (id === undefined) {
+    droppedEvent({
+      bytes: dropped.bytes,
+      ...(method ? { method } : {}),
+      ...(sessionId ? { sessionId } : {}),
+    });
+    return undefined;
+  }
   const answer = {
     id,
     error: { code: -32000, message: PAGE_ANSWER_TOO_LARGE },

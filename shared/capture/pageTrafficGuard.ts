@@ -1,4 +1,5 @@
 import type { CDPSession, HTTPRequest, Page, WebWorker } from 'puppeteer-core';
+import type { DroppedEvent } from './devtoolsMessageCap';
 import type { PageControl } from './pageControl';
 
 /**
@@ -24,9 +25,11 @@ export const REQUEST_LIMIT: TrafficLimit = { burst: 1_200, perSecond: 100 };
  * Characters of request bodies. Each body reaches the renderer process inside its request's
  * `Network.requestWillBeSent` event, as JSON it parses, up to six times longer once escaped: ten 8 MB bodies a second
  * (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page being
- * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time.
+ * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time; an
+ * upload of three 6 MB files at once passes (red team, round 19). An event too large for the pipe to pass on
+ * (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
  */
-export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 16 * 2 ** 20, perSecond: 2 * 2 ** 20 };
+export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 32 * 2 ** 20, perSecond: 2 * 2 ** 20 };
 
 /**
  * WebSocket frames (either way) and EventSource messages. Chromium's cost of reporting them is its own (dropping
@@ -74,14 +77,18 @@ export interface TrafficGuard {
   stop(): void;
 }
 
-/** The page, as far as the guard hears it: puppeteer's, and our own session on it (PageControl). */
+/**
+ * The page, as far as the guard hears it: puppeteer's, our own session on it (PageControl), and the events of its
+ * browser that the DevTools pipe dropped as too large (onDroppedEvent in devtoolsMessageCap.ts).
+ */
 export interface TrafficSource {
   page: Pick<Page, 'on' | 'off'>;
   control: Pick<PageControl, 'onChildNavigation'>;
+  droppedEvents: (listener: (event: DroppedEvent) => void) => () => void;
 }
 
-/** What the guard hears on a session: its events by name. */
-type MessageSession = Pick<CDPSession, 'on' | 'off'>;
+/** What the guard hears on a session: its events by name, and its id, which names it in the pipe. */
+type MessageSession = Pick<CDPSession, 'on' | 'off' | 'id'>;
 
 /**
  * Counts the requests puppeteer reports for the page and the characters of their bodies, the messages on the
@@ -89,7 +96,7 @@ type MessageSession = Pick<CDPSession, 'on' | 'off'>;
  * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and closing its context ends the flood.
  */
 export function guardPageTraffic(
-  { page, control }: TrafficSource,
+  { page, control, droppedEvents }: TrafficSource,
   limits: TrafficLimits,
   exceeded: (reason: string) => void,
 ): TrafficGuard {
@@ -119,7 +126,14 @@ export function guardPageTraffic(
     if (body) spendBody(body);
   };
   const onWorker = (worker: WebWorker) => watch(worker.client);
+  // A request whose event was too large to read: on one of the page's sessions, which its earlier requests (its
+  // document's first) or its workers made known.
+  const stopDropped = droppedEvents(({ method, sessionId, bytes }) => {
+    if (method !== 'Network.requestWillBeSent') return;
+    if ([...sessions].some((session) => session.id() === sessionId)) spendBody(bytes);
+  });
   function stop() {
+    stopDropped();
     page.off('request', onRequest);
     page.off('workercreated', onWorker);
     page.off('frameattached', frame);

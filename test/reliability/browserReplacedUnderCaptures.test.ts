@@ -12,6 +12,8 @@ import { type PageServer, solidPage, startPageServer } from '../helpers/pageServ
  * frames in a loop, the context took longer than its 3 s to close on a loaded machine, the browser was closed at
  * once, and another account's capture failed with it ("Browser could not be started", or "The browser stopped
  * during the capture"). Here every context is late (a grace of 0 ms), so every capture replaces its browser.
+ * Red team (round 19): replacements one after another still failed a capture now and then (one retry of its tab, and
+ * the browser forgotten only after an await), and close() with a capture running left a browser launched after it.
  */
 let pages: PageServer;
 const held: ServerResponse[] = [];
@@ -64,4 +66,53 @@ describe('a browser taken out of use', () => {
     }
     expect(await browserPids()).toEqual([]);
   }, 120_000);
+});
+
+describe('browsers replaced one after another', () => {
+  it('fail no capture, and leave nothing uncaught', async () => {
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', record);
+    const renderer = new ChromiumRenderer({ closeGraceMs: 0 });
+    try {
+      await renderer.warmUp();
+      // Three streams of captures, each replacing the browser the others run on.
+      const stream = async () => {
+        for (let i = 0; i < 12; i++)
+          expect((await capture(renderer, '/red')).image.length).toBeGreaterThan(0);
+      };
+      await Promise.all([stream(), stream(), stream()]);
+      await renderer.settle();
+    } finally {
+      await renderer.close();
+      process.off('uncaughtException', record);
+    }
+    expect(uncaught).toEqual([]);
+    expect(await browserPids()).toEqual([]);
+  }, 120_000);
+});
+
+describe('close()', () => {
+  it.each<[string, { closeGraceMs?: number }]>([
+    ['a browser in use', {}],
+    ['a browser taken out of use', { closeGraceMs: 0 }],
+  ])(
+    'with a capture running on %s leaves no browser behind',
+    async (_, options) => {
+      held.length = 0;
+      const renderer = new ChromiumRenderer(options);
+      await renderer.warmUp();
+      const running = capture(renderer, '/held');
+      running.catch(() => undefined);
+      await until(() => held.length === 1);
+      if (options.closeGraceMs === 0)
+        expect((await capture(renderer, '/red')).image.length).toBeGreaterThan(0);
+      await renderer.close();
+      await expect(running).rejects.toThrow();
+      // Before: the failed capture prepared its successor's tab on a browser launched after close(), left running.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(await browserPids()).toEqual([]);
+    },
+    120_000,
+  );
 });

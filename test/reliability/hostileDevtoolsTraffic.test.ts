@@ -2,13 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Duplex, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
-import {
-  decodeImage,
-  GREEN,
-  near,
-  type ScreenshotHarness,
-  startScreenshotHarness,
-} from '../helpers/screenshotHarness';
+import { type ScreenshotHarness, startScreenshotHarness } from '../helpers/screenshotHarness';
 
 /**
  * Pages that aim DevTools traffic at the renderer process, through the real handler, the renderer's own process and
@@ -28,6 +22,8 @@ import {
 
 const CONTROL_CHARACTERS = "'\\x01'.repeat(1e8)";
 const VIEWPORT = { width: 640, height: 480 };
+const postsOf = (characters: number) => `const body = '\\x01'.repeat(${characters});
+  setInterval(() => fetch('http://10.255.255.1/', { method: 'POST', body }).catch(() => {}), 100);`;
 const ONE_PIXEL_GIF = Buffer.from('R0lGODlhAQABAAAAACH5BAEAAAAALAAAAAABAAEAAAIBAAA=', 'base64');
 
 let pages: PageServer;
@@ -66,16 +62,13 @@ beforeAll(async () => {
     '/ping': (_req, res) => res.writeHead(204).end(),
     '/plain': solidPage('#00ff00'),
     // Red team (round 17): ten bodies of 8 MB of control characters a second (each a 48 MB event), to an address the
-    // egress gate refuses, so that no server ever reads them.
-    '/big-posts': solidPage(
+    // egress gate refuses, so that no server ever reads them; round 19: of 12 MB, each an 88 MB event the pipe drops.
+    '/big-posts': solidPage('#00ff00', `<script>${postsOf(8e6)}</script>`),
+    '/huge-posts': solidPage('#00ff00', `<script>${postsOf(12e6)}</script>`),
+    // Red team (round 19): three uploads of 6 MB at once.
+    '/uploads': solidPage(
       '#00ff00',
-      `<script>const body = ${CONTROL_CHARACTERS.replace('1e8', '8e6')};
-      setInterval(() => fetch('http://10.255.255.1/', { method: 'POST', body }).catch(() => {}), 100);</script>`,
-    ),
-    // A form's upload of 4 MB, once.
-    '/upload': solidPage(
-      '#00ff00',
-      "<script>fetch('/sink', { method: 'POST', body: 'x'.repeat(4e6) }).catch(() => {});</script>",
+      "<script>for (let i = 0; i < 3; i++) fetch('/sink', { method: 'POST', body: 'x'.repeat(6e6) }).catch(() => {});</script>",
     ),
     '/messages': solidPage(
       '#00ff00',
@@ -183,11 +176,12 @@ async function besideAnother(path: string, delay: number) {
 }
 
 describe('a DevTools message longer than a string may be', () => {
-  it('is dropped: the page is captured, and the renderer process and a capture beside it go on', async () => {
+  it('is dropped: the renderer process and a capture beside it go on, and its bytes count against the page', async () => {
     const { pid } = await harness.renderer.processInfo();
     const { answer, beside } = await besideAnother('posts', 3_000);
-    expect(answer.status).toBe(200);
-    expect(near((await decodeImage(answer.body)).pixel(10, 10), GREEN)).toBe(true);
+    // A request body: more than the page may post (red team, round 19; before, the page was captured).
+    expect(answer.status).toBe(500);
+    expect(answer.json()).toMatchObject({ message: expect.stringContaining('request bodies') });
     expect(beside.status).toBe(200);
     expect((await harness.renderer.processInfo()).pid).toBe(pid);
   }, 120_000);
@@ -222,19 +216,28 @@ describe('a page that makes requests without end', () => {
     120_000,
   );
 
-  it('fails as the page once it posts more than any page sends (8 MB bodies, ten a second), and a capture beside it is not held up', async () => {
-    const { answer, beside, besideMs, aloneMs } = await besideAnother('big-posts', 6_000);
-    expect(answer.status).toBe(500);
-    expect(answer.json()).toMatchObject({ message: expect.stringContaining('request bodies') });
-    expect(beside.status).toBe(200);
-    // Before: such a capture beside it took 11 to 16 s.
-    expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
-  }, 120_000);
+  it.each([
+    ['8 MB', 'big-posts'],
+    // Red team (round 19): each event too large for the pipe, dropped before puppeteer saw a request; the page was
+    // captured, and a capture beside it took 2.1 to 8.2 s.
+    ['12 MB', 'huge-posts'],
+  ])(
+    'fails as the page once it posts more than any page sends (%s bodies, ten a second), and a capture beside it is not held up',
+    async (_, path) => {
+      const { answer, beside, besideMs, aloneMs } = await besideAnother(path, 6_000);
+      expect(answer.status).toBe(500);
+      expect(answer.json()).toMatchObject({ message: expect.stringContaining('request bodies') });
+      expect(beside.status).toBe(200);
+      // Before: beside the 8 MB bodies such a capture took 11 to 16 s.
+      expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
+    },
+    120_000,
+  );
 
-  it('leaves an upload alone: 4 MB posted once', async () => {
+  it('leaves uploads alone: three of 6 MB at once', async () => {
     const account = await harness.newAccount();
     const answer = await harness.shoot(account.apiKey, {
-      url: `${pages.origin}/upload`,
+      url: `${pages.origin}/uploads`,
       ...VIEWPORT,
       delay: 1_000,
     });

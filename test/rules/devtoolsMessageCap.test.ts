@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   capDevToolsMessages,
   capMessages,
+  type DroppedEvent,
   PAGE_ANSWER_TOO_LARGE,
 } from '../../shared/capture/devtoolsMessageCap';
 
@@ -34,10 +35,19 @@ const errorAnswer = (id: number, sessionId?: string) =>
   });
 
 /** Runs `messages` through the cap in chunks cut at `cuts` (offsets into the whole stream) and returns what came out. */
-function through(messages: string[], cuts: number[] = [], caps = CAPS): string[] {
+function through(
+  messages: string[],
+  cuts: number[] = [],
+  caps = CAPS,
+  dropped: DroppedEvent[] = [],
+): string[] {
   const stream = Buffer.from(messages.map((m) => `${m}\0`).join(''));
   const delivered: Buffer[] = [];
-  const read = capMessages((chunk) => delivered.push(chunk), caps);
+  const read = capMessages(
+    (chunk) => delivered.push(chunk),
+    caps,
+    (event) => dropped.push(event),
+  );
   const offsets = [...new Set(cuts.map((c) => c % (stream.length + 1)))].sort((a, b) => a - b);
   let start = 0;
   for (const offset of [...offsets, stream.length]) {
@@ -70,7 +80,7 @@ describe('the DevTools message cap', () => {
     );
   });
 
-  it('replaces each oversized answer with an error answer to the same command and session, and drops oversized events', () => {
+  it('replaces each oversized answer with an error answer to the same command and session, and drops oversized events, telling what they were', () => {
     fc.assert(
       fc.property(messagesAndCuts, ([messages, cuts]) => {
         const expected = messages.flatMap((m) => {
@@ -79,7 +89,17 @@ describe('the DevTools message cap', () => {
           if (parsed.id === undefined) return bytes > CAPS.event ? [] : [m];
           return bytes > CAPS.answer ? [errorAnswer(parsed.id, parsed.sessionId)] : [m];
         });
-        expect(through(messages, cuts)).toEqual(expected);
+        const expectedDropped = messages.flatMap((m) => {
+          const bytes = Buffer.byteLength(m);
+          const parsed = JSON.parse(m) as { id?: number; method?: string; sessionId?: string };
+          if (parsed.id !== undefined || bytes <= CAPS.event) return [];
+          return [
+            { method: parsed.method, bytes, ...(parsed.sessionId ? { sessionId: parsed.sessionId } : {}) },
+          ];
+        });
+        const dropped: DroppedEvent[] = [];
+        expect(through(messages, cuts, CAPS, dropped)).toEqual(expected);
+        expect(dropped).toEqual(expectedDropped);
       }),
     );
   });

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { DroppedEvent } from '../../shared/capture/devtoolsMessageCap';
 import {
   guardPageTraffic,
   TOO_MANY_FRAMES,
@@ -16,9 +17,10 @@ import {
  */
 function standInPage() {
   const page = new EventEmitter();
-  const pageSession = new EventEmitter();
-  const workerSession = new EventEmitter();
+  const pageSession = Object.assign(new EventEmitter(), { id: (): string => 'PAGE' });
+  const workerSession = Object.assign(new EventEmitter(), { id: (): string => 'WORKER' });
   const childNavigations = new EventEmitter();
+  const pipe = new EventEmitter();
   const control = {
     onChildNavigation: (listener: () => void) => {
       childNavigations.on('started', listener);
@@ -26,7 +28,16 @@ function standInPage() {
     },
   };
   return {
-    page: { page, control } as unknown as TrafficSource,
+    page: {
+      page,
+      control,
+      droppedEvents: (listener: (event: DroppedEvent) => void) => {
+        pipe.on('dropped', listener);
+        return () => pipe.off('dropped', listener);
+      },
+    } as unknown as TrafficSource,
+    /** An event the DevTools pipe dropped as too large. */
+    dropped: (event: DroppedEvent) => pipe.emit('dropped', event),
     request: (body?: string) => page.emit('request', { client: pageSession, postData: () => body }),
     startWorker: () => page.emit('workercreated', { client: workerSession }),
     frame: (session = pageSession) => session.emit('Network.webSocketFrameReceived', {}),
@@ -34,7 +45,7 @@ function standInPage() {
     attachFrame: () => page.emit('frameattached', {}),
     loadInFrame: () => childNavigations.emit('started'),
     listeners: () =>
-      [page, pageSession, workerSession, childNavigations].reduce(
+      [page, pageSession, workerSession, childNavigations, pipe].reduce(
         (sum, emitter) => sum + emitter.eventNames().reduce((n, name) => n + emitter.listenerCount(name), 0),
         0,
       ),
@@ -105,6 +116,22 @@ describe('guardPageTraffic', () => {
     page.request('x'.repeat(40));
     expect(exceeded).not.toHaveBeenCalled();
     page.request('x');
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+  });
+
+  it("counts the bytes of a request event too large for the pipe, on the page's sessions only", () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const page = standInPage();
+    const exceeded = vi.fn();
+    guardPageTraffic(page.page, LIMITS, exceeded);
+    page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 500 });
+    expect(exceeded).not.toHaveBeenCalled();
+    page.request();
+    page.dropped({ method: 'Runtime.consoleAPICalled', sessionId: 'PAGE', bytes: 500 });
+    page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'ANOTHER', bytes: 500 });
+    page.dropped({ method: 'Network.requestWillBeSent', bytes: 500 });
+    expect(exceeded).not.toHaveBeenCalled();
+    page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 101 });
     expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
   });
 
