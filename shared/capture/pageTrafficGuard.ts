@@ -22,12 +22,12 @@ export interface TrafficLimit {
 export const REQUEST_LIMIT: TrafficLimit = { burst: 1_200, perSecond: 100 };
 
 /**
- * Characters of request bodies. Each body reaches the renderer process inside its request's
- * `Network.requestWillBeSent` event, as JSON it parses, up to six times longer once escaped: ten 8 MB bodies a second
- * (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page being
- * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time; an
- * upload of three 6 MB files at once passes (red team, round 19). An event too large for the pipe to pass on
- * (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
+ * Characters of request bodies, as their events carry them (escapedLength). Each body reaches the renderer process
+ * inside its request's `Network.requestWillBeSent` event, as JSON it parses: ten 8 MB bodies a second of control
+ * characters (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page
+ * being captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time;
+ * an upload of three 6 MB files of text at once passes (red team, round 19). An event too large for the pipe to pass
+ * on (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
  */
 export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 32 * 2 ** 20, perSecond: 2 * 2 ** 20 };
 
@@ -122,8 +122,8 @@ export function guardPageTraffic(
   const onRequest = (request: HTTPRequest) => {
     watch(request.client);
     spendRequest(1);
-    const body = request.postData()?.length;
-    if (body) spendBody(body);
+    const body = request.postData();
+    if (body) spendBody(escapedLength(body));
   };
   const onWorker = (worker: WebWorker) => watch(worker.client);
   // A request whose event was too large to read: on one of the page's sessions, which its earlier requests (its
@@ -144,6 +144,16 @@ export function guardPageTraffic(
   page.on('workercreated', onWorker);
   page.on('frameattached', frame);
   return { stop };
+}
+
+/**
+ * A body's length as its DevTools event carries it: JSON writes each control character as six (`\u0001`), so a body
+ * of them costs the pipe six times what an upload of text does.
+ */
+function escapedLength(body: string): number {
+  let length = body.length;
+  for (let i = 0; i < body.length; i++) if (body.charCodeAt(i) < 0x20) length += 5;
+  return length;
 }
 
 /**

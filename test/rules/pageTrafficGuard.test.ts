@@ -119,6 +119,17 @@ describe('guardPageTraffic', () => {
     expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
   });
 
+  it('counts a control character in a body as the six its event carries', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const page = standInPage();
+    const exceeded = vi.fn();
+    guardPageTraffic(page.page, LIMITS, exceeded);
+    page.request('\x01'.repeat(16));
+    expect(exceeded).not.toHaveBeenCalled();
+    page.request('\x01');
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+  });
+
   it("counts the bytes of a request event too large for the pipe, on the page's sessions only", () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
