@@ -104,9 +104,9 @@ export function capDevToolsMessages(browser: Browser): void {
 
 /**
  * Passes DevTools messages (JSON, each ended by a NUL byte) on to `deliver` as they came, but none of UNHEARD_EVENTS
- * and no message above its cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped, and an answer above
- * MAX_DEVTOOLS_ANSWER_BYTES becomes an error answer to the same command, so the call that asked for it fails at once
- * instead of waiting for its timeout.
+ * and no message above its cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped (`droppedEvent` hears of it),
+ * and an answer above MAX_DEVTOOLS_ANSWER_BYTES becomes an error answer to the same command, so the call that asked
+ * for it fails at once instead of waiting for its timeout.
  * A message's bytes are held until it is whole (as the reader would hold them), so none of an oversized message
  * is ever delivered, and they are let go as soon as it passes its cap.
  */
