@@ -155,6 +155,12 @@ function floodWith(stream: Writable, chunk: Buffer | string, encoding?: BufferEn
   write();
 }
 
+/**
+ * The longest the capture beside a stopped flood may take: held by the floods, such captures took 7 to 38 s or
+ * failed. On a loaded CI machine one took 5.2 s beside the srcdoc flood after the flood had been stopped.
+ */
+const heldUpBound = (aloneMs: number) => Math.max(6_500, aloneMs * 10);
+
 /** The page's capture and, once it is under way, another account's, with the time each took. */
 async function besideAnother(path: string, delay: number) {
   const attacker = await harness.newAccount();
@@ -211,7 +217,7 @@ describe('a page that makes requests without end', () => {
       expect(answer.json()).toMatchObject({ message: expect.stringContaining('kept starting requests') });
       expect(beside.status).toBe(200);
       // Beside the data: flood such a capture took 7 to 32 s, and twice failed; beside the pings it failed after 38 s.
-      expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
+      expect(besideMs).toBeLessThan(heldUpBound(aloneMs));
     },
     120_000,
   );
@@ -229,7 +235,7 @@ describe('a page that makes requests without end', () => {
       expect(answer.json()).toMatchObject({ message: expect.stringContaining('request bodies') });
       expect(beside.status).toBe(200);
       // Before: beside the 8 MB bodies such a capture took 11 to 16 s.
-      expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
+      expect(besideMs).toBeLessThan(heldUpBound(aloneMs));
     },
     120_000,
   );
@@ -266,7 +272,7 @@ describe('a page that floods its WebSockets and an EventSource with messages', (
       // Before: the page ran past its budget (34 s, "stopped responding"), and the capture beside it took 10 s.
       expect(ms).toBeLessThan(20_000);
       expect(beside.status).toBe(200);
-      expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
+      expect(besideMs).toBeLessThan(heldUpBound(aloneMs));
     },
     120_000,
   );
@@ -292,7 +298,7 @@ describe('a page that floods the browser without a request', () => {
     // at once under the capture beside it: now it closes after that capture (browserReplacedUnderCaptures.test.ts).
     expect(ms).toBeLessThan(20_000);
     expect(beside.status).toBe(200);
-    expect(besideMs).toBeLessThan(Math.max(5_000, aloneMs * 10));
+    expect(besideMs).toBeLessThan(heldUpBound(aloneMs));
   }, 120_000);
 
   it('leaves a page of 200 frames alone', async () => {
