@@ -93,7 +93,8 @@ type MessageSession = Pick<CDPSession, 'on' | 'off' | 'id'>;
 /**
  * Counts the requests puppeteer reports for the page and the characters of their bodies, the messages on the
  * DevTools sessions they (and the page's workers) belong to, and the frames it attaches and their documents, and
- * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and closing its context ends the flood.
+ * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and
+ * closing its context ends the flood.
  */
 export function guardPageTraffic(
   { page, control, droppedEvents }: TrafficSource,
