@@ -145,9 +145,10 @@ export function capMessages(
       if (nul === -1) continue;
       cap = undefined;
       if (dropped) {
-        const reply = errorAnswerFor(dropped, droppedEvent);
+        const { id, ...event } = whatWasDropped(dropped);
         dropped = undefined;
-        if (reply) deliver(reply);
+        if (id === undefined) droppedEvent(event);
+        else deliver(errorAnswer(id, event.sessionId));
       } else {
         if (!isUnheard(held)) {
           // The last body is delivered with its NUL, as it came (the same bytes of `chunk`, not a copy).
@@ -197,27 +198,25 @@ function answerId(head: Buffer): number | undefined {
   return id === undefined ? undefined : Number(id);
 }
 
-/**
- * The error answer standing in for an oversized one: its id, and its session (Chromium appends that last). An event
- * has none: `droppedEvent` hears of it instead.
- */
-function errorAnswerFor(dropped: Dropped, droppedEvent: (event: DroppedEvent) => void): Buffer | undefined {
-  const head = dropped.head.toString('latin1');
+/** A dropped message's id if it was an answer, its method if an event, and its session (Chromium appends that last). */
+function whatWasDropped(dropped: Dropped): DroppedEvent & { id?: number } {
   const id = answerId(dropped.head);
-  const method = /^\{"method":"([\w.]+)"/.exec(head)?.[1];
+  const method = /^\{"method":"([\w.]+)"/.exec(dropped.head.toString('latin1'))?.[1];
+  const sessionId = /,"sessionId":"([0-9A-F]+)"\}$/.exec(dropped.tail.toString('latin1'))?.[1];
   logger.warn('Dropped an oversized DevTools message', {
     bytes: dropped.bytes,
     ...(id === undefined ? { method } : { id }),
   });
-  const sessionId = /,"sessionId":"([0-9A-F]+)"\}$/.exec(dropped.tail.toString('latin1'))?.[1];
-  if (id === undefined) {
-    droppedEvent({
-      bytes: dropped.bytes,
-      ...(method ? { method } : {}),
-      ...(sessionId ? { sessionId } : {}),
-    });
-    return undefined;
-  }
+  return {
+    bytes: dropped.bytes,
+    ...(id === undefined ? {} : { id }),
+    ...(method ? { method } : {}),
+    ...(sessionId ? { sessionId } : {}),
+  };
+}
+
+/** The error answer standing in for an oversized one, so the command that asked for it fails at once. */
+function errorAnswer(id: number, sessionId: string | undefined): Buffer {
   const answer = {
     id,
     error: { code: -32000, message: PAGE_ANSWER_TOO_LARGE },

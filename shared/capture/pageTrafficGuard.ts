@@ -1,4 +1,5 @@
 import type { CDPSession, HTTPRequest, Page, WebWorker } from 'puppeteer-core';
+import { JSON_ESCAPED_LENGTH } from '../jsonEscapes';
 import type { DroppedEvent } from './devtoolsMessageCap';
 import type { PageControl } from './pageControl';
 
@@ -22,14 +23,14 @@ export interface TrafficLimit {
 export const REQUEST_LIMIT: TrafficLimit = { burst: 1_200, perSecond: 100 };
 
 /**
- * Characters of request bodies, as their events carry them (escapedLength). Each body reaches the renderer process
- * inside its request's `Network.requestWillBeSent` event, as JSON it parses: ten 8 MB bodies a second of control
- * characters (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page
- * being captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time;
- * an upload of three 6 MB files of text at once passes (red team, round 19). An event too large for the pipe to pass
- * on (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
+ * Bytes of request bodies, as their events carry them (bodyEventBytes). Each body reaches the renderer process inside
+ * its request's `Network.requestWillBeSent` event, as JSON it parses: ten 8 MB bodies a second of control characters
+ * (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page being
+ * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time; an
+ * upload of three 6 MB files of text at once (42 MB of events) passes (red team, round 19). An event too large for
+ * the pipe to pass on (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
  */
-export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 32 * 2 ** 20, perSecond: 2 * 2 ** 20 };
+export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 48 * 2 ** 20, perSecond: 4 * 2 ** 20 };
 
 /**
  * WebSocket frames (either way) and EventSource messages. Chromium's cost of reporting them is its own (dropping
@@ -91,7 +92,7 @@ export interface TrafficSource {
 type MessageSession = Pick<CDPSession, 'on' | 'off' | 'id'>;
 
 /**
- * Counts the requests puppeteer reports for the page and the characters of their bodies, the messages on the
+ * Counts the requests puppeteer reports for the page and the bytes of their bodies' events, the messages on the
  * DevTools sessions they (and the page's workers) belong to, and the frames it attaches and their documents, and
  * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and
  * closing its context ends the flood.
@@ -124,7 +125,7 @@ export function guardPageTraffic(
     watch(request.client);
     spendRequest(1);
     const body = request.postData();
-    if (body) spendBody(escapedLength(body));
+    if (body) spendBody(bodyEventBytes(body));
   };
   const onWorker = (worker: WebWorker) => watch(worker.client);
   // A request whose event was too large to read: on one of the page's sessions, which its earlier requests (its
@@ -148,13 +149,16 @@ export function guardPageTraffic(
 }
 
 /**
- * A body's length as its DevTools event carries it: JSON writes each control character as six (`\u0001`), so a body
- * of them costs the pipe six times what an upload of text does.
+ * The bytes a body adds to its DevTools event: Chromium sends it twice, as JSON text (`postData`, where a control or
+ * non-ASCII character is six bytes, `\u00e9`) and as base64 of its bytes (`postDataEntries`). A body of 100,000 CJK
+ * characters is a 1 MB event (test/reliability/requestBodyEventBytes.test.ts). A body that is not UTF-8 comes as one
+ * character per byte, which this counts a little high (8.7 bytes for each above 0x7f, which costs 7.3).
  */
-function escapedLength(body: string): number {
-  let length = body.length;
-  for (let i = 0; i < body.length; i++) if (body.charCodeAt(i) < 0x20) length += 5;
-  return length;
+export function bodyEventBytes(body: string): number {
+  let text = 0;
+  // Chromium writes each UTF-16 unit beyond ASCII as `\uXXXX`.
+  for (let i = 0; i < body.length; i++) text += JSON_ESCAPED_LENGTH[body.charCodeAt(i)] ?? 6;
+  return text + Math.ceil(Buffer.byteLength(body) / 3) * 4;
 }
 
 /**

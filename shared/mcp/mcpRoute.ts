@@ -12,6 +12,7 @@ import { PayloadTooLargeError } from '../errors';
 import { errorAnswer } from '../http/errorAnswer';
 import { bearerCredential } from '../http/request';
 import type { HttpRequest, HttpResponse, HttpRoute } from '../http/types';
+import { JSON_ESCAPED_LENGTH } from '../jsonEscapes';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { MAX_HTML_BODY_BYTES } from '../screenshot/bodySize';
@@ -32,15 +33,11 @@ import {
  * string: a page's Markdown of 8 million U+0001, under the limit as text, was a 48 MB answer (red team).
  */
 export function jsonStringBytes(text: Buffer): number {
-  let bytes = text.length;
-  for (const byte of text) bytes += ESCAPE_EXTRA[byte] ?? 0;
+  let bytes = 0;
+  // The bytes of a character beyond ASCII are written as they are.
+  for (const byte of text) bytes += JSON_ESCAPED_LENGTH[byte] ?? 1;
   return bytes;
 }
-
-/** The bytes a JSON escape adds to each byte: 5 for a control character, 1 for \b \t \n \f \r, a quote and a backslash. */
-const ESCAPE_EXTRA = Uint8Array.from({ length: 256 }, (_, byte) =>
-  [0x08, 0x09, 0x0a, 0x0c, 0x0d, 0x22, 0x5c].includes(byte) ? 1 : byte < 0x20 ? 5 : 0,
-);
 
 const TEXT_TOO_LARGE =
   `The page's Markdown is larger than ${MAX_INLINE_TEXT_BYTES / 1024 / 1024} MiB, more than a tool answers with; ` +

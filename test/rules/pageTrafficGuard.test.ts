@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DroppedEvent } from '../../shared/capture/devtoolsMessageCap';
 import {
+  bodyEventBytes,
   guardPageTraffic,
   TOO_MANY_FRAMES,
   TOO_MANY_MESSAGES,
@@ -106,28 +107,29 @@ describe('guardPageTraffic', () => {
     expect(page.listeners()).toBe(0);
   });
 
-  it('counts the characters of request bodies', () => {
+  it('counts the bytes request bodies add to their events', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
     guardPageTraffic(page.page, LIMITS, exceeded);
-    page.request('x'.repeat(60));
+    page.request('x'.repeat(30));
     page.request();
-    page.request('x'.repeat(40));
+    page.request('x'.repeat(12));
     expect(exceeded).not.toHaveBeenCalled();
     page.request('x');
     expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
   });
 
-  it('counts a control character in a body as the six its event carries', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
-    page.request('\x01'.repeat(16));
-    expect(exceeded).not.toHaveBeenCalled();
-    page.request('\x01');
-    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+  it.each([
+    ['ASCII', 'ab', 2 + 4],
+    ['a delete character', '\x7f', 1 + 4],
+    ['quotes, backslashes and line breaks', '"\\\n', 2 + 2 + 2 + 4],
+    ['a control character', '\x01', 6 + 4],
+    ['an accented letter', 'é', 6 + 4],
+    ['a CJK character', '漢', 6 + 4],
+    ['an emoji (two UTF-16 units)', '😀', 12 + 8],
+  ])('counts %s as its JSON text plus the base64 of its bytes', (_, body, bytes) => {
+    expect(bodyEventBytes(body)).toBe(bytes);
   });
 
   it("counts the bytes of a request event too large for the pipe, on the page's sessions only", () => {
