@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
 import { bodyEventBytes } from '../../shared/capture/pageTrafficGuard';
@@ -8,7 +8,9 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
 /**
  * The body budget (pageTrafficGuard.ts) counts what a body costs the DevTools pipe from the text puppeteer hands it.
  * Measured here against the `Network.requestWillBeSent` events real Chromium writes, for every kind of text a page may
- * post: counting each character as one let a page post bodies ten times larger in the pipe than their count.
+ * post: counting each character as one let a page post bodies ten times larger in the pipe than their count. And the
+ * ways a page may post that red team 19 left unprobed (beacons, form posts, 307 redirects that send a body again)
+ * each reach the guard as a request with its body.
  */
 const BODIES: [string, string][] = [
   ['ASCII', 'a'.repeat(50_000)],
@@ -21,6 +23,7 @@ const BODIES: [string, string][] = [
 ];
 /** Bytes of the binary body: every byte value, which Chromium cannot read as UTF-8. */
 const BINARY_BYTES = 50_000;
+const REDIRECTS = 5;
 
 let pages: PageServer;
 let browser: Browser;
@@ -34,6 +37,15 @@ beforeAll(async () => {
     '/sink': (req, res) => {
       req.resume();
       req.on('end', () => res.end('ok'));
+    },
+    // Five 307 redirects, each of which the browser answers by sending the body again.
+    '/hop': (req, res) => {
+      const hop = Number(new URL(req.url ?? '', 'http://x').searchParams.get('n') ?? 0);
+      req.resume();
+      req.on('end', () => {
+        if (hop < REDIRECTS) res.writeHead(307, { location: `/hop?n=${hop + 1}` }).end();
+        else res.end('ok');
+      });
     },
   });
   ({ browser } = await launchChromium());
@@ -94,5 +106,53 @@ describe('what a request body costs its DevTools event', () => {
     const counted = bodyEventBytes(text);
     expect(counted).toBeGreaterThanOrEqual(eventBytes - envelope);
     expect(counted).toBeLessThanOrEqual((eventBytes - envelope) * 1.25);
+  });
+});
+
+describe('a body that 307 redirects send again', () => {
+  it('is reported to the guard on every hop, as many times as Chromium writes it', async () => {
+    const body = 'r'.repeat(100_000);
+    const hops: (string | undefined)[] = [];
+    const onRequest = (request: HTTPRequest) => {
+      if (new URL(request.url()).pathname === '/hop') hops.push(request.postData());
+    };
+    page.on('request', onRequest);
+    requestEvents.length = 0;
+    await page.evaluate(async (body) => {
+      await fetch('/hop', { method: 'POST', body });
+    }, body);
+    page.off('request', onRequest);
+    expect(hops).toEqual(Array(REDIRECTS + 1).fill(body));
+    expect(requestEvents).toHaveLength(REDIRECTS + 1);
+  });
+});
+
+describe('the other ways a page posts', () => {
+  it.each([
+    ['a beacon', (body: string) => navigator.sendBeacon('/sink', body)],
+    [
+      'a form posted as a navigation of a frame',
+      (body: string) => {
+        const frame = document.createElement('iframe');
+        frame.name = 'target';
+        document.body.append(frame);
+        const form = Object.assign(document.createElement('form'), {
+          method: 'POST',
+          action: '/sink',
+          target: 'target',
+        });
+        form.enctype = 'text/plain';
+        const field = Object.assign(document.createElement('textarea'), { name: 'b' });
+        field.value = body;
+        form.append(field);
+        document.body.append(form);
+        form.submit();
+      },
+    ],
+  ])('reports %s with its body', async (_, post) => {
+    const body = 'p'.repeat(100_000);
+    const request = page.waitForRequest((r) => r.url().endsWith('/sink'));
+    await page.evaluate(post, body);
+    expect((await request).postData()).toContain(body);
   });
 });
