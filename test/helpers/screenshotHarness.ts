@@ -117,6 +117,8 @@ export async function startScreenshotHarness(env: Record<string, string> = {}, o
     },
     async close() {
       await screenshot.close();
+      // A renderer wrapped around the local one (options.renderer) closes only itself: the process is ours to end.
+      if (options.renderer) await renderer.close();
       await store.close();
       await delivery.close();
     },
