@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import {
   capDevToolsMessages,
   capMessages,
-  type DroppedEvent,
+  HEAVY_EVENT_BYTES,
+  type HeavyEvent,
   PAGE_ANSWER_TOO_LARGE,
 } from '../../shared/capture/devtoolsMessageCap';
 
@@ -35,18 +36,13 @@ const errorAnswer = (id: number, sessionId?: string) =>
   });
 
 /** Runs `messages` through the cap in chunks cut at `cuts` (offsets into the whole stream) and returns what came out. */
-function through(
-  messages: string[],
-  cuts: number[] = [],
-  caps = CAPS,
-  dropped: DroppedEvent[] = [],
-): string[] {
+function through(messages: string[], cuts: number[] = [], caps = CAPS, heavy: HeavyEvent[] = []): string[] {
   const stream = Buffer.from(messages.map((m) => `${m}\0`).join(''));
   const delivered: Buffer[] = [];
   const read = capMessages(
     (chunk) => delivered.push(chunk),
     caps,
-    (event) => dropped.push(event),
+    (event) => heavy.push(event),
   );
   const offsets = [...new Set(cuts.map((c) => c % (stream.length + 1)))].sort((a, b) => a - b);
   let start = 0;
@@ -94,13 +90,45 @@ describe('the DevTools message cap', () => {
           const parsed = JSON.parse(m) as { id?: number; method?: string; sessionId?: string };
           if (parsed.id !== undefined || bytes <= CAPS.event) return [];
           return [
-            { method: parsed.method, bytes, ...(parsed.sessionId ? { sessionId: parsed.sessionId } : {}) },
+            {
+              method: parsed.method,
+              bytes,
+              ...(parsed.sessionId ? { sessionId: parsed.sessionId } : {}),
+              dropped: true,
+            },
           ];
         });
-        const dropped: DroppedEvent[] = [];
+        const dropped: HeavyEvent[] = [];
         expect(through(messages, cuts, CAPS, dropped)).toEqual(expected);
         expect(dropped).toEqual(expectedDropped);
       }),
+    );
+  });
+
+  it('tells of every event of HEAVY_EVENT_BYTES or more that it passes on, with its session, and of no answer', () => {
+    const heavyWithSession = event('u'.repeat(HEAVY_EVENT_BYTES), SESSION);
+    const heavyWithout = event('\\'.repeat(HEAVY_EVENT_BYTES / 2));
+    const messages = [
+      heavyWithSession,
+      event('small', SESSION),
+      answer(7, 'a'.repeat(HEAVY_EVENT_BYTES)),
+      heavyWithout,
+    ];
+    const big = { answer: 10 * HEAVY_EVENT_BYTES, event: 10 * HEAVY_EVENT_BYTES };
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 30 }), (cuts) => {
+        const heavy: HeavyEvent[] = [];
+        expect(through(messages, cuts, big, heavy)).toEqual(messages);
+        expect(heavy).toEqual([
+          {
+            method: 'Network.requestWillBeSent',
+            sessionId: SESSION,
+            bytes: Buffer.byteLength(heavyWithSession),
+          },
+          { method: 'Network.requestWillBeSent', bytes: Buffer.byteLength(heavyWithout) },
+        ]);
+      }),
+      { numRuns: 20 },
     );
   });
 
