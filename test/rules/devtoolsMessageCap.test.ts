@@ -94,7 +94,6 @@ describe('the DevTools message cap', () => {
               method: parsed.method,
               bytes,
               ...(parsed.sessionId ? { sessionId: parsed.sessionId } : {}),
-              dropped: true,
             },
           ];
         });
