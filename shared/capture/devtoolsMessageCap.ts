@@ -48,11 +48,15 @@ interface Dropped {
   bytes: number;
 }
 
-/** An event at least HEAVY_EVENT_BYTES long, read or dropped above its cap: what it was, whose it was, how large. */
+/**
+ * An event at least HEAVY_EVENT_BYTES long: what it was, whose it was, how large, and whether it was dropped above its
+ * cap (puppeteer never saw it).
+ */
 export interface HeavyEvent {
   method?: string;
   sessionId?: string;
   bytes: number;
+  dropped?: true;
 }
 
 /**
@@ -155,7 +159,7 @@ export function capMessages(
       if (dropped) {
         const { id, ...event } = whatWasDropped(dropped);
         dropped = undefined;
-        if (id === undefined) heavyEvent(event);
+        if (id === undefined) heavyEvent({ ...event, dropped: true });
         else deliver(errorAnswer(id, event.sessionId));
       } else {
         if (heldBytes >= HEAVY_EVENT_BYTES && answerId(firstBytes(held)) === undefined) {

@@ -94,6 +94,7 @@ describe('the DevTools message cap', () => {
               method: parsed.method,
               bytes,
               ...(parsed.sessionId ? { sessionId: parsed.sessionId } : {}),
+              dropped: true,
             },
           ];
         });

@@ -106,7 +106,7 @@ describe('guardPageTraffic', () => {
     expect(page.listeners()).toBe(0);
   });
 
-  it("counts the bytes of heavy events on the page's sessions only, whatever they are", () => {
+  it("counts the bytes of heavy events on the page's sessions only, delivered or dropped, whatever they are", () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
@@ -119,7 +119,7 @@ describe('guardPageTraffic', () => {
     page.heavy({ method: 'Network.requestWillBeSent', sessionId: 'ANOTHER', bytes: 500 });
     page.heavy({ method: 'Network.requestWillBeSent', bytes: 500 });
     page.startWorker();
-    page.heavy({ method: 'Network.requestWillBeSent', sessionId: 'WORKER', bytes: 40 });
+    page.heavy({ method: 'Network.requestWillBeSent', sessionId: 'WORKER', bytes: 40, dropped: true });
     expect(exceeded).not.toHaveBeenCalled();
     page.heavy({ method: 'Audits.issueAdded', sessionId: 'PAGE', bytes: 21 });
     expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_REPORTED);
