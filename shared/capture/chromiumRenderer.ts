@@ -17,7 +17,7 @@ import { launchChromium } from './chromiumLaunch';
 import type { ChromiumTempDir } from './chromiumTempDir';
 import { addConsentScript } from './consentBlocking';
 import { DEVICE_PRESETS } from './devices';
-import { type HeavyEvent, onHeavyEvent, PAGE_ANSWER_TOO_LARGE } from './devtoolsMessageCap';
+import { type DroppedEvent, onDroppedEvent, PAGE_ANSWER_TOO_LARGE } from './devtoolsMessageCap';
 import { captureElement } from './elementCapture';
 import { captureFullPage } from './fullPage';
 import { PAGE_MEMORY_LIMIT_MB } from './memoryLimits';
@@ -200,8 +200,8 @@ export class ChromiumRenderer implements Renderer {
         fail(new CaptureFailedError(spec.url, pageMemoryExceeded(memoryLimitMb), 'page'));
       },
     );
-    const heavyEvents = (listener: (event: HeavyEvent) => void) => onHeavyEvent(browser, listener);
-    const traffic = guardPageTraffic({ ...tab, heavyEvents }, PAGE_TRAFFIC_LIMITS, (reason) => {
+    const droppedEvents = (listener: (event: DroppedEvent) => void) => onDroppedEvent(browser, listener);
+    const traffic = guardPageTraffic({ ...tab, droppedEvents }, PAGE_TRAFFIC_LIMITS, (reason) => {
       logger.warn('Page stopped for its traffic', { host: hostOf(spec.url), reason });
       fail(new CaptureFailedError(spec.url, reason, 'page'));
     });

@@ -48,34 +48,22 @@ interface Dropped {
   bytes: number;
 }
 
-/**
- * An event at least HEAVY_EVENT_BYTES long: what it was, whose it was, how large, and whether it was dropped above its
- * cap (puppeteer never saw it).
- */
-export interface HeavyEvent {
+/** An event above its cap, which puppeteer never saw: what it was, whose it was, and how large. */
+export interface DroppedEvent {
   method?: string;
   sessionId?: string;
   bytes: number;
-  dropped?: true;
 }
 
-/**
- * Events from this size on are told of (onHeavyEvent). A page decides how large many are: a request carries its URL,
- * headers and body, and a failed one is reported again in log entries and issues (a 2 MB URL made four 2 MB events);
- * smaller ones are bounded by the traffic guard's counts of requests and messages.
- */
-export const HEAVY_EVENT_BYTES = 64 * 1024;
-
-const heavyEventListeners = new WeakMap<Browser, Set<(event: HeavyEvent) => void>>();
+const droppedEventListeners = new WeakMap<Browser, Set<(event: DroppedEvent) => void>>();
 
 /**
- * Tells `listener` of each heavy event of `browser`, delivered or dropped, until the returned function is called: what
- * a page makes the browser write costs the pipe every capture of the browser shares, and counts against the page's
- * budgets (pageTrafficGuard.ts).
+ * Tells `listener` of each event of `browser` that the cap dropped, until the returned function is called: what a
+ * page made too large to read still cost the pipe, and counts against the page's budgets (pageTrafficGuard.ts).
  */
-export function onHeavyEvent(browser: Browser, listener: (event: HeavyEvent) => void): () => void {
-  const listeners = heavyEventListeners.get(browser) ?? new Set();
-  heavyEventListeners.set(browser, listeners);
+export function onDroppedEvent(browser: Browser, listener: (event: DroppedEvent) => void): () => void {
+  const listeners = droppedEventListeners.get(browser) ?? new Set();
+  droppedEventListeners.set(browser, listeners);
   listeners.add(listener);
   return () => listeners.delete(listener);
 }
@@ -106,7 +94,7 @@ export function capDevToolsMessages(browser: Browser): void {
     connected = false;
   });
   const read = capMessages(puppeteerReader, undefined, (event) => {
-    for (const listener of heavyEventListeners.get(browser) ?? []) listener(event);
+    for (const listener of droppedEventListeners.get(browser) ?? []) listener(event);
   });
   pipe.off('data', puppeteerReader);
   pipe.on('data', (chunk: Buffer) => {
@@ -116,16 +104,16 @@ export function capDevToolsMessages(browser: Browser): void {
 
 /**
  * Passes DevTools messages (JSON, each ended by a NUL byte) on to `deliver` as they came, but none of UNHEARD_EVENTS
- * and no message above its cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped, and an answer above
- * MAX_DEVTOOLS_ANSWER_BYTES becomes an error answer to the same command, so the call that asked for it fails at once
- * instead of waiting for its timeout. `heavyEvent` hears of every event of HEAVY_EVENT_BYTES or more, dropped or not.
+ * and no message above its cap: an event above MAX_DEVTOOLS_EVENT_BYTES is dropped (`droppedEvent` hears of it),
+ * and an answer above MAX_DEVTOOLS_ANSWER_BYTES becomes an error answer to the same command, so the call that asked
+ * for it fails at once instead of waiting for its timeout.
  * A message's bytes are held until it is whole (as the reader would hold them), so none of an oversized message
  * is ever delivered, and they are let go as soon as it passes its cap.
  */
 export function capMessages(
   deliver: (chunk: Buffer) => void,
   caps = { answer: MAX_DEVTOOLS_ANSWER_BYTES, event: MAX_DEVTOOLS_EVENT_BYTES },
-  heavyEvent: (event: HeavyEvent) => void = () => undefined,
+  droppedEvent: (event: DroppedEvent) => void = () => undefined,
 ): (chunk: Buffer) => void {
   let held: Buffer[] = [];
   let heldBytes = 0;
@@ -159,12 +147,9 @@ export function capMessages(
       if (dropped) {
         const { id, ...event } = whatWasDropped(dropped);
         dropped = undefined;
-        if (id === undefined) heavyEvent({ ...event, dropped: true });
+        if (id === undefined) droppedEvent(event);
         else deliver(errorAnswer(id, event.sessionId));
       } else {
-        if (heldBytes >= HEAVY_EVENT_BYTES && answerId(firstBytes(held)) === undefined) {
-          heavyEvent(describe(firstBytes(held), lastBytes(held), heldBytes));
-        }
         if (!isUnheard(held)) {
           // The last body is delivered with its NUL, as it came (the same bytes of `chunk`, not a copy).
           held.pop();
@@ -213,22 +198,21 @@ function answerId(head: Buffer): number | undefined {
   return id === undefined ? undefined : Number(id);
 }
 
-/** A message's method if it is an event, and its session (Chromium appends that last), from its edges. */
-function describe(head: Buffer, tail: Buffer, bytes: number): HeavyEvent {
-  const method = /^\{"method":"([\w.]+)"/.exec(head.toString('latin1'))?.[1];
-  const sessionId = /,"sessionId":"([0-9A-F]+)"\}$/.exec(tail.toString('latin1'))?.[1];
-  return { bytes, ...(method ? { method } : {}), ...(sessionId ? { sessionId } : {}) };
-}
-
-/** A dropped message's id if it was an answer, or what it was if an event; logged. */
-function whatWasDropped(dropped: Dropped): HeavyEvent & { id?: number } {
+/** A dropped message's id if it was an answer, its method if an event, and its session (Chromium appends that last). */
+function whatWasDropped(dropped: Dropped): DroppedEvent & { id?: number } {
   const id = answerId(dropped.head);
-  const event = describe(dropped.head, dropped.tail, dropped.bytes);
+  const method = /^\{"method":"([\w.]+)"/.exec(dropped.head.toString('latin1'))?.[1];
+  const sessionId = /,"sessionId":"([0-9A-F]+)"\}$/.exec(dropped.tail.toString('latin1'))?.[1];
   logger.warn('Dropped an oversized DevTools message', {
     bytes: dropped.bytes,
-    ...(id === undefined ? { method: event.method } : { id }),
+    ...(id === undefined ? { method } : { id }),
   });
-  return id === undefined ? event : { ...event, id };
+  return {
+    bytes: dropped.bytes,
+    ...(id === undefined ? {} : { id }),
+    ...(method ? { method } : {}),
+    ...(sessionId ? { sessionId } : {}),
+  };
 }
 
 /** The error answer standing in for an oversized one, so the command that asked for it fails at once. */

@@ -1,5 +1,6 @@
 import type { CDPSession, HTTPRequest, Page, WebWorker } from 'puppeteer-core';
-import type { HeavyEvent } from './devtoolsMessageCap';
+import { JSON_ESCAPED_LENGTH } from '../jsonEscapes';
+import type { DroppedEvent } from './devtoolsMessageCap';
 import type { PageControl } from './pageControl';
 
 /**
@@ -22,15 +23,14 @@ export interface TrafficLimit {
 export const REQUEST_LIMIT: TrafficLimit = { burst: 1_200, perSecond: 100 };
 
 /**
- * Bytes of the heavy DevTools events of the page's sessions (HEAVY_EVENT_BYTES and more, devtoolsMessageCap.ts), which
- * the renderer process reads and parses from the pipe every capture of the browser shares: what a page makes them
- * carry, it chooses. Ten 8 MB bodies a second of control characters (48 MB events) held another account's capture
- * beside them for 11 to 16 s (red team, round 17), and a hundred requests a second for 2 MB URLs (four 2 MB events each
- * when they fail) for 15 s (session 23). A page being captured sends beacons and form posts of kilobytes, session
- * recorders a few hundred kilobytes at a time, inline images and fonts as `data:` URLs of a few hundred kilobytes; an
- * upload of three 6 MB files of text at once (42 MB of events) passes (red team, round 19).
+ * Bytes of request bodies, as their events carry them (bodyEventBytes). Each body reaches the renderer process inside
+ * its request's `Network.requestWillBeSent` event, as JSON it parses: ten 8 MB bodies a second of control characters
+ * (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page being
+ * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time; an
+ * upload of three 6 MB files of text at once (42 MB of events) passes (red team, round 19). An event too large for
+ * the pipe to pass on (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
  */
-export const EVENT_BYTES_LIMIT: TrafficLimit = { burst: 48 * 2 ** 20, perSecond: 4 * 2 ** 20 };
+export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 48 * 2 ** 20, perSecond: 4 * 2 ** 20 };
 
 /**
  * WebSocket frames (either way) and EventSource messages. Chromium's cost of reporting them is its own (dropping
@@ -48,8 +48,7 @@ export const FRAME_LIMIT: TrafficLimit = { burst: 500, perSecond: 100 };
 
 /** Told to the customer when the page passed a limit. */
 export const TOO_MANY_REQUESTS = 'The page kept starting requests faster than any page needs';
-export const TOO_MUCH_REPORTED =
-  'The page kept sending requests (URLs, headers or bodies) or messages larger than any page needs';
+export const TOO_MUCH_POSTED = 'The page kept sending request bodies larger than any page needs';
 export const TOO_MANY_MESSAGES =
   'The page kept sending or receiving WebSocket or EventSource messages faster than any page needs';
 export const TOO_MANY_FRAMES = 'The page kept attaching or loading frames faster than any page needs';
@@ -63,14 +62,14 @@ const MESSAGE_EVENTS = [
 
 export interface TrafficLimits {
   requests: TrafficLimit;
-  eventBytes: TrafficLimit;
+  requestBodies: TrafficLimit;
   messages: TrafficLimit;
   frames: TrafficLimit;
 }
 
 export const PAGE_TRAFFIC_LIMITS: TrafficLimits = {
   requests: REQUEST_LIMIT,
-  eventBytes: EVENT_BYTES_LIMIT,
+  requestBodies: REQUEST_BODY_LIMIT,
   messages: MESSAGE_LIMIT,
   frames: FRAME_LIMIT,
 };
@@ -80,26 +79,26 @@ export interface TrafficGuard {
 }
 
 /**
- * The page, as far as the guard hears it: puppeteer's, our own session on it (PageControl), and the heavy events of
- * its browser, as the DevTools pipe reads them (onHeavyEvent in devtoolsMessageCap.ts).
+ * The page, as far as the guard hears it: puppeteer's, our own session on it (PageControl), and the events of its
+ * browser that the DevTools pipe dropped as too large (onDroppedEvent in devtoolsMessageCap.ts).
  */
 export interface TrafficSource {
   page: Pick<Page, 'on' | 'off'>;
   control: Pick<PageControl, 'onChildNavigation'>;
-  heavyEvents: (listener: (event: HeavyEvent) => void) => () => void;
+  droppedEvents: (listener: (event: DroppedEvent) => void) => () => void;
 }
 
 /** What the guard hears on a session: its events by name, and its id, which names it in the pipe. */
 type MessageSession = Pick<CDPSession, 'on' | 'off' | 'id'>;
 
 /**
- * Counts the requests puppeteer reports for the page, the messages and the bytes of heavy events on the DevTools
- * sessions they (and the page's workers) belong to, and the frames it attaches and their documents, and
+ * Counts the requests puppeteer reports for the page and the bytes of their bodies' events, the messages on the
+ * DevTools sessions they (and the page's workers) belong to, and the frames it attaches and their documents, and
  * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and
  * closing its context ends the flood.
  */
 export function guardPageTraffic(
-  { page, control, heavyEvents }: TrafficSource,
+  { page, control, droppedEvents }: TrafficSource,
   limits: TrafficLimits,
   exceeded: (reason: string) => void,
 ): TrafficGuard {
@@ -110,7 +109,7 @@ export function guardPageTraffic(
   };
   const spendMessage = spending(limits.messages, passed(TOO_MANY_MESSAGES));
   const spendRequest = spending(limits.requests, passed(TOO_MANY_REQUESTS));
-  const spendBytes = spending(limits.eventBytes, passed(TOO_MUCH_REPORTED));
+  const spendBody = spending(limits.requestBodies, passed(TOO_MUCH_POSTED));
   const spendFrame = spending(limits.frames, passed(TOO_MANY_FRAMES));
   // Listeners, which puppeteer calls with its event: each is one.
   const message = () => spendMessage(1);
@@ -125,14 +124,18 @@ export function guardPageTraffic(
   const onRequest = (request: HTTPRequest) => {
     watch(request.client);
     spendRequest(1);
+    const body = request.postData();
+    if (body) spendBody(bodyEventBytes(body));
   };
   const onWorker = (worker: WebWorker) => watch(worker.client);
-  // On one of the page's sessions, which its earlier requests (its document's first) or its workers made known.
-  const stopHeavy = heavyEvents(({ sessionId, bytes }) => {
-    if ([...sessions].some((session) => session.id() === sessionId)) spendBytes(bytes);
+  // A request whose event was too large to read: on one of the page's sessions, which its earlier requests (its
+  // document's first) or its workers made known.
+  const stopDropped = droppedEvents(({ method, sessionId, bytes }) => {
+    if (method !== 'Network.requestWillBeSent') return;
+    if ([...sessions].some((session) => session.id() === sessionId)) spendBody(bytes);
   });
   function stop() {
-    stopHeavy();
+    stopDropped();
     page.off('request', onRequest);
     page.off('workercreated', onWorker);
     page.off('frameattached', frame);
@@ -143,6 +146,19 @@ export function guardPageTraffic(
   page.on('workercreated', onWorker);
   page.on('frameattached', frame);
   return { stop };
+}
+
+/**
+ * The bytes a body adds to its DevTools event: Chromium sends it twice, as JSON text (`postData`, where a control or
+ * non-ASCII character is six bytes, `\u00e9`) and as base64 of its bytes (`postDataEntries`). A body of 100,000 CJK
+ * characters is a 1 MB event (test/reliability/requestBodyEventBytes.test.ts). A body that is not UTF-8 comes as one
+ * character per byte, which this counts a little high (8.7 bytes for each above 0x7f, which costs 7.3).
+ */
+export function bodyEventBytes(body: string): number {
+  let text = 0;
+  // Chromium writes each UTF-16 unit beyond ASCII as `\uXXXX`.
+  for (let i = 0; i < body.length; i++) text += JSON_ESCAPED_LENGTH[body.charCodeAt(i)] ?? 6;
+  return text + Math.ceil(Buffer.byteLength(body) / 3) * 4;
 }
 
 /**

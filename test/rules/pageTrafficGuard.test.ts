@@ -1,12 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { HeavyEvent } from '../../shared/capture/devtoolsMessageCap';
+import type { DroppedEvent } from '../../shared/capture/devtoolsMessageCap';
 import {
+  bodyEventBytes,
   guardPageTraffic,
   TOO_MANY_FRAMES,
   TOO_MANY_MESSAGES,
   TOO_MANY_REQUESTS,
-  TOO_MUCH_REPORTED,
+  TOO_MUCH_POSTED,
   type TrafficSource,
 } from '../../shared/capture/pageTrafficGuard';
 
@@ -31,14 +32,14 @@ function standInPage() {
     page: {
       page,
       control,
-      heavyEvents: (listener: (event: HeavyEvent) => void) => {
-        pipe.on('heavy', listener);
-        return () => pipe.off('heavy', listener);
+      droppedEvents: (listener: (event: DroppedEvent) => void) => {
+        pipe.on('dropped', listener);
+        return () => pipe.off('dropped', listener);
       },
     } as unknown as TrafficSource,
-    /** A heavy event the DevTools pipe read. */
-    heavy: (event: HeavyEvent) => pipe.emit('heavy', event),
-    request: () => page.emit('request', { client: pageSession }),
+    /** An event the DevTools pipe dropped as too large. */
+    dropped: (event: DroppedEvent) => pipe.emit('dropped', event),
+    request: (body?: string) => page.emit('request', { client: pageSession, postData: () => body }),
     startWorker: () => page.emit('workercreated', { client: workerSession }),
     frame: (session = pageSession) => session.emit('Network.webSocketFrameReceived', {}),
     eventSourceMessage: (session = pageSession) => session.emit('Network.eventSourceMessageReceived', {}),
@@ -56,7 +57,7 @@ function standInPage() {
 /** Small budgets, refilled 2 a second: the stand-in's clock is faked where refills matter. */
 const LIMITS = {
   requests: { burst: 5, perSecond: 2 },
-  eventBytes: { burst: 100, perSecond: 10 },
+  requestBodies: { burst: 100, perSecond: 10 },
   messages: { burst: 8, perSecond: 2 },
   frames: { burst: 4, perSecond: 2 },
 };
@@ -106,23 +107,45 @@ describe('guardPageTraffic', () => {
     expect(page.listeners()).toBe(0);
   });
 
-  it("counts the bytes of heavy events on the page's sessions only, delivered or dropped, whatever they are", () => {
+  it('counts the bytes request bodies add to their events', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
     const page = standInPage();
     const exceeded = vi.fn();
     guardPageTraffic(page.page, LIMITS, exceeded);
-    // Before its first request, the page's session is not known yet.
-    page.heavy({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 500 });
+    page.request('x'.repeat(30));
+    page.request();
+    page.request('x'.repeat(12));
+    expect(exceeded).not.toHaveBeenCalled();
+    page.request('x');
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+  });
+
+  it.each([
+    ['ASCII', 'ab', 2 + 4],
+    ['a delete character', '\x7f', 1 + 4],
+    ['quotes, backslashes and line breaks', '"\\\n', 2 + 2 + 2 + 4],
+    ['a control character', '\x01', 6 + 4],
+    ['an accented letter', 'é', 6 + 4],
+    ['a CJK character', '漢', 6 + 4],
+    ['an emoji (two UTF-16 units)', '😀', 12 + 8],
+  ])('counts %s as its JSON text plus the base64 of its bytes', (_, body, bytes) => {
+    expect(bodyEventBytes(body)).toBe(bytes);
+  });
+
+  it("counts the bytes of a request event too large for the pipe, on the page's sessions only", () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const page = standInPage();
+    const exceeded = vi.fn();
+    guardPageTraffic(page.page, LIMITS, exceeded);
+    page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 500 });
     expect(exceeded).not.toHaveBeenCalled();
     page.request();
-    page.heavy({ method: 'Log.entryAdded', sessionId: 'PAGE', bytes: 40 });
-    page.heavy({ method: 'Network.requestWillBeSent', sessionId: 'ANOTHER', bytes: 500 });
-    page.heavy({ method: 'Network.requestWillBeSent', bytes: 500 });
-    page.startWorker();
-    page.heavy({ method: 'Network.requestWillBeSent', sessionId: 'WORKER', bytes: 40, dropped: true });
+    page.dropped({ method: 'Runtime.consoleAPICalled', sessionId: 'PAGE', bytes: 500 });
+    page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'ANOTHER', bytes: 500 });
+    page.dropped({ method: 'Network.requestWillBeSent', bytes: 500 });
     expect(exceeded).not.toHaveBeenCalled();
-    page.heavy({ method: 'Audits.issueAdded', sessionId: 'PAGE', bytes: 21 });
-    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_REPORTED);
+    page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 101 });
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
   });
 
   it('counts frames attached and the navigations started in them', () => {
@@ -160,7 +183,7 @@ describe('guardPageTraffic', () => {
     const one = { burst: 1, perSecond: 0 };
     const guard = guardPageTraffic(
       page.page,
-      { requests: one, eventBytes: one, messages: one, frames: one },
+      { requests: one, requestBodies: one, messages: one, frames: one },
       exceeded,
     );
     page.request();
@@ -171,7 +194,6 @@ describe('guardPageTraffic', () => {
     page.frame();
     page.attachFrame();
     page.attachFrame();
-    page.heavy({ sessionId: 'PAGE', bytes: 5 });
     expect(exceeded).not.toHaveBeenCalled();
     expect(page.listeners()).toBe(0);
   });
