@@ -23,14 +23,15 @@ export interface TrafficLimit {
 export const REQUEST_LIMIT: TrafficLimit = { burst: 1_200, perSecond: 100 };
 
 /**
- * Bytes of request bodies, as their events carry them (bodyEventBytes). Each body reaches the renderer process inside
- * its request's `Network.requestWillBeSent` event, as JSON it parses: ten 8 MB bodies a second of control characters
- * (48 MB events) held another account's capture beside them for 11 to 16 s (red team, round 17). A page being
- * captured sends beacons and form posts of kilobytes; session recorders send a few hundred kilobytes at a time; an
- * upload of three 6 MB files of text at once (42 MB of events) passes (red team, round 19). An event too large for
- * the pipe to pass on (devtoolsMessageCap.ts) never reaches puppeteer as a request: its bytes count instead.
+ * Bytes of what the page puts in its requests, as their DevTools events carry them (requestEventBytes). Each request
+ * reaches the renderer process as events it parses: ten 8 MB bodies a second of control characters (48 MB events) held
+ * another account's capture beside them for 11 to 16 s (red team, round 17), and a hundred requests a second for 2 MB
+ * URLs (four 2 MB events each when they fail) for 15.6 s (session 23). A page being captured sends beacons and form
+ * posts of kilobytes; session recorders send a few hundred kilobytes at a time; an upload of three 6 MB files of text
+ * at once passes (red team, round 19). An event too large for the pipe to pass on (devtoolsMessageCap.ts) never
+ * reaches puppeteer as a request: its bytes count instead.
  */
-export const REQUEST_BODY_LIMIT: TrafficLimit = { burst: 48 * 2 ** 20, perSecond: 4 * 2 ** 20 };
+export const REQUEST_BYTES_LIMIT: TrafficLimit = { burst: 48 * 2 ** 20, perSecond: 4 * 2 ** 20 };
 
 /**
  * WebSocket frames (either way) and EventSource messages. Chromium's cost of reporting them is its own (dropping
@@ -48,7 +49,8 @@ export const FRAME_LIMIT: TrafficLimit = { burst: 500, perSecond: 100 };
 
 /** Told to the customer when the page passed a limit. */
 export const TOO_MANY_REQUESTS = 'The page kept starting requests faster than any page needs';
-export const TOO_MUCH_POSTED = 'The page kept sending request bodies larger than any page needs';
+export const TOO_MUCH_SENT =
+  'The page kept sending requests (URLs, headers or bodies) larger than any page needs';
 export const TOO_MANY_MESSAGES =
   'The page kept sending or receiving WebSocket or EventSource messages faster than any page needs';
 export const TOO_MANY_FRAMES = 'The page kept attaching or loading frames faster than any page needs';
@@ -62,14 +64,14 @@ const MESSAGE_EVENTS = [
 
 export interface TrafficLimits {
   requests: TrafficLimit;
-  requestBodies: TrafficLimit;
+  requestBytes: TrafficLimit;
   messages: TrafficLimit;
   frames: TrafficLimit;
 }
 
 export const PAGE_TRAFFIC_LIMITS: TrafficLimits = {
   requests: REQUEST_LIMIT,
-  requestBodies: REQUEST_BODY_LIMIT,
+  requestBytes: REQUEST_BYTES_LIMIT,
   messages: MESSAGE_LIMIT,
   frames: FRAME_LIMIT,
 };
@@ -92,7 +94,7 @@ export interface TrafficSource {
 type MessageSession = Pick<CDPSession, 'on' | 'off' | 'id'>;
 
 /**
- * Counts the requests puppeteer reports for the page and the bytes of their bodies' events, the messages on the
+ * Counts the requests puppeteer reports for the page and the bytes they put in their events, the messages on the
  * DevTools sessions they (and the page's workers) belong to, and the frames it attaches and their documents, and
  * calls `exceeded` once, with what to tell the customer, at the first past a limit; the caller ends the capture, and
  * closing its context ends the flood.
@@ -109,7 +111,7 @@ export function guardPageTraffic(
   };
   const spendMessage = spending(limits.messages, passed(TOO_MANY_MESSAGES));
   const spendRequest = spending(limits.requests, passed(TOO_MANY_REQUESTS));
-  const spendBody = spending(limits.requestBodies, passed(TOO_MUCH_POSTED));
+  const spendBytes = spending(limits.requestBytes, passed(TOO_MUCH_SENT));
   const spendFrame = spending(limits.frames, passed(TOO_MANY_FRAMES));
   // Listeners, which puppeteer calls with its event: each is one.
   const message = () => spendMessage(1);
@@ -124,15 +126,14 @@ export function guardPageTraffic(
   const onRequest = (request: HTTPRequest) => {
     watch(request.client);
     spendRequest(1);
-    const body = request.postData();
-    if (body) spendBody(bodyEventBytes(body));
+    spendBytes(requestEventBytes(request));
   };
   const onWorker = (worker: WebWorker) => watch(worker.client);
   // A request whose event was too large to read: on one of the page's sessions, which its earlier requests (its
   // document's first) or its workers made known.
   const stopDropped = droppedEvents(({ method, sessionId, bytes }) => {
     if (method !== 'Network.requestWillBeSent') return;
-    if ([...sessions].some((session) => session.id() === sessionId)) spendBody(bytes);
+    if ([...sessions].some((session) => session.id() === sessionId)) spendBytes(bytes);
   });
   function stop() {
     stopDropped();
@@ -146,6 +147,21 @@ export function guardPageTraffic(
   page.on('workercreated', onWorker);
   page.on('frameattached', frame);
   return { stop };
+}
+
+/**
+ * The bytes a request puts in the DevTools events about it: its body (bodyEventBytes), its headers twice (the request
+ * and its extra information), and its URL up to four times (the request, then, for one that fails, an issue and two log
+ * entries, measured; a `data:` URL twice). The URL of the document that asked for it rides along too, but that is the customer's: an
+ * `html` capture's document is a `data:` URL of up to 1.4 MB (see Known limits in docs/reliability.md).
+ */
+export function requestEventBytes(request: Pick<HTTPRequest, 'url' | 'headers' | 'postData'>): number {
+  let headers = 0;
+  for (const [name, value] of Object.entries(request.headers())) headers += name.length + value.length;
+  const body = request.postData();
+  // A `data:` URL (an inline image or font) cannot fail on the network: it comes in the request and its response.
+  const url = request.url();
+  return (url.startsWith('data:') ? 2 : 4) * url.length + 2 * headers + (body ? bodyEventBytes(body) : 0);
 }
 
 /**

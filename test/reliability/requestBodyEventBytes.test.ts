@@ -2,15 +2,15 @@ import type { Readable } from 'node:stream';
 import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
-import { bodyEventBytes } from '../../shared/capture/pageTrafficGuard';
+import { bodyEventBytes, requestEventBytes } from '../../shared/capture/pageTrafficGuard';
 import { type PageServer, startPageServer } from '../helpers/pageServer';
 
 /**
- * The body budget (pageTrafficGuard.ts) counts what a body costs the DevTools pipe from the text puppeteer hands it.
- * Measured here against the `Network.requestWillBeSent` events real Chromium writes, for every kind of text a page may
- * post: counting each character as one let a page post bodies ten times larger in the pipe than their count. And the
- * ways a page may post that red team 19 left unprobed (beacons, form posts, 307 redirects that send a body again)
- * each reach the guard as a request with its body.
+ * The budget of request bytes (pageTrafficGuard.ts) counts what a request costs the DevTools pipe from what puppeteer
+ * hands it. Measured here against the events real Chromium writes, for every kind of text a page may post, a long URL,
+ * a long header and a `data:` URL: counting each character of a body as one, and no URL or header at all, let a page
+ * put ten times its count in the pipe (session 23). And the ways a page may post that red team 19 left unprobed
+ * (beacons, form posts, 307 redirects that send a body again) each reach the guard as a request with its body.
  */
 const BODIES: [string, string][] = [
   ['ASCII', 'a'.repeat(50_000)],
@@ -28,8 +28,9 @@ const REDIRECTS = 5;
 let pages: PageServer;
 let browser: Browser;
 let page: Page;
-/** Sizes of the request events read from the pipe since the last `posted`. */
+/** Sizes of the request events read from the pipe since the last `posted`, and of every heavy event. */
 const requestEvents: number[] = [];
+const heavyEvents: number[] = [];
 
 beforeAll(async () => {
   pages = await startPageServer({
@@ -60,6 +61,7 @@ beforeAll(async () => {
     for (let end = pending.indexOf(0); end !== -1; end = pending.indexOf(0)) {
       const message = pending.subarray(0, end);
       if (message.includes(marker)) requestEvents.push(message.length);
+      if (message.length >= 64 * 1024) heavyEvents.push(message.length);
       pending = pending.subarray(end + 1);
     }
   });
@@ -154,5 +156,22 @@ describe('the other ways a page posts', () => {
     const request = page.waitForRequest((r) => r.url().endsWith('/sink'));
     await page.evaluate(post, body);
     expect((await request).postData()).toContain(body);
+  });
+});
+
+describe('a long URL and long headers', () => {
+  it.each<[string, { url: string; headers?: Record<string, string> }]>([
+    ['a 2 MB URL that fails', { url: `http://10.255.255.1/?${'u'.repeat(2e6)}` }],
+    ['a 1 MB header', { url: '/sink', headers: { 'x-long': 'h'.repeat(1e6) } }],
+    ['a 1 MB data: URL', { url: `data:text/plain,${'d'.repeat(1e6)}` }],
+  ])('are counted at least as the events about the request carry them: %s', async (_, { url, headers }) => {
+    heavyEvents.length = 0;
+    const request = page.waitForRequest((r) => r.url().includes(url.slice(0, 30)));
+    await page.evaluate((url, headers) => fetch(url, { headers }).catch(() => 0), url, headers ?? {});
+    // A failed request's issue and log entries come a moment later.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const carried = heavyEvents.reduce((sum, bytes) => sum + bytes, 0);
+    expect(carried).toBeGreaterThan(1e6);
+    expect(requestEventBytes(await request)).toBeGreaterThanOrEqual(carried * 0.98);
   });
 });

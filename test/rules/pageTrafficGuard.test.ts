@@ -7,7 +7,7 @@ import {
   TOO_MANY_FRAMES,
   TOO_MANY_MESSAGES,
   TOO_MANY_REQUESTS,
-  TOO_MUCH_POSTED,
+  TOO_MUCH_SENT,
   type TrafficSource,
 } from '../../shared/capture/pageTrafficGuard';
 
@@ -39,7 +39,13 @@ function standInPage() {
     } as unknown as TrafficSource,
     /** An event the DevTools pipe dropped as too large. */
     dropped: (event: DroppedEvent) => pipe.emit('dropped', event),
-    request: (body?: string) => page.emit('request', { client: pageSession, postData: () => body }),
+    request: (body?: string, url = '', headers: Record<string, string> = {}) =>
+      page.emit('request', {
+        client: pageSession,
+        postData: () => body,
+        url: () => url,
+        headers: () => headers,
+      }),
     startWorker: () => page.emit('workercreated', { client: workerSession }),
     frame: (session = pageSession) => session.emit('Network.webSocketFrameReceived', {}),
     eventSourceMessage: (session = pageSession) => session.emit('Network.eventSourceMessageReceived', {}),
@@ -57,7 +63,7 @@ function standInPage() {
 /** Small budgets, refilled 2 a second: the stand-in's clock is faked where refills matter. */
 const LIMITS = {
   requests: { burst: 5, perSecond: 2 },
-  requestBodies: { burst: 100, perSecond: 10 },
+  requestBytes: { burst: 100, perSecond: 10 },
   messages: { burst: 8, perSecond: 2 },
   frames: { burst: 4, perSecond: 2 },
 };
@@ -117,7 +123,19 @@ describe('guardPageTraffic', () => {
     page.request('x'.repeat(12));
     expect(exceeded).not.toHaveBeenCalled();
     page.request('x');
-    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_SENT);
+  });
+
+  it('counts a URL four times and headers twice, as a failed request carries them', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const page = standInPage();
+    const exceeded = vi.fn();
+    guardPageTraffic(page.page, LIMITS, exceeded);
+    page.request(undefined, 'u'.repeat(20));
+    page.request(undefined, '', { a: 'bcdefghi' });
+    expect(exceeded).not.toHaveBeenCalled();
+    page.request(undefined, '', { ab: '' });
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_SENT);
   });
 
   it.each([
@@ -145,7 +163,7 @@ describe('guardPageTraffic', () => {
     page.dropped({ method: 'Network.requestWillBeSent', bytes: 500 });
     expect(exceeded).not.toHaveBeenCalled();
     page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 101 });
-    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_POSTED);
+    expect(exceeded).toHaveBeenCalledWith(TOO_MUCH_SENT);
   });
 
   it('counts frames attached and the navigations started in them', () => {
@@ -183,7 +201,7 @@ describe('guardPageTraffic', () => {
     const one = { burst: 1, perSecond: 0 };
     const guard = guardPageTraffic(
       page.page,
-      { requests: one, requestBodies: one, messages: one, frames: one },
+      { requests: one, requestBytes: one, messages: one, frames: one },
       exceeded,
     );
     page.request();
