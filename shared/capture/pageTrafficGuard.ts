@@ -151,9 +151,10 @@ export function guardPageTraffic(
 
 /**
  * The bytes a request puts in the DevTools events about it: its body (bodyEventBytes), its headers twice (the request
- * and its extra information), and its URL up to four times (the request, then, for one that fails, an issue and two log
- * entries, measured; a `data:` URL twice). The URL of the document that asked for it rides along too, but that is the customer's: an
- * `html` capture's document is a `data:` URL of up to 1.4 MB (see Known limits in docs/reliability.md).
+ * and its extra information), and its URL up to four times (the request, then, for one that fails, an issue and two
+ * log entries, measured; a `data:` URL twice). The URL of the document that asked for it rides along too, but that is
+ * the customer's: an `html` capture's document is a `data:` URL of up to 1.4 MB (see Known limits in
+ * docs/reliability.md).
  */
 export function requestEventBytes(request: Pick<HTTPRequest, 'url' | 'headers' | 'postData'>): number {
   let headers = 0;
