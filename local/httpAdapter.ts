@@ -34,7 +34,18 @@ export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean 
 export interface AdapterOptions {
   /** Non-API paths (JWKS, dashboard, API description), tried before the route table. */
   extra?: ExtraRoute[];
+  /** How long a client may take nothing of an answer it has started (SEND_STALL_MS; shortened by tests only). */
+  sendStallMs?: number;
 }
+
+/**
+ * A client that takes nothing of an answer for this long is let go, with what its answer holds (up to a 190 MiB
+ * image): the local server has no other send timeout (red team, round 17). One that reads slowly keeps its answer.
+ */
+export const SEND_STALL_MS = 30_000;
+
+/** Answers go to the socket in slices of this size (views, no copies), so that a slow client's progress shows. */
+const SEND_SLICE_BYTES = 1024 * 1024;
 
 /** The listener, and a way to wait for the requests it is still answering (a server that closes must let them end). */
 export type LambdaHttpListener = RequestListener & { idle(): Promise<void> };
@@ -44,6 +55,7 @@ export function lambdaHttpAdapter(
   options: AdapterOptions = {},
 ): LambdaHttpListener {
   const extra = options.extra ?? [];
+  const sendStallMs = options.sendStallMs ?? SEND_STALL_MS;
   const inFlight = new Set<Promise<void>>();
   const listener: RequestListener = (req, res) => {
     const answering = handle(req, res).catch((error) => answerError(req, res, error));
@@ -82,7 +94,7 @@ export function lambdaHttpAdapter(
     const { handler } = match.route;
     if (handler === 'screenshot' || handler === 'mcp') {
       // No queue here: the use case authenticates first and only then waits for the local capture queue.
-      await runStreaming(handlers[handler], event, invocationContext(), res);
+      await runStreaming(handlers[handler], event, invocationContext(), res, sendStallMs);
       return;
     }
     const result = await handlers[handler](event, invocationContext(MANAGEMENT_FUNCTION_TIMEOUT_MS));
@@ -193,8 +205,9 @@ async function runStreaming(
   event: APIGatewayProxyEvent,
   context: InvocationContext,
   res: ServerResponse,
+  sendStallMs: number,
 ): Promise<void> {
-  const stream = responseStream(res);
+  const stream = responseStream(res, sendStallMs);
   await handler(event, stream, context);
   if (!stream.writableEnded) stream.end();
 }
@@ -202,14 +215,13 @@ async function runStreaming(
 /**
  * The response as the handler's stream. A write is done once the socket took it, and the end once the whole answer
  * was handed to the operating system, so the handler sees its answer delivered only then. A client that hangs up
- * before that closes the stream early: a capture still running stops, and an answer being sent counts as
- * undelivered (not charged).
+ * before that, or takes nothing of it for `sendStallMs`, closes the stream early: a capture still running stops, and
+ * an answer being sent counts as undelivered (not charged).
  */
-function responseStream(res: ServerResponse): Writable {
+function responseStream(res: ServerResponse, sendStallMs: number): Writable {
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      if (res.write(chunk)) done();
-      else res.once('drain', () => done());
+      void sendInSlices(res, chunk, sendStallMs).then(() => done());
     },
     final(done) {
       res.end(() => done());
@@ -222,4 +234,26 @@ function responseStream(res: ServerResponse): Writable {
     if (!res.writableFinished) stream.destroy();
   });
   return stream;
+}
+
+/** Writes `chunk` a slice at a time, each once the client took the one before; a client gone ends it early. */
+async function sendInSlices(res: ServerResponse, chunk: Buffer, sendStallMs: number): Promise<void> {
+  for (let at = 0; at < chunk.length && !res.destroyed; at += SEND_SLICE_BYTES) {
+    if (!res.write(chunk.subarray(at, at + SEND_SLICE_BYTES))) await drained(res, sendStallMs);
+  }
+}
+
+/** Resolves once the socket took what was written, or the response closed; a client that stalls is let go. */
+function drained(res: ServerResponse, sendStallMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const stalled = setTimeout(() => res.destroy(), sendStallMs);
+    const taken = () => {
+      clearTimeout(stalled);
+      res.off('drain', taken);
+      res.off('close', taken);
+      resolve();
+    };
+    res.once('drain', taken);
+    res.once('close', taken);
+  });
 }

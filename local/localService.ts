@@ -59,6 +59,8 @@ export interface LocalServiceOptions {
   webhookRetryDelaySeconds?: (attempt: number) => number | undefined;
   /** How often the sweep of stranded jobs runs; shortened by tests only. */
   sweepPeriodMs?: number;
+  /** How long a client may take nothing of an answer it has started (SEND_STALL_MS); shortened by tests only. */
+  sendStallMs?: number;
 }
 
 /**
@@ -224,7 +226,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         createJobRoutes(dynamo.client, env, { queue, jwks: idp.jwks, mentionAllowPrivateHosts: true }),
       ),
     },
-    { extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url, signInKey })] },
+    {
+      extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url, signInKey })],
+      sendStallMs: options.sendStallMs,
+    },
   );
   for (const listening of servers) {
     listening.off('request', startingListener);

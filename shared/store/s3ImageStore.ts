@@ -18,6 +18,7 @@ import {
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
 import { opensInline } from '../screenshot/outputFields';
+import { HeldCopies } from './heldCopies';
 
 /** The page metadata of a capture that asked for it lives in an object of its own: the image's key + this. */
 export const PAGE_METADATA_SUFFIX = '.metadata.json';
@@ -35,6 +36,9 @@ const MISSING = new Set(['NotFound', 'NoSuchKey', 'PreconditionFailed']);
  * S3 deployed and to the local S3 API (s3rver) of `npm start` and the tests.
  */
 export class S3ImageStore implements ImageStore {
+  /** Answers still being sent share their entry's bytes (visitors who stop reading, heldCopies.ts). */
+  private readonly held = new HeldCopies();
+
   constructor(
     private readonly s3: S3Client,
     private readonly bucket: string,
@@ -91,7 +95,12 @@ export class S3ImageStore implements ImageStore {
   async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
     const object = await this.call(async () => {
       const answer = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      return { answer, image: Buffer.from((await answer.Body?.transformToByteArray()) ?? []) };
+      // Read here rather than with transformToByteArray, whose collector kept every chunk (the whole object again)
+      // for as long as the connection stayed open for reuse. In Node the body is a Readable.
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of (answer.Body ?? []) as AsyncIterable<Uint8Array>) chunks.push(chunk);
+      const image = Buffer.concat(chunks);
+      return { answer, image: answer.ETag ? this.held.share(key, answer.ETag, image) : image };
     });
     if (!object) return undefined;
     const info = await this.withPageMetadata(key, object.answer, infoOf(object.answer));

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, startPageServer } from '../helpers/pageServer';
+import { noisePage, type PageServer, startPageServer } from '../helpers/pageServer';
 
 /**
  * Delivery through the local server: a client that hangs up while a large image is still streaming did not receive
@@ -11,22 +11,12 @@ import { type PageServer, startPageServer } from '../helpers/pageServer';
  */
 
 const SIDE = 2560;
-// Random pixels: a PNG of them does not compress, so the image is about SIDE × SIDE × 3 bytes (~20 MB).
-const NOISE_PAGE = `<!doctype html><html><body style="margin:0"><canvas id="c" width="${SIDE}" height="${SIDE}"></canvas>
-<script>
-  const c = document.getElementById('c').getContext('2d');
-  const img = c.createImageData(${SIDE}, ${SIDE});
-  const words = new Uint32Array(img.data.buffer);
-  let x = 2463534242;
-  for (let i = 0; i < words.length; i++) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; words[i] = x | 0xff000000; }
-  c.putImageData(img, 0, 0);
-</script></body></html>`;
 
 let pages: PageServer;
 let service: TestLocalService;
 
 beforeAll(async () => {
-  pages = await startPageServer({ '/noise': NOISE_PAGE, '/small': '<!doctype html><p>small</p>' });
+  pages = await startPageServer({ '/noise': noisePage(SIDE), '/small': '<!doctype html><p>small</p>' });
   service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort, FREE_CREDITS: '10' });
 });
 

@@ -21,7 +21,7 @@ export interface TestLocalService extends LocalService {
 /** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
 export async function startTestLocalService(
   env: Record<string, string> = {},
-  options: Pick<LocalServiceOptions, 'webhookRetryDelaySeconds' | 'sweepPeriodMs'> = {},
+  options: Pick<LocalServiceOptions, 'webhookRetryDelaySeconds' | 'sweepPeriodMs' | 'sendStallMs'> = {},
 ): Promise<TestLocalService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-service-'));
   const service = await startLocalService({

@@ -80,6 +80,22 @@ export function solidPage(color: string, extraHead = '', body = ''): string {
 }
 
 /** A loopback port nothing listens on (bound, then released): a page there fails with a refused connection. */
+/**
+ * A page that is one canvas of `side` × `side` random pixels: a PNG of it does not compress, so the capture is about
+ * side × side × 3 bytes (2560: about 20 MB, far more than a loopback connection buffers).
+ */
+export function noisePage(side: number): string {
+  return `<!doctype html><html><body style="margin:0"><canvas id="c" width="${side}" height="${side}"></canvas>
+<script>
+  const c = document.getElementById('c').getContext('2d');
+  const img = c.createImageData(${side}, ${side});
+  const words = new Uint32Array(img.data.buffer);
+  let x = 2463534242;
+  for (let i = 0; i < words.length; i++) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; words[i] = x | 0xff000000; }
+  c.putImageData(img, 0, 0);
+</script></body></html>`;
+}
+
 export async function unusedPort(): Promise<number> {
   const server = createTcpServer().listen(0, '127.0.0.1');
   await once(server, 'listening');

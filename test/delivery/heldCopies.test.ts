@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_IMAGE_BUCKET } from '../../local/embeddedS3';
+import type { StoredImageInfo } from '../../shared/delivery/imageStore';
+import { S3ImageStore } from '../../shared/store/s3ImageStore';
+import { localS3Client, startTestDelivery } from '../helpers/store';
+
+/**
+ * Reads of a stored image while an earlier read's bytes are still held (an answer still being sent) share that copy
+ * (shared/store/heldCopies.ts), and never outlive the version they were read from. Real local S3 API (s3rver behind
+ * the signature gate).
+ */
+
+let delivery: Awaited<ReturnType<typeof startTestDelivery>>;
+let images: S3ImageStore;
+
+beforeAll(async () => {
+  delivery = await startTestDelivery();
+  images = new S3ImageStore(localS3Client(delivery.s3), LOCAL_IMAGE_BUCKET);
+});
+
+afterAll(async () => {
+  await delivery?.close();
+});
+
+const info = (bytes: Buffer, etag: string): StoredImageInfo => ({
+  contentType: 'image/png',
+  etag,
+  bytes: bytes.length,
+  width: 1,
+  height: 1,
+  truncated: false,
+  storedAt: Date.now(),
+  expiresAt: Date.now() + 3_600_000,
+});
+
+describe('reads of a stored image', () => {
+  it('share the copy an earlier read still holds, and read a new version anew', async () => {
+    const key = 'images/cache/acct/entry';
+    const first = randomBytes(64 * 1024);
+    await images.put(key, first, info(first, '"one"'));
+    const held = await images.get(key);
+    const again = await images.get(key);
+    expect(held?.image.equals(first)).toBe(true);
+    expect(again?.image).toBe(held?.image);
+
+    // Captured again: other bytes under the same key.
+    const second = randomBytes(64 * 1024);
+    await images.put(key, second, info(second, '"two"'));
+    const fresh = await images.get(key);
+    expect(fresh?.image.equals(second)).toBe(true);
+    expect(fresh?.info.etag).toBe('"two"');
+    // The earlier answer's copy is left as it was.
+    expect(held?.image.equals(first)).toBe(true);
+  });
+
+  it('keep the stored facts of each read, also of the same bytes written again', async () => {
+    const key = 'images/cache/acct/rewritten';
+    const bytes = randomBytes(1024);
+    const older = { ...info(bytes, '"same"'), storedAt: 1_000 };
+    await images.put(key, bytes, older);
+    const held = await images.get(key);
+    await images.put(key, bytes, { ...older, storedAt: 2_000 });
+    const later = await images.get(key);
+    expect(later?.image).toBe(held?.image);
+    expect(later?.info.storedAt).toBe(2_000);
+  });
+});
