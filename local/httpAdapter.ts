@@ -34,13 +34,14 @@ export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => boolean 
 export interface AdapterOptions {
   /** Non-API paths (JWKS, dashboard, API description), tried before the route table. */
   extra?: ExtraRoute[];
-  /** How long a client may take nothing of an answer it has started (SEND_STALL_MS; shortened by tests only). */
+  /** How long a client may take to take a slice of an answer (SEND_STALL_MS; shortened by tests only). */
   sendStallMs?: number;
 }
 
 /**
- * A client that takes nothing of an answer for this long is let go, with what its answer holds (up to a 190 MiB
- * image): the local server has no other send timeout (red team, round 17). One that reads slowly keeps its answer.
+ * A client that does not take a slice of an answer (SEND_SLICE_BYTES, beside what the operating system buffers) in
+ * this long is let go, with what its answer holds (up to a 190 MiB image): the local server has no other send timeout
+ * (red team, round 17). One that reads at 35 KB/s or more keeps its answer.
  */
 export const SEND_STALL_MS = 30_000;
 
@@ -215,13 +216,13 @@ async function runStreaming(
 /**
  * The response as the handler's stream. A write is done once the socket took it, and the end once the whole answer
  * was handed to the operating system, so the handler sees its answer delivered only then. A client that hangs up
- * before that, or takes nothing of it for `sendStallMs`, closes the stream early: a capture still running stops, and
+ * before that, or stalls for `sendStallMs`, closes the stream early: a capture still running stops, and
  * an answer being sent counts as undelivered (not charged).
  */
 function responseStream(res: ServerResponse, sendStallMs: number): Writable {
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      void sendInSlices(res, chunk, sendStallMs).then(() => done());
+      sendInSlices(res, chunk, sendStallMs).then(() => done(), done);
     },
     final(done) {
       res.end(() => done());

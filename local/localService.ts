@@ -59,7 +59,7 @@ export interface LocalServiceOptions {
   webhookRetryDelaySeconds?: (attempt: number) => number | undefined;
   /** How often the sweep of stranded jobs runs; shortened by tests only. */
   sweepPeriodMs?: number;
-  /** How long a client may take nothing of an answer it has started (SEND_STALL_MS); shortened by tests only. */
+  /** How long a client may take to take a slice of an answer (SEND_STALL_MS); shortened by tests only. */
   sendStallMs?: number;
 }
 

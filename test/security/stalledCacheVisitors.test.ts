@@ -11,7 +11,7 @@ import { noisePage, type PageServer, startPageServer } from '../helpers/pageServ
  * the entry whole, and each answer held its own copy until the client had taken all of it: the local server had no
  * send timeout, so eight stalled visitors of a 24 MiB entry held about 500 MiB for as long as they kept their
  * connections open (a signed link's hits are free). Now every answer of one entry version shares one copy of its
- * bytes while any of them still holds it (`shared/store/heldCopies.ts`), and a client that takes nothing of an
+ * bytes while any of them still holds it (`shared/store/heldCopies.ts`), and a client that takes no slice of an
  * answer for SEND_STALL_MS is let go (`local/httpAdapter.ts`). Measured in this process, which runs the local front:
  * the bytes Node holds outside its heap, after a full garbage collection.
  */
