@@ -3,6 +3,7 @@ import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import { CANONICAL_LINK_QUERY_SOURCE } from './canonicalLinkQuery';
 import { apiStageOrigin, type OriginVerifyHeader } from './dashboardSite';
 import { apiResponseHeadersPolicy } from './responseHeaders';
 
@@ -22,7 +23,7 @@ export const LINK_EDGE_MAX_TTL = Duration.days(1);
 
 /**
  * Signed GET links served through CloudFront: the cache key is the whole query string (the options, `keyId` and
- * `signature`) and nothing else, so a popular `<img>` is answered at the edge for as long as the API's
+ * `signature`, put in their canonical form first) and nothing else, so a popular `<img>` is answered at the edge for as long as the API's
  * `Cache-Control` allows, and only misses reach the API (and its budgets). Only GET and HEAD pass; no header or
  * cookie is forwarded, which is what a signed link allows anyway.
  */
@@ -67,6 +68,17 @@ export class SignedLinkCdn extends Construct {
         }),
         // Images are compressed already.
         compress: false,
+        // One cache key per link, however its query is spelt (canonicalLinkQuery.ts).
+        functionAssociations: [
+          {
+            eventType: cloudfront.FunctionEventType.VIEWER_REQUEST,
+            function: new cloudfront.Function(this, 'CanonicalQuery', {
+              comment: 'Signed screenshot links: the query in its canonical form before the cache key',
+              runtime: cloudfront.FunctionRuntime.JS_2_0,
+              code: cloudfront.FunctionCode.fromInline(CANONICAL_LINK_QUERY_SOURCE),
+            }),
+          },
+        ],
       },
     });
     this.baseUrl = `https://${this.distribution.distributionDomainName}`;

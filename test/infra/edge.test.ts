@@ -1,5 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CANONICAL_LINK_QUERY_SOURCE } from '../../infra/canonicalLinkQuery';
 import { ORIGIN_VERIFY_HEADER } from '../../infra/dashboardSite';
 import { routeThrottles } from '../../infra/routeThrottles';
 import { parseSettings } from '../../infra/settings';
@@ -278,6 +279,21 @@ describe('signed links through the CDN', () => {
     const dashboardPolicy = policies.find((policy) => policy.includes('img-src'));
     expect(dashboardPolicy).toContain(linkDomain);
     expect(dashboardPolicy).toMatch(/img-src 'self' blob: https:\/\//);
+  });
+
+  it('put every query in its canonical form before the cache looks it up (canonicalLinkQuery.ts)', () => {
+    const behavior = linkDistribution().DefaultCacheBehavior as Json;
+    const associations = behavior.FunctionAssociations as { EventType: string; FunctionARN: unknown }[];
+    expect(associations.map(({ EventType }) => EventType)).toEqual(['viewer-request']);
+    const functions = ofType(synth.resources, 'AWS::CloudFront::Function');
+    const [[id, canonical] = []] = functions.filter(
+      ([, f]) => f.Properties.FunctionCode === CANONICAL_LINK_QUERY_SOURCE,
+    );
+    expect(associations[0]?.FunctionARN).toEqual({ 'Fn::GetAtt': [id, 'FunctionARN'] });
+    expect(canonical?.Properties).toMatchObject({
+      AutoPublish: true,
+      FunctionConfig: { Runtime: 'cloudfront-js-2.0' },
+    });
   });
 
   it('pass only GET and HEAD to the API stage, behind the edge web ACL, with access logs', () => {
