@@ -3,8 +3,9 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { EXPIRY_TAG } from '../../shared/delivery/imageStore';
 import { S3ImageStore } from '../../shared/store/s3ImageStore';
+import { restoredAfterFile } from '../helpers/restoredAfterFile';
 
-const s3 = mockClient(S3Client);
+const s3 = restoredAfterFile(mockClient(S3Client));
 const DAY = 86_400_000;
 const info = (lifetimeMs: number, withMetadata = false) => ({
   contentType: 'image/png',

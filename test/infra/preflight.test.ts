@@ -3,9 +3,10 @@ import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { preflight } from '../../infra/preflight';
+import { restoredAfterFile } from '../helpers/restoredAfterFile';
 
-const sts = mockClient(STSClient);
-const lambda = mockClient(LambdaClient);
+const sts = restoredAfterFile(mockClient(STSClient));
+const lambda = restoredAfterFile(mockClient(LambdaClient));
 const ACCOUNT = '493817265034';
 const settings = {
   stackName: 'Shots-prod',

@@ -7,8 +7,9 @@ import { CachingSecretCipher, OPENED_SECRET_TTL_MS } from '../../shared/signing/
 import { signQuery } from '../../shared/signing/signedLink';
 import { KmsSecretCipher } from '../../shared/store/kmsSecretCipher';
 import { MemoryKeyStore } from '../helpers/memoryPorts';
+import { restoredAfterFile } from '../helpers/restoredAfterFile';
 
-const kms = mockClient(KMSClient);
+const kms = restoredAfterFile(mockClient(KMSClient));
 const SECRET = 'ss_live_0123456789abcdef';
 const QUERY = 'url=https%3A%2F%2Fshots.io%2F&keyId=x';
 

@@ -6,9 +6,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { preTrafficHook } from '../../shared/rollout/preTrafficHook';
 import { isSelfTestEvent, selfTest, withSelfTest } from '../../shared/rollout/selfTest';
 import { FakeRenderer } from '../helpers/memoryPorts';
+import { restoredAfterFile } from '../helpers/restoredAfterFile';
 
-const lambda = mockClient(LambdaClient);
-const codeDeploy = mockClient(CodeDeployClient);
+const lambda = restoredAfterFile(mockClient(LambdaClient));
+const codeDeploy = restoredAfterFile(mockClient(CodeDeployClient));
 const VERSION_ARN = 'arn:aws:lambda:eu-west-1:123456789012:function:shots-screenshot:42';
 const event = { DeploymentId: 'd-ABC', LifecycleEventHookExecutionId: 'hook-1' };
 const hook = () =>
