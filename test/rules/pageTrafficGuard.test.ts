@@ -72,12 +72,18 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** A stand-in page guarded with LIMITS, on a clock the test moves, and the guard's callback. */
+function guardedPage() {
+  vi.useFakeTimers({ toFake: ['performance'] });
+  const page = standInPage();
+  const exceeded = vi.fn();
+  guardPageTraffic(page.page, LIMITS, exceeded);
+  return { page, exceeded };
+}
+
 describe('guardPageTraffic', () => {
   it('lets a page spend each burst at once', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     for (let i = 0; i < 5; i++) page.request();
     for (let i = 0; i < 4; i++) page.frame();
     for (let i = 0; i < 4; i++) page.eventSourceMessage();
@@ -87,10 +93,7 @@ describe('guardPageTraffic', () => {
   });
 
   it('is told once, at the first request past the burst, and stops listening', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     for (let i = 0; i < 9; i++) page.request();
     expect(exceeded).toHaveBeenCalledTimes(1);
     expect(exceeded).toHaveBeenCalledWith(TOO_MANY_REQUESTS);
@@ -98,10 +101,7 @@ describe('guardPageTraffic', () => {
   });
 
   it("counts WebSocket frames and EventSource messages on the sessions of the page's requests and workers", () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     page.request();
     page.startWorker();
     for (let i = 0; i < 3; i++) page.frame();
@@ -114,10 +114,7 @@ describe('guardPageTraffic', () => {
   });
 
   it('counts the bytes request bodies add to their events', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     page.request('x'.repeat(30));
     page.request();
     page.request('x'.repeat(12));
@@ -127,10 +124,7 @@ describe('guardPageTraffic', () => {
   });
 
   it('counts a URL four times and headers twice, as a failed request carries them', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     page.request(undefined, 'u'.repeat(20));
     page.request(undefined, '', { a: 'bcdefghi' });
     expect(exceeded).not.toHaveBeenCalled();
@@ -151,10 +145,7 @@ describe('guardPageTraffic', () => {
   });
 
   it("counts the bytes of a request event too large for the pipe, on the page's sessions only", () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     page.dropped({ method: 'Network.requestWillBeSent', sessionId: 'PAGE', bytes: 500 });
     expect(exceeded).not.toHaveBeenCalled();
     page.request();
@@ -167,10 +158,7 @@ describe('guardPageTraffic', () => {
   });
 
   it('counts frames attached and the navigations started in them', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const page = standInPage();
-    const exceeded = vi.fn();
-    guardPageTraffic(page.page, LIMITS, exceeded);
+    const { page, exceeded } = guardedPage();
     page.attachFrame();
     for (let i = 0; i < 3; i++) page.loadInFrame();
     expect(exceeded).not.toHaveBeenCalled();
