@@ -23,9 +23,9 @@ export const LINK_EDGE_MAX_TTL = Duration.days(1);
 
 /**
  * Signed GET links served through CloudFront: the cache key is the whole query string (the options, `keyId` and
- * `signature`, put in their canonical form first) and nothing else, so a popular `<img>` is answered at the edge for as long as the API's
- * `Cache-Control` allows, and only misses reach the API (and its budgets). Only GET and HEAD pass; no header or
- * cookie is forwarded, which is what a signed link allows anyway.
+ * `signature`, put in their canonical form first) and nothing else, so a popular `<img>` is answered at the edge for
+ * as long as the API's `Cache-Control` allows, and only misses reach the API (and its budgets). Only GET and HEAD
+ * pass; no header or cookie is forwarded, which is what a signed link allows anyway.
  */
 export class SignedLinkCdn extends Construct {
   readonly distribution: cloudfront.Distribution;

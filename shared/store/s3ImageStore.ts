@@ -95,11 +95,7 @@ export class S3ImageStore implements ImageStore {
   async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
     const object = await this.call(async () => {
       const answer = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      // Read here rather than with transformToByteArray, whose collector kept every chunk (the whole object again)
-      // for as long as the connection stayed open for reuse. In Node the body is a Readable.
-      const chunks: Uint8Array[] = [];
-      for await (const chunk of (answer.Body ?? []) as AsyncIterable<Uint8Array>) chunks.push(chunk);
-      const image = Buffer.concat(chunks);
+      const image = await bodyBytes(answer.Body);
       return { answer, image: answer.ETag ? this.held.share(key, answer.ETag, image) : image };
     });
     if (!object) return undefined;
@@ -124,7 +120,7 @@ export class S3ImageStore implements ImageStore {
       const answer = await this.s3.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: `${key}${PAGE_METADATA_SUFFIX}` }),
       );
-      return answer.Body?.transformToString();
+      return answer.Body && (await bodyBytes(answer.Body)).toString('utf8');
     });
     return stored ? (JSON.parse(stored) as PageMetadata) : undefined;
   }
@@ -188,6 +184,17 @@ export class S3ImageStore implements ImageStore {
       throw new StoreUnavailableError();
     }
   }
+}
+
+/**
+ * An object's body, read here rather than with the SDK's transformToByteArray or transformToString, whose collector
+ * kept every chunk (the whole object again) for as long as the connection stayed open for reuse. In Node the body is
+ * a Readable.
+ */
+async function bodyBytes(body: unknown): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of (body ?? []) as AsyncIterable<Uint8Array>) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** The stored facts, or undefined for an object that lacks them (not written by this service). */
