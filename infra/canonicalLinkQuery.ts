@@ -6,10 +6,13 @@
  * of its own with the same valid signature, so anyone holding one link could send its hits to the API at will, each
  * free and holding a screenshot function while a large image streamed (red team, round 13).
  *
- * A query the function cannot read as the API would is left as it is (and the API answers it): one with `+` (read as
- * a space by some and as a plus by others; the documented form never has one), a repeated or empty name, a segment
- * without `=`, or an escape that is not UTF-8. Kept as source text, since it runs at the edge and not in Node: the
- * test runs this very text against the API's own canonicalQuery (test/infra/canonicalLinkQuery.test.ts).
+ * Empty segments (`&&`, a leading or trailing `&`) are dropped, as the API drops them: kept, they made a raw query of
+ * any link, and so every spelling of it a key again (red team, round 20). A query the function cannot read as the API
+ * would is left as it is (and the API answers it): one with `+` (read as a space by some and as a plus by others; the
+ * documented form never has one), a repeated or empty name, a segment without `=`, or an escape that is not UTF-8
+ * (or a `%` that starts none: only a link whose values hold `%` or U+FFFD can be spelt that way). Kept as source
+ * text, since it runs at the edge and not in Node: the test runs this very text against the API's own canonicalQuery
+ * (test/infra/canonicalLinkQuery.test.ts).
  */
 export const CANONICAL_LINK_QUERY_SOURCE = `
 function encodeRfc3986(text) {
@@ -24,6 +27,7 @@ function canonicalLinkQuery(raw) {
   var signature;
   var segments = raw.split('&');
   for (var i = 0; i < segments.length; i++) {
+    if (segments[i] === '') continue;
     var at = segments[i].indexOf('=');
     if (at < 1) return undefined;
     var name;
@@ -50,7 +54,7 @@ function canonicalLinkQuery(raw) {
     parts.push(pairs[j][0] + '=' + pairs[j][1]);
   }
   if (signature !== undefined) parts.push('signature=' + encodeRfc3986(signature));
-  return parts.join('&');
+  return parts.length > 0 ? parts.join('&') : undefined;
 }
 
 function handler(event) {
