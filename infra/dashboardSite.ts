@@ -104,6 +104,11 @@ export interface DashboardSiteProps {
    * point at the dashboard's own origin.
    */
   signedLinkBaseUrl?: string;
+  /**
+   * The origin of the stored files (`https://<image bucket's regional domain>`): a signed link's large cached image
+   * is a redirect there (docs/api.md 15.3), so the page may show images from it too.
+   */
+  imageFilesOrigin?: string;
   /** Added to every request sent to the API (apiStageOrigin). */
   originVerify: OriginVerifyHeader;
 }
@@ -156,7 +161,7 @@ export class DashboardSite extends Construct {
         contentSecurityPolicy: {
           contentSecurityPolicy: dashboardContentSecurityPolicy(
             [signInOrigin],
-            props.signedLinkBaseUrl === undefined ? [] : [props.signedLinkBaseUrl],
+            [props.signedLinkBaseUrl, props.imageFilesOrigin].filter((origin) => origin !== undefined),
           ),
           override: true,
         },

@@ -209,6 +209,9 @@ export class ScreenshotServiceStack extends Stack {
       domainPrefix: settings.dashboardDomainPrefix,
       webAclArn: props.dashboardWebAclArn,
       signedLinkBaseUrl: Lazy.string({ produce: () => signedLinks?.baseUrl }),
+      imageFilesOrigin: Lazy.string({
+        produce: () => `https://${this.images.bucket.bucketRegionalDomainName}`,
+      }),
       originVerify,
     });
     // One app client for every sign-in: the dashboard's code flow (hosted sign-in, PKCE) and, added here, the

@@ -61,6 +61,11 @@ export interface DashboardRoutesOptions {
   signInKey: string;
   /** Default: local sign-in. Tests serve the Cognito variant to run the hosted sign-in against a stand-in. */
   config?: DashboardConfig;
+  /**
+   * The local S3 API's address: a signed link's large cached image is a redirect to it (docs/api.md 15.3), and the
+   * page shows the image of the links it builds.
+   */
+  imageFilesUrl?: string;
 }
 
 /**
@@ -74,7 +79,10 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
   // As deployed: the page may fetch from the sign-in domain (its token endpoint) and nowhere else.
   const csp = dashboardContentSecurityPolicy(
     config.mode === 'cognito' ? [new URL(config.cognito.domain).origin] : [],
-    config.mode === 'cognito' && config.signedLinkBaseUrl ? [new URL(config.signedLinkBaseUrl).origin] : [],
+    [
+      ...(config.mode === 'cognito' && config.signedLinkBaseUrl ? [config.signedLinkBaseUrl] : []),
+      ...(options.imageFilesUrl ? [options.imageFilesUrl] : []),
+    ].map((url) => new URL(url).origin),
   );
   const { port } = new URL(options.baseUrl);
   const ownHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);

@@ -227,7 +227,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       ),
     },
     {
-      extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url, signInKey })],
+      extra: [serveJwks, ...dashboardRoutes({ idp, baseUrl: url, signInKey, imageFilesUrl: s3.endpoint })],
       sendStallMs: options.sendStallMs,
     },
   );

@@ -10,6 +10,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream';
 import { ownPorts } from '../shared/egress/ownPorts';
 import {
   bodyMatchesHash,
@@ -97,7 +98,9 @@ export async function startS3SignatureGate(options: {
         const upstream = toUpstream(method, withoutSignature(target), headers);
         upstream.on('response', (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
+          // A client gone mid-answer takes the upstream answer with it: piped, s3rver's side stayed open for good
+          // (a hit too large to read, whose reader lets go of it, shared/store/s3ImageStore.ts).
+          pipeline(answer, res, () => undefined);
         });
         upstream.on('error', () => res.destroy());
         upstream.end(body);

@@ -31,8 +31,10 @@ export interface Screenshot {
   truncated: boolean;
   /** Whether the cache answered; present when the request asked for the cache. */
   cache?: CacheStatus;
-  /** Present for `response: "json"`. */
+  /** Present for `response: "json"`, and for a hit larger than the request answers inline (`redirected`). */
   link?: ImageLink;
+  /** A cached image larger than `inlineHitBytes`: answered by sending the client to `link.url`, not with its bytes. */
+  redirected?: true;
   /** The caller's If-None-Match names the cached image: 304, no body. */
   notModified?: true;
   /** Captured with the caller's `headers` or `cookies`: answered `Cache-Control: private`. */
@@ -45,7 +47,7 @@ export interface Screenshot {
 
 /** A fresh capture, before delivery. */
 export type CapturedImage = Required<Pick<Screenshot, 'image'>> &
-  Omit<Screenshot, 'cache' | 'link' | 'notModified' | 'credentialed' | 'freshForSeconds'>;
+  Omit<Screenshot, 'cache' | 'link' | 'redirected' | 'notModified' | 'credentialed' | 'freshForSeconds'>;
 
 /** How a request wants its answer delivered (screenshot/cacheKey.ts builds it from a screenshot request). */
 export interface DeliveryRequest {
@@ -54,7 +56,19 @@ export interface DeliveryRequest {
   /** How old, in seconds, a cached image may be to answer it. */
   cacheTtl: number;
   response: 'image' | 'json';
+  /**
+   * The largest cached image answered with its bytes; a larger hit is `redirected` to a link. A signed link's hits
+   * are free and anyone holding the link may ask for them (SIGNED_LINK_INLINE_HIT_BYTES); unbounded when absent.
+   */
+  inlineHitBytes?: number;
 }
+
+/**
+ * A signed link's hits above this many bytes are answered with a redirect to the stored file. Deployed, Lambda
+ * streams an answer's first 6 MB at once and the rest at about 2 MB/s: a free hit of up to 190 MiB held a screenshot
+ * function for a minute or more, and locally the front's memory, for as long as its visitor took (red team).
+ */
+export const SIGNED_LINK_INLINE_HIT_BYTES = 6_000_000;
 
 export interface ImageDeliveryDeps {
   images: ImageStore;
@@ -82,7 +96,8 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
     /**
      * The cached answer, when the request asks for the cache and an entry is fresh: younger than the entry's own TTL
      * and than the `cacheTtl` of this request. Free; the caller has already counted it against the rate limit. A 304
-     * (If-None-Match naming the entry's ETag) and a link need only the entry's metadata, never its bytes.
+     * (If-None-Match naming the entry's ETag) and a link need only the entry's metadata, never its bytes, nor does a
+     * hit larger than the request's `inlineHitBytes`, answered with a link too.
      */
     async fromCache(
       accountId: string,
@@ -104,6 +119,14 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         ...(info.metadata ? { metadata: info.metadata } : {}),
         freshForSeconds: secondsUntil(freshUntil(info), now),
       });
+      // A link to a copy of its own: the entry may be captured again within the link's hour (red team). One copy for
+      // each version of the entry, written again by each hit: a signed link's hits are free and unbudgeted, and a
+      // copy per hit stored without bound (red team).
+      const linkedHit = async (info: StoredImageInfo): Promise<Screenshot | undefined> => {
+        const linked = imageKey.linked(accountId, hitCopyId(key, info.etag));
+        const copied = await deps.images.copyIfUnchanged(key, linked, info.etag, now, linkExpiry(now));
+        return copied ? { ...answer(info), link: await linkTo(linked, info) } : undefined;
+      };
 
       if (ifNoneMatch !== undefined || request.response === 'json') {
         const info = await deps.images.head(key);
@@ -111,17 +134,11 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, info.etag)) {
           return { ...answer(info), notModified: true };
         }
-        if (request.response === 'json') {
-          // A link to a copy of its own: the entry may be captured again within the link's hour (red team). One copy
-          // for each version of the entry, written again by each hit: a signed link's hits are free and unbudgeted,
-          // and a copy per hit stored without bound (red team).
-          const linked = imageKey.linked(accountId, hitCopyId(key, info.etag));
-          const copied = await deps.images.copyIfUnchanged(key, linked, info.etag, now, linkExpiry(now));
-          return copied ? { ...answer(info), link: await linkTo(linked, info) } : undefined;
-        }
+        if (request.response === 'json') return linkedHit(info);
       }
-      const stored = await deps.images.get(key);
+      const stored = await deps.images.get(key, request.inlineHitBytes);
       if (!stored || !fresh(stored.info)) return undefined;
+      if (!stored.image) return linkedHit(stored.info).then((hit) => hit && { ...hit, redirected: true });
       return { ...answer(stored.info), image: stored.image };
     },
 

@@ -27,8 +27,11 @@ export interface ImageStore {
   put(key: string, image: Buffer, info: StoredImageInfo): Promise<void>;
   /** What is stored under the key, without the bytes; undefined when nothing is. */
   head(key: string): Promise<StoredImageInfo | undefined>;
-  /** The bytes and what is stored beside them; undefined when nothing is. */
-  get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined>;
+  /**
+   * The bytes and what is stored beside them; undefined when nothing is. An object of more than `maxBytes` is not
+   * read: its info comes alone.
+   */
+  get(key: string, maxBytes?: number): Promise<{ image?: Buffer; info: StoredImageInfo } | undefined>;
   /**
    * Only the page metadata stored beside the image at `key` (put with `info.metadata`), in one read; undefined when
    * there is none (never stored, or expired with the image).

@@ -23,10 +23,16 @@ export const PRIVATE_CACHE_CONTROL = 'private, max-age=3600';
  * `stale-while-revalidate`, which would keep it a day past a revoked key; an hour is what docs/api.md 15.3 promises.
  */
 export const UNCACHED_LINK_CACHE_CONTROL = `public, max-age=${BROWSER_MAX_AGE_SECONDS}`;
+/**
+ * How long a browser or the signed-link CDN keeps a redirect to a stored file (a signed link's large hit), at most:
+ * the pre-signed address it names works for an hour, or less deployed, once the function's credentials expire.
+ */
+export const REDIRECT_MAX_AGE_SECONDS = 300;
 
 /**
  * /api/screenshot: POST with the API key and the JSON body, or GET as a signed link (the options in the query, with
- * keyId and signature), into the one use case; the image, a link to it, a 304 or the error out.
+ * keyId and signature), into the one use case; the image, a link to it, a redirect to it (a signed link's large
+ * hit), a 304 or the error out.
  */
 export function screenshotRoute(capture: CaptureScreenshot): HttpRoute {
   return async (request) => {
@@ -113,6 +119,20 @@ function answer(
   const cacheControl = cacheControlOf(screenshot, signedLink);
   if (screenshot.notModified) {
     return { status: 304, headers: { ...headers, 'Cache-Control': cacheControl }, body: '' };
+  }
+  if (screenshot.redirected && screenshot.link) {
+    // No ETag: a client revalidating the redirect with it would be told (304) to keep an address that may be dead.
+    const { ETag: _, ...redirectHeaders } = headers;
+    const seconds = Math.min(REDIRECT_MAX_AGE_SECONDS, screenshot.freshForSeconds ?? 0);
+    return {
+      status: 302,
+      headers: {
+        ...redirectHeaders,
+        Location: screenshot.link.url,
+        'Cache-Control': `public, max-age=${seconds}, s-maxage=${seconds}`,
+      },
+      body: '',
+    };
   }
   if (screenshot.link) {
     const { link } = screenshot;

@@ -10,8 +10,10 @@ import {
 } from 'zod-openapi';
 import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
 import { CAPTURE_CONTENT_TYPES, heightCap, MAX_PDF_PAGES } from '../capture/renderer';
+import { SIGNED_LINK_INLINE_HIT_BYTES } from '../delivery/imageDelivery';
 import { MAX_BATCH_BODY_BYTES } from '../http/jobRoutes';
 import { MAX_BODY_BYTES } from '../http/request';
+import { REDIRECT_MAX_AGE_SECONDS } from '../http/screenshotRoute';
 import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
@@ -354,10 +356,19 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       'refused (400). Checks, in order: signature and key (401), rate limit (429), the cache ' +
       '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
     requestParams: { query: signedLinkQuery(), header: conditionalRequestHeader },
-    responses: Object.fromEntries(
-      // No body to be too large or of the wrong type, and no async (refused on a link).
-      Object.entries(screenshotResponses).filter(([status]) => !['202', '413', '415'].includes(status)),
-    ),
+    responses: {
+      ...Object.fromEntries(
+        // No body to be too large or of the wrong type, and no async (refused on a link).
+        Object.entries(screenshotResponses).filter(([status]) => !['202', '413', '415'].includes(status)),
+      ),
+      '302': {
+        description: `A cache hit of more than ${SIGNED_LINK_INLINE_HIT_BYTES} bytes: Location is a pre-signed address of the stored file (valid for an hour), kept by caches at most ${REDIRECT_MAX_AGE_SECONDS} s. Free`,
+        headers: linkHeaders.omit({ ETag: true }).extend({
+          Location: z.string().meta({ description: 'The stored file' }),
+          'Cache-Control': z.string().meta({ example: 'public, max-age=300, s-maxage=300' }),
+        }),
+      },
+    },
   },
   listKeys: {
     tags: ['API keys'],

@@ -7,7 +7,12 @@ import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack } from '../accounts/refund';
 import { asLongAgain, slotPenaltyUntil } from '../accounts/slotPenalty';
 import type { CaptureSpec, Renderer } from '../capture/renderer';
-import { imageDelivery, keptInCache, type Screenshot } from '../delivery/imageDelivery';
+import {
+  imageDelivery,
+  keptInCache,
+  type Screenshot,
+  SIGNED_LINK_INLINE_HIT_BYTES,
+} from '../delivery/imageDelivery';
 import type { ImageStore } from '../delivery/imageStore';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import {
@@ -233,7 +238,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         deps.urlPolicy,
       ).then(
         // How it is delivered, with its cache key, worked out once for the cache lookup and the delivery.
-        (valid) => ({ valid: { ...valid, delivering: deliveryRequestOf(accountId, valid.fields) } }),
+        (valid) => {
+          const delivering = deliveryRequestOf(accountId, valid.fields);
+          // A signed link's large hits send its visitors to the stored file: they are free to whoever holds it.
+          if ('signed' in input) delivering.inlineHitBytes = SIGNED_LINK_INLINE_HIT_BYTES;
+          return { valid: { ...valid, delivering } };
+        },
         (error: unknown) => ({ invalid: error }),
       );
       // An async capture is answered before it runs: it takes no slot now, and looks in no cache.

@@ -92,15 +92,23 @@ export class S3ImageStore implements ImageStore {
     return object && this.withPageMetadata(key, object, infoOf(object));
   }
 
-  async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
+  async get(
+    key: string,
+    maxBytes = Number.POSITIVE_INFINITY,
+  ): Promise<{ image?: Buffer; info: StoredImageInfo } | undefined> {
     const object = await this.call(async () => {
       const answer = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      if ((answer.ContentLength ?? 0) > maxBytes) {
+        // Its size came with the headers: the body is left unread, and its connection closed rather than drained.
+        (answer.Body as { destroy?: () => void } | undefined)?.destroy?.();
+        return { answer };
+      }
       const image = await bodyBytes(answer.Body);
       return { answer, image: answer.ETag ? this.held.share(key, answer.ETag, image) : image };
     });
     if (!object) return undefined;
     const info = await this.withPageMetadata(key, object.answer, infoOf(object.answer));
-    return info && { image: object.image, info };
+    return info && { ...(object.image ? { image: object.image } : {}), info };
   }
 
   /** The info, with the page metadata stored beside the object when the object says there is one. */

@@ -147,6 +147,10 @@ describe('the dashboard files on the local server', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("default-src 'none'");
     expect(csp).not.toContain('unsafe');
+    // Images from the page itself and from the local S3 API, where a signed link's large cached image redirects.
+    const imageSource = /img-src 'self' blob: (http:\/\/127\.0\.0\.1:\d+);/.exec(csp)?.[1];
+    expect(imageSource).toBeDefined();
+    expect(imageSource).not.toBe(new URL(service.url).origin);
     expect(await response.text()).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|\sstyle=|\son\w+=/i);
   });
 

@@ -357,9 +357,10 @@ export class MemoryImageStore implements ImageStore {
     return this.objects.get(key)?.info;
   }
 
-  async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
+  async get(key: string, maxBytes = Number.POSITIVE_INFINITY) {
     this.calls.get++;
-    return this.objects.get(key);
+    const object = this.objects.get(key);
+    return object && object.image.length > maxBytes ? { info: object.info } : object;
   }
 
   async pageMetadata(key: string): Promise<PageMetadata | undefined> {

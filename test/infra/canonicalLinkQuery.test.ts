@@ -80,7 +80,12 @@ describe('the signed-link CDN, before its cache', () => {
 
   it('drops empty segments, as the API does (red team, round 20: `&&` made a raw query of any link)', () => {
     const query = `${canonicalQuery({ width: '800', keyId: 'k1' })}&signature=${'ab'.repeat(32)}`;
-    for (const raw of [`&${query}`, `${query}&`, query.replace('&', '&&'), `&&${query.replace('&', '&&&')}&&`]) {
+    for (const raw of [
+      `&${query}`,
+      `${query}&`,
+      query.replace('&', '&&'),
+      `&&${query.replace('&', '&&&')}&&`,
+    ]) {
       expect(atTheEdge(raw), raw).toBe(query);
     }
   });

@@ -279,6 +279,11 @@ describe('signed links through the CDN', () => {
     const dashboardPolicy = policies.find((policy) => policy.includes('img-src'));
     expect(dashboardPolicy).toContain(linkDomain);
     expect(dashboardPolicy).toMatch(/img-src 'self' blob: https:\/\//);
+    // A large cached image's link is a redirect to the image bucket (docs/api.md 15.3): the page may show it too.
+    const [[bucketId] = []] = ofType(synth.resources, 'AWS::S3::Bucket').filter(([id]) =>
+      id.includes('Images'),
+    );
+    expect(dashboardPolicy).toContain(JSON.stringify({ 'Fn::GetAtt': [bucketId, 'RegionalDomainName'] }));
   });
 
   it('put every query in its canonical form before the cache looks it up (canonicalLinkQuery.ts)', () => {

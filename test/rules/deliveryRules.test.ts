@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { SIGNED_LINK_INLINE_HIT_BYTES } from '../../shared/delivery/imageDelivery';
 import { AppError, StoreUnavailableError, type ValidationError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { cacheKeyOf } from '../../shared/screenshot/cacheKey';
@@ -307,6 +308,26 @@ describe('signed links', () => {
     expect((await ok(open(query))).screenshot).toMatchObject({ cache: 'HIT', creditsCharged: 0 });
     const uncached = await ok(open(link({ url: 'https://a.test/page', cache: 'false' })));
     expect(uncached.screenshot.cache).toBeUndefined();
+  });
+
+  it('answer a hit larger than SIGNED_LINK_INLINE_HIT_BYTES with a link to its copy, never its bytes; POST with its bytes', async () => {
+    const query = link({ url: 'https://a.test/page', width: '800' });
+    await ok(open(query));
+    // The entry, grown past the bound (the fake renderer's images are small).
+    const [key, entry] = [...images.objects].find(([name]) => name.startsWith('images/cache/')) ?? [];
+    if (!key || !entry) throw new Error('No cache entry');
+    const large = Buffer.alloc(SIGNED_LINK_INLINE_HIT_BYTES + 1);
+    images.objects.set(key, { image: large, info: { ...entry.info, bytes: large.length } });
+
+    const hit = (await ok(open(query))).screenshot;
+    expect(hit).toMatchObject({ cache: 'HIT', creditsCharged: 0, redirected: true, etag: entry.info.etag });
+    expect(hit.image).toBeUndefined();
+    const copy = /^memory:\/\/(images\/linked\/[^?]+)\?/.exec(hit.link?.url ?? '')?.[1] ?? '';
+    expect(images.objects.get(copy)?.image).toBe(large);
+    const posted = (await ok(shoot({ url: 'https://a.test/page', cache: true, width: 800 }))).screenshot;
+    expect(posted).toMatchObject({ cache: 'HIT' });
+    expect(posted.image).toBe(large);
+    expect(posted.redirected).toBeUndefined();
   });
 
   it('share the cache with the POST of the same request, and answer 304 for its ETag', async () => {

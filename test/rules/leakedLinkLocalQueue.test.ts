@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
-import type { StoredImageInfo } from '../../shared/delivery/imageStore';
 import { OverloadedError } from '../../shared/errors';
 import { outcomeStatus } from '../../shared/screenshot/outcome';
 import { deferred } from '../helpers/deferred';
@@ -22,9 +21,9 @@ import { memoryScreenshotService, signedLinkInput, signedQuery } from '../helper
 class SlowReads extends MemoryImageStore {
   held = false;
   private waiting: (() => void)[] = [];
-  override async get(key: string): Promise<{ image: Buffer; info: StoredImageInfo } | undefined> {
+  override async get(key: string, maxBytes?: number) {
     if (this.held) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    return super.get(key);
+    return super.get(key, maxBytes);
   }
   release(): void {
     this.held = false;

@@ -43,7 +43,7 @@ afterAll(() => delivery?.close());
 describe('the local S3 API', () => {
   it('serves the service its own signed calls', async () => {
     const stored = await store.get(KEY);
-    expect(stored?.image.toString()).toBe('original');
+    expect(stored?.image?.toString()).toBe('original');
   });
 
   it('refuses a forged unsigned PUT with 403 and leaves the object as it was', async () => {
@@ -53,7 +53,7 @@ describe('the local S3 API', () => {
       headers: { 'Content-Type': 'image/png', 'x-amz-meta-etag': '"poisoned"' },
     });
     expect(forged.status).toBe(403);
-    expect((await store.get(KEY))?.image.toString()).toBe('original');
+    expect((await store.get(KEY))?.image?.toString()).toBe('original');
   });
 
   it("refuses a PUT signed with s3rver's well-known built-in credentials", async () => {
@@ -64,7 +64,7 @@ describe('the local S3 API', () => {
     await expect(
       builtIn.send(new PutObjectCommand({ Bucket: delivery.s3.bucket, Key: KEY, Body: 'poisoned' })),
     ).rejects.toThrow();
-    expect((await store.get(KEY))?.image.toString()).toBe('original');
+    expect((await store.get(KEY))?.image?.toString()).toBe('original');
   });
 
   it('refuses a signed PUT whose body was swapped', async () => {
@@ -80,7 +80,7 @@ describe('the local S3 API', () => {
     await expect(
       s3.send(new PutObjectCommand({ Bucket: delivery.s3.bucket, Key: KEY, Body: 'original' })),
     ).rejects.toThrow();
-    expect((await store.get(KEY))?.image.toString()).toBe('original');
+    expect((await store.get(KEY))?.image?.toString()).toBe('original');
   });
 
   it('refuses a plain unsigned GET', async () => {
@@ -162,7 +162,7 @@ describe('the local S3 API', () => {
     expect(
       (await fetch(`${backend}/${KEY}`, { headers: { 'x-local-s3-gate': 'f'.repeat(64) } })).status,
     ).toBe(403);
-    expect((await store.get(KEY))?.image.toString()).toBe('original');
+    expect((await store.get(KEY))?.image?.toString()).toBe('original');
   });
 });
 
