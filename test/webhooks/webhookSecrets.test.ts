@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { createEgressGate } from '../../shared/egress/egressGate';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
-import { DynamoWebhookSecrets } from '../../shared/store/dynamoWebhookSecrets';
+import { DynamoWebhookSecrets, ROTATIONS_AGREE_MS } from '../../shared/store/dynamoWebhookSecrets';
 import { itemKey } from '../../shared/store/table';
 import { deliverWebhook } from '../../shared/webhooks/deliverWebhook';
 import { ROTATION_OVERLAP_MS } from '../../shared/webhooks/webhookSecrets';
@@ -133,9 +133,9 @@ describe('DynamoWebhookSecrets.rotate', () => {
   it('keeps only the secret it replaced when rotated twice within 24 hours', async () => {
     const account = newAccount();
     const first = await secrets.reveal(account, T0);
-    const second = await secrets.rotate(account, T0 + 1000);
-    const third = await secrets.rotate(account, T0 + 2000);
-    const signing = await secrets.signingSecrets(account, T0 + 3000);
+    const second = await secrets.rotate(account, T0 + 60_000);
+    const third = await secrets.rotate(account, T0 + 120_000);
+    const signing = await secrets.signingSecrets(account, T0 + 180_000);
     expect(signing).toEqual([third, second]);
     expect(signing).not.toContain(first);
   });
@@ -173,5 +173,20 @@ describe('DynamoWebhookSecrets.rotate', () => {
     const signing = await secrets.signingSecrets(account, T0 + 2);
     for (const secret of answered) expect(signing).toContain(secret);
     expect(signing).toEqual([answered[0], before]);
+  });
+
+  it('answers rotations that come one after another within a second with the secret of the first', async () => {
+    // Red team (round 20): over HTTP, rotations sent together reach the table one after the other, each read after
+    // the write before it; each rotated again, and the third pushed the first one's answer out of the signing pair.
+    const account = newAccount();
+    const before = await secrets.reveal(account, T0);
+    const answered: string[] = [];
+    for (let i = 1; i <= 5; i++) answered.push(await secrets.rotate(account, T0 + i * 100));
+    expect(new Set(answered).size).toBe(1);
+    expect(await secrets.signingSecrets(account, T0 + 600)).toEqual([answered[0], before]);
+    // A second later it rotates again.
+    const later = await secrets.rotate(account, T0 + 100 + ROTATIONS_AGREE_MS);
+    expect(later).not.toBe(answered[0]);
+    expect(await secrets.signingSecrets(account, T0 + 1_200)).toEqual([later, answered[0]]);
   });
 });
