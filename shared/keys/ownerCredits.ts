@@ -4,7 +4,7 @@
  * (accounts/creditLedger.ts extends it).
  */
 export interface OwnerCredits {
-  /** Gives the account its one-time free grant if it has never had it. */
+  /** Gives the account its one-time free grant if it has never had it and no operator has set its balance. */
   grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void>;
   balance(accountId: string): Promise<number>;
 }

@@ -22,9 +22,10 @@ export class DynamoCreditLedger implements CreditLedger {
           TableName: this.tableName,
           Key: itemKey.account(accountId),
           UpdateExpression: 'SET freeCreditsGrantedAt = :now ADD credits :amount',
-          // A balance an operator set near the ceiling gets no grant rather than an inexact one.
-          ConditionExpression:
-            'attribute_not_exists(freeCreditsGrantedAt) AND (attribute_not_exists(credits) OR credits <= :ceiling)',
+          // A balance an operator set (its epoch counts the sets) gets no grant on top: `credits set <account> 0`
+          // before the account's first sign-in was undone by it (red team, round 20). One set near the ceiling
+          // would otherwise get an inexact one.
+          ConditionExpression: `attribute_not_exists(freeCreditsGrantedAt) AND attribute_not_exists(${EPOCH}) AND (attribute_not_exists(credits) OR credits <= :ceiling)`,
           ExpressionAttributeValues: { ':now': now, ':amount': amount, ':ceiling': MAX_BALANCE - amount },
         }),
       ),

@@ -123,7 +123,8 @@ export class MemoryCreditLedger implements CreditLedger {
   failRefunds = false;
 
   async grantFreeCreditsOnce(accountId: string, amount: number): Promise<void> {
-    if (this.granted.has(accountId)) return;
+    // Never on a balance an operator set, as the store's conditional grant.
+    if (this.granted.has(accountId) || this.epochs.has(accountId)) return;
     this.granted.add(accountId);
     this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + amount);
   }
