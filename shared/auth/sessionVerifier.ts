@@ -10,6 +10,11 @@ export interface SessionVerifier {
   accountIdOf(token: string | undefined): Promise<string>;
 }
 
+/** Cognito's `sub` is a UUID; the local identity provider's account ids are at most 128 characters. */
+const MAX_SUBJECT_LENGTH = 128;
+/** The longest an access token of Cognito may live (its app client's setting, at most a day). */
+const MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+
 /**
  * Verifies Cognito-style access tokens: RS256 signature against the JWKS, expiry, issuer, `token_use` = access and
  * `client_id`. Deployed, the JWKS is fetched from the user pool and cached for the life of the warm instance; the
@@ -20,9 +25,17 @@ export function createSessionVerifier(config: SessionConfig, jwks?: Jwks): Sessi
     issuer: config.issuer,
     jwksUri: config.jwksUri,
     audience: null, // Cognito access tokens carry client_id instead of aud; checked below.
-    customJwtCheck: ({ payload }) => {
+    customJwtCheck: ({ header, payload }) => {
       validateCognitoJwtFields(payload, { tokenUse: 'access', clientId: config.clientId });
       if (typeof payload.sub !== 'string' || payload.sub === '') throw new Error('Token has no subject');
+      // What Cognito always issues, held here too so that no token of another signer is read more loosely (red team,
+      // round 20: no `exp` never expired, a 2 KB `sub` passed DynamoDB's key size and answered 500, and a `crit`
+      // extension we do not understand must be refused, RFC 7515 4.1.11).
+      if (payload.sub.length > MAX_SUBJECT_LENGTH) throw new Error('Token subject is too long');
+      if (typeof payload.exp !== 'number' || typeof payload.iat !== 'number')
+        throw new Error('Token has no expiry');
+      if (payload.exp - payload.iat > MAX_TOKEN_LIFETIME_SECONDS) throw new Error('Token lives too long');
+      if (header.crit !== undefined) throw new Error('Token names extensions we do not understand');
     },
   });
   if (jwks) verifier.cacheJwks(jwks);
