@@ -89,6 +89,8 @@ type PreparedSwitch = (typeof PREPARED_SWITCHES)[number];
 
 /** How long a renderer has to answer before a capture that ran out of time is put down to the page's scripts. */
 const BUSY_PROBE_MS = 500;
+/** Where every capture's tab starts, before its navigation commits. */
+const BLANK_PAGE = 'about:blank';
 
 /** Browsers a capture may try to open its tab on, when each goes or is replaced under it. */
 const TAB_ATTEMPTS = 3;
@@ -178,9 +180,12 @@ export class ChromiumRenderer implements Renderer {
       fail = reject;
     });
     const budget = new CaptureBudget(limits.deadline, this.budgets, (phase, allowedMs) => {
-      void tab.control
-        .responsive(BUSY_PROBE_MS)
-        .then((responsive) => fail(budgetExceeded(spec.url, phase, allowedMs, !responsive)));
+      // No document came (its server never answered): no script of the page ran to blame, and the probe goes to the
+      // blank page the navigation is leaving, which does not answer while it waits (red team, round 20).
+      const arrived = tab.page.url() !== BLANK_PAGE;
+      void (arrived ? tab.control.responsive(BUSY_PROBE_MS) : Promise.resolve(true)).then((responsive) =>
+        fail(budgetExceeded(spec.url, phase, allowedMs, !responsive)),
+      );
     });
     const onAbort = () => fail(new ClientGoneError());
     limits.signal?.addEventListener('abort', onAbort, { once: true });

@@ -47,6 +47,8 @@ beforeAll(async () => {
     '/red': solidPage('#ff0000'),
     '/green': solidPage('#00ff00'),
     '/never-loads': neverLoadingPage,
+    // Never answers at all: no headers, no document.
+    '/silent': () => undefined,
     '/spins': solidPage('#ff0000', '<script>while(true){}</script>'),
     '/spins-after-load': solidPage('#ff0000', '<script>onload=()=>setTimeout(()=>{for(;;){}},0)</script>'),
     '/moves-on': solidPage(
@@ -159,6 +161,13 @@ describe('a page that never finishes loading', () => {
     expect(result.json().message).toBe('The page did not load within 3 s');
     expect(ms).toBeLessThan(BUDGETS.navigationMs + 2_000);
     expect(await balance()).toBe(before);
+  });
+
+  it('is not blamed on its scripts when its server never answered (red team, round 20)', async () => {
+    // The busy probe went to the blank page the navigation was leaving, which does not answer while it waits.
+    const result = await shoot('/silent');
+    expect(result.status).toBe(500);
+    expect(result.json().message).toBe('The page did not load within 3 s');
   });
 });
 
