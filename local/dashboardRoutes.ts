@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname } from 'node:path';
 import { z } from 'zod';
+import { MAX_ACCOUNT_ID_LENGTH } from '../shared/auth/sessionVerifier';
 import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 import { detailsFromZod } from '../shared/validation';
 import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
@@ -45,7 +46,7 @@ const sessionRequest = z.strictObject({
     .string()
     .trim()
     .min(1, { error: 'Account id must not be empty', abort: true })
-    .max(128, 'Account id must be at most 128 characters')
+    .max(MAX_ACCOUNT_ID_LENGTH, `Account id must be at most ${MAX_ACCOUNT_ID_LENGTH} characters`)
     .regex(/^[\w.@+-]+$/, 'Account id may contain letters, digits and . _ @ + - only'),
 });
 

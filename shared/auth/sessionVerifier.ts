@@ -10,8 +10,8 @@ export interface SessionVerifier {
   accountIdOf(token: string | undefined): Promise<string>;
 }
 
-/** Cognito's `sub` is a UUID; the local identity provider's account ids are at most 128 characters. */
-const MAX_SUBJECT_LENGTH = 128;
+/** An account id (a token's `sub`): Cognito's is a UUID, the local identity provider's at most this long. */
+export const MAX_ACCOUNT_ID_LENGTH = 128;
 /** The longest an access token of Cognito may live (its app client's setting, at most a day). */
 const MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 
@@ -31,7 +31,7 @@ export function createSessionVerifier(config: SessionConfig, jwks?: Jwks): Sessi
       // What Cognito always issues, held here too so that no token of another signer is read more loosely (red team,
       // round 20: no `exp` never expired, a 2 KB `sub` passed DynamoDB's key size and answered 500, and a `crit`
       // extension we do not understand must be refused, RFC 7515 4.1.11).
-      if (payload.sub.length > MAX_SUBJECT_LENGTH) throw new Error('Token subject is too long');
+      if (payload.sub.length > MAX_ACCOUNT_ID_LENGTH) throw new Error('Token subject is too long');
       if (typeof payload.exp !== 'number' || typeof payload.iat !== 'number')
         throw new Error('Token has no expiry');
       if (payload.exp - payload.iat > MAX_TOKEN_LIFETIME_SECONDS) throw new Error('Token lives too long');

@@ -168,13 +168,18 @@ describe('the command-line tools', () => {
     ).rejects.toMatchObject({ code: 1 });
   });
 
-  it('`credits` refuses numbers that are not safe whole numbers with its usage, not a stack trace', async () => {
+  it('`credits` refuses numbers that are not safe whole numbers, and ids that are no account, with its usage, not a stack trace', async () => {
     const refused = await Promise.all(
       [
         ['set', 'big-user', '99999999999999999999'],
         ['add', 'big-user', '1e3'],
         ['add', 'big-user', '1.5'],
         ['set', 'big-user', '-1'],
+        // Red team (round 20): an id past what a table key holds printed the SDK's stack trace, an option was taken for
+        // an account, and an empty refund id was looked up.
+        ['get', 'x'.repeat(3_000)],
+        ['get', '--help'],
+        ['refunds', 'return', ''],
       ].map((args) =>
         run('npx', ['tsx', 'local/credits.ts', ...args], { env: env() }).catch(
           (error: { code: number; stderr: string }) => error,
@@ -182,7 +187,10 @@ describe('the command-line tools', () => {
       ),
     );
     for (const failed of refused) {
-      expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/usage: [\s\S]*whole number/) });
+      expect(failed).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(/usage: [\s\S]*1 to 128 characters[\s\S]*whole number/),
+      });
       expect((failed as { stderr: string }).stderr).not.toMatch(/\n\s+at /);
     }
   });
