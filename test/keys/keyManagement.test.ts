@@ -139,6 +139,11 @@ describe('POST /api/keys', () => {
       'mark\u200Fx',
       'arabic mark\u061Cx',
       'separator\u2028x',
+      // Red team (round 20): invisible characters no script needs.
+      'prod\u200Bkey',
+      'joined\u2060x',
+      'bom\uFEFFx',
+      'soft\u00ADhyphen',
     ];
     for (const name of unsafe) {
       const response = await call('createKey', { bearer: token, body: { name } });
@@ -151,9 +156,27 @@ describe('POST /api/keys', () => {
     expect((await call('listKeys', { bearer: token })).body.keys).toEqual([]);
   });
 
+  it.each([
+    ['nothing that draws (zero-width joiners, tags, marks)', '\u200D\u{E0041}\u0301', /visible character/],
+    ['a streak of combining marks over the rows around it', `a${'\u0301'.repeat(60)}`, /combining marks/],
+  ])('refuses a name of %s with 400 (red team, round 20)', async (_, name, message) => {
+    const { token } = newAccount();
+    const response = await call('createKey', { bearer: token, body: { name } });
+    expect(response.status).toBe(400);
+    expect(response.body.details).toEqual([
+      { code: 'custom', path: ['name'], message: expect.stringMatching(message) },
+    ]);
+  });
+
   it('accepts names in any script, with emoji joined by zero-width joiners', async () => {
     const { token } = newAccount();
-    for (const name of ['Prüfung ключ 鍵 مفتاح', 'team 👩\u200D💻']) {
+    for (const name of [
+      'Prüfung ключ 鍵 مفتاح',
+      'team 👩\u200D💻',
+      'नमस्ते ਸਤਿ ਸ੍ਰੀ',
+      'می\u200Cخواهم',
+      'Tiếng Việt',
+    ]) {
       expect((await createKey(token, name)).name).toBe(name);
     }
   });

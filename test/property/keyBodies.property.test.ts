@@ -29,8 +29,9 @@ const onlyKeys = (value: Record<string, unknown>, allowed: string[]) =>
   Object.keys(value).every((key) => allowed.includes(key));
 
 /**
- * POST /api/keys: `name` only, a string of 1 to 100 characters after trimming, with no control character and no
- * bidirectional formatting character.
+ * POST /api/keys: `name` only, a string of 1 to 100 characters after trimming, with no control character, no
+ * bidirectional formatting character and no invisible one, at least one character that draws something, and no more
+ * than four combining marks in a row.
  */
 function isValidCreate(body: unknown): body is { name: string } {
   if (!isPlainObject(body) || !onlyKeys(body, ['name']) || typeof body.name !== 'string') return false;
@@ -40,12 +41,16 @@ function isValidCreate(body: unknown): body is { name: string } {
     return (
       code < 0x20 ||
       (code >= 0x7f && code <= 0x9f) ||
-      [0x061c, 0x200e, 0x200f, 0x2028, 0x2029].includes(code) ||
+      [0x00ad, 0x061c, 0x180e, 0x200b, 0x200e, 0x200f, 0x2028, 0x2029, 0xfeff].includes(code) ||
       (code >= 0x202a && code <= 0x202e) ||
+      (code >= 0x2060 && code <= 0x2064) ||
       (code >= 0x2066 && code <= 0x2069)
     );
   });
-  return trimmed.length >= 1 && trimmed.length <= 100 && !unsafe;
+  const marks = [...trimmed].map((char) => /\p{M}/u.test(char));
+  const stacked = marks.some((_, i) => marks.slice(i, i + 5).filter(Boolean).length === 5);
+  const visible = [...trimmed].some((char) => !/[\p{M}\p{Cf}\p{Z}\s]/u.test(char));
+  return trimmed.length >= 1 && trimmed.length <= 100 && !unsafe && visible && !stacked;
 }
 
 /** PATCH /api/keys/{id}: `isActive` only, a boolean. */
@@ -67,6 +72,11 @@ const nameLike = objectFrom({
       ` ${'a'.repeat(100)} `,
       'a\u202Eb',
       'a\tb',
+      'prod\u200Bkey',
+      '\u200D',
+      `a${'\u0301'.repeat(4)}`,
+      `a${'\u0301'.repeat(5)}`,
+      '\u{E0041}\u{E0042}',
     ),
   ),
 });

@@ -1,6 +1,6 @@
 // The dashboard: sign-in, credit balance, usage, API keys, the webhook secret and a try-it form. Plain DOM, text only (never HTML
 // strings).
-import { ApiError, callApi, capture } from './api.js';
+import { ApiError, callApi, capture, describeError } from './api.js';
 import { copyShown } from './clipboard.js';
 import { h } from './dom.js';
 import { clearJobs, showJobs } from './jobs.js';
@@ -13,6 +13,7 @@ import {
   hostedSignOut,
   loadConfig,
   NO_SIGN_IN_KEY,
+  SessionEnded,
   signInLocally,
   startHostedSignIn,
 } from './session.js';
@@ -23,6 +24,8 @@ import { clearWebhookSecret, initWebhookSecret } from './webhooks.js';
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
 const dates = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+/** How long a success notice stays, unless the next action clears it first. */
+const NOTICE_MS = 8000;
 
 let config;
 let session = null;
@@ -31,9 +34,17 @@ let tryKeyId = null;
 let imageUrl = null;
 /** The key just created and its signing secret, held only while the one-time callout is shown. */
 let newKey = null;
+let noticeTimer;
 
 function say(id, text) {
   $(id).textContent = text;
+}
+
+/** The notice at the top of the page: it says what just happened, so it goes with the next action or after a while. */
+function notify(text) {
+  clearTimeout(noticeTimer);
+  say('notice', text);
+  if (text) noticeTimer = setTimeout(() => say('notice', ''), NOTICE_MS);
 }
 
 /** Disables a form's controls while its request runs, so a double click cannot send it twice. */
@@ -81,9 +92,7 @@ function showDashboard() {
 function signOut(message = '') {
   forgetSession();
   session = null;
-  clearSecrets();
-  // Nothing of this session's stays on the page for the next one: its messages and its account id.
-  say('notice', '');
+  clearAccount();
   /** @type {HTMLInputElement} */ ($('account-id')).value = '';
   if (config?.mode === 'cognito' && !message) {
     hostedSignOut(config.cognito);
@@ -92,29 +101,51 @@ function signOut(message = '') {
   showSignIn(message);
 }
 
-/** Whatever secret the page holds goes: the one-time key, the try-it key and the last image. */
-function clearSecrets() {
+/**
+ * Nothing of this session's stays on the page for the next one signed in here: its secrets (the one-time key, the
+ * try-it key, the webhook secret), what it typed, its keys, balance, usage, jobs, last image and messages.
+ */
+function clearAccount() {
   hideNewKey();
-  /** @type {HTMLInputElement} */ ($('try-key')).value = '';
   tryKeyId = null;
+  for (const id of ['create-key', 'link-builder', 'try-it']) /** @type {HTMLFormElement} */ ($(id)).reset();
+  fitToFormat(/** @type {HTMLSelectElement} */ ($('try-format')).value);
   showImage(null);
+  say('balance', '–');
+  $('keys-body').replaceChildren();
+  $('keys-table').hidden = true;
+  $('no-keys').hidden = true;
   clearUsage();
   clearJobs();
   clearWebhookSecret();
+  notify('');
+  for (const id of ['keys-error', 'usage-error', 'jobs-error', 'try-error', 'try-status']) say(id, '');
 }
 
-/** Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. */
+/**
+ * Runs a session-token call; an expired or rejected session sends the user back to sign in, with the reason. An
+ * answer that comes back after its session was signed out (or replaced by another account's) is dropped: it throws
+ * SessionEnded, which callers ignore.
+ */
 async function withSession(work) {
-  if (!session || !currentSession()) {
+  const mine = session;
+  if (!mine || !currentSession()) {
     signOut('Your session has ended. Please sign in again.');
-    throw new ApiError(401, 'Signed out');
+    throw new SessionEnded();
   }
+  let result;
   try {
-    return await work(session.token);
+    result = await work(mine.token);
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) signOut(`${error.message}. Please sign in again.`);
+    if (session !== mine) throw new SessionEnded();
+    if (error instanceof ApiError && error.status === 401) {
+      signOut(`${error.message}. Please sign in again.`);
+      throw new SessionEnded();
+    }
     throw error;
   }
+  if (session !== mine) throw new SessionEnded();
+  return result;
 }
 
 // ---- Credits ----
@@ -124,7 +155,7 @@ async function refreshBalance() {
     const { balance } = await withSession((token) => callApi('/api/credits', { token }));
     say('balance', numbers.format(balance));
   } catch (error) {
-    if (!session) return; // Signed out on the way; the sign-in form says why.
+    if (error instanceof SessionEnded) return; // Signed out on the way; the sign-in form says why.
     say('balance', '–');
     say('notice', `Balance unavailable: ${error.message}`);
   }
@@ -139,7 +170,7 @@ async function refreshUsage() {
     say('usage-error', '');
     await showUsage(report, range.selectedOptions[0]?.textContent ?? '');
   } catch (error) {
-    if (!session) return;
+    if (error instanceof SessionEnded) return;
     say('usage-error', `Usage could not be loaded: ${error.message}`);
   }
 }
@@ -151,7 +182,7 @@ async function refreshJobs() {
     showJobs(await withSession((token) => callApi('/api/jobs', { token })));
     say('jobs-error', '');
   } catch (error) {
-    if (!session) return;
+    if (error instanceof SessionEnded) return;
     say('jobs-error', `Jobs could not be loaded: ${error.message}`);
   }
 }
@@ -164,7 +195,7 @@ async function refreshKeys() {
     renderKeys(keys);
     say('keys-error', '');
   } catch (error) {
-    if (!session) return;
+    if (error instanceof SessionEnded) return;
     say('keys-error', `Keys could not be loaded: ${error.message}`);
   }
 }
@@ -178,7 +209,7 @@ function renderKeys(keys) {
     h(
       'tr',
       { dataset: { keyId: key.id } },
-      h('td', { dataset: { label: 'Name' } }, key.name),
+      h('td', { className: 'name', dataset: { label: 'Name' } }, key.name),
       h('td', { dataset: { label: 'Key' } }, h('code', {}, key.key)),
       h(
         'td',
@@ -256,18 +287,19 @@ async function deleteKey(key) {
 }
 
 async function changeKey(key, method, body, done) {
+  notify('');
   try {
     await withSession((token) =>
       callApi(`/api/keys/${encodeURIComponent(key.id)}`, { method, token, ...(body ? { body } : {}) }),
     );
-    say('notice', done);
+    notify(done);
     say('keys-error', '');
     await refreshKeys();
     // The row's buttons may be gone; keep keyboard users in the same section.
     $('keys-title').focus();
     return true;
   } catch (error) {
-    if (session) say('keys-error', error.message);
+    if (!(error instanceof SessionEnded)) say('keys-error', error.message);
     return false;
   }
 }
@@ -276,6 +308,7 @@ async function createKey(event) {
   event.preventDefault();
   const form = /** @type {HTMLFormElement} */ (event.currentTarget);
   const input = /** @type {HTMLInputElement} */ ($('key-name'));
+  notify('');
   try {
     const created = await busy(form, () =>
       withSession((token) => callApi('/api/keys', { method: 'POST', token, body: { name: input.value } })),
@@ -287,7 +320,7 @@ async function createKey(event) {
     tryKeyId = created.id;
     await refreshKeys();
   } catch (error) {
-    if (session) say('keys-error', error.message);
+    if (!(error instanceof SessionEnded)) say('keys-error', error.message);
   }
 }
 
@@ -305,17 +338,24 @@ function hideNewKey() {
   say('new-key-value', '');
   say('new-key-secret', '');
   say('signed-link', '');
+  say('signed-link-error', '');
   $('copy-link').hidden = true;
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
   preview.removeAttribute('src');
+  preview.alt = '';
   preview.hidden = true;
   $('new-key').hidden = true;
 }
 
-/** Signs a link for the new key and shows it, with the image it loads (from where an <img> would load it). */
+/**
+ * Signs a link for the new key and shows it, with the image it loads (from where an <img> would load it). The balance
+ * is read again once the image has loaded, when its capture has been charged.
+ */
 async function buildLink(event) {
   event.preventDefault();
   if (!newKey) return;
+  notify('');
+  say('signed-link-error', '');
   const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value;
   const options = {
     url: value('link-url').trim(),
@@ -334,19 +374,41 @@ async function buildLink(event) {
   preview.alt = `Screenshot of ${options.url}`;
   preview.src = link;
   preview.hidden = false;
-  refreshBalance();
+}
+
+/**
+ * An <img> says nothing of why it failed: the link's own answer does. It is read from here when the link is on this
+ * origin; the signed-link CDN is another one, which the page may not read (connect-src 'self'), so the user is sent
+ * to the link.
+ */
+async function explainPreviewFailure() {
+  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
+  const link = preview.getAttribute('src');
+  if (!newKey || !link) return;
+  preview.hidden = true;
+  let reason = 'open the link to see why.';
+  try {
+    const response = await fetch(link, { cache: 'no-store' });
+    if (!response.ok) {
+      const body = await response.json().catch(() => null);
+      reason = `${describeError(response.status, body)} (HTTP ${response.status})`;
+    }
+  } catch {
+    // Not readable from this page: the link itself says why.
+  }
+  if (preview.getAttribute('src') === link) say('signed-link-error', `The image did not load: ${reason}`);
 }
 
 async function copyNewKey() {
-  say('notice', await copyShown($('new-key-value'), 'Key'));
+  notify(await copyShown($('new-key-value'), 'Key'));
 }
 
 async function copySigningSecret() {
-  say('notice', await copyShown($('new-key-secret'), 'Signing secret'));
+  notify(await copyShown($('new-key-secret'), 'Signing secret'));
 }
 
 async function copySignedLink() {
-  say('notice', await copyShown($('signed-link'), 'Link'));
+  notify(await copyShown($('signed-link'), 'Link'));
 }
 
 // ---- Try it ----
@@ -370,6 +432,15 @@ async function tryCapture(event) {
   const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value;
   const checked = (id) => /** @type {HTMLInputElement} */ ($(id)).checked;
   const html = value('try-html');
+  notify('');
+  // Said here, in the form's words: the API would only answer that the URL is not valid (and count a failure).
+  if (!html.trim() && !value('try-url').trim()) {
+    showImage(null);
+    say('try-status', '');
+    say('try-error', 'Enter a page URL or your own HTML to capture.');
+    $('try-url').focus();
+    return;
+  }
   const format = value('try-format');
   const pdf = format === 'pdf';
   // An option the format does not take is disabled (fitToFormat), and not sent.
@@ -395,8 +466,11 @@ async function tryCapture(event) {
   };
   say('try-error', '');
   say('try-status', 'Capturing…');
+  // An answer that comes after a sign-out belongs to no one now shown.
+  const mine = session;
   try {
     const result = await busy(form, () => capture(value('try-key').trim(), request));
+    if (session !== mine) return;
     showImage(result.image, request.url);
     const credits = `${result.credits} ${result.credits === 1 ? 'credit' : 'credits'}`;
     const parts = [`${numbers.format(result.image.size)} bytes`, result.image.type, `${credits} charged`];
@@ -410,6 +484,7 @@ async function tryCapture(event) {
     refreshBalance();
     refreshUsage();
   } catch (error) {
+    if (session !== mine) return;
     showImage(null);
     say('try-status', '');
     say('try-error', error instanceof ApiError ? `${error.message} (HTTP ${error.status})` : error.message);
@@ -446,6 +521,7 @@ function showImage(blob, url = '') {
     download.href = '#result';
   } else {
     image.removeAttribute('src');
+    image.alt = '';
     download.href = '#result';
     say('result-caption', '');
   }
@@ -472,6 +548,7 @@ async function start() {
   );
   $('sign-out').addEventListener('click', () => signOut());
   $('refresh').addEventListener('click', () => {
+    notify('');
     refreshBalance();
     refreshUsage();
     refreshKeys();
@@ -483,6 +560,8 @@ async function start() {
   $('copy-secret').addEventListener('click', copySigningSecret);
   $('copy-link').addEventListener('click', copySignedLink);
   $('link-builder').addEventListener('submit', buildLink);
+  $('signed-link-preview').addEventListener('load', () => newKey && refreshBalance());
+  $('signed-link-preview').addEventListener('error', explainPreviewFailure);
   $('dismiss-key').addEventListener('click', () => {
     hideNewKey();
     $('key-name').focus();

@@ -62,4 +62,6 @@ export function showJobs(list) {
 /** Forgets the shown jobs (signing out). */
 export function clearJobs() {
   $('jobs-body').replaceChildren();
+  $('jobs-table').hidden = true;
+  $('no-jobs').hidden = true;
 }

@@ -42,6 +42,16 @@ function keep(token) {
   return session;
 }
 
+/**
+ * What a session-token call throws when its session is gone or was replaced before the answer came: the answer
+ * belongs to an account the page no longer shows, so callers drop it without a word (the sign-in form says why).
+ */
+export class SessionEnded extends Error {
+  constructor() {
+    super('Signed out');
+  }
+}
+
 export function forgetSession() {
   sessionStorage.removeItem(SESSION_KEY);
 }

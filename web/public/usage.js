@@ -63,6 +63,8 @@ export function clearUsage() {
   $('usage-readout').textContent = '';
   $('usage-days').replaceChildren();
   $('usage-keys').replaceChildren();
+  $('usage-keys-table').hidden = true;
+  $('usage-no-keys').hidden = true;
 }
 
 /** The day under the cursor, or the latest day, in words. */
@@ -163,6 +165,7 @@ function renderKeys(byKey) {
       ['Captures', numbers.format(key.captures)],
       ['Credits', numbers.format(key.credits)],
     ]);
+    row.cells[0]?.classList.add('name');
     return row;
   });
   $('usage-keys').replaceChildren(...rows);

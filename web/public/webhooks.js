@@ -1,6 +1,7 @@
 // The webhook secret: hidden until asked for, copied, rotated after a confirmation. Text only, never HTML strings.
 import { callApi } from './api.js';
 import { copyShown } from './clipboard.js';
+import { SessionEnded } from './session.js';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
@@ -49,6 +50,7 @@ async function attempt(work) {
   try {
     return await work();
   } catch (error) {
+    if (error instanceof SessionEnded) return null;
     $('webhook-secret-error').textContent = `The webhook secret could not be loaded: ${error.message}`;
     return null;
   }
