@@ -3,6 +3,12 @@ import { type CaptureCapacity, mayStart } from '../shared/accounts/fairShare';
 import { CapacityFullError, ClientGoneError, OverloadedError } from '../shared/errors';
 import type { Admission } from '../shared/screenshot/admission';
 
+/**
+ * How many queued jobs, of all accounts, may wait in the queue at once (runJob): one is enough to take the next place
+ * that frees, and each holds a place of the job poller.
+ */
+const WAITING_JOBS = 1;
+
 /** What a request is, beyond its account. */
 type Kind = Pick<Waiter, 'job' | 'link'>;
 
@@ -65,14 +71,32 @@ export class AdmissionQueue implements Admission {
   }
 
   /**
-   * Runs a queued job as `run` does, except that an account's jobs wait here one at a time: another one is refused
-   * at once (CapacityFullError) and waits in the job queue instead. A job waiting here holds one of the local queue's
-   * few pollers, and one account's jobs could otherwise take them all, leaving another account's messages unread
-   * however fair this queue is; one waiting job still starts the moment its account's turn comes.
+   * How many places the local job poller has: a place for every job that may run or wait here, and one more, so that
+   * whatever the jobs here hold, another account's message is still read and may start on the headroom.
+   */
+  get pollerPlaces(): number {
+    return this.capacity.shared + this.capacity.headroom + WAITING_JOBS + 1;
+  }
+
+  /**
+   * Runs a queued job as `run` does, except that only WAITING_JOBS jobs, of all accounts, wait here at once: another
+   * that may not start now is refused at once (CapacityFullError) and waits in the job queue instead, unless its
+   * account runs fewer than a waiting job's, which then goes back there in its stead (the fair order would start it
+   * later). A job waiting here holds one of the local queue's few pollers: one per account let a few accounts' batches
+   * hold them all, and a newcomer's message went unread for a whole capture (red team, round 20). A waiting job
+   * still starts the moment its account's turn comes.
    */
   async runJob<T>(accountId: string, task: (waited: boolean) => Promise<T>): Promise<T> {
-    if (!this.mayStart(accountId) && this.waiting.some((w) => w.job && w.accountId === accountId))
-      throw new CapacityFullError();
+    if (!this.mayStart(accountId)) {
+      const jobs = this.waiting.filter((waiter) => waiter.job);
+      if (jobs.length >= WAITING_JOBS) {
+        const runs = this.running.get(accountId) ?? 0;
+        const busiest = jobs.reduce((a, b) => (this.runningFor(b) > this.runningFor(a) ? b : a));
+        if (this.runningFor(busiest) <= runs) throw new CapacityFullError();
+        remove(this.waiting, busiest);
+        busiest.refuse(new CapacityFullError());
+      }
+    }
     return this.enter(accountId, task, undefined, { job: true });
   }
 
@@ -127,8 +151,8 @@ export class AdmissionQueue implements Admission {
   /**
    * Every waiting place is taken: the latest request of the account that waits with the most is set aside, when that
    * account waits with at least two more than `accountId` (so the two never trade a place back and forth); else,
-   * for a request with an API key, its own account's latest link request. A job is never the one to go: an account
-   * has one waiting at most, and it holds one of the pollers.
+   * for a request with an API key, its own account's latest link request. A job is never the one to go: few wait
+   * (WAITING_JOBS), and each holds one of the pollers.
    */
   private makeRoomFor(accountId: string, kind: Kind): boolean {
     const counts = new Map<string, number>();

@@ -173,21 +173,21 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const worker = createJobWorker(dynamo.client, env, {
     renderer,
     queue,
-    // An account's jobs wait for the capture queue one at a time, the others a little later in the job queue: each
-    // waiting here holds one of the poller's places, and one account's jobs could then hold them all.
+    // Few jobs wait for the capture queue at once, the others a little later in the job queue: each waiting here
+    // holds one of the poller's places, and a few accounts' jobs could then hold them all.
     admission: { run: (accountId, task) => admission.runJob(accountId, task) },
     ...(options.webhookRetryDelaySeconds
       ? { webhookRetryDelaySeconds: options.webhookRetryDelaySeconds }
       : {}),
   });
   const pollers = [
-    // Two places more than captures may run: whatever one account runs, and its one job waiting, another's message
-    // is read, and starts in the headroom kept for accounts with nothing running.
+    // Whatever runs and waits in the capture queue, one place is left to read another account's message, which
+    // starts in the headroom kept for accounts with nothing running.
     startQueuePoller({
       queue: localQueue,
       queueUrl: localQueue.queueUrl,
       handler: worker.handler,
-      concurrency: admission.capacity.shared + admission.capacity.headroom + 2,
+      concurrency: admission.pollerPlaces,
       visibilityTimeoutSeconds: visibility,
     }),
     // Webhook attempts apart, as deployed: a receiver that never answers holds these places for 10 s an attempt,

@@ -33,6 +33,12 @@ export interface ReadyMessage {
   ownPorts: number[];
 }
 
+/** What the renderer process sends after ReadyMessage: a port it opened (each capture's egress route) or closed. */
+export interface PortMessage {
+  ownPort: number;
+  listening: boolean;
+}
+
 /**
  * The only variables of the front's environment the renderer process gets. Whatever else the front holds (DATA_DIR,
  * the local KMS key file, the identity provider's key, AWS credentials, TABLE_NAME) never reaches it.
@@ -182,8 +188,13 @@ export class LocalRenderer implements Renderer {
     // Its log lines go out with the front's, through this process's streams (one terminal, one place to read them).
     child.stdout?.on('data', (chunk: Buffer) => process.stdout.write(chunk));
     child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    const followPorts = portsOf(child);
     const ready = await new Promise<ReadyMessage>((resolve, reject) => {
-      child.once('message', resolve);
+      child.on('message', (message: ReadyMessage | PortMessage | null) => {
+        if (typeof message !== 'object' || message === null) return;
+        if ('ready' in message) resolve(message);
+        else followPorts(message);
+      });
       child.once('exit', (code, signal) =>
         reject(new Error(`The renderer process exited at start (${signal ?? code})`)),
       );
@@ -233,6 +244,30 @@ export class LocalRenderer implements Renderer {
     if (this.closed) return;
     this.process().catch((error) => logger.error('Renderer restart failed', { error }));
   }
+}
+
+const MAX_REPORTS_PER_PORT = 8;
+
+/**
+ * Follows the ports the process reports it opened and closed: the front's egress gate refuses each while it listens,
+ * and all of them once the process exits. A report that names no port is ignored.
+ */
+function portsOf(child: ChildProcess): (message: PortMessage) => void {
+  const leaving = new Map<number, (() => void)[]>();
+  child.once('exit', () => {
+    for (const leave of [...leaving.values()].flat()) leave();
+    leaving.clear();
+  });
+  return ({ ownPort, listening }) => {
+    if (!Number.isInteger(ownPort) || ownPort < 1 || ownPort > 65_535) return;
+    const held = leaving.get(ownPort) ?? [];
+    // A port is added a few times at most: a process that says more is not believed (it cannot grow the front).
+    if (listening && held.length < MAX_REPORTS_PER_PORT) leaving.set(ownPort, [...held, ownPorts.add(ownPort)]);
+    else {
+      held.pop()?.();
+      if (held.length === 0) leaving.delete(ownPort);
+    }
+  };
 }
 
 async function stopProcess(child: ChildProcess): Promise<void> {

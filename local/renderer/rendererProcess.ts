@@ -7,6 +7,7 @@ import { invokeCredentials, startInvokeServer } from './invokeServer';
 import {
   BUDGETS_VARIABLE,
   LOCAL_RENDERER_FUNCTION,
+  type PortMessage,
   type ReadyMessage,
   type StartMessage,
 } from './localRenderer';
@@ -14,8 +15,8 @@ import {
 /*
  * The local renderer process: the renderer function's code behind a local Lambda Invoke API. Started by the front
  * (local/renderer/localRenderer.ts) with an environment built from an allow-list, so it holds none of the service's
- * data, keys or credentials. It reports its endpoint and the ports it listens on over the IPC channel and exits when
- * that channel closes.
+ * data, keys or credentials. It reports its endpoint and the ports it listens on (then each port it opens or closes)
+ * over the IPC channel and exits when that channel closes.
  */
 const budgetsSchema = z.object({
   navigationMs: z.number().int().min(1),
@@ -53,6 +54,11 @@ const stop = async () => {
 process.once('disconnect', stop);
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
+// Each capture's egress route listens on a port of its own, opened later: the front is told of it as it opens and
+// closes, so that the front's egress gate, which sends webhooks, refuses it too (red team, round 20).
+ownPorts.watch((port, listening) => {
+  if (process.connected) send({ ownPort: port, listening } satisfies PortMessage);
+});
 send({ ready: server.url, ownPorts: [invokePort, proxyPort] } satisfies ReadyMessage);
 // As the deployed function does in its init phase; captures that come first wait for the same launch.
 renderer.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));

@@ -6,14 +6,18 @@
  *
  * Anything new that listens (a local SQS API, ...) joins with one call, `ownPorts.add(port)`, as soon as it listens,
  * and leaves with the function that call returns when it closes. The registry is per process: the renderer process,
- * whose egress gate it is, is given the front's ports when it starts (`OWN_PORTS_VARIABLE`) and adds its own.
+ * whose egress gate it is, is given the front's ports when it starts (`OWN_PORTS_VARIABLE`) and adds its own, and
+ * tells the front of each of its own as it opens and closes (`watch`), since the front's gate sends webhooks.
  */
 class OwnPorts {
   /** A port may be added twice (two services in one test process): counted, so one leaving keeps the other's. */
   private readonly counts = new Map<number, number>();
+  private readonly watchers = new Set<PortWatcher>();
 
   add(port: number): () => void {
     this.counts.set(port, (this.counts.get(port) ?? 0) + 1);
+    const told = [...this.watchers];
+    for (const watcher of told) watcher(port, true);
     let removed = false;
     return () => {
       if (removed) return;
@@ -21,7 +25,17 @@ class OwnPorts {
       const left = (this.counts.get(port) ?? 1) - 1;
       if (left > 0) this.counts.set(port, left);
       else this.counts.delete(port);
+      for (const watcher of told) watcher(port, false);
     };
+  }
+
+  /**
+   * Calls `watcher` at each `add` from now on, and as what that added leaves (a port added twice, twice): the
+   * renderer process tells the front of the ports it opens after it started (each capture's egress route), whose
+   * egress gate then refuses them too.
+   */
+  watch(watcher: PortWatcher): void {
+    this.watchers.add(watcher);
   }
 
   has(port: number): boolean {
@@ -33,6 +47,8 @@ class OwnPorts {
     return [...this.counts.keys()];
   }
 }
+
+type PortWatcher = (port: number, listening: boolean) => void;
 
 /** The one registry of the process. */
 export const ownPorts = new OwnPorts();

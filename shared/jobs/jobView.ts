@@ -54,5 +54,7 @@ export async function batchView(batch: Batch, jobs: Job[], images: JobViewImages
     finishedAt: batch.finishedAt,
     counts,
     jobs: await Promise.all(jobs.map((job) => jobView(job, images, now))),
+    // Its batch.completed delivery's, as a job's view shows its own (its jobs have none: one event for the batch).
+    webhook: batch.webhook,
   };
 }

@@ -309,5 +309,7 @@ export const batch = z
       failed: count('Jobs failed'),
     }),
     jobs: z.array(job),
+    // Its batch.completed delivery's (its jobs carry none of their own).
+    webhook: webhookOutcome,
   })
   .meta({ id: 'Batch' });

@@ -121,6 +121,34 @@ describe('the local capture queue', () => {
     running[1]?.finish();
     await Promise.all([running[1]?.done, waiting.done]);
   });
+
+  /**
+   * Red team (round 20): each account with a backlog kept one job waiting here, so four accounts' batches held every
+   * place of the local job poller (shared + headroom + 2) and a newcomer's message went unread for a whole capture.
+   * Fixed: one job of all accounts waits (runJob), and the poller has a place more than run and wait here
+   * (pollerPlaces); a job of an account running fewer takes the waiting job's place, which goes back to the job queue.
+   */
+  it("lets one job of all accounts wait, keeps a poller place free, and lets a newcomer's job take the waiting one's turn", async () => {
+    const queue = new AdmissionQueue({ shared: 2, headroom: 1 }, 10);
+    expect(queue.pollerPlaces).toBe(2 + 1 + 1 + 1);
+    const running = [held(queue, 'a'), held(queue, 'b')];
+    const aWaits = held(queue, 'a', 'runJob');
+    const aRefused = aWaits.done.catch((error: unknown) => error);
+    // Another account with a backlog, running as many as a: back to the job queue, not a second waiting job.
+    await expect(queue.runJob('b', async () => 'ran')).rejects.toBeInstanceOf(CapacityFullError);
+    // The newcomer's job starts on the headroom, and another's, with the headroom full, takes a's waiting place.
+    const newcomer = held(queue, 'c', 'runJob');
+    const late = held(queue, 'd', 'runJob');
+    await tick();
+    expect([aWaits.started, newcomer.started, late.started]).toEqual([false, true, false]);
+    expect(await aRefused).toBeInstanceOf(CapacityFullError);
+    running[0]?.finish();
+    await running[0]?.done;
+    await tick();
+    expect(late.started).toBe(true);
+    for (const task of [running[1], newcomer, late]) task?.finish();
+    await Promise.all([running[1], newcomer, late].map((task) => task?.done));
+  });
 });
 
 describe('the local capture queue’s waiting places', () => {
