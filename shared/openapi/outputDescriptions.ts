@@ -5,6 +5,7 @@ import {
   MAX_PDF_MARGIN_MM,
   MAX_PDF_PAGE_RANGES_LENGTH,
   MAX_PDF_TEMPLATE_BYTES,
+  MIN_PDF_PRINTABLE_MM,
   type outputFields,
 } from '../screenshot/outputFields';
 import { MAX_QUEUED_HTML_BYTES } from '../screenshot/schema';
@@ -25,7 +26,7 @@ export const OUTPUT_DESCRIPTIONS: Record<keyof typeof outputFields, string> = {
   pdfLandscape: `${onlyPdf}. Landscape paper; default false`,
   pdfPrintBackground: `${onlyPdf}. Print background colours and images; default true`,
   pdfMargin:
-    `${onlyPdf}. Margins, each a length like 10mm, 0.5in, 1cm or 24px, at most ${MAX_PDF_MARGIN_MM} mm, opposite ones together less than the paper; default 0. ` +
+    `${onlyPdf}. Margins, each a length like 10mm, 0.5in, 1cm or 24px, at most ${MAX_PDF_MARGIN_MM} mm, opposite ones together leaving at least ${MIN_PDF_PRINTABLE_MM} mm of the paper; default 0. ` +
     `A PDF costs ${PDF_COST} credits and has at most ${MAX_PDF_PAGES} pages (a longer document is cut, with ` +
     'X-Screenshot-Truncated: true)',
   pdfPageRanges: `${onlyPdf}. Pages to print, like 1-5, 8 (at most ${MAX_PDF_PAGE_RANGES_LENGTH} characters); default all`,

@@ -50,6 +50,11 @@ export const MAX_PDF_PAGE_RANGES_LENGTH = 64;
 export const MAX_PDF_PAGE_NUMBER = 1_000_000;
 /** Each of the four margins, in millimetres. */
 export const MAX_PDF_MARGIN_MM = 100;
+/**
+ * What the margins leave of the paper's width and of its height, at least, in millimetres: what the largest margins
+ * (100 mm on each side) leave of A4's width, so that every margin the contract allows on A4 or Letter still prints.
+ */
+export const MIN_PDF_PRINTABLE_MM = 10;
 
 /** Millimetres per unit of the lengths a margin may be written in (CSS: 96 px to the inch). */
 const MM_PER_UNIT = { mm: 1, cm: 10, in: 25.4, px: 25.4 / 96 } as const;
@@ -171,9 +176,11 @@ export function outputIssues(body: Record<string, unknown>) {
 }
 
 /**
- * Margins that together fill the paper's width or height leave nothing to print on: Chromium refuses to print them
- * (which would be a 500 blaming the browser), so they are the request's fault. Only A5 is small enough for two
- * margins of at most 100 mm to fill it.
+ * Margins that leave less than MIN_PDF_PRINTABLE_MM of the paper's width or height. Margins that fill it leave nothing
+ * to print on: Chromium refuses to print them (which would be a 500 blaming the browser). Margins that leave a sliver
+ * make Chromium lay the whole document out into pages of that sliver before it prints any, on the page's time and out
+ * of reach of every guard of the page's memory (red team, round 20: 0.0000001 mm of landscape A5 held a renderer 30 s
+ * and 2 GB for a free 500).
  */
 function marginRoomIssues(body: Record<string, unknown>) {
   const margin = body.pdfMargin;
@@ -189,11 +196,14 @@ function marginRoomIssues(body: Record<string, unknown>) {
     { sides: ['left', 'right'], dimension: 'width', length: width },
     { sides: ['top', 'bottom'], dimension: 'height', length: height },
   ] as const;
+  // In micrometres, so that margins written to leave exactly the least (in mm, cm or in) are not refused by a rounding.
+  const leftOver = (one: string, other: string, length: number) =>
+    Math.round((length - mm(one) - mm(other)) * 1000);
   return across
-    .filter(({ sides: [one, other], length }) => mm(one) + mm(other) >= length)
+    .filter(({ sides: [one, other], length }) => leftOver(one, other, length) < MIN_PDF_PRINTABLE_MM * 1000)
     .map(({ sides: [one, other], dimension, length }) => ({
       path: ['pdfMargin'],
-      message: `pdfMargin ${one} and ${other} together must be less than the paper's ${dimension} (${length} mm)`,
+      message: `pdfMargin ${one} and ${other} must leave at least ${MIN_PDF_PRINTABLE_MM} mm of the paper's ${dimension} (${length} mm) to print on`,
     }));
 }
 

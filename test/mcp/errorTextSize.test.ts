@@ -4,7 +4,7 @@ import { fetchMcp, toolCall } from '../helpers/mcpRequest';
 
 /**
  * Red team (round 10, fixed): round 9 bounded the one MCP answer it looked at (get_page_markdown's text, measured as JSON:
- * jsonStringBytes). A tool call's refusal has no bound at all: errorText (shared/mcp/mcpRoute.ts) writes one line per
+ * exceedsAsJsonString). A tool call's refusal has no bound at all: errorText (shared/mcp/mcpRoute.ts) writes one line per
  * validation detail, and the `headers` check (shared/screenshot/optionFields.ts) makes one detail per entry, however
  * many entries past the 20 allowed, each naming the entry and repeating a 100-byte explanation. A tool call's
  * arguments are not held to the screenshot route's 96 KiB either (a REST body without `html` over 96 KiB is `413`):

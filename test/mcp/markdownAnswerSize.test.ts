@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonStringBytes } from '../../shared/mcp/mcpRoute';
 import { MAX_INLINE_TEXT_BYTES } from '../../shared/mcp/tools';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { fetchMcp, toolCall } from '../helpers/mcpRequest';
@@ -51,15 +50,5 @@ describe('get_page_markdown', () => {
     expect(Buffer.byteLength(text)).toBeLessThan(MAX_INLINE_TEXT_BYTES);
     // ... but the answer made of it must be too (a little JSON around it aside). Today: 48 MB.
     expect(Buffer.byteLength(body)).toBeLessThanOrEqual(MAX_INLINE_TEXT_BYTES + 64 * 1024);
-  });
-});
-
-describe('jsonStringBytes', () => {
-  it.each([
-    ['plain', 'Some words.'],
-    ['escapes', 'a "quote", a \\ backslash, \b\t\n\f\r and \u0001\u001f controls'],
-    ['non-ASCII', 'äöü 漢字 😀 \u2028 \u007f'],
-  ])('measures %s text as JSON writes it', (_, text) => {
-    expect(jsonStringBytes(Buffer.from(text))).toBe(Buffer.byteLength(JSON.stringify(text)) - 2);
   });
 });

@@ -103,6 +103,27 @@ describe('validation', () => {
       },
       [['pdfMargin']],
     ],
+    /**
+     * Red team (round 20): margins that left 0.0000001 mm of the paper's height passed (only filling it was refused),
+     * and Chromium laid a document of 20,000 lines out into pages of that height: 30 s and 2 GB of a renderer, for a
+     * free 500. Fixed: the margins must leave 10 mm of the paper's width and of its height.
+     */
+    [
+      'margins leaving a sliver of landscape A5 from top to bottom',
+      {
+        url: URL,
+        format: 'pdf',
+        pdfPaperFormat: 'A5',
+        pdfLandscape: true,
+        pdfMargin: { top: '100mm', bottom: '47.9999999mm' },
+      },
+      [['pdfMargin']],
+    ],
+    [
+      'margins leaving less than 10 mm of A5 from left to right',
+      { url: URL, format: 'pdf', pdfPaperFormat: 'A5', pdfMargin: { left: '70mm', right: '70mm' } },
+      [['pdfMargin']],
+    ],
     ['a negative margin', { url: URL, format: 'pdf', pdfMargin: { top: '-1mm' } }, [['pdfMargin', 'top']]],
     ['an unknown margin side', { url: URL, format: 'pdf', pdfMargin: { middle: '1mm' } }, [['pdfMargin']]],
     [
@@ -158,7 +179,7 @@ describe('validation', () => {
     ],
     ['margins of exactly 100 mm', { url: URL, format: 'pdf', pdfMargin: { top: '100mm', left: '10cm' } }],
     [
-      'margins of 100 mm on each side of A4',
+      'margins of 100 mm on each side of A4 (10 mm left from left to right)',
       {
         url: URL,
         format: 'pdf',
@@ -173,6 +194,16 @@ describe('validation', () => {
         pdfPaperFormat: 'A5',
         pdfLandscape: true,
         pdfMargin: { right: '100mm', left: '100mm' },
+      },
+    ],
+    [
+      'margins leaving exactly 10 mm of landscape A5 from top to bottom',
+      {
+        url: URL,
+        format: 'pdf',
+        pdfPaperFormat: 'A5',
+        pdfLandscape: true,
+        pdfMargin: { top: '10cm', bottom: '3.8cm' },
       },
     ],
     ['avif with quality and omitBackground', { url: URL, format: 'avif', quality: 40, omitBackground: true }],
