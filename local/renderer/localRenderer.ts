@@ -261,12 +261,13 @@ function portsOf(child: ChildProcess): (message: PortMessage) => void {
   return ({ ownPort, listening }) => {
     if (!Number.isInteger(ownPort) || ownPort < 1 || ownPort > 65_535) return;
     const held = leaving.get(ownPort) ?? [];
-    // A port is added a few times at most: a process that says more is not believed (it cannot grow the front).
-    if (listening && held.length < MAX_REPORTS_PER_PORT) leaving.set(ownPort, [...held, ownPorts.add(ownPort)]);
-    else {
-      held.pop()?.();
-      if (held.length === 0) leaving.delete(ownPort);
+    if (listening) {
+      // A port is added a few times at most: a process that says more is not believed (it cannot grow the front).
+      if (held.length < MAX_REPORTS_PER_PORT) leaving.set(ownPort, [...held, ownPorts.add(ownPort)]);
+      return;
     }
+    held.pop()?.();
+    if (held.length === 0) leaving.delete(ownPort);
   };
 }
 
