@@ -1,3 +1,4 @@
+import { closeSync, fstatSync, readdirSync } from 'node:fs';
 import { z } from 'zod';
 import { adoptOwnPorts, OWN_PORTS_VARIABLE, ownPorts } from '../../shared/egress/ownPorts';
 import { logger } from '../../shared/logger';
@@ -18,6 +19,7 @@ import {
  * data, keys or credentials. It reports its endpoint and the ports it listens on (then each port it opens or closes)
  * over the IPC channel and exits when that channel closes.
  */
+closeInheritedFiles();
 const budgetsSchema = z.object({
   navigationMs: z.number().int().min(1),
   afterLoadMs: z.number().int().min(1),
@@ -62,3 +64,25 @@ ownPorts.watch((port, listening) => {
 send({ ready: server.url, ownPorts: [invokePort, proxyPort] } satisfies ReadyMessage);
 // As the deployed function does in its init phase; captures that come first wait for the same launch.
 renderer.renderer.warmUp().catch((error) => logger.error('Browser warm-up failed', { error }));
+
+/**
+ * Closes the regular files this process inherited from the front: native libraries of the front open theirs without
+ * close-on-exec (dynalite's LevelDB: the table's log, lock and manifest under DATA_DIR, some writable), and a spawn
+ * keeps every such descriptor, in this process and in the Chromium it launches (red team, round 21). Nothing of this
+ * process has a file open yet; pipes, sockets and the IPC channel are not regular files.
+ */
+function closeInheritedFiles(): void {
+  let descriptors: string[];
+  try {
+    descriptors = readdirSync('/proc/self/fd');
+  } catch {
+    return; // Not Linux: no /proc to read.
+  }
+  for (const fd of descriptors.map(Number).filter((fd) => fd > 2)) {
+    try {
+      if (fstatSync(fd).isFile()) closeSync(fd);
+    } catch {
+      // The descriptor of the listing itself, already closed.
+    }
+  }
+}

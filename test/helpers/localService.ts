@@ -21,11 +21,15 @@ export interface TestLocalService extends LocalService {
 /** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
 export async function startTestLocalService(
   env: Record<string, string> = {},
-  options: Pick<LocalServiceOptions, 'webhookRetryDelaySeconds' | 'sweepPeriodMs' | 'sendStallMs'> = {},
+  options: Pick<
+    LocalServiceOptions,
+    'webhookRetryDelaySeconds' | 'sweepPeriodMs' | 'sendStallMs' | 'inMemoryStore'
+  > = {},
 ): Promise<TestLocalService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-service-'));
   const service = await startLocalService({
     dataDir,
+    // The table in memory unless a test needs its files, as `npm start` keeps them.
     inMemoryStore: true,
     env: { ...process.env, ...env },
     ...options,

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSigningKeyFile } from '../../local/embeddedS3';
@@ -35,7 +35,11 @@ beforeAll(async () => {
     '/green': solidPage('#00ff00'),
     '/slow': () => slowRequested(),
   });
-  service = await startTestLocalService({ ...PLANTED, ALLOW_PRIVATE_HOSTS: pages.hostPort });
+  // The table on disk, as `npm start` keeps it: its files are what the renderer must not hold.
+  service = await startTestLocalService(
+    { ...PLANTED, ALLOW_PRIVATE_HOSTS: pages.hostPort },
+    { inMemoryStore: false },
+  );
   account = await service.newAccount();
 });
 
@@ -58,6 +62,15 @@ async function environmentOf(pid: number): Promise<Map<string, string>> {
       .filter(Boolean)
       .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
   );
+}
+
+/** Where each open descriptor of a process leads (files, and pipe:/socket: names). */
+async function openFilesOf(pid: number): Promise<string[]> {
+  const descriptors = await readdir(`/proc/${pid}/fd`).catch(() => []);
+  const targets = await Promise.all(
+    descriptors.map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')),
+  );
+  return targets.filter(Boolean);
 }
 
 describe('the renderer process', () => {
@@ -89,6 +102,24 @@ describe('the renderer process', () => {
     // No value names the service's data either (the store, the sealing key, the identity provider's key).
     for (const [name, value] of env) expect(value, name).not.toContain(service.dataDir);
     for (const value of Object.values(PLANTED)) expect([...env.values()]).not.toContain(value);
+  });
+
+  it('holds no file of the data dir open, nor does its Chromium (red team, round 21)', async () => {
+    // The table's LevelDB files are opened without close-on-exec in the front, and a spawn kept them: the renderer and
+    // its browser held the table's log, lock and manifest, some writable.
+    // A capture first, so that the browser is surely up.
+    expect((await shoot({ url: `${pages.origin}/green` })).status).toBe(200);
+    const { pid } = await service.renderer.processInfo();
+    const browsers = await chromiumBelow(pid);
+    expect(browsers.length).toBeGreaterThan(0);
+    for (const holder of [pid, ...browsers]) {
+      const open = await openFilesOf(holder);
+      expect(open.length, `pid ${holder}`).toBeGreaterThan(0);
+      expect(
+        open.filter((path) => path.startsWith(service.dataDir)),
+        `pid ${holder}`,
+      ).toEqual([]);
+    }
   });
 
   it("gives a page whose script reads the data dir's files through file:// nothing", async () => {
