@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 
 /**
@@ -32,7 +33,31 @@ export function hostOf(url: string): string | undefined {
  * reaches the logs whole, whoever logged it. Level comes from POWERTOOLS_LOG_LEVEL (tests set SILENT). Powertools
  * keeps `message` for the log line's own text: a detail's text goes under another key.
  */
-export const logger = new Logger({
+const processLogger = new Logger({
   serviceName: 'screenshot-service',
   jsonReplacerFn: (_key, value) => (typeof value === 'string' ? hostsOnly(value) : value),
 });
+
+/** The logger of the request running in this async context, with its keys (withLogKeys). */
+const requestLoggers = new AsyncLocalStorage<Logger>();
+
+/**
+ * The logger of whatever runs: the request's (withLogKeys) inside one, else the process's. Lines are written by the
+ * logger that is current when they are logged, so a request's keys never reach another's lines.
+ */
+export const logger = new Proxy(processLogger, {
+  get(process, name) {
+    const active = requestLoggers.getStore() ?? process;
+    const value = Reflect.get(active, name, active);
+    return typeof value === 'function' ? value.bind(active) : value;
+  },
+});
+
+/**
+ * Runs `work` with every line it logs (and whatever it starts logs) carrying `keys`, such as the request's id. Keys
+ * appended to the one logger of the process named another request's lines wherever requests overlap (the local
+ * server runs them all in one process), and lines logged after they were reset carried none (red team, round 21).
+ */
+export function withLogKeys<T>(keys: Record<string, string>, work: () => Promise<T>): Promise<T> {
+  return requestLoggers.run(processLogger.createChild({ persistentKeys: keys }), work);
+}

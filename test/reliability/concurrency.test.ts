@@ -1,6 +1,6 @@
+import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RATE_WINDOW_MS, windowStart } from '../../shared/accounts/rateLimiter';
-import { logger } from '../../shared/logger';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { awayFromWindowEdge } from '../helpers/rateWindow';
@@ -269,8 +269,9 @@ describe('a client that hangs up while its capture runs', () => {
     const balance = async () =>
       (await (await service.request('/api/credits', { bearer: account.token })).json()).balance as number;
     const before = await balance();
-    const errors = vi.spyOn(logger, 'error');
-    const hungUp = vi.spyOn(logger, 'info');
+    // On the class: each request logs through a logger of its own (withLogKeys, shared/logger.ts).
+    const errors = vi.spyOn(Logger.prototype, 'error');
+    const hungUp = vi.spyOn(Logger.prototype, 'info');
     try {
       const seen = pages.hits.length;
       const hangUp = new AbortController();

@@ -1,6 +1,6 @@
 import { finished } from 'node:stream/promises';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { logger } from '../../logger';
+import { logger, withLogKeys } from '../../logger';
 import { RESPONSE_RESERVE_MS } from '../../timing';
 import { type ErrorStyle, errorResponse } from '../errorAnswer';
 import type { HttpRequest, HttpResponse, HttpRoute } from '../types';
@@ -32,16 +32,17 @@ const MIN_BUDGET_MS = 1_000;
 
 /** A buffered route: the whole answer in one APIGatewayProxyResult. */
 export function bufferedHandler(route: HttpRoute, options: AdapterOptions): BufferedLambdaHandler {
-  return async (event, context) => {
-    const answer = await run(route, httpRequest(event, context, new AbortController().signal), options);
-    const base64 = Buffer.isBuffer(answer.body);
-    return {
-      statusCode: answer.status,
-      headers: answer.headers,
-      body: base64 ? (answer.body as Buffer).toString('base64') : (answer.body as string),
-      isBase64Encoded: base64,
-    };
-  };
+  return (event, context) =>
+    withLogKeys({ requestId: context.awsRequestId }, async () => {
+      const answer = await run(route, httpRequest(event, context, new AbortController().signal), options);
+      const base64 = Buffer.isBuffer(answer.body);
+      return {
+        statusCode: answer.status,
+        headers: answer.headers,
+        body: base64 ? (answer.body as Buffer).toString('base64') : (answer.body as string),
+        isBase64Encoded: base64,
+      };
+    });
 }
 
 /**
@@ -50,46 +51,47 @@ export function bufferedHandler(route: HttpRoute, options: AdapterOptions): Buff
  * the answer undelivered (its `undelivered` callback runs) when it goes away before the body was handed over.
  */
 export function streamingHandler(route: HttpRoute, options: AdapterOptions): StreamingLambdaHandler {
-  return async (event, responseStream, context) => {
-    const hungUp = new AbortController();
-    const onClose = () => hungUp.abort();
-    // The runtime closes the stream when the client goes away; before we end it, that is a hang-up.
-    responseStream.once('close', onClose);
-    responseStream.once('error', onClose);
-    try {
-      const answer = await run(route, httpRequest(event, context, hungUp.signal), options);
-      const body = Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body);
-      responseStream.off('close', onClose);
-      if (hungUp.signal.aborted) {
-        logger.info('Client hung up; answer not sent', { status: answer.status });
-        // Nothing to send, but the runtime still expects the stream to end.
-        responseStream.end();
-        await answer.undelivered?.();
-        return;
+  // Every line of the request, the answer's delivery and what follows it included, names the request.
+  return (event, responseStream, context) =>
+    withLogKeys({ requestId: context.awsRequestId }, async () => {
+      const hungUp = new AbortController();
+      const onClose = () => hungUp.abort();
+      // The runtime closes the stream when the client goes away; before we end it, that is a hang-up.
+      responseStream.once('close', onClose);
+      responseStream.once('error', onClose);
+      try {
+        const answer = await run(route, httpRequest(event, context, hungUp.signal), options);
+        const body = Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body);
+        responseStream.off('close', onClose);
+        if (hungUp.signal.aborted) {
+          logger.info('Client hung up; answer not sent', { status: answer.status });
+          // Nothing to send, but the runtime still expects the stream to end.
+          responseStream.end();
+          await answer.undelivered?.();
+          return;
+        }
+        const out = streamingRuntime().HttpResponseStream.from(responseStream, {
+          statusCode: answer.status,
+          // A 304 has no body, and a Content-Length there would have to be the image's own (RFC 9110, 8.6).
+          headers:
+            answer.status === 304
+              ? answer.headers
+              : { ...answer.headers, 'Content-Length': String(body.length) },
+        });
+        out.end(body);
+        // A client that hung up is not a server error, and there is no one left to send an error answer to.
+        await finished(out).catch(async (error) => {
+          logger.warn('Response not delivered', { error });
+          await answer.undelivered?.();
+        });
+      } finally {
+        await options.afterResponse?.();
       }
-      const out = streamingRuntime().HttpResponseStream.from(responseStream, {
-        statusCode: answer.status,
-        // A 304 has no body, and a Content-Length there would have to be the image's own (RFC 9110, 8.6).
-        headers:
-          answer.status === 304
-            ? answer.headers
-            : { ...answer.headers, 'Content-Length': String(body.length) },
-      });
-      out.end(body);
-      // A client that hung up is not a server error, and there is no one left to send an error answer to.
-      await finished(out).catch(async (error) => {
-        logger.warn('Response not delivered', { error });
-        await answer.undelivered?.();
-      });
-    } finally {
-      await options.afterResponse?.();
-    }
-  };
+    });
 }
 
-/** Runs the route with request-scoped logging; an error it throws becomes its answer through the one mapping. */
+/** Runs the route; an error it throws becomes its answer through the one mapping. */
 async function run(route: HttpRoute, request: HttpRequest, options: AdapterOptions): Promise<HttpResponse> {
-  logger.appendKeys({ requestId: request.requestId });
   let answer: HttpResponse;
   try {
     answer = await route(request);
@@ -97,7 +99,6 @@ async function run(route: HttpRoute, request: HttpRequest, options: AdapterOptio
     answer = errorResponse(error, options.errors);
   }
   logger.info('request', { method: request.method, path: request.path, status: answer.status });
-  logger.resetKeys();
   return answer;
 }
 
