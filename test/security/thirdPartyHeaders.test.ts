@@ -50,7 +50,11 @@ beforeAll(async () => {
             const blob = new Blob(["fetch('${at.site}/third-blob-script')"], { type: 'text/javascript' });
             const script = document.createElement('script');
             script.src = URL.createObjectURL(blob);
-            document.head.append(script);`),
+            document.head.append(script);
+            // The browser's own functions handed to it to call later: no script frame on the stack (red team, round 21).
+            setTimeout(fetch, 0, '${at.site}/third-native-timer');
+            Promise.resolve(new Request('${at.site}/third-native-promise', { method: 'POST', body: 'x' })).then(fetch);
+            setTimeout(navigator.sendBeacon.bind(navigator), 0, '${at.site}/third-native-beacon', 'x');`),
     },
     '127.0.0.2',
   );
@@ -79,6 +83,9 @@ beforeAll(async () => {
     '/nested': recorded('/nested'),
     '/from-third-script': recorded('/from-third-script'),
     '/from-third-script-later': recorded('/from-third-script-later'),
+    '/third-native-timer': recorded('/third-native-timer'),
+    '/third-native-promise': recorded('/third-native-promise'),
+    '/third-native-beacon': recorded('/third-native-beacon'),
   });
   at.site = site.origin;
   at.third = third.origin;
@@ -131,6 +138,15 @@ describe("the customer's headers", () => {
       '/third-new-function',
       '/third-blob-script',
     ]) {
+      expect(seen.has(path), path).toBe(true);
+      expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
+    }
+  });
+
+  it("never go with a request another origin's script leaves the browser to make, with no script on its stack", () => {
+    // Red team (round 21): `setTimeout(fetch, 0, url)` and `.then(fetch)` are the browser's own functions called
+    // later: no stack, so the request was judged by its document's URL, the origin's, and got the headers.
+    for (const path of ['/third-native-timer', '/third-native-promise', '/third-native-beacon']) {
       expect(seen.has(path), path).toBe(true);
       expect(seen.get(path)?.['x-customer-token'], path).toBeUndefined();
     }
