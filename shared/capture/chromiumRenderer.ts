@@ -339,10 +339,10 @@ export class ChromiumRenderer implements Renderer {
       const { width, height } = spec;
       // A clip is placed on the page, not in the viewport: a page scrolled (an anchor, its own script) would
       // otherwise be measured where it is not shown, or not at all.
-      await assertDeliverable({ width, height, scale: spec.scale }, spec.url, async (strip) => {
+      await assertDeliverable({ width, height, scale: spec.scale }, spec.url, encoding, async (strip, as) => {
         const origin = await viewportOrigin(tab.control);
         return page.screenshot({
-          ...encoding,
+          ...as,
           captureBeyondViewport: false,
           clip: { x: origin.x, y: origin.y + strip.y, width, height: strip.height },
         });

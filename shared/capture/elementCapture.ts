@@ -38,13 +38,13 @@ export async function captureElement(
   const cap = heightCap(encoding.type) / spec.scale;
   const width = Math.min(box.width, cap);
   const height = Math.min(box.height, cap);
-  const shot = (clip: { y: number; height: number }) =>
+  const shot = (clip: { y: number; height: number }, as = encoding) =>
     page.screenshot({
-      ...encoding,
+      ...as,
       captureBeyondViewport: true,
       clip: { x: box.x, y: box.y + clip.y, width, height: clip.height },
     });
-  await assertDeliverable({ width, height, scale: spec.scale }, spec.url, shot);
+  await assertDeliverable({ width, height, scale: spec.scale }, spec.url, encoding, shot);
   const image = await shot({ y: 0, height });
   return {
     image: Buffer.from(image),

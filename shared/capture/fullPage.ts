@@ -47,9 +47,9 @@ export async function captureFullPage(
   const cap = Math.floor(heightCap(encoding.type) / spec.scale);
   const fullHeight = await loadLazyContent(page, world, cap);
   const height = Math.min(fullHeight, cap);
-  await assertDeliverable({ width: spec.width, height, scale: spec.scale }, spec.url, (strip) =>
+  await assertDeliverable({ width: spec.width, height, scale: spec.scale }, spec.url, encoding, (strip, as) =>
     page.screenshot({
-      ...encoding,
+      ...as,
       clip: { x: 0, width: spec.width, ...strip },
       captureBeyondViewport: true,
     }),
