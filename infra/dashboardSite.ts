@@ -13,6 +13,7 @@ import type * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct, type IConstruct } from 'constructs';
@@ -252,6 +253,8 @@ export class DashboardSite extends Construct {
 
     new s3deploy.BucketDeployment(this, 'Deployment', {
       destinationBucket: this.bucket,
+      // Its function's logs, kept a month as every other function's (else a group of its own Lambda keeps forever).
+      logGroup: new logs.LogGroup(this, 'DeploymentLogs', { retention: logs.RetentionDays.ONE_MONTH }),
       sources: [
         s3deploy.Source.asset(DASHBOARD_SOURCE),
         // The npm packages' files the page loads, from node_modules (web/vendorFiles.ts).

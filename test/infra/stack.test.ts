@@ -541,6 +541,19 @@ describe('Lambda functions', () => {
     });
     expect(new Set(groups).size).toBe(new Set(ROUTES.map((route) => route.handler)).size);
   });
+
+  it("keeps every function's logs for a limited time, the dashboard deployment's too", () => {
+    // Red team (round 21): the dashboard's BucketDeployment logged to a group Lambda made, kept forever. CDK's own
+    // cross-region export reader takes no log group (docs/deploy.md says so).
+    const functions = ofType(synth.resources, 'AWS::Lambda::Function').filter(
+      ([id]) => !id.startsWith('CustomCrossRegionExport'),
+    );
+    expect(functions.some(([id]) => id.startsWith('CustomCDKBucketDeployment'))).toBe(true);
+    for (const [id, fn] of functions) {
+      const group = referencedId(((fn.Properties.LoggingConfig ?? {}) as Json).LogGroup);
+      expect(synth.resources[group ?? '']?.Properties.RetentionInDays, id).toBeGreaterThan(0);
+    }
+  });
 });
 
 describe('DynamoDB table', () => {
