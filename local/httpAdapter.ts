@@ -1,4 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, StartingError } from '../shared/errors';
@@ -8,9 +9,10 @@ import {
   type ResponsePrelude,
   type StreamingLambdaHandler,
 } from '../shared/http/adapter/lambdaStreaming';
-import { errorAnswer } from '../shared/http/errorAnswer';
+import { type ErrorStyle, errorAnswer } from '../shared/http/errorAnswer';
 import { bearerCredential } from '../shared/http/request';
 import { NO_SNIFF } from '../shared/http/types';
+import { logger } from '../shared/logger';
 import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { MAX_HTML_BODY_BYTES } from '../shared/screenshot/bodySize';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
@@ -59,7 +61,15 @@ export function lambdaHttpAdapter(
   const sendStallMs = options.sendStallMs ?? SEND_STALL_MS;
   const inFlight = new Set<Promise<void>>();
   const listener: RequestListener = (req, res) => {
-    const answering = handle(req, res).catch((error) => answerError(req, res, error));
+    const answering = handle(req, res).catch((error) => {
+      if (error instanceof ClientGone) {
+        // No one is left to answer, and nothing of ours failed (red team, round 20: ERROR lines at will).
+        logger.info('Client hung up before its request body ended', { path: requestPath(req) });
+        res.destroy();
+        return;
+      }
+      answerError(req, res, error);
+    });
     inFlight.add(answering);
     void answering.finally(() => inFlight.delete(answering));
   };
@@ -70,7 +80,7 @@ export function lambdaHttpAdapter(
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestUrl(req);
     for (const route of extra) if (await route(req, res)) return;
     const match = matchRoute(req.method ?? 'GET', url.pathname);
     const requestHeaders = flatHeaders(req);
@@ -113,7 +123,7 @@ export const startingListener: RequestListener = (req, res) => {
 
 /** An error answered in the style of the route the path belongs to. */
 function answerError(req: IncomingMessage, res: ServerResponse, error: unknown): void {
-  const answer = errorAnswer(error, isScreenshotPath(req.url) ? 'screenshot' : 'management');
+  const answer = errorAnswer(error, errorStyle(requestPath(req)));
   if (!res.headersSent) {
     res.writeHead(answer.status, {
       'Content-Type': 'application/json; charset=utf-8',
@@ -125,9 +135,61 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown):
   res.end(JSON.stringify(answer.body));
 }
 
-/** The screenshot route's own path (a trailing slash allowed, as routing allows it); `/api/screenshots` is not it. */
-function isScreenshotPath(url: string | undefined): boolean {
-  return /^\/api\/screenshot\/*(?:\?|$)/.test(url ?? '');
+/** The handlers that answer errors as `{ error }` (their Lambdas' `errors: 'screenshot'`, shared/wiring/lambdaHandlers.ts). */
+const CAPTURE_HANDLERS: ReadonlySet<RouteDefinition['handler']> = new Set([
+  'screenshot',
+  'mcp',
+  'createBatch',
+]);
+
+/**
+ * The style of the routes on `pathname`, read as routing reads it: `//x/api/screenshot` and `/api/./screenshot` reach
+ * the screenshot route, so their 405, 413 and 503 answer `{ error }` too (red team, round 20).
+ */
+function errorStyle(pathname: string): ErrorStyle {
+  const capture = ROUTES.some(
+    (route) => CAPTURE_HANDLERS.has(route.handler) && matchPath(route.path, pathname) !== undefined,
+  );
+  return capture ? 'screenshot' : 'management';
+}
+
+/** The request target as routing reads it (dot segments resolved; the authority of `//host/...` dropped). */
+function requestUrl(req: IncomingMessage): URL {
+  return URL.parse(req.url ?? '/', 'http://localhost') ?? new URL('http://localhost/');
+}
+
+function requestPath(req: IncomingMessage): string {
+  return requestUrl(req).pathname;
+}
+
+/** The request's body ended early: its client hung up, and no one is left to answer. */
+class ClientGone extends Error {}
+
+/**
+ * HTTP the server's parser refuses (an unknown method, a header too large, headers not sent in time ...) answered in
+ * the documented shape, `{ message }`, and the connection closed; Node's own answer has no body (red team, round 20).
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // As Node's own handler: nothing is written into an answer already under way (a pipelined request's), which
+  // Node keeps on the socket as `_httpMessage`.
+  const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+  if (error.code === 'ECONNRESET' || !socket.writable || answering) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'Request header fields too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'Request timeout']
+        : [400, 'Bad Request', 'Bad request'];
+  const body = JSON.stringify({ message });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    // Its descriptor freed once the answer is sent, not held for a client that never reads it.
+    () => socket.destroy(),
+  );
 }
 
 function matchRoute(
@@ -184,10 +246,16 @@ function declaredWithin(req: IncomingMessage): null {
 async function readBody(req: IncomingMessage): Promise<string | null> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_REQUEST_BYTES) throw new PayloadTooLargeError(MAX_REQUEST_BYTES);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) throw new PayloadTooLargeError(MAX_REQUEST_BYTES);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    // Node ends the body of a client that hung up with `aborted` (ECONNRESET).
+    if ((error as NodeJS.ErrnoException).code === 'ECONNRESET') throw new ClientGone();
+    throw error;
   }
   return chunks.length ? Buffer.concat(chunks).toString('utf8') : null;
 }

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +28,7 @@ import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
-import { type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
+import { answerClientError, type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
 import { holdIpv6Loopback } from './ipv6Loopback';
 import { type LocalQueue, startLocalQueue, startQueuePoller } from './localQueue';
@@ -47,6 +47,16 @@ const CLOSE_GRACE_MS = 15_000;
  */
 const LOCAL_WEBHOOK_INVOCATIONS = 16;
 
+/**
+ * Connections each listening address (127.0.0.1, [::1]) holds at once; past that, new ones are closed at once. Any
+ * process of the machine can open connections: unbounded, 20,000 silent ones took every file descriptor, and the
+ * table's and the local S3 API's own sockets failed (a charged capture's usage record was lost: red team, round 20).
+ * Two addresses hold 512 at most, half of a typical 1,024 descriptor limit.
+ */
+export const MAX_CONNECTIONS = 256;
+/** How long a connection may take to send a request's headers (Node's default, 60 s, held silent ones a minute). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+
 export interface LocalServiceOptions {
   /** Where the store and the identity provider's key live. */
   dataDir: string;
@@ -61,6 +71,10 @@ export interface LocalServiceOptions {
   sweepPeriodMs?: number;
   /** How long a client may take to take a slice of an answer (SEND_STALL_MS); shortened by tests only. */
   sendStallMs?: number;
+  /** Connections held at once on each address (MAX_CONNECTIONS); made small by tests only. */
+  maxConnections?: number;
+  /** How long a connection may take to send a request's headers (HEADERS_TIMEOUT_MS); shortened by tests only. */
+  headersTimeoutMs?: number;
 }
 
 /**
@@ -123,7 +137,17 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const admission = captureQueue(baseEnv, config.captureHeadroom);
   // The port must be known before the rest starts (the identity provider's JWKS address names it), so the server
   // listens at once and answers 503 until the API is ready: a request is never left without an answer.
-  const server = createServer(startingListener);
+  const headersTimeoutMs = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  const bound = (listening: Server): Server => {
+    listening.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
+    listening.headersTimeout = headersTimeoutMs;
+    listening.on('clientError', answerClientError);
+    return listening;
+  };
+  // The timeouts are checked this often (Node's default, 30 s, would keep a silent connection up to 40 s).
+  const server = bound(
+    createServer({ connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2) }, startingListener),
+  );
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -137,7 +161,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     throw error;
   };
   const ipv6 = await holdIpv6Loopback(port, startingListener).catch(stopListening);
-  if (ipv6) servers.push(ipv6);
+  if (ipv6) servers.push(bound(ipv6));
 
   const s3 = await startEmbeddedS3({ dataDir: options.dataDir }).catch(stopListening);
   const env: NodeJS.ProcessEnv = {

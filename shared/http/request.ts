@@ -19,7 +19,9 @@ export function jsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, maxByte
     const text = request.body;
     if (Buffer.byteLength(text, 'utf8') > maxBytes) throw new PayloadTooLargeError(maxBytes);
     const contentType = request.headers['content-type'];
-    if (contentType !== undefined && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType)) {
+    // `application/json` or a `+json` type, then parameters only: `\b` let `json-seq`, `json.evil` and
+    // `json, text/html` through (red team, round 20).
+    if (contentType !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType)) {
       throw new UnsupportedMediaTypeError();
     }
     try {

@@ -17,7 +17,7 @@ import { REDIRECT_MAX_AGE_SECONDS } from '../http/screenshotRoute';
 import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
-import { MAX_SCREENSHOT_BODY_BYTES } from '../screenshot/bodySize';
+import { MAX_HTML_BODY_BYTES, MAX_SCREENSHOT_BODY_BYTES } from '../screenshot/bodySize';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
 import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
@@ -185,6 +185,18 @@ const linkHeaders = imageHeaders.pick({
   ...Object.fromEntries(Object.keys(rateLimitHeaders).map((name) => [name, true])),
 });
 
+/** A 202's: where to follow the job (or batch), and the rate window it was counted in; no image, so no ETag. */
+const acceptedHeaders = z.object({
+  Location: z.string().meta({ description: 'The status URL, as statusUrl in the body' }),
+  ...rateLimitHeaders,
+});
+
+/** A 429 of the rate limit: when to try again, beside the window's headers. */
+const rateLimitedHeaders = z.object({
+  ...rateLimitHeaders,
+  'Retry-After': z.number().int().meta({ description: 'Whole seconds until the caller may try again' }),
+});
+
 // ---- Responses ----
 
 const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
@@ -217,6 +229,27 @@ const sessionFailures = {
   '401': managementFailure('Session token missing, malformed, expired or wrongly signed'),
   ...serverFailures(managementFailure),
 };
+/** A refusal of the MCP transport: a JSON-RPC error with no id. */
+const jsonRpcFailure = (description: string): ZodOpenApiResponseObject => ({
+  description,
+  content: {
+    'application/json': {
+      schema: {
+        type: 'object',
+        required: ['jsonrpc', 'error'],
+        properties: {
+          jsonrpc: { const: '2.0' },
+          id: { type: 'null' },
+          error: {
+            type: 'object',
+            required: ['code', 'message'],
+            properties: { code: { type: 'integer' }, message: { type: 'string' } },
+          },
+        },
+      },
+    },
+  },
+});
 /** `{ error }`, on routes of the screenshot style whose answer may come before the rate limit's headers. */
 const screenshotStyleFailure = (description: string): ZodOpenApiResponseObject => ({
   description,
@@ -261,7 +294,7 @@ const screenshotResponses = {
   ...deliveredResponses,
   '202': {
     description: 'async: true, accepted: the job, and its status URL in Location too',
-    headers: linkHeaders,
+    headers: acceptedHeaders,
     content: json(acceptedJob),
   },
   '400': screenshotFailure(
@@ -283,10 +316,7 @@ const screenshotResponses = {
       `ran out of its time budget holds its slot ${TIMED_OUT_SLOT_PENALTY_MS / 1000} s longer, another capture that ` +
       'ended free because of the page or a hang-up as long again as it ran: limit is that number, ' +
       'reset one second later)',
-    headers: z.object({
-      ...rateLimitHeaders,
-      'Retry-After': z.number().int().meta({ description: 'Whole seconds until the caller may try again' }),
-    }),
+    headers: rateLimitedHeaders,
     content: json(rateLimitedError),
   },
   '500': screenshotFailure(
@@ -481,7 +511,11 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
         },
       },
       '202': { description: 'A notification, accepted; no body' },
+      '400': jsonRpcFailure('Not JSON (-32700), or a JSON-RPC batch (-32600): send one message per request'),
       '401': { description: 'API key missing, unknown or revoked', content: json(screenshotError) },
+      '406': jsonRpcFailure('Accept does not name both application/json and text/event-stream'),
+      '413': screenshotStyleFailure(`Body larger than ${MAX_HTML_BODY_BYTES} bytes`),
+      '415': jsonRpcFailure('Content-Type is not application/json'),
       ...serverFailures(screenshotStyleFailure),
     },
   },
@@ -523,7 +557,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
     responses: {
       '202': {
         description: 'Accepted: one job per capture',
-        headers: linkHeaders,
+        headers: acceptedHeaders,
         content: json(acceptedBatch),
       },
       '400': screenshotFailure(
@@ -539,7 +573,10 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       '413': screenshotStyleFailure(`Body larger than ${MAX_BATCH_BODY_BYTES / 1024 / 1024} MiB`),
       '415': screenshotStyleFailure('Content-Type is not application/json'),
       '422': managementFailure('The same Idempotency-Key with another body'),
-      '429': screenshotFailure('The rate window has no room for all of them', rateLimitedError),
+      '429': {
+        ...screenshotFailure('The rate window has no room for all of them', rateLimitedError),
+        headers: rateLimitedHeaders,
+      },
       ...serverFailures(screenshotStyleFailure),
     },
   },

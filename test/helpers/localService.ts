@@ -23,7 +23,12 @@ export async function startTestLocalService(
   env: Record<string, string> = {},
   options: Pick<
     LocalServiceOptions,
-    'webhookRetryDelaySeconds' | 'sweepPeriodMs' | 'sendStallMs' | 'inMemoryStore'
+    | 'webhookRetryDelaySeconds'
+    | 'sweepPeriodMs'
+    | 'sendStallMs'
+    | 'inMemoryStore'
+    | 'maxConnections'
+    | 'headersTimeoutMs'
   > = {},
 ): Promise<TestLocalService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-service-'));

@@ -4,7 +4,7 @@ import { ROUTES } from '../../shared/routes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 import { awayFromWindowEdge, SUITE_MARGIN_MS, SUITE_WAIT_HOOK_TIMEOUT_MS } from '../helpers/rateWindow';
-import { type DescribedApi, describedApi, type Json } from './documentSchemas';
+import { type DescribedApi, describedApi, expectDescribed as expectDescribedIn } from './documentSchemas';
 
 /**
  * Real answers of the local service, checked against the document: each status must be described for its
@@ -42,22 +42,8 @@ afterAll(async () => {
   await pages?.close();
 });
 
-/** Asserts the answer is one the document describes for this operation; returns the parsed JSON body, if any. */
-async function expectDescribed(method: string, path: string, response: Response): Promise<unknown> {
-  const described = api.operation(method, path).responses[String(response.status)];
-  expect(described, `${method} ${path} answered ${response.status}, which is not described`).toBeDefined();
-  for (const [name, header] of Object.entries<Json>(described.headers ?? {})) {
-    const value = response.headers.get(name);
-    if (header.required) expect(value, `header ${name}`).not.toBeNull();
-    if (value !== null && header.schema.type === 'integer') expect(value, `header ${name}`).toMatch(/^\d+$/);
-  }
-  const type = (response.headers.get('content-type') ?? '').split(';')[0] ?? '';
-  expect(Object.keys(described.content ?? {})).toContain(type);
-  if (type !== 'application/json') return undefined;
-  const body = await response.json();
-  expect(api.check(described.content[type].schema, body)).toEqual([]);
-  return body;
-}
+const expectDescribed = (method: string, path: string, response: Response) =>
+  expectDescribedIn(api, method, path, response);
 
 const shoot = (body: unknown, key: string | undefined = apiKey, contentType = 'application/json') =>
   fetch(`${service.url}/api/screenshot`, {

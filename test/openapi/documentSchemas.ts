@@ -1,6 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { expect } from 'vitest';
 import { openApiDocument } from '../../shared/openapi/document';
 
 /**
@@ -65,4 +66,48 @@ export async function describedApi(): Promise<DescribedApi> {
       return operation;
     },
   };
+}
+
+/** Headers of the API's own whose presence means something: an answer that carries one must declare it. */
+const MEANINGFUL_HEADERS = [
+  'location',
+  'retry-after',
+  'etag',
+  'x-credits-charged',
+  'x-cache',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+];
+
+/**
+ * Asserts the answer is one the document describes for this operation: its status, each required header there and
+ * each meaningful header it carries declared, its body matching. Returns the parsed JSON body, if any.
+ */
+export async function expectDescribed(
+  api: DescribedApi,
+  method: string,
+  path: string,
+  response: Response,
+): Promise<unknown> {
+  const described = api.operation(method, path).responses[String(response.status)];
+  expect(described, `${method} ${path} answered ${response.status}, which is not described`).toBeDefined();
+  const declared = Object.entries<Json>(described.headers ?? {});
+  for (const [name, header] of declared) {
+    const value = response.headers.get(name);
+    if (header.required) expect(value, `header ${name}`).not.toBeNull();
+    if (value !== null && header.schema.type === 'integer') expect(value, `header ${name}`).toMatch(/^\d+$/);
+  }
+  const declaredNames = declared.map(([name]) => name.toLowerCase());
+  for (const name of MEANINGFUL_HEADERS.filter((name) => response.headers.has(name))) {
+    expect(declaredNames, `${method} ${path} ${response.status} carries ${name}, not declared`).toContain(
+      name,
+    );
+  }
+  const type = (response.headers.get('content-type') ?? '').split(';')[0] ?? '';
+  expect(Object.keys(described.content ?? {})).toContain(type);
+  if (type !== 'application/json') return undefined;
+  const body = await response.json();
+  expect(api.check(described.content[type].schema, body)).toEqual([]);
+  return body;
 }
