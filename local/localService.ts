@@ -145,9 +145,8 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     return listening;
   };
   // The timeouts are checked this often (Node's default, 30 s, would keep a silent connection up to 40 s).
-  const server = bound(
-    createServer({ connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2) }, startingListener),
-  );
+  const serverOptions = { connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2) };
+  const server = bound(createServer(serverOptions, startingListener));
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -160,7 +159,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     for (const listening of servers) listening.close();
     throw error;
   };
-  const ipv6 = await holdIpv6Loopback(port, startingListener).catch(stopListening);
+  const ipv6 = await holdIpv6Loopback(port, startingListener, serverOptions).catch(stopListening);
   if (ipv6) servers.push(bound(ipv6));
 
   const s3 = await startEmbeddedS3({ dataDir: options.dataDir }).catch(stopListening);
