@@ -13,8 +13,11 @@ export const MAX_KEY_NAME_LENGTH = 100;
  */
 const UNSAFE_NAME_CHARACTERS =
   /[\p{Cc}\u00AD\u061C\u180E\u200B\u200E\u200F\u2028\u2029\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/u;
-/** What draws nothing of its own: combining marks, format characters (tags among them) and spaces. */
-const VISIBLE_CHARACTER = /[^\p{M}\p{Cf}\p{Z}\s]/u;
+/**
+ * What draws nothing of its own: combining marks, format characters (tags among them), spaces, and the letters and
+ * symbols that are blank by design (Hangul fillers, the Braille blank).
+ */
+const VISIBLE_CHARACTER = /[^\p{M}\p{Cf}\p{Z}\s\u115F\u1160\u2800\u3164\uFFA0]/u;
 /** More combining marks on one character than any script stacks: they draw over the rows around the name. */
 const STACKED_MARKS = /\p{M}{5}/u;
 
@@ -27,6 +30,10 @@ export const createKeyBody = z.strictObject({
     .max(MAX_KEY_NAME_LENGTH, `name must be at most ${MAX_KEY_NAME_LENGTH} characters`)
     .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name), {
       message: 'name must not contain control characters, bidirectional formatting or invisible characters',
+    })
+    // A lone surrogate is no character: strict JSON readers (jq) refused the whole key list that held it (red team).
+    .refine((name) => !/\p{Cs}/u.test(name), {
+      message: 'name must be well-formed Unicode (no lone surrogate)',
     })
     .refine((name) => VISIBLE_CHARACTER.test(name), {
       message: 'name must show at least one visible character',

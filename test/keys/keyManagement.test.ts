@@ -159,6 +159,8 @@ describe('POST /api/keys', () => {
   it.each([
     ['nothing that draws (zero-width joiners, tags, marks)', '\u200D\u{E0041}\u0301', /visible character/],
     ['a streak of combining marks over the rows around it', `a${'\u0301'.repeat(60)}`, /combining marks/],
+    ['blank letters (Hangul fillers, the Braille blank)', '\u3164\u2800\uFFA0', /visible character/],
+    ['a lone surrogate, which no strict JSON reader takes', 'key \uD800', /well-formed/],
   ])('refuses a name of %s with 400 (red team, round 20)', async (_, name, message) => {
     const { token } = newAccount();
     const response = await call('createKey', { bearer: token, body: { name } });

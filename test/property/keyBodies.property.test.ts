@@ -49,8 +49,15 @@ function isValidCreate(body: unknown): body is { name: string } {
   });
   const marks = [...trimmed].map((char) => /\p{M}/u.test(char));
   const stacked = marks.some((_, i) => marks.slice(i, i + 5).filter(Boolean).length === 5);
-  const visible = [...trimmed].some((char) => !/[\p{M}\p{Cf}\p{Z}\s]/u.test(char));
-  return trimmed.length >= 1 && trimmed.length <= 100 && !unsafe && visible && !stacked;
+  const blank = [0x115f, 0x1160, 0x2800, 0x3164, 0xffa0];
+  const visible = [...trimmed].some(
+    (char) => !/[\p{M}\p{Cf}\p{Z}\s]/u.test(char) && !blank.includes(char.codePointAt(0) ?? 0),
+  );
+  const wellFormed = [...trimmed].every((char) => {
+    const code = char.codePointAt(0) ?? 0;
+    return code < 0xd800 || code > 0xdfff;
+  });
+  return trimmed.length >= 1 && trimmed.length <= 100 && !unsafe && wellFormed && visible && !stacked;
 }
 
 /** PATCH /api/keys/{id}: `isActive` only, a boolean. */
@@ -77,6 +84,8 @@ const nameLike = objectFrom({
       `a${'\u0301'.repeat(4)}`,
       `a${'\u0301'.repeat(5)}`,
       '\u{E0041}\u{E0042}',
+      'a\uD800b',
+      '\u3164\u2800',
     ),
   ),
 });
