@@ -186,8 +186,8 @@ describe('the dashboard for a new user', () => {
     await page.waitForFunction(() => document.querySelectorAll('#keys-body tr').length === 3);
     for (const viewport of [DESKTOP, PHONE]) {
       await page.setViewport(viewport);
-      const shown = await layout();
-      expect(shown, `at ${viewport.width} wide`).toEqual({
+      // Polled: the page lays itself out again a moment after the viewport changes (once measured at the old width).
+      await expect.poll(layout, { message: `at ${viewport.width} wide`, timeout: 5_000 }).toEqual({
         scrollWidth: viewport.width,
         innerWidth: viewport.width,
         buttonsOnScreen: true,
