@@ -17,6 +17,7 @@ import { ROUTES, type RouteDefinition } from '../shared/routes';
 import { MAX_HTML_BODY_BYTES } from '../shared/screenshot/bodySize';
 import { MANAGEMENT_FUNCTION_TIMEOUT_MS } from '../shared/timing';
 import type { LambdaHandlers } from '../shared/wiring/lambdaHandlers';
+import { ERROR_STYLES } from '../shared/wiring/lambdaHandlers';
 import { apiGatewayEvent } from './apiGatewayEvent';
 import { invocationContext } from './invocationContext';
 
@@ -135,20 +136,13 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown):
   res.end(JSON.stringify(answer.body));
 }
 
-/** The handlers that answer errors as `{ error }` (their Lambdas' `errors: 'screenshot'`, shared/wiring/lambdaHandlers.ts). */
-const CAPTURE_HANDLERS: ReadonlySet<RouteDefinition['handler']> = new Set([
-  'screenshot',
-  'mcp',
-  'createBatch',
-]);
-
 /**
  * The style of the routes on `pathname`, read as routing reads it: `//x/api/screenshot` and `/api/./screenshot` reach
  * the screenshot route, so their 405, 413 and 503 answer `{ error }` too (red team, round 20).
  */
 function errorStyle(pathname: string): ErrorStyle {
   const capture = ROUTES.some(
-    (route) => CAPTURE_HANDLERS.has(route.handler) && matchPath(route.path, pathname) !== undefined,
+    (route) => ERROR_STYLES[route.handler] === 'screenshot' && matchPath(route.path, pathname) !== undefined,
   );
   return capture ? 'screenshot' : 'management';
 }

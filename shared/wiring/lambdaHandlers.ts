@@ -1,6 +1,7 @@
 import type { Renderer } from '../capture/renderer';
 import { type BufferedLambdaHandler, bufferedHandler, streamingHandler } from '../http/adapter/apiGateway';
 import type { StreamingLambdaHandler } from '../http/adapter/lambdaStreaming';
+import type { ErrorStyle } from '../http/errorAnswer';
 import { asksForAsync, type IdempotencyDeps, idempotentRoute } from '../http/idempotentRoute';
 import type { JobRouteName } from '../http/jobRoutes';
 import { type KeyRouteName, keyRoutes } from '../http/keyRoutes';
@@ -30,6 +31,27 @@ export type LambdaHandlers = {
     : BufferedLambdaHandler;
 };
 
+/**
+ * How each function answers errors (docs/api.md, "Errors"): the capture routes as `{ error }`, the others as
+ * `{ message }`. The local server answers its own refusals on a route's path (405, 413, 503) in the same style.
+ */
+export const ERROR_STYLES: Readonly<Record<RouteDefinition['handler'], ErrorStyle>> = {
+  screenshot: 'screenshot',
+  mcp: 'screenshot',
+  createBatch: 'screenshot',
+  listKeys: 'management',
+  createKey: 'management',
+  updateKey: 'management',
+  deleteKey: 'management',
+  getCredits: 'management',
+  getUsage: 'management',
+  webhookSecret: 'management',
+  getOpenApi: 'management',
+  getJob: 'management',
+  listJobs: 'management',
+  getBatch: 'management',
+};
+
 /** What captures leave behind once the client has its answer. */
 interface CaptureAftermath {
   renderer: Pick<Renderer, 'settle'>;
@@ -42,9 +64,13 @@ interface CaptureAftermath {
  * prepares its next tab, the request's own usage records are written and its metrics are published, all before the
  * handler returns.
  */
-function capturingHandler(route: HttpRoute, service: CaptureAftermath): StreamingLambdaHandler {
+function capturingHandler(
+  route: HttpRoute,
+  errors: ErrorStyle,
+  service: CaptureAftermath,
+): StreamingLambdaHandler {
   const handler = streamingHandler(route, {
-    errors: 'screenshot',
+    errors,
     afterResponse: async () => {
       // The usage records first: metrics that cannot be published must not lose them.
       const written = service.usage.flush();
@@ -70,6 +96,7 @@ export function screenshotLambda(
   const route = screenshotRoute(service.capture);
   return capturingHandler(
     service.idempotency ? idempotentRoute(route, service.idempotency, asksForAsync) : route,
+    ERROR_STYLES.screenshot,
     service,
   );
 }
@@ -82,34 +109,35 @@ export function screenshotLambda(
 export function mcpLambda(
   service: CaptureAftermath & { capture: CaptureScreenshot; keys: KeyStore; cancelledCalls: CancelledCalls },
 ): StreamingLambdaHandler {
-  return capturingHandler(mcpRoute(service), service);
+  return capturingHandler(mcpRoute(service), ERROR_STYLES.mcp, service);
 }
 
 export function keyLambdas(keys: KeyManagement): Record<KeyRouteName, BufferedLambdaHandler> {
   const routes = Object.entries(keyRoutes(keys)).map(([name, route]) => [
     name,
-    bufferedHandler(route, { errors: 'management' }),
+    bufferedHandler(route, { errors: ERROR_STYLES[name as KeyRouteName] }),
   ]);
   return Object.fromEntries(routes) as Record<KeyRouteName, BufferedLambdaHandler>;
 }
 
 export function webhookSecretLambda(management: WebhookSecretManagement): BufferedLambdaHandler {
-  return bufferedHandler(webhookSecretRoute(management), { errors: 'management' });
+  return bufferedHandler(webhookSecretRoute(management), { errors: ERROR_STYLES.webhookSecret });
 }
 
 export function usageLambda(getUsage: GetUsage): BufferedLambdaHandler {
-  return bufferedHandler(usageRoute(getUsage), { errors: 'management' });
+  return bufferedHandler(usageRoute(getUsage), { errors: ERROR_STYLES.getUsage });
 }
 
 export function jobLambdas(
   routes: Record<JobRouteName, HttpRoute>,
 ): Record<JobRouteName, BufferedLambdaHandler> {
-  return {
-    getJob: bufferedHandler(routes.getJob, { errors: 'management' }),
-    listJobs: bufferedHandler(routes.listJobs, { errors: 'management' }),
-    createBatch: bufferedHandler(routes.createBatch, { errors: 'screenshot' }),
-    getBatch: bufferedHandler(routes.getBatch, { errors: 'management' }),
-  };
+  const handlers = (Object.keys(routes) as JobRouteName[]).map((name) => [
+    name,
+    bufferedHandler(routes[name], { errors: ERROR_STYLES[name] }),
+  ]);
+  return Object.fromEntries(handlers) as Record<JobRouteName, BufferedLambdaHandler>;
 }
 
-export const openApiLambda: BufferedLambdaHandler = bufferedHandler(getOpenApi, { errors: 'management' });
+export const openApiLambda: BufferedLambdaHandler = bufferedHandler(getOpenApi, {
+  errors: ERROR_STYLES.getOpenApi,
+});
