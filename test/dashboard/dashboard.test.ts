@@ -407,6 +407,10 @@ describe('an account owner in the dashboard', () => {
     expect(caption).toContain('1 credit charged');
     // 100 free credits, less the signed link's first load and this capture.
     await waitText('#balance', /^98$/);
+    // The key's row is read again: it was used just now.
+    await page.waitForFunction(
+      () => document.querySelector('#keys-body tr td[data-label="Last used"] time') !== null,
+    );
   });
 
   it('charts the captures with the numbers the API reports, and totals them under their key', async () => {

@@ -483,11 +483,14 @@ async function tryCapture(event) {
     say('try-status', `Captured.${rate}`);
     refreshBalance();
     refreshUsage();
+    refreshKeys();
   } catch (error) {
     if (session !== mine) return;
     showImage(null);
     say('try-status', '');
     say('try-error', error instanceof ApiError ? `${error.message} (HTTP ${error.status})` : error.message);
+    // A refusal past the key check (rate limit, slots, credits, the page's failure) used the key too.
+    if (error instanceof ApiError && error.status !== 401) refreshKeys();
   }
 }
 
