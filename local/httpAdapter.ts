@@ -2,7 +2,13 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, StartingError } from '../shared/errors';
+import {
+  AppError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  StartingError,
+} from '../shared/errors';
 import type { InvocationContext } from '../shared/http/adapter/lambdaStreaming';
 import {
   PRELUDE_EVENT,
@@ -62,6 +68,7 @@ export function lambdaHttpAdapter(
   const sendStallMs = options.sendStallMs ?? SEND_STALL_MS;
   const inFlight = new Set<Promise<void>>();
   const listener: RequestListener = (req, res) => {
+    if (refusedWithoutHost(req, res)) return;
     const answering = handle(req, res).catch((error) => {
       if (error instanceof ClientGone) {
         // No one is left to answer, and nothing of ours failed (red team, round 20: ERROR lines at will).
@@ -119,8 +126,46 @@ export function lambdaHttpAdapter(
 
 /** Answers every request with 503 and `Retry-After`: the listener of a server that is still starting. */
 export const startingListener: RequestListener = (req, res) => {
+  if (refusedWithoutHost(req, res)) return;
   answerError(req, res, new StartingError());
 };
+
+/**
+ * The server's options: Node's own refusal of a request without `Host` has no body, so the listeners answer it in
+ * the documented shape instead (refusedWithoutHost).
+ */
+export const HTTP_SERVER_OPTIONS = { requireHostHeader: false } as const;
+
+/** An HTTP/1.1 request must name its Host (RFC 9112, 3.2); HTTP/1.0 need not. */
+class MissingHostError extends AppError {
+  constructor() {
+    super(400, 'An HTTP/1.1 request must have a Host header');
+  }
+}
+
+/** Only `Expect: 100-continue` is met (Node answers it); any other expectation fails (RFC 9110, 10.1.1). */
+class ExpectationFailedError extends AppError {
+  constructor() {
+    super(417, 'Only the expectation 100-continue is supported');
+  }
+}
+
+function refusedWithoutHost(req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.httpVersion !== '1.1' || req.headers.host !== undefined) return false;
+  closingAnswer(req, res, new MissingHostError());
+  return true;
+}
+
+/** The server's `checkExpectation` listener: Node's own `417` has no body. */
+export function answerUnmetExpectation(req: IncomingMessage, res: ServerResponse): void {
+  closingAnswer(req, res, new ExpectationFailedError());
+}
+
+/** An error answered before the request was read: its body, if any, is not, so the connection ends with it. */
+function closingAnswer(req: IncomingMessage, res: ServerResponse, error: AppError): void {
+  res.setHeader('Connection', 'close');
+  answerError(req, res, error);
+}
 
 /** An error answered in the style of the route the path belongs to. */
 function answerError(req: IncomingMessage, res: ServerResponse, error: unknown): void {

@@ -28,7 +28,14 @@ import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
-import { answerClientError, type ExtraRoute, lambdaHttpAdapter, startingListener } from './httpAdapter';
+import {
+  answerClientError,
+  answerUnmetExpectation,
+  type ExtraRoute,
+  HTTP_SERVER_OPTIONS,
+  lambdaHttpAdapter,
+  startingListener,
+} from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
 import { holdIpv6Loopback } from './ipv6Loopback';
 import { type LocalQueue, startLocalQueue, startQueuePoller } from './localQueue';
@@ -142,10 +149,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     listening.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
     listening.headersTimeout = headersTimeoutMs;
     listening.on('clientError', answerClientError);
+    listening.on('checkExpectation', answerUnmetExpectation);
     return listening;
   };
   // The timeouts are checked this often (Node's default, 30 s, would keep a silent connection up to 40 s).
-  const serverOptions = { connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2) };
+  const serverOptions = {
+    ...HTTP_SERVER_OPTIONS,
+    connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs / 2),
+  };
   const server = bound(createServer(serverOptions, startingListener));
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');

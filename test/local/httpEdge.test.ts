@@ -184,3 +184,41 @@ describe('malformed HTTP', () => {
     expect(answer.body).toEqual({ message });
   });
 });
+
+/**
+ * Left by round 21: a request without `Host`, and an expectation other than 100-continue, got Node's own answers
+ * (`400` and `417`) without a body. Now both are answered in the route's style, and the connection closed.
+ */
+describe('what Node refused on its own', () => {
+  it.each([
+    [
+      'an HTTP/1.1 request without Host',
+      'GET /api/keys HTTP/1.1\r\n\r\n',
+      400,
+      { message: 'An HTTP/1.1 request must have a Host header' },
+    ],
+    [
+      'the same on the screenshot route',
+      'POST /api/screenshot HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}',
+      400,
+      { error: 'An HTTP/1.1 request must have a Host header' },
+    ],
+    [
+      'Expect: 200-ok',
+      'POST /api/keys HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}',
+      417,
+      { message: 'Only the expectation 100-continue is supported' },
+    ],
+  ])('(%s) is answered as JSON, and closed', async (_, raw, status, body) => {
+    const answer = parsed(await rawRequest(raw));
+    expect(answer.status).toBe(status);
+    expect(answer.headers).toContain('content-type: application/json');
+    expect(answer.headers).toContain('connection: close');
+    expect(answer.body).toEqual(body);
+  });
+
+  it('still answers an HTTP/1.0 request without Host', async () => {
+    const answer = parsed(await rawRequest('GET /api/keys HTTP/1.0\r\n\r\n'));
+    expect(answer.status).toBe(401);
+  });
+});
