@@ -25,35 +25,8 @@ afterAll(async () => {
   await pages?.close();
 });
 
-type Account = Awaited<ReturnType<TestLocalService['newAccount']>>;
-
 const body = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({ url: `${pages.origin}/noise`, width: SIDE, height: SIDE, ...extra });
-
-const balance = async (account: Account) =>
-  (await (await service.request('/api/credits', { bearer: account.token })).json()).balance as number;
-
-/** The account's usage of the last hour (days summed), once every request it made has its record. */
-async function usageLastHour(
-  account: Account,
-  requests: number,
-): Promise<{ captures: number; credits: number }> {
-  const total = { captures: 0, credits: 0 };
-  await vi.waitFor(
-    async () => {
-      const from = Date.now() - 3_600_000;
-      const usage = await (
-        await service.request(`/api/usage?from=${from}`, { bearer: account.token })
-      ).json();
-      const days: { captures: number; credits: number }[] = usage.days;
-      total.captures = days.reduce((sum, day) => sum + day.captures, 0);
-      total.credits = days.reduce((sum, day) => sum + day.credits, 0);
-      expect(total.captures).toBe(requests);
-    },
-    { timeout: 10_000 },
-  );
-  return total;
-}
 
 /**
  * POSTs the capture, reads the headers and the first part of the body, then stops reading and hangs up `pauseMs`
@@ -92,7 +65,7 @@ function hangUpMidBody(
 describe('a client that hangs up while the image streams', () => {
   it('is not charged, while one that reads the whole image is', async () => {
     const account = await service.newAccount();
-    expect(await balance(account)).toBe(10);
+    expect(await service.balance(account.token)).toBe(10);
 
     const full = await service.request('/api/screenshot', {
       bearer: account.apiKey,
@@ -101,17 +74,17 @@ describe('a client that hangs up while the image streams', () => {
     const image = Buffer.from(await full.arrayBuffer());
     expect(full.status).toBe(200);
     expect(image.length).toBeGreaterThan(15_000_000);
-    expect(await balance(account)).toBe(9);
+    expect(await service.balance(account.token)).toBe(9);
 
     const partial = await hangUpMidBody(account.apiKey);
     expect(partial.status).toBe(200);
     expect(partial.received).toBeGreaterThan(0);
     expect(partial.received).toBeLessThan(partial.length);
     // The refund is written once the server saw the connection go.
-    await vi.waitFor(async () => expect(await balance(account)).toBe(9), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await service.balance(account.token)).toBe(9), { timeout: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await balance(account)).toBe(9);
-    expect(await usageLastHour(account, 2)).toEqual({ captures: 2, credits: 1 });
+    expect(await service.balance(account.token)).toBe(9);
+    expect(await service.usageLastHour(account.token, 2)).toEqual({ captures: 2, credits: 1 });
   });
 
   it('is charged when the image was kept in its cache, and its usage says so (red team: recorded as 0)', async () => {
@@ -119,8 +92,8 @@ describe('a client that hangs up while the image streams', () => {
     const partial = await hangUpMidBody(account.apiKey, body({ cache: true }));
     expect(partial.received).toBeLessThan(partial.length);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(await balance(account)).toBe(9);
-    expect(await usageLastHour(account, 1)).toEqual({ captures: 1, credits: 1 });
+    expect(await service.balance(account.token)).toBe(9);
+    expect(await service.usageLastHour(account.token, 1)).toEqual({ captures: 1, credits: 1 });
   });
 
   it("is recorded as free while another account's requests end meanwhile (red team: recorded as charged)", async () => {
@@ -139,7 +112,7 @@ describe('a client that hangs up while the image streams', () => {
     hungUp = true;
     await Promise.all(running);
     expect(partial.received).toBeLessThan(partial.length);
-    await vi.waitFor(async () => expect(await balance(account)).toBe(10), { timeout: 10_000 });
-    expect(await usageLastHour(account, 1)).toEqual({ captures: 1, credits: 0 });
+    await vi.waitFor(async () => expect(await service.balance(account.token)).toBe(10), { timeout: 10_000 });
+    expect(await service.usageLastHour(account.token, 1)).toEqual({ captures: 1, credits: 0 });
   });
 });

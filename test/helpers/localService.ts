@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect, vi } from 'vitest';
 import { type LocalService, type LocalServiceOptions, startLocalService } from '../../local/localService';
 
 export interface TestLocalService extends LocalService {
@@ -16,6 +17,8 @@ export interface TestLocalService extends LocalService {
   ): Promise<{ status: number; body: { id?: string } & Record<string, unknown> }>;
   /** The account's balance, read with its session token. */
   balance(token: string): Promise<number>;
+  /** The account's usage of the last hour (days summed), once its records count `captures` (usage is written late). */
+  usageLastHour(token: string, captures: number): Promise<{ captures: number; credits: number }>;
 }
 
 /** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
@@ -79,6 +82,22 @@ export async function startTestLocalService(
     async balance(token) {
       return ((await (await request('/api/credits', { bearer: token })).json()) as { balance: number })
         .balance;
+    },
+    async usageLastHour(token, captures) {
+      const total = { captures: 0, credits: 0 };
+      await vi.waitFor(
+        async () => {
+          const from = Date.now() - 3_600_000;
+          const { days } = (await (await request(`/api/usage?from=${from}`, { bearer: token })).json()) as {
+            days: { captures: number; credits: number }[];
+          };
+          total.captures = days.reduce((sum, day) => sum + day.captures, 0);
+          total.credits = days.reduce((sum, day) => sum + day.credits, 0);
+          expect(total.captures).toBe(captures);
+        },
+        { timeout: 10_000 },
+      );
+      return total;
     },
     async close() {
       await service.close();
