@@ -200,6 +200,22 @@ describe('If-None-Match', () => {
     expect(await balance()).toBe(before);
   });
 
+  /**
+   * Red team (round 22): a `response: "json"` request naming its answer's ETag got `304` with the image's public
+   * Cache-Control, telling its client to keep a JSON whose link dies within the hour (the 200 is `no-store`).
+   */
+  it('answers a JSON request its JSON with a new link, not 304', async () => {
+    const body = { url: url('/red'), width: 550, cache: true, response: 'json' };
+    const first = await shoot(account.apiKey, body);
+    const conditional = await shoot(account.apiKey, body, {
+      headers: { 'if-none-match': String(first.headers.etag) },
+    });
+    expect(conditional.status).toBe(200);
+    expect(conditional.headers['cache-control']).toBe('no-store');
+    expect(conditional.headers['x-cache']).toBe('HIT');
+    expect(conditional.json().etag).toBe(first.headers.etag);
+  });
+
   it('answers the image when the ETag is another', async () => {
     const body = { url: url('/red'), width: 560, cache: true };
     await shoot(account.apiKey, body);
