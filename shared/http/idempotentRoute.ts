@@ -1,6 +1,7 @@
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
+  IdempotencyItemNotFoundError,
   IdempotencyPersistenceLayerError,
   IdempotencyValidationError,
   makeIdempotent,
@@ -156,7 +157,9 @@ export function idempotentRoute(
       }
       if (error instanceof IdempotencyValidationError)
         return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' });
-      if (error instanceof IdempotencyAlreadyInProgressError)
+      // A record stood in the way and was gone when read (its request was refused meanwhile): DynamoDB hands back
+      // the record it found, and that is the same 409; dynalite does not (red team, round 22: a 500 at will).
+      if (error instanceof IdempotencyAlreadyInProgressError || error instanceof IdempotencyItemNotFoundError)
         return jsonResponse(409, {
           message:
             'A request with this Idempotency-Key is still being accepted, or ended without an answer: see GET /api/jobs, and use a new key if it is not there',
