@@ -160,13 +160,16 @@ export class CapacityFullError extends Error {
   override readonly name = 'CapacityFullError';
 }
 
+/** nginx's "client closed request": the status a request whose client left before it had its answer is recorded with. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 /**
  * The client hung up before its image was delivered: the capture is stopped and nothing is charged. Nobody reads
- * this answer; its status (nginx's "client closed request") only labels the request in the log.
+ * this answer; its status only labels the request in the log and its usage record.
  */
 export class ClientGoneError extends AppError {
   constructor() {
-    super(499, 'The client closed the connection');
+    super(CLIENT_CLOSED_REQUEST, 'The client closed the connection');
   }
 }
 

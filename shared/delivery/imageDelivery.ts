@@ -133,11 +133,7 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         if (!info || !fresh(info)) return undefined;
         // A JSON answer is never 304: its body (a link that dies within the hour) changes each time, though the
         // ETag it carries, the image's, does not (red team, round 22: a 304 told a client to keep a dead link).
-        if (
-          ifNoneMatch !== undefined &&
-          request.response !== 'json' &&
-          etagMatches(ifNoneMatch, info.etag)
-        ) {
+        if (ifNoneMatch !== undefined && request.response !== 'json' && etagMatches(ifNoneMatch, info.etag)) {
           return { ...answer(info), notModified: true };
         }
         if (request.response === 'json') return linkedHit(info);

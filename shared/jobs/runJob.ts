@@ -6,7 +6,7 @@ import type { Renderer } from '../capture/renderer';
 import { storedInfoOf } from '../delivery/imageDelivery';
 import { type ImageStore, imageKey } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { AppError, CapacityFullError, CaptureFailedError, statusOf } from '../errors';
+import { AppError, CapacityFullError, CaptureFailedError, CLIENT_CLOSED_REQUEST, statusOf } from '../errors';
 import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { specOf } from '../screenshot/captureScreenshot';
@@ -293,5 +293,5 @@ function failure(error: unknown): JobEnd {
       : error instanceof AppError
         ? error.message
         : 'Screenshot capture failed';
-  return { status: 'failed', error: { status: status === 499 ? 500 : status, message } };
+  return { status: 'failed', error: { status: status === CLIENT_CLOSED_REQUEST ? 500 : status, message } };
 }

@@ -18,6 +18,7 @@ import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
 import {
   CapacityFullError,
   CaptureFailedError,
+  CLIENT_CLOSED_REQUEST,
   ClientGoneError,
   RateLimitedError,
   TooManyCapturesError,
@@ -135,6 +136,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     // An async capture is only accepted here, and runs from the job queue: it waits for no capture place (the local
     // queue's), as deployed. Waiting behind captures, its Idempotency-Key could outlive its "being accepted".
     const waiting = asksAsync(request) ? IMMEDIATE_ADMISSION : admission;
+    let placed = false;
     // The API window's 429 comes first of all: a window this process saw full refuses before any other work, waiting
     // for a place (the local queue's) included.
     const outcome =
@@ -142,7 +144,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       (await waiting
         .run(
           identity.accountId,
-          (waited) => admitted(identity, { ...input, request }, queuedAt, waited),
+          (waited) => {
+            placed = true;
+            return admitted(identity, { ...input, request }, queuedAt, waited);
+          },
           input.signal,
           'signed' in input ? 'signedLink' : 'api',
         )
@@ -151,6 +156,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     deps.metrics.captureFinished(metricOf(outcome, durationMs));
     // A queued job's usage is recorded when it finishes, as a capture's is (shared/jobs/runJob.ts).
     if (outcome.ok && 'queued' in outcome) return outcome;
+    // A client that left while its request waited for a place (the local queue, which stands in for Lambda starting
+    // a function) never reached the window either: no record, as deployed (red team, round 22: records the window
+    // never counted).
+    if (!placed && !outcome.ok && outcome.error instanceof ClientGoneError) return outcome;
     const record = usageOf(identity, outcome, { at, durationMs }, request);
     if (input.via) record.via = input.via;
     deps.usage.record(record);
@@ -158,10 +167,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     return {
       ...outcome,
       // The client never had the image: nothing is charged, unless the cache keeps it for the account, and the
-      // record (written after the answer) says what it cost.
+      // record (written after the answer) says so: a hang-up, not a capture (red team, round 22: usage counted them).
       undelivered: async () => {
         const givenBack = await outcome.undelivered();
-        if (givenBack) record.credits = 0;
+        if (givenBack) Object.assign(record, { credits: 0, status: CLIENT_CLOSED_REQUEST });
         return givenBack;
       },
     };

@@ -17,8 +17,11 @@ export interface TestLocalService extends LocalService {
   ): Promise<{ status: number; body: { id?: string } & Record<string, unknown> }>;
   /** The account's balance, read with its session token. */
   balance(token: string): Promise<number>;
-  /** The account's usage of the last hour (days summed), once its records count `captures` (usage is written late). */
-  usageLastHour(token: string, captures: number): Promise<{ captures: number; credits: number }>;
+  /** The account's usage of the last hour (days summed), once it counts `requests` (usage is written late). */
+  usageLastHour(
+    token: string,
+    requests: number,
+  ): Promise<{ captures: number; failed: number; credits: number }>;
 }
 
 /** The whole local service over HTTP, as `npm start` runs it, on a free port with a throwaway data dir. */
@@ -83,17 +86,17 @@ export async function startTestLocalService(
       return ((await (await request('/api/credits', { bearer: token })).json()) as { balance: number })
         .balance;
     },
-    async usageLastHour(token, captures) {
-      const total = { captures: 0, credits: 0 };
+    async usageLastHour(token, requests) {
+      const total = { captures: 0, failed: 0, credits: 0 };
       await vi.waitFor(
         async () => {
           const from = Date.now() - 3_600_000;
           const { days } = (await (await request(`/api/usage?from=${from}`, { bearer: token })).json()) as {
-            days: { captures: number; credits: number }[];
+            days: (typeof total)[];
           };
-          total.captures = days.reduce((sum, day) => sum + day.captures, 0);
-          total.credits = days.reduce((sum, day) => sum + day.credits, 0);
-          expect(total.captures).toBe(captures);
+          for (const field of ['captures', 'failed', 'credits'] as const)
+            total[field] = days.reduce((sum, day) => sum + day[field], 0);
+          expect(total.captures + total.failed).toBe(requests);
         },
         { timeout: 10_000 },
       );

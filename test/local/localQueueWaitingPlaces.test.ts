@@ -151,6 +151,9 @@ describe('the local queue’s waiting places', () => {
     // B's requests cost it nothing: none counted in its window, nothing charged.
     const bWindow = await shoot(b.apiKey, `${pages.origin}/red?after`);
     expect(bWindow.headers.get('x-ratelimit-remaining')).toBe('2');
+    // Nor in its usage: as deployed, where they would never have reached a function (red team, round 22: eight
+    // records of requests the window never counted).
+    expect(await service.usageLastHour(b.token, 1)).toEqual({ captures: 1, failed: 0, credits: 1 });
     // Before the fix: V is answered 503 at once, while only requests nobody waits for are queued ahead of it.
     expect({ victim, answeredAtOnce: victimMs < 1_000 }).toEqual({ victim: 200, answeredAtOnce: false });
   }, 60_000);

@@ -78,6 +78,6 @@ describe('silent connections to the local API port', () => {
     });
     expect(capture.status).toBe(200);
     expect(capture.headers.get('x-credits-charged')).toBe('1');
-    expect(await service.usageLastHour(account.token, 1)).toEqual({ captures: 1, credits: 1 });
+    expect(await service.usageLastHour(account.token, 1)).toEqual({ captures: 1, failed: 0, credits: 1 });
   }, 120_000);
 });

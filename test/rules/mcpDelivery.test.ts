@@ -30,6 +30,12 @@ describe('an MCP answer the client never received', () => {
     expect(String(kept.body)).not.toContain('isError');
     await kept.undelivered?.();
     expect(await service.credits.balance('acct')).toBe(9);
+    // The usage says the same: the first was no capture (red team, round 22: both were counted as captures).
+    await service.usage.flush();
+    expect(service.usageStore.records.map(({ status, credits }) => ({ status, credits }))).toEqual([
+      { status: 499, credits: 0 },
+      { status: 200, credits: 1 },
+    ]);
   });
 
   it('gives back the credits of a call whose stored image could not be read for its answer', async () => {

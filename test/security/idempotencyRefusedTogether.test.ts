@@ -27,16 +27,20 @@ describe('requests sharing an Idempotency-Key whose first is refused', () => {
   it.each([
     ['/api/screenshot', { url: 'https://example.com/', async: true }],
     ['/api/batches', { requests: [{ html: '<h1>one</h1>' }] }],
-  ])('(%s) are answered 402 or 409, never 500', async (path, body) => {
-    const account = await service.newAccount();
-    const answers = await Promise.all(
-      Array.from({ length: 10 }, () =>
-        service.postKeyed(path, { apiKey: account.apiKey, key: `together-${path}`, body }),
-      ),
-    );
-    const statuses = answers.map(({ status }) => status);
-    expect(statuses.filter((status) => status !== 402 && status !== 409)).toEqual([]);
-    expect(statuses).toContain(402);
-    expect(await service.balance(account.token)).toBe(0);
-  }, 60_000);
+  ])(
+    '(%s) are answered 402 or 409, never 500',
+    async (path, body) => {
+      const account = await service.newAccount();
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          service.postKeyed(path, { apiKey: account.apiKey, key: `together-${path}`, body }),
+        ),
+      );
+      const statuses = answers.map(({ status }) => status);
+      expect(statuses.filter((status) => status !== 402 && status !== 409)).toEqual([]);
+      expect(statuses).toContain(402);
+      expect(await service.balance(account.token)).toBe(0);
+    },
+    60_000,
+  );
 });
