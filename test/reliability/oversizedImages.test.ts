@@ -1,4 +1,5 @@
 import { imageSize } from 'image-size';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_TOO_LARGE } from '../../shared/capture/oversizedImage';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
@@ -26,6 +27,24 @@ for (let y = 0; y < h; y += 512) {
 scrollTo(${left}, 0);
 </script>`;
 
+/** 6,000 px of orange and blue stripes, 50 px each, on a cream background that no part of the page shows. */
+const stripesPage = `<!doctype html><body style="margin:0;background:#ffffdd">${Array.from(
+  { length: 120 },
+  (_, i) => `<div style="height:50px;background:${i % 2 ? '#0088ff' : '#ff8800'}"></div>`,
+).join('')}`;
+
+/** The rows of one column of `image` that show the background (cream) instead of a stripe. */
+async function backgroundRows(image: Buffer): Promise<number> {
+  const { data, info } = await sharp(image, { limitInputPixels: false })
+    .extract({ left: 5_000, top: 0, width: 1, height: imageSize(image).height ?? 0 })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  let rows = 0;
+  for (let at = 0; at < data.length; at += info.channels)
+    if (data[at] === 0xff && data[at + 1] === 0xff && data[at + 2] === 0xdd) rows++;
+  return rows;
+}
+
 let pages: PageServer;
 let harness: ScreenshotHarness;
 
@@ -35,6 +54,7 @@ beforeAll(async () => {
     // Scrolled sideways all but one column: a viewport measured where the page begins would see one column of noise.
     '/noise-aside': noisePage(GIANT.width - 1),
     '/plain': solidPage('#3366ff'),
+    '/stripes': stripesPage,
     // Opened at its anchor, the page is scrolled 8,000 px down when it is taken.
     '/scrolled': solidPage(
       '#3366ff',
@@ -106,6 +126,29 @@ describe('an image heavier than the renderer can hand over', () => {
     expect(answer.status).toBe(200);
     expect(imageSize(answer.body)).toMatchObject({ type: 'png', width: 11_520, height: 11_520 });
   }, 180_000);
+
+  /**
+   * Red team (round 22): past about 130 million pixels Chromium ran out of tile memory (512 MB) and drew nothing
+   * more: the viewport's last 1,600 rows and the full page's last 5,400 were the page's background, answered 200.
+   */
+  it.each([
+    ['a viewport of 3840 x 3840', { width: 3840, height: 3840 }],
+    ['a full page 3840 wide, cut at the height cap', { width: 3840, height: 1000, fullPage: true }],
+  ])(
+    'at scale 3 (%s) is drawn to its last row',
+    async (_, size) => {
+      const account = await harness.newAccount();
+      const answer = await harness.shoot(account.apiKey, {
+        url: `${pages.origin}/stripes`,
+        scale: 3,
+        ...size,
+      });
+      expect(answer.status).toBe(200);
+      expect(imageSize(answer.body).width).toBe(11_520);
+      expect(await backgroundRows(answer.body)).toBe(0);
+    },
+    180_000,
+  );
 
   it('scrolled down the page (an anchor) is measured where the viewport shows it and captured whole', async () => {
     const account = await harness.newAccount();
