@@ -315,7 +315,7 @@ export class ChromiumRenderer implements Renderer {
     }
     await waitForWebFonts(page);
     if (spec.format === 'pdf') {
-      return { ...(await printPdf(page, spec.url, spec.pdf ?? missingPdfOptions())), ...metadata };
+      return { ...(await printPdf(page, spec, spec.pdf ?? missingPdfOptions())), ...metadata };
     }
     // AVIF is encoded from a PNG outside the browser (withAvifEncoding): asked for here, it is a wiring error.
     if (!isImageFormat(spec.format)) throw new Error(`The browser does not encode ${spec.format}`);

@@ -255,6 +255,25 @@ describe('PDF', () => {
     expect(site.hits.filter((hit) => hit.startsWith('/tpl-'))).toEqual([]);
   });
 
+  /**
+   * Red team (round 22): Chromium fills `url` with a document's address, for `html` its whole text as a `data:` URL,
+   * laid out in a time that grows with its square: a 100 KB document of three pages failed after 30 s ("its scripts
+   * kept the browser busy", though it had none), and a shorter one printed its base64 in every footer.
+   */
+  it('prints a document given as html with `url` in its footer, which shows no address', async () => {
+    const sheets = [1, 2, 3].map((n) => `<div style="break-after:page">Sheet ${n}</div>`).join('');
+    const html = `<!doctype html>${sheets}<!--${'x'.repeat(100_000)}-->`;
+    const response = await captured({
+      html,
+      format: 'pdf',
+      pdfMargin: { bottom: '15mm' },
+      pdfFooterTemplate:
+        '<div style="font-size:8px">Page <span class="pageNumber"></span> of <span class="totalPages"></span> <span class="url"></span></div>',
+    });
+    const pdf = await readPdf(response.body);
+    expect(pdf.pages.map((page) => page.text)).toEqual([1, 2, 3].map((n) => `Sheet ${n} Page ${n} of 3`));
+  }, 60_000);
+
   it('is sent with nosniff and a sandbox policy, so a browser opening it runs nothing with our origin', async () => {
     const response = await captured({ url: url('/doc'), format: 'pdf' });
     expect(response.headers['x-content-type-options']).toBe('nosniff');
