@@ -1,8 +1,11 @@
 import { CaptureTimedOutError } from '../errors';
 import type { CaptureBudgets } from '../timing';
 
-/** Navigation (up to the load event), then everything after it (delay, settling, the image). */
-export type CapturePhase = 'navigation' | 'afterLoad';
+/**
+ * Navigation (up to the load event), then everything after it (delay, settling, the image), whose last step for a PDF
+ * is its printing: that shares the time after load, and only names the step that ran out of it.
+ */
+export type CapturePhase = 'navigation' | 'afterLoad' | 'printing';
 
 /**
  * The clock of one capture. The request's deadline is owned by the use case that admitted it; within it, navigation
@@ -12,6 +15,7 @@ export type CapturePhase = 'navigation' | 'afterLoad';
 export class CaptureBudget {
   private timer: NodeJS.Timeout | undefined;
   private phaseEndsAt: number;
+  private phase: CapturePhase = 'navigation';
 
   constructor(
     private readonly deadline: number,
@@ -30,6 +34,11 @@ export class CaptureBudget {
     this.arm('afterLoad', this.budgets.afterLoadMs + extraMs);
   }
 
+  /** The page is held and Chromium prints it, in the time left after load. */
+  printing(): void {
+    if (this.phase === 'afterLoad') this.phase = 'printing';
+  }
+
   /** When the running phase's time is up, ms since epoch: the bound of any wait inside it. */
   phaseEnd(): number {
     return this.phaseEndsAt;
@@ -42,9 +51,10 @@ export class CaptureBudget {
   private arm(phase: CapturePhase, budgetMs: number): void {
     clearTimeout(this.timer);
     const now = Date.now();
+    this.phase = phase;
     this.phaseEndsAt = Math.min(now + budgetMs, this.deadline);
     const allowedMs = Math.max(0, this.phaseEndsAt - now);
-    this.timer = setTimeout(() => this.onExpired(phase, allowedMs), allowedMs);
+    this.timer = setTimeout(() => this.onExpired(this.phase, allowedMs), allowedMs);
   }
 }
 
@@ -59,6 +69,17 @@ export function budgetExceeded(
   busy: boolean,
 ): CaptureTimedOutError {
   const seconds = `${Number((allowedMs / 1000).toFixed(1))} s`;
+  // Printing keeps the page's renderer as busy as a looping script would: say what it was doing (red team, round 22:
+  // a long tagged PDF of a static document was blamed on scripts it did not have).
+  if (phase === 'printing') {
+    return new CaptureTimedOutError(
+      url,
+      busy
+        ? `The page loaded, but its PDF was not printed within ${seconds}: a document this long or complex, or its scripts, kept the browser busy`
+        : `The page loaded, but its PDF was not printed within ${seconds}`,
+      'page',
+    );
+  }
   if (phase === 'navigation') {
     return new CaptureTimedOutError(
       url,

@@ -315,6 +315,7 @@ export class ChromiumRenderer implements Renderer {
     }
     await waitForWebFonts(page);
     if (spec.format === 'pdf') {
+      budget.printing();
       return { ...(await printPdf(page, spec, spec.pdf ?? missingPdfOptions())), ...metadata };
     }
     // AVIF is encoded from a PNG outside the browser (withAvifEncoding): asked for here, it is a wiring error.

@@ -51,6 +51,10 @@ beforeAll(async () => {
     '/silent': () => undefined,
     '/spins': solidPage('#ff0000', '<script>while(true){}</script>'),
     '/spins-after-load': solidPage('#ff0000', '<script>onload=()=>setTimeout(()=>{for(;;){}},0)</script>'),
+    '/spins-when-printed': solidPage(
+      '#ff0000',
+      "<script>addEventListener('beforeprint',()=>{for(;;){}})</script>",
+    ),
     '/moves-on': solidPage(
       '#ff0000',
       '<script>onload=()=>setTimeout(()=>{location.href="/green"},0)</script>',
@@ -148,6 +152,21 @@ describe('a page whose script never ends', () => {
       'The page stopped responding after it loaded (its scripts kept the browser busy) and was stopped after 3 s',
     );
     expect(ms).toBeLessThan(BUDGETS.navigationMs + BUDGETS.afterLoadMs);
+    expect(await balance()).toBe(before);
+    expect((await shoot('/red')).status).toBe(200);
+  });
+
+  /**
+   * Red team (round 22): the time after load ran out while Chromium printed (a long tagged PDF of a static document),
+   * and the message blamed scripts the document did not have. The message now says the PDF was being printed.
+   */
+  it('is stopped while its PDF is printed, with a message naming the PDF', async () => {
+    const before = await balance();
+    const { result } = await timed(shoot('/spins-when-printed', { format: 'pdf' }));
+    expect(result.status).toBe(500);
+    expect(result.json().message).toBe(
+      'The page loaded, but its PDF was not printed within 3 s: a document this long or complex, or its scripts, kept the browser busy',
+    );
     expect(await balance()).toBe(before);
     expect((await shoot('/red')).status).toBe(200);
   });
