@@ -3,7 +3,7 @@ import type { AdmissionRound } from '../accounts/admissionRound';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
 import { giveCreditsBack, type RefundDeps } from '../accounts/refund';
 import { assertAllowedAt, type UrlPolicy } from '../egress/urlPolicy';
-import { RateLimitedError, type ValidationDetail, ValidationError } from '../errors';
+import { type ValidationDetail, ValidationError } from '../errors';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { screenshotBodyBound } from '../screenshot/bodySize';
@@ -40,10 +40,10 @@ export type BatchOutcome =
 /**
  * POST /api/batches, all or nothing, in the order of checks of one capture: the API key (401), room in the rate
  * window for every capture (429), every body valid and every URL allowed (400, each problem named by its place,
- * `requests[3].width`), the balance covering the sum (402); then one job per capture, queued. The window and the
- * credits are asked in one admission round, as for one capture; no slot is taken (each job takes one when it runs).
- * The URLs' hosts are looked up once the window let the batch in, and credits reserved for a batch whose URL is then
- * refused go back.
+ * `requests[3].width`), the balance covering the sum (402); then one job per capture, queued. No slot is taken (each
+ * job takes one when it runs). The URLs' hosts are looked up once the window let the batch in, and the credits are
+ * reserved after them: held while the hosts were looked up, they made the account's own captures meanwhile fail 402
+ * with a balance that covered them, for a batch then refused 400 (red team, round 22).
  */
 export function submitBatch(deps: SubmitBatchDeps) {
   return async (apiKey: string | undefined, body: () => unknown): Promise<BatchOutcome> => {
@@ -64,10 +64,6 @@ export function submitBatch(deps: SubmitBatchDeps) {
       } catch (error) {
         invalid = error;
       }
-      const total =
-        parsed?.details.length === 0
-          ? parsed.captures.reduce((sum, capture) => sum + capture.cost, 0)
-          : undefined;
       const verdict = await deps.admissions.admit({
         identity,
         budget: 'api',
@@ -75,24 +71,16 @@ export function submitBatch(deps: SubmitBatchDeps) {
         slot: 'none',
         // Every capture the body holds counts, whatever else is wrong with it.
         requests: parsed?.requestCount ?? requestCount(body),
-        ...(total === undefined ? {} : { cost: total }),
       });
       const admittedRate = verdict.rateLimit;
       rateLimit = admittedRate;
-      if (!verdict.admitted && verdict.refusal instanceof RateLimitedError) throw verdict.refusal;
-      if (!parsed) throw invalid;
-      try {
-        const details = [...parsed.details, ...(await urlProblems(parsed, deps.urlPolicy))];
-        if (details.length > 0) throw invalidBatch(details);
-      } catch (error) {
-        // Credits were reserved for a body whose fields held: its URLs refuse it after all (400 comes before 402).
-        if (verdict.admitted && total !== undefined)
-          await giveCreditsBack(deps, identity.accountId, total, verdict.creditEpoch);
-        throw error;
-      }
       if (!verdict.admitted) throw verdict.refusal;
+      if (!parsed) throw invalid;
+      const details = [...parsed.details, ...(await urlProblems(parsed, deps.urlPolicy))];
+      if (details.length > 0) throw invalidBatch(details);
+      const total = parsed.captures.reduce((sum, capture) => sum + capture.cost, 0);
+      const creditEpoch = await deps.credits.reserve(identity.accountId, total);
       try {
-        const { creditEpoch } = verdict;
         const captures = parsed.captures.map((capture) => ({ ...capture, creditEpoch }));
         const accepted = await deps.acceptJobs(identity, captures, {
           webhookUrl: parsed.webhookUrl,
@@ -100,9 +88,8 @@ export function submitBatch(deps: SubmitBatchDeps) {
         });
         return { ok: true, rateLimit: admittedRate, jobs: accepted.jobs, batch: accepted.batch as Batch };
       } catch (error) {
-        const back = givenBack(error, total ?? 0);
-        if (back.credits > 0)
-          await giveCreditsBack(deps, identity.accountId, back.credits, verdict.creditEpoch);
+        const back = givenBack(error, total);
+        if (back.credits > 0) await giveCreditsBack(deps, identity.accountId, back.credits, creditEpoch);
         if (error instanceof BatchPartlyAccepted)
           return { ok: true, rateLimit: admittedRate, jobs: error.jobs, batch: error.batch };
         throw back.error;
