@@ -52,7 +52,8 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
 };
 
 /**
- * The queue worker (not a route): the job and the batch (GetItem, BatchGetItem for a batch's webhook), their state
+ * The queue worker (not a route): the job, its API key (still active?) and the batch (GetItem, BatchGetItem for a
+ * batch's webhook), their state
  * changes, capture slots, refunds and the usage day's totals (UpdateItem), usage records, a refund kept for an
  * operator and an account's first webhook secret (PutItem).
  */

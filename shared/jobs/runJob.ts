@@ -6,7 +6,14 @@ import type { Renderer } from '../capture/renderer';
 import { storedInfoOf } from '../delivery/imageDelivery';
 import { type ImageStore, imageKey } from '../delivery/imageStore';
 import type { UrlPolicy } from '../egress/urlPolicy';
-import { AppError, CapacityFullError, CaptureFailedError, CLIENT_CLOSED_REQUEST, statusOf } from '../errors';
+import {
+  AppError,
+  CapacityFullError,
+  CaptureFailedError,
+  CLIENT_CLOSED_REQUEST,
+  statusOf,
+  UnauthorizedError,
+} from '../errors';
 import { logger } from '../logger';
 import type { Admission } from '../screenshot/admission';
 import { specOf } from '../screenshot/captureScreenshot';
@@ -41,8 +48,13 @@ export const ITEM_WRITE_WINDOW_MS = SCREENSHOT_FUNCTION_TIMEOUT_MS;
  */
 export const LATEST_START_MS = JOB_RETENTION_MS - 24 * 60 * 60 * 1000;
 
+/** Whether an account's API key still works (neither revoked nor deleted). */
+export type KeyActive = (accountId: string, keyId: string) => Promise<boolean>;
+
 export interface RunJobDeps extends RefundDeps {
   jobs: JobStore;
+  /** Asked before each run: a job of a key revoked or deleted since it was accepted does not run. */
+  keyActive: KeyActive;
   queue: JobQueue;
   captureSlots: CaptureSlots;
   renderer: Renderer;
@@ -190,6 +202,9 @@ export function runJob(deps: RunJobDeps) {
   }
 
   async function capture(job: Job, deadline: number, newcomer: boolean): Promise<StoredResult> {
+    // The owner was told a revoked key fails from the next request: a leaked key's queued jobs do not spend the
+    // account's credits after it (red team, round 22). One already running finishes, as a synchronous capture does.
+    if (!(await deps.keyActive(job.accountId, job.keyId))) throw new UnauthorizedError(KEY_GONE_BEFORE_RUN);
     // Checked again: what the host resolves to may have changed since the job was accepted.
     const stored = job.request ?? (await deps.jobs.request(job.accountId, job.id));
     if (!stored) throw new JobRequestLostError();
@@ -283,6 +298,8 @@ function isFinal(error: unknown): boolean {
   if (error instanceof CaptureFailedError) return error.fault === 'page';
   return error instanceof AppError && error.status < 500;
 }
+
+export const KEY_GONE_BEFORE_RUN = 'The API key that submitted this job was revoked or deleted before it ran';
 
 /** What a synchronous capture would have answered: its status and message, never internals. */
 function failure(error: unknown): JobEnd {

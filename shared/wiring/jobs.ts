@@ -64,6 +64,7 @@ export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, 
   const record = jobWorker({
     runJob: runJob({
       ...stores,
+      keyActive: async (accountId, keyId) => (await stores.keys.get(accountId, keyId))?.isActive === true,
       queue: options.queue,
       renderer: options.renderer,
       urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
