@@ -62,6 +62,9 @@ export function requireAwsJsonSignature(server: Server, credentials: LocalCreden
           'The request signature we calculated does not match the signature you provided.',
         );
       }
+      // Its client went while the signature was checked (a closing server drops its connections): passed on now, the
+      // request would reach a store that may have closed meanwhile, and dynalite throws that out of its callback.
+      if (req.socket.destroyed) return;
       for (const listener of serverListeners) listener(replayed(req, body), res);
     });
   });

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CreateTableCommand,
   DescribeTableCommand,
@@ -19,6 +20,9 @@ import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { type LocalCredentials, localCredentials } from './sigV4Verifier';
 import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
+
+/** How long a closing store waits for the requests under way to be answered. */
+const ANSWERS_GRACE_MS = 5_000;
 
 /** The region the local DynamoDB clients sign for. */
 const LOCAL_DYNAMO_REGION = 'local';
@@ -66,6 +70,11 @@ export async function startEmbeddedDynamo(options: {
     maxBodyBytes: 16 * 1024 * 1024,
   });
   serveOwnClientsOnly(server);
+  const answering = new Set<ServerResponse>();
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    answering.add(res);
+    res.once('close', () => answering.delete(res));
+  });
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -84,8 +93,16 @@ export async function startEmbeddedDynamo(options: {
     async close() {
       leaveOwnPorts();
       client.destroy();
-      server.closeAllConnections?.();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // No new connection, then the requests under way end before the rest are dropped and dynalite closes its
+      // store: a request dropped mid-way still ran on, and dynalite threw "Database is closed" out of its callback.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await Promise.race([
+        Promise.all([...answering].map((res) => once(res, 'close'))),
+        sleep(ANSWERS_GRACE_MS, undefined, { ref: false }),
+      ]);
+      server.closeAllConnections();
+      await closed;
     },
   };
 }
