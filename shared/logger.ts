@@ -3,16 +3,20 @@ import { Logger } from '@aws-lambda-powertools/logger';
 
 /**
  * An absolute URL inside a string: a scheme, `//`, and everything up to a character no URL the parser hands back
- * holds in clear (white space, double quotes, angle brackets). A single quote may be part of one, so it is kept.
+ * holds in clear (white space, double quotes, angle brackets). A single quote may be part of one, so it is kept. No
+ * word boundary before the scheme: `id_http://…` hid one from it (red team, round 23).
  */
-const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"<>]+/gi;
+const URL_IN_TEXT = /[a-z][a-z0-9+.-]*:\/\/[^\s"<>]+/gi;
+
+/** A `data:` URL: an `html` capture's address is its whole document in base64 (red team, round 23). */
+const DATA_URL_IN_TEXT = /data:[^\s"'<>]*/gi;
 
 /**
  * `text` with every absolute URL cut down to its scheme and host, as usage records keep it: capture URLs carry the
  * customer's secrets in `user:password@`, paths and query tokens, and page errors and browser messages quote them.
  */
 export function hostsOnly(text: string): string {
-  return text.replace(URL_IN_TEXT, (found) => {
+  return text.replace(DATA_URL_IN_TEXT, 'data:[…]').replace(URL_IN_TEXT, (found) => {
     try {
       const url = new URL(found);
       return url.host === '' ? `${url.protocol}[url]` : `${url.protocol}//${url.host}`;
@@ -20,6 +24,29 @@ export function hostsOnly(text: string): string {
       return '[url]';
     }
   });
+}
+
+/** The names of the standard errors, the only part of a page's error a log line keeps (errorKind). */
+const ERROR_KINDS = new Set([
+  'Error',
+  'EvalError',
+  'RangeError',
+  'ReferenceError',
+  'SyntaxError',
+  'TypeError',
+  'URIError',
+  'AggregateError',
+  'DOMException',
+]);
+
+/**
+ * What a log line may say of an error whose text a page wrote: its kind, from a fixed list. The message is the
+ * page's own and may quote anything it holds (its URL's path and query, the customer's cookies, an `html` document:
+ * red team, round 23).
+ */
+export function errorKind(error: unknown): string {
+  const name = error instanceof Error ? (/^(\w+):/.exec(error.message)?.[1] ?? error.name) : '';
+  return ERROR_KINDS.has(name) ? name : 'Error';
 }
 
 /** The host of a URL the caller gave (`url`), for log lines; never the rest of it. */

@@ -7,7 +7,7 @@ import {
   ClientGoneError,
   ValidationError,
 } from '../errors';
-import { hostOf, logger } from '../logger';
+import { errorKind, hostOf, logger } from '../logger';
 import { CAPTURE_BUDGETS, type CaptureBudgets, PAGE_KILL_GRACE_MS } from '../timing';
 import { startRequestBlocking } from './adBlocking';
 import { answerWithin } from './answerWithin';
@@ -667,7 +667,7 @@ function asCaptureFailure(
     // A warning, with the page's host: should one of ours fail on honest pages, the pattern shows here (red team).
     logger.warn('A page script of ours could not read the page', {
       host: hostOf(url),
-      scriptError: error.message.slice(0, 500),
+      scriptError: errorKind(error),
     });
     return new CaptureFailedError(url, PAGE_UNREADABLE, 'page');
   }

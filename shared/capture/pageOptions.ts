@@ -1,6 +1,6 @@
 import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
-import { hostOf, logger } from '../logger';
+import { errorKind, hostOf, logger } from '../logger';
 import { filterSetsOf, hideFiltered, type RequestBlocking, setRequestBlocking } from './adBlocking';
 import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking';
 import type { PageControl } from './pageControl';
@@ -133,7 +133,7 @@ export async function decorateLoadedPage(
     await page.evaluate(`${spec.js}\n;undefined`).catch((error: unknown) => {
       logger.info('Injected script failed', {
         host: hostOf(spec.url),
-        scriptError: (error instanceof Error ? error.message : String(error)).slice(0, 500),
+        scriptError: errorKind(error),
       });
     });
   }

@@ -30,7 +30,12 @@ afterAll(async () => {
 afterEach(() => vi.restoreAllMocks());
 
 describe('the logs of a capture whose js throws', () => {
-  it('name the host and keep the error text, but hold no credential, path or token of the URL', async () => {
+  /**
+   * Red team (round 23): the error's text was logged, and it is the page's: a script quoting `location.pathname +
+   * location.search` or `document.cookie`, or a `history.pushState` error quoting an `html` document's `data:` URL,
+   * put the path, the query tokens, the customer's cookies or the whole document in the log. Only its kind is kept.
+   */
+  it('name the host and the kind of error, but hold no credential, path or token of the URL', async () => {
     // (A capture URL with user-info is refused: its credentials are tested in the lines below.)
     const url = `http://${site.hostPort}/private-path?token=tok-4711`;
     let status = 0;
@@ -39,7 +44,7 @@ describe('the logs of a capture whose js throws', () => {
         url,
         width: 320,
         height: 320,
-        js: `throw new Error('boom while reading ${url}')`,
+        js: `throw new TypeError('boom while reading ' + location.pathname + location.search + ' ${url}')`,
       });
       status = answer.status;
     }, 'Injected script failed');
@@ -48,8 +53,24 @@ describe('the logs of a capture whose js throws', () => {
     expect(line).toBeDefined();
     const entry = JSON.parse(line ?? '{}');
     expect(entry.host).toBe(site.hostPort);
-    expect(entry.scriptError).toContain('boom while reading http://');
+    expect(entry.scriptError).toBe('TypeError');
     for (const secret of SECRETS) expect(output).not.toContain(secret);
+  });
+
+  it('holds nothing of an html document, whose address is its whole text', async () => {
+    const html = '<h1>invoice-4711 for alice</h1>';
+    const output = await logged(async () => {
+      const answer = await harness.shoot(apiKey, {
+        html,
+        width: 320,
+        height: 320,
+        js: "history.pushState({}, '', '/elsewhere')",
+      });
+      expect(answer.status).toBe(200);
+    }, 'Injected script failed');
+    expect(output).toContain('Injected script failed');
+    expect(output).not.toContain(Buffer.from(html).toString('base64').slice(0, 24));
+    expect(output).not.toContain('invoice-4711');
   });
 });
 
@@ -69,5 +90,10 @@ describe('every log line', () => {
   it('leaves text without URLs as it is, and names unparsable ones only as [url]', () => {
     expect(hostsOnly('Capture slot not released: timeout')).toBe('Capture slot not released: timeout');
     expect(hostsOnly('see http://[::1 and http://a.example/x?y=1')).toBe('see [url] and http://a.example');
+  });
+
+  it('cuts a URL glued to a word before it, and every data: URL (red team, round 23)', () => {
+    expect(hostsOnly('id_http://a.example/private-path?token=tok-4711')).toBe('id_http://a.example');
+    expect(hostsOnly("at 'data:text/html;base64,PGgxPmFsaWNlPC9oMT4=' and")).toBe("at 'data:[…]' and");
   });
 });
