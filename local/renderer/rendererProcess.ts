@@ -53,9 +53,12 @@ const stop = async () => {
   await renderer.close();
   process.exit(0);
 };
+// `on`, not `once`: a process group's SIGTERM came first and the front's own SIGTERM a moment later, which then took
+// the default action and killed this process before Chromium's temp folder and profile were removed (red team,
+// round 23). `stop` runs once whatever comes.
 process.once('disconnect', stop);
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
 // Each capture's egress route listens on a port of its own, opened later: the front is told of it as it opens and
 // closes, so that the front's egress gate, which sends webhooks, refuses it too (red team, round 20).
 ownPorts.watch((port, listening) => {
