@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname } from 'node:path';
 import { z } from 'zod';
 import { MAX_ACCOUNT_ID_LENGTH } from '../shared/auth/sessionVerifier';
+import type { ValidationDetail } from '../shared/errors';
 import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 import { detailsFromZod } from '../shared/validation';
 import { DASHBOARD_HEADERS, dashboardContentSecurityPolicy } from '../web/securityHeaders';
@@ -118,8 +119,11 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
 
   const session: ExtraRoute = async (req, res) => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/local/session') return false;
+    // Every answer here is JSON that no cache keeps, as the API's (red team, round 23: the refusals said no-cache).
+    const answer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+      send(res, csp, status, { 'Cache-Control': 'no-store', ...headers }, JSON.stringify(body));
     if (req.method !== 'POST') {
-      send(res, csp, 405, { Allow: 'POST' }, JSON.stringify({ message: 'Method not allowed' }));
+      answer(405, { message: 'Method not allowed' }, { Allow: 'POST' });
       return true;
     }
     // Another site in the user's browser must not sign in through here: refuse foreign Host headers (DNS
@@ -127,45 +131,42 @@ export function dashboardRoutes(options: DashboardRoutesOptions): ExtraRoute[] {
     // that this server never approves.
     const origin = req.headers.origin;
     if (!ownHosts.has(req.headers.host ?? '') || (origin !== undefined && !ownOrigins.has(origin))) {
-      send(
-        res,
-        csp,
-        403,
-        {},
-        JSON.stringify({ message: 'Sign in from the dashboard served by this server' }),
-      );
+      answer(403, { message: 'Sign in from the dashboard served by this server' });
       return true;
     }
     const offered = req.headers[SIGN_IN_KEY_HEADER];
     if (!isSignInKey(options.signInKey, typeof offered === 'string' ? offered : undefined)) {
-      send(res, csp, 401, {}, JSON.stringify({ message: SIGN_IN_KEY_MISSING }));
+      answer(401, { message: SIGN_IN_KEY_MISSING });
       return true;
     }
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
-      send(res, csp, 415, {}, JSON.stringify({ message: 'Content-Type must be application/json' }));
+      answer(415, { message: 'Content-Type must be application/json' });
       return true;
     }
     const text = await readSmallBody(req);
+    const refused = (details: ValidationDetail[]) =>
+      answer(400, { message: 'Invalid request body', details });
+    if (text === undefined) {
+      refused([
+        { code: 'too_big', path: [], message: `Request body is larger than ${MAX_SESSION_BODY_BYTES} bytes` },
+      ]);
+      return true;
+    }
     let value: unknown;
     try {
-      value = JSON.parse(text ?? '');
+      value = JSON.parse(text);
     } catch {
-      value = undefined;
+      // Named as the API names it (red team, round 23: an unparsable body was said to be an undefined object).
+      refused([{ code: 'invalid_json', path: [], message: 'Request body is not valid JSON' }]);
+      return true;
     }
     const parsed = sessionRequest.safeParse(value);
     if (!parsed.success) {
-      const body = { message: 'Invalid request body', details: detailsFromZod(parsed.error) };
-      send(res, csp, 400, {}, JSON.stringify(body));
+      refused(detailsFromZod(parsed.error));
       return true;
     }
     const token = options.idp.mintToken(parsed.data.accountId);
-    send(
-      res,
-      csp,
-      200,
-      { 'Cache-Control': 'no-store' },
-      JSON.stringify({ token, expiresIn: SESSION_TOKEN_LIFETIME_SECONDS }),
-    );
+    answer(200, { token, expiresIn: SESSION_TOKEN_LIFETIME_SECONDS });
     return true;
   };
 

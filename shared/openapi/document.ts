@@ -176,13 +176,18 @@ const imageHeaders = z.object({
   ...rateLimitHeaders,
 });
 
+/** The rate window's headers, as a mask of zod's `pick` and `partial`. */
+const RATE_LIMIT_MASK = Object.fromEntries(
+  Object.keys(rateLimitHeaders).map((name) => [name, true]),
+) as Record<keyof typeof rateLimitHeaders, true>;
+
 /** The answer with a link (`response: "json"`): no image, so no Content-Length or Cache-Control of one. */
 const linkHeaders = imageHeaders.pick({
   ETag: true,
   'X-Credits-Charged': true,
   'X-Screenshot-Truncated': true,
   'X-Cache': true,
-  ...Object.fromEntries(Object.keys(rateLimitHeaders).map((name) => [name, true])),
+  ...RATE_LIMIT_MASK,
 });
 
 /** A 202's: where to follow the job (or batch), and the rate window it was counted in; no image, so no ETag. */
@@ -285,9 +290,18 @@ const deliveredResponses = {
   '304': {
     description:
       'With the cache: If-None-Match names the ETag of the cached image. No body, nothing charged; counts towards the rate limit',
-    headers: linkHeaders,
+    // The Cache-Control the image's 200 would carry (red team, round 23: undeclared).
+    headers: linkHeaders.extend({ 'Cache-Control': imageHeaders.shape['Cache-Control'] }),
   },
 };
+
+/**
+ * A signed link's answer from the cache, and its 304, carry no rate-limit headers: they cost no budget (docs/api.md
+ * 15.3; red team, round 23: declared required).
+ */
+function withoutRequiredRateLimit<T extends { headers: z.ZodObject }>(response: T): T {
+  return { ...response, headers: response.headers.partial(RATE_LIMIT_MASK) };
+}
 
 /** Every answer of POST /api/screenshot; the signed GET has the same except those about a body. */
 const screenshotResponses = {
@@ -383,21 +397,23 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       `JSON), plus ${KEY_ID_PARAM} and ${SIGNATURE_PARAM}: the lower-case hex HMAC-SHA256, keyed with the key's ` +
       `signing secret, of every other parameter sorted by name, RFC 3986-encoded, as name=value joined with &. ` +
       `cache is true unless cache=false. A link is public: ${FIELDS_REFUSED_ON_SIGNED_LINKS.join(' and ')} are ` +
-      'refused (400). Checks, in order: signature and key (401), rate limit (429), the cache ' +
-      '(200 or 304, free), captures running (429), query (400), credits (402), then captures.',
+      'refused (400). Checks, in order: signature and key (401), query (400), the cache (200, 302 or 304, free), ' +
+      "the key's own link budget (429), captures running (429), credits (402), then captures.",
     requestParams: { query: signedLinkQuery(), header: conditionalRequestHeader },
     responses: {
       ...Object.fromEntries(
         // No body to be too large or of the wrong type, and no async (refused on a link).
         Object.entries(screenshotResponses).filter(([status]) => !['202', '413', '415'].includes(status)),
       ),
-      '302': {
+      '200': withoutRequiredRateLimit(deliveredResponses['200']),
+      '304': withoutRequiredRateLimit(deliveredResponses['304']),
+      '302': withoutRequiredRateLimit({
         description: `A cache hit of more than ${SIGNED_LINK_INLINE_HIT_BYTES} bytes: Location is a pre-signed address of the stored file (valid for an hour), kept by caches at most ${REDIRECT_MAX_AGE_SECONDS} s. Free`,
         headers: linkHeaders.omit({ ETag: true }).extend({
           Location: z.string().meta({ description: 'The stored file' }),
           'Cache-Control': z.string().meta({ example: 'public, max-age=300, s-maxage=300' }),
         }),
-      },
+      }),
     },
   },
   listKeys: {

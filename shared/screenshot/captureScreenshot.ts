@@ -273,8 +273,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
       }
       // A signed link's budget comes after validation and the cache: a link answered from the cache, or by a 304,
-      // costs none of it (docs/api.md 15.3).
+      // costs none of it, and an invalid one is refused 400 without spending it (docs/api.md 15.3; red team, round
+      // 23: it was counted, and refused 429 once the budget was spent).
       if (budget === 'signedLink') {
+        if ('invalid' in checked) throw checked.invalid;
         const spent = await refusedWhenSpent(identity, budget);
         if (spent) return spent;
       }

@@ -226,6 +226,27 @@ describe('the local sign-in route', () => {
     });
   });
 
+  /** Red team (round 23): both were an `invalid_type` "expected object, received undefined", and said no-cache. */
+  it('refuses an unparsable body and one over 4096 bytes naming why, as no-store JSON', async () => {
+    const send = (body: string) =>
+      fetch(`${service.url}/local/session`, {
+        method: 'POST',
+        headers: { 'X-Sign-In-Key': signInKey(), 'Content-Type': 'application/json' },
+        body,
+      });
+    const unparsable = await send('{');
+    expect(unparsable.status).toBe(400);
+    expect(unparsable.headers.get('cache-control')).toBe('no-store');
+    expect((await unparsable.json()).details).toEqual([
+      { code: 'invalid_json', path: [], message: 'Request body is not valid JSON' },
+    ]);
+    const large = await send(JSON.stringify({ accountId: 'x', padding: 'p'.repeat(4_100) }));
+    expect(large.status).toBe(400);
+    expect((await large.json()).details).toEqual([
+      { code: 'too_big', path: [], message: 'Request body is larger than 4096 bytes' },
+    ]);
+  });
+
   it('refuses a body that is not JSON, so a cross-site form cannot use it', async () => {
     const response = await fetch(`${service.url}/local/session`, {
       method: 'POST',

@@ -542,6 +542,8 @@ describe('Idempotency-Key', () => {
       'order-2',
     );
     expect(other).toMatchObject({ status: 422, body: { message: expect.any(String) } });
+    // As every answer of the capture routes (red team, round 23: the 409 and 422 lacked it).
+    expect(other.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
   });
 
@@ -553,7 +555,9 @@ describe('Idempotency-Key', () => {
       post('/api/batches', account.apiKey, { requests }, 'batch-1'),
     ]);
     expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409]);
-    expect(answers.find((answer) => answer.status === 409)?.body).toEqual({ message: expect.any(String) });
+    const refused = answers.find((answer) => answer.status === 409);
+    expect(refused?.body).toEqual({ message: expect.any(String) });
+    expect(refused?.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await balanceOf(account.token)).toBe(BALANCE - 10);
     const replay = await post('/api/batches', account.apiKey, { requests }, 'batch-1');
     expect(replay.body.id).toBe(answers.find((answer) => answer.status === 202)?.body.id);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../shared/openapi/document';
 import { ROUTES } from '../../shared/routes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { signedQuery } from '../helpers/memoryScreenshot';
 import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
 import { awayFromWindowEdge, SUITE_MARGIN_MS, SUITE_WAIT_HOOK_TIMEOUT_MS } from '../helpers/rateWindow';
 import { type DescribedApi, describedApi, expectDescribed as expectDescribedIn } from './documentSchemas';
@@ -219,5 +220,33 @@ describe('the webhook secret answers', () => {
     const rotated = await service.request('/api/webhook-secret/rotate', { method: 'POST', bearer: token });
     expect(rotated.status).toBe(200);
     expect(await expectDescribed('POST', '/api/webhook-secret/rotate', rotated)).not.toEqual({ secret });
+  });
+});
+
+/**
+ * Red team (round 23): a signed link's answers from the cache carry no rate-limit headers (they cost no budget), yet
+ * the document required them; and no 304 declared the Cache-Control it carries.
+ */
+describe('the signed-link answers', () => {
+  it('answer a capture, a cache hit and a 304 as described', async () => {
+    const owner = service.idp.mintToken('contract-links');
+    const key = await (await service.request('/api/keys', { bearer: owner, body: { name: 'links' } })).json();
+    const query = signedQuery(key, { url: `${pages.origin}/page`, width: '320', height: '320' });
+    const link = `${service.url}/api/screenshot?${new URLSearchParams(query)}`;
+    const captured = await fetch(link);
+    expect(captured.headers.get('x-cache')).toBe('MISS');
+    await expectDescribed('GET', '/api/screenshot', captured);
+    const hit = await fetch(link);
+    expect(hit.headers.get('x-cache')).toBe('HIT');
+    expect(hit.headers.get('x-ratelimit-limit')).toBeNull();
+    await expectDescribed('GET', '/api/screenshot', hit);
+    const notModified = await fetch(link, { headers: { 'If-None-Match': String(hit.headers.get('etag')) } });
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.get('cache-control')).toBe(hit.headers.get('cache-control'));
+    await expectDescribed('GET', '/api/screenshot', notModified);
+    for (const method of ['GET', 'POST'])
+      expect(Object.keys(api.operation(method, '/api/screenshot').responses['304'].headers)).toContain(
+        'Cache-Control',
+      );
   });
 });
