@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { logger } from '../shared/logger';
 import { claimsCredential, type LocalCredentials, sigV4Verifier } from './sigV4Verifier';
 
@@ -19,14 +20,22 @@ export interface SignedApi {
  * account's balance; another read the job queue). A request that names our access key id has its body read, its
  * signature checked, then is handed to the server as it came; any other gets the API's own refusal.
  */
-export function requireAwsJsonSignature(server: Server, credentials: LocalCredentials, api: SignedApi): void {
+export function requireAwsJsonSignature(
+  server: Server,
+  credentials: LocalCredentials,
+  api: SignedApi,
+): SignatureGate {
   const verify = sigV4Verifier(credentials, api.region, api.service);
+  let draining = false;
+  /** Requests handed to the server and not yet answered by it. */
+  const handedOn = new Set<Promise<void>>();
   const serverListeners = server.listeners('request') as ((
     req: IncomingMessage,
     res: ServerResponse,
   ) => void)[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (draining) return refuse(res, 503, 'The local API is stopping', true, SERVICE_UNAVAILABLE);
     // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
     if (!claimsCredential(req.headers, req.url ?? '/', credentials.accessKeyId)) {
       // Its body is never read: the connection closes once the refusal is sent.
@@ -62,13 +71,43 @@ export function requireAwsJsonSignature(server: Server, credentials: LocalCreden
           'The request signature we calculated does not match the signature you provided.',
         );
       }
-      // Its client went while the signature was checked (a closing server drops its connections): passed on now, the
-      // request would reach a store that may have closed meanwhile, and dynalite throws that out of its callback.
-      if (req.socket.destroyed) return;
+      if (draining) return refuse(res, 503, 'The local API is stopping', true, SERVICE_UNAVAILABLE);
+      handedOn.add(answeredBy(res, handedOn));
       for (const listener of serverListeners) listener(replayed(req, body), res);
     });
   });
+  return {
+    async drain(timeoutMs) {
+      draining = true;
+      await Promise.race([Promise.all(handedOn), sleep(timeoutMs, undefined, { ref: false })]);
+    },
+  };
 }
+
+/** A gate that can stop taking requests, so that the server behind it may close without work under way. */
+export interface SignatureGate {
+  /**
+   * Refuses every request from now on (503), and waits, at most `timeoutMs`, until the server has answered each it
+   * was handed: dynalite works on a request after its client has gone, and closed under that work, it threw
+   * "Database is closed" out of its own callback (CI, session 26).
+   */
+  drain(timeoutMs: number): Promise<void>;
+}
+
+/** Settles once the server ends `res` (whether or not its client is still there), and leaves `pending`. */
+function answeredBy(res: ServerResponse, pending: Set<Promise<void>>): Promise<void> {
+  const answered = new Promise<void>((resolve) => {
+    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+    res.end = ((...args: unknown[]) => {
+      resolve();
+      return end(...args);
+    }) as ServerResponse['end'];
+  });
+  void answered.then(() => pending.delete(answered));
+  return answered;
+}
+
+const SERVICE_UNAVAILABLE = 'com.amazonaws.dynamodb.v20120810#ServiceUnavailableException';
 
 /** `req` with its body to be read again (data and end events). */
 function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
@@ -80,12 +119,18 @@ function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
   }) as unknown as IncomingMessage;
 }
 
-function refuse(res: ServerResponse, status: number, message: string, close = false): void {
+function refuse(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  close = false,
+  type = 'com.amazon.coral.service#InvalidSignatureException',
+): void {
   if (res.headersSent) return void res.destroy();
   res
     .writeHead(status, {
       'Content-Type': 'application/x-amz-json-1.0',
       ...(close ? { Connection: 'close' } : {}),
     })
-    .end(JSON.stringify({ __type: 'com.amazon.coral.service#InvalidSignatureException', message }));
+    .end(JSON.stringify({ __type: type, message }));
 }
