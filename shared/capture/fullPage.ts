@@ -8,6 +8,7 @@ import {
   heightCap,
   type ImageFormat,
 } from './renderer';
+import { waitForWebFonts } from './webFonts';
 
 /** How long loaders that throttle their checks (lazysizes: 125 ms) get to see the whole page in view. */
 export const THROTTLED_LOADER_WAIT_MS = 150;
@@ -17,7 +18,8 @@ export const THROTTLED_LOADER_WAIT_MS = 150;
  * pageScripts.ts): the page is scrolled through once; then, for loaders that
  * check only now and then (lazysizes looks at most every 125 ms, so a quick scroll passes some images by), the
  * viewport is made as tall as the page for a moment, which puts every element in view at once; then the images
- * started get a bounded wait, with the viewport and the scroll position back as they were.
+ * started get a bounded wait, with the viewport and the scroll position back as they were, and so do the web fonts
+ * of what the scroll brought in (red team, round 23: text first shown then was captured without its glyphs).
  */
 async function loadLazyContent(page: Page, world: IsolatedWorld, cap: number): Promise<number> {
   const fullHeight = await scrollThrough(world);
@@ -27,7 +29,7 @@ async function loadLazyContent(page: Page, world: IsolatedWorld, cap: number): P
     await new Promise((resolve) => setTimeout(resolve, THROTTLED_LOADER_WAIT_MS));
     await page.setViewport(viewport);
   }
-  await awaitStartedImages(world);
+  await Promise.all([awaitStartedImages(world), waitForWebFonts(page)]);
   return pageHeight(world);
 }
 

@@ -208,6 +208,16 @@ const MARKDOWN = `(() => {
     keepReplacement: (content, node) => (node.isBlock ? '\\n\\n' + content + '\\n\\n' : content),
   });
   turndown.use(turndownPluginGfm.gfm);
+  // A table cell is one line of its row, whatever the page put in it: the plugin's own rule kept a cell's paragraphs,
+  // line breaks and lists as lines of their own, and its pipes as column breaks, which broke the table apart and
+  // dropped text (red team, round 23). Added after the plugin, this rule is the one Turndown asks first.
+  turndown.addRule('tableCell', {
+    filter: ['th', 'td'],
+    replacement: (content, node) => {
+      const first = Array.prototype.indexOf.call(node.parentNode.childNodes, node) === 0;
+      return (first ? '| ' : ' ') + content.trim().replace(/\\s*\\n\\s*/g, ' ').replace(/\\|/g, '\\\\|') + ' |';
+    },
+  });
   // Page text cannot open an autolink, raw HTML or an entity either (red team: text reading <javascript:...> became a
   // link, and "&copy;" a sign).
   const escapeText = turndown.escape.bind(turndown);

@@ -18,13 +18,36 @@ const PAGE_HEIGHT = `Math.max(
   window.innerHeight,
 )`;
 
+/** How deep open shadow roots are searched for images. */
+const MAX_SHADOW_DEPTH = 16;
+
+/**
+ * Source text defining `allImages()`: the document's images and those of its open shadow roots, nested ones too (web
+ * components keep theirs there: red team, round 23, lazy images of a shadow root were captured unloaded), at most
+ * MAX_SHADOW_DEPTH roots deep.
+ */
+const ALL_IMAGES = `const allImages = () => {
+    const images = [...document.images];
+    const walk = (root, depth) => {
+      for (const element of root.querySelectorAll('*')) {
+        const shadow = element.shadowRoot;
+        if (!shadow || depth >= ${MAX_SHADOW_DEPTH}) continue;
+        images.push(...shadow.querySelectorAll('img'));
+        walk(shadow, depth + 1);
+      }
+    };
+    walk(document, 0);
+    return images;
+  };`;
+
 /**
  * Scrolls the page through once, a viewport at a time, letting a frame pass at each step so that
  * IntersectionObserver callbacks and scroll-driven loaders run; native lazy images become eager first. Answers the
  * page's height once back at the top.
  */
 const SCROLL_THROUGH = `(async () => {
-  for (const img of Array.from(document.images)) if (img.loading === 'lazy') img.loading = 'eager';
+  ${ALL_IMAGES}
+  for (const img of allImages()) if (img.loading === 'lazy') img.loading = 'eager';
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
   const step = Math.max(window.innerHeight, 200);
   for (let y = 0; y < document.documentElement.scrollHeight && y < ${LAZY_SCROLL_LIMIT_PX}; y += step) {
@@ -38,9 +61,10 @@ const SCROLL_THROUGH = `(async () => {
 
 /** Waits, bounded, for the images that have started loading, then for a frame. */
 const AWAIT_IMAGES = `(async () => {
+  ${ALL_IMAGES}
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
   await frame();
-  const pending = Array.from(document.images).filter((img) => !img.complete && (img.currentSrc || img.src));
+  const pending = allImages().filter((img) => !img.complete && (img.currentSrc || img.src));
   const loaded = Promise.all(
     pending.map(
       (img) =>

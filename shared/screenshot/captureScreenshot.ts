@@ -272,11 +272,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
           .catch((error) => logger.warn('lastUsed not recorded', { error }));
         return { ok: true, screenshot: cached, undelivered: NOTHING_TO_GIVE_BACK };
       }
-      // A signed link's budget comes after validation and the cache: a link answered from the cache, or by a 304,
-      // costs none of it, and an invalid one is refused 400 without spending it (docs/api.md 15.3; red team, round
-      // 23: it was counted, and refused 429 once the budget was spent).
+      // A signed link's budget comes after the cache: a link answered from the cache, or by a 304, costs none of it
+      // (docs/api.md 15.3). An invalid link is counted before it is refused, as a POST is: anyone may replay a
+      // published link, and its refusals would otherwise be free without bound.
       if (budget === 'signedLink') {
-        if ('invalid' in checked) throw checked.invalid;
         const spent = await refusedWhenSpent(identity, budget);
         if (spent) return spent;
       }

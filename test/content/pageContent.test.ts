@@ -96,6 +96,28 @@ describe('format markdown', () => {
     expect(markdown).not.toContain('Copyright footer');
   });
 
+  /**
+   * Red team (round 23): the GFM plugin kept a cell's paragraphs, line breaks and lists as lines of their own, and its
+   * pipes as column breaks: the table fell apart and text was dropped. A cell is now one line, its pipes escaped.
+   */
+  it('keeps each table row on one line, whatever its cells hold, with their pipes escaped', async () => {
+    const html = `<!doctype html><body><table><thead><tr><th>Name</th><th>Notes</th></tr></thead><tbody>
+<tr><td>a|b</td><td><p>first para</p><p>second para</p></td></tr>
+<tr><td>line<br>two</td><td><ul><li>x</li><li>y</li></ul></td></tr></tbody></table></body>`;
+    const response = await shoot({ html, format: 'markdown' });
+    expect(response.status).toBe(200);
+    const rows = response.body
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('|'));
+    expect(rows).toEqual([
+      '| Name | Notes |',
+      expect.stringMatching(/^\| -+ \| -+ \|$/),
+      '| a\\|b | first para second para |',
+      expect.stringMatching(/^\| line two \| -\s+x -\s+y \|$/),
+    ]);
+  });
+
   it('makes links absolute', async () => {
     const markdown = (await shoot({ url: `${site.origin}/article`, format: 'markdown' })).body.toString(
       'utf8',

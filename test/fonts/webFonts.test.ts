@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserBundle } from '../../shared/capture/browserBundle';
 import { ChromiumRenderer } from '../../shared/capture/chromiumRenderer';
@@ -50,6 +51,13 @@ function serveFontAfter(ms: number) {
   };
 }
 
+/** A full page whose text in the web font is written only when the page is first scrolled, 2,000 px down. */
+const SCROLL_FONT_PAGE = `<!doctype html><style>html,body{margin:0;background:#fff}
+@font-face{font-family:Late;src:url(/font.ttf) format("truetype");font-display:block}
+#late{font:64px Late, serif;color:#000;margin:0;height:100px}</style>
+<div style="height:2000px"></div><p id=late></p>
+<script>addEventListener('scroll', () => { document.getElementById('late').textContent = 'HELLO'; }, { once: true });</script>`;
+
 let server: PageServer;
 let renderer: ChromiumRenderer;
 
@@ -58,6 +66,7 @@ beforeAll(async () => {
     '/late': latePage('/font.ttf'),
     '/sabotaged': latePage('/font.ttf', SABOTAGE),
     '/never': latePage('/never.ttf'),
+    '/on-scroll': SCROLL_FONT_PAGE,
     '/font.ttf': serveFontAfter(FONT_DELAY_MS),
     // Headers never come: the font stays loading for as long as the page lives.
     '/never.ttf': () => undefined,
@@ -101,5 +110,27 @@ describe('web fonts', () => {
     expect(ms).toBeLessThan(WEB_FONTS_WAIT_MS + 3_000);
     // The other cells are drawn as usual.
     expect((cells[1] as CellPixels).ink).toBeGreaterThan(20);
+  });
+});
+
+/**
+ * Red team (round 23): fonts were waited for before the full page's scroll-through, so text that the scroll brought
+ * in, in a font first needed then, was captured laid out but without a glyph.
+ */
+describe('web fonts of what a full page scroll brings in', () => {
+  it('are waited for too: the text is drawn', async () => {
+    const fullPage = captureSpecOf(
+      screenshotRequest.parse({ url: `${server.origin}/on-scroll`, width: 800, height: 600, fullPage: true }),
+    );
+    const { image } = await renderer.capture(fullPage, { deadline: Date.now() + 30_000 });
+    const { data, info } = await sharp(image)
+      .extract({ left: 0, top: 2_000, width: 800, height: 100 })
+      .greyscale()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    let ink = 0;
+    for (let at = 0; at < data.length; at += info.channels) if ((data[at] ?? 255) < 128) ink++;
+    // Before: 0.
+    expect(ink).toBeGreaterThan(500);
   });
 });

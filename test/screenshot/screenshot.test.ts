@@ -37,6 +37,21 @@ beforeAll(async () => {
     '/green.png': (_, res) => {
       res.writeHead(200, { 'Content-Type': 'image/png' }).end(greenPng);
     },
+    // A web component whose lazy image, in its open shadow root, arrives 800 ms after it is asked for.
+    '/lazy-shadow': solidPage(
+      '#ff0000',
+      '',
+      `<div style="height:3600px"></div><lazy-card style="display:block"></lazy-card><script>
+customElements.define('lazy-card', class extends HTMLElement {
+  connectedCallback() {
+    this.attachShadow({ mode: 'open' }).innerHTML =
+      '<img src="/green-slow.png" loading="lazy" width="400" height="400" style="display:block">';
+  }
+});</script>`,
+    ),
+    '/green-slow.png': (_, res) => {
+      setTimeout(() => res.writeHead(200, { 'Content-Type': 'image/png' }).end(greenPng), 800);
+    },
     '/device': solidPage(
       '#ff0000',
       `<script>addEventListener('DOMContentLoaded',()=>{const m=/iPhone/.test(navigator.userAgent)&&navigator.maxTouchPoints>0;document.documentElement.style.background=m?'#00ff00':'#ff0000'});</script>`,
@@ -381,6 +396,20 @@ describe('the image', () => {
     const account = await harness.newAccount();
     const response = await harness.shoot(account.apiKey, {
       url: url('/lazy'),
+      width: 800,
+      height: 600,
+      fullPage: true,
+    });
+    const image = await decodeImage(response.body);
+    expect(image.height).toBe(4000);
+    expect(near(image.pixel(200, 3800), GREEN, 0)).toBe(true);
+  });
+
+  /** Red team (round 23): only `document.images` were waited for; a shadow root's lazy image came out unloaded. */
+  it("loads a web component's lazy images, in its shadow root, before a full-page capture", async () => {
+    const account = await harness.newAccount();
+    const response = await harness.shoot(account.apiKey, {
+      url: url('/lazy-shadow'),
       width: 800,
       height: 600,
       fullPage: true,
