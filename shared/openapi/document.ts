@@ -397,7 +397,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
       `JSON), plus ${KEY_ID_PARAM} and ${SIGNATURE_PARAM}: the lower-case hex HMAC-SHA256, keyed with the key's ` +
       `signing secret, of every other parameter sorted by name, RFC 3986-encoded, as name=value joined with &. ` +
       `cache is true unless cache=false. A link is public: ${FIELDS_REFUSED_ON_SIGNED_LINKS.join(' and ')} are ` +
-      'refused (400). Checks, in order: signature and key (401), the cache (200, 302 or 304, free), the key\'s ' +
+      "refused (400). Checks, in order: signature and key (401), the cache (200, 302 or 304, free), the key's " +
       'own link budget (429), captures running (429), query (400), credits (402), then captures.',
     requestParams: { query: signedLinkQuery(), header: conditionalRequestHeader },
     responses: {
