@@ -140,34 +140,37 @@ const withoutProtoEntry = (value: unknown, ctx: { issues: z.core.$ZodRawIssue[] 
   return value;
 };
 
-const headerRecord = z.record(z.string(), z.string()).check((ctx) => {
-  const entries = Object.entries(ctx.value);
-  if (entries.length > MAX_HEADERS) {
-    ctx.issues.push({
-      code: 'too_big',
-      origin: 'object',
-      maximum: MAX_HEADERS,
-      input: ctx.value,
-      message: `headers may have at most ${MAX_HEADERS} entries`,
-    });
-    // Not each entry too: 68,000 refused names in a batch's 1 MiB made a 17 MB answer, more than Lambda returns (red team).
-    return;
-  }
-  for (const [name, value] of entries) {
-    const problem = !TOKEN.test(name)
-      ? 'is not a valid header name (RFC 7230 token)'
-      : isForbiddenHeader(name)
-        ? 'may not be set: Host, Cookie, Content-Length, hop-by-hop and Proxy-* headers are the browser’s'
-        : value.length > MAX_HEADER_VALUE_LENGTH
-          ? `value must be at most ${MAX_HEADER_VALUE_LENGTH} characters`
-          : !HEADER_VALUE.test(value)
-            ? 'value may hold printable ASCII, spaces and tabs only'
-            : undefined;
-    if (problem) {
-      ctx.issues.push({ code: 'custom', path: [name], input: value, message: `Header ${name} ${problem}` });
+const headerRecord = z
+  .record(z.string(), z.string().meta({ maxLength: MAX_HEADER_VALUE_LENGTH }))
+  .meta({ maxProperties: MAX_HEADERS })
+  .check((ctx) => {
+    const entries = Object.entries(ctx.value);
+    if (entries.length > MAX_HEADERS) {
+      ctx.issues.push({
+        code: 'too_big',
+        origin: 'object',
+        maximum: MAX_HEADERS,
+        input: ctx.value,
+        message: `headers may have at most ${MAX_HEADERS} entries`,
+      });
+      // Not each entry too: 68,000 refused names in a batch's 1 MiB made a 17 MB answer, more than Lambda returns (red team).
+      return;
     }
-  }
-});
+    for (const [name, value] of entries) {
+      const problem = !TOKEN.test(name)
+        ? 'is not a valid header name (RFC 7230 token)'
+        : isForbiddenHeader(name)
+          ? 'may not be set: Host, Cookie, Content-Length, hop-by-hop and Proxy-* headers are the browser’s'
+          : value.length > MAX_HEADER_VALUE_LENGTH
+            ? `value must be at most ${MAX_HEADER_VALUE_LENGTH} characters`
+            : !HEADER_VALUE.test(value)
+              ? 'value may hold printable ASCII, spaces and tabs only'
+              : undefined;
+      if (problem) {
+        ctx.issues.push({ code: 'custom', path: [name], input: value, message: `Header ${name} ${problem}` });
+      }
+    }
+  });
 
 const headers = z.preprocess(withoutProtoEntry, headerRecord);
 

@@ -71,17 +71,22 @@ export function lengthInMm(length: string): number | undefined {
 
 /** A string of at most `max` bytes of UTF-8 (what the body limit counts), reported as too_big. */
 export const utf8Text = (what: string, max: number) =>
-  z.string().check((ctx) => {
-    if (Buffer.byteLength(ctx.value, 'utf8') > max) {
-      ctx.issues.push({
-        code: 'too_big',
-        origin: 'string',
-        maximum: max,
-        input: ctx.value,
-        message: `${what} must be at most ${max} bytes of UTF-8`,
-      });
-    }
-  });
+  z
+    .string()
+    .check((ctx) => {
+      if (Buffer.byteLength(ctx.value, 'utf8') > max) {
+        ctx.issues.push({
+          code: 'too_big',
+          origin: 'string',
+          maximum: max,
+          input: ctx.value,
+          message: `${what} must be at most ${max} bytes of UTF-8`,
+        });
+      }
+    })
+    // What JSON Schema can say of it (characters, never more than bytes), for generated clients and MCP hosts (red
+    // team, round 23: the published schemas had no bound at all).
+    .meta({ maxLength: max });
 
 const margin = z
   .string()

@@ -71,6 +71,10 @@ describe('POST /mcp over Streamable HTTP', () => {
       url: expect.any(Object),
       width: { type: 'integer', minimum: 320, maximum: 3840 },
       blockAds: { type: 'boolean' },
+      // The bounds JSON Schema can say (red team, round 23: none): characters, never more than the bytes allowed.
+      css: { type: 'string', maxLength: 32_768 },
+      js: { type: 'string', maxLength: 32_768 },
+      headers: { maxProperties: 20, additionalProperties: { type: 'string', maxLength: 1024 } },
     });
     expect(screenshot?.inputSchema.properties).not.toHaveProperty('response');
     await client.close();

@@ -174,6 +174,19 @@ describe('the documented request bodies', () => {
     ['a fractional delay', { url: 'https://example.com', delay: 1.5 }],
     ['an unknown format', { url: 'https://example.com', format: 'gif' }],
     ['a non-http URL', { url: 'ftp://example.com/file' }],
+    // Red team (round 23): the published schema had no bound on these.
+    [
+      '21 headers',
+      {
+        url: 'https://example.com',
+        headers: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`x-h${i}`, 'v'])),
+      },
+    ],
+    [
+      'a header value of 1025 characters',
+      { url: 'https://example.com', headers: { 'x-a': 'v'.repeat(1025) } },
+    ],
+    ['css of 32,769 characters', { url: 'https://example.com', css: 'a'.repeat(32_769) }],
   ])('refuse a screenshot request with %s, as the handler does', (_, body) => {
     expect(screenshotRequest.safeParse(body).success).toBe(false);
     expect(api.check(requestSchema('POST', '/api/screenshot'), body)).not.toEqual([]);
