@@ -64,7 +64,11 @@ export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, 
   const record = jobWorker({
     runJob: runJob({
       ...stores,
-      keyActive: async (accountId, keyId) => (await stores.keys.get(accountId, keyId))?.isActive === true,
+      // The authentication item decides, as for a Bearer key or a signed link (not the listing's copy of the state).
+      keyActive: async (accountId, keyId) => {
+        const identity = (await stores.keys.findSigningKey(keyId))?.identity;
+        return identity?.accountId === accountId && identity.isActive;
+      },
       queue: options.queue,
       renderer: options.renderer,
       urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),
