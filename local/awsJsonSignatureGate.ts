@@ -35,7 +35,7 @@ export function requireAwsJsonSignature(
   ) => void)[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (draining) return refuse(res, 503, 'The local API is stopping', true, SERVICE_UNAVAILABLE);
+    if (draining) return refuseStopping(res);
     // Whoever does not name our (secret-derived) access key id is refused before a byte of the body is read.
     if (!claimsCredential(req.headers, req.url ?? '/', credentials.accessKeyId)) {
       // Its body is never read: the connection closes once the refusal is sent.
@@ -71,7 +71,8 @@ export function requireAwsJsonSignature(
           'The request signature we calculated does not match the signature you provided.',
         );
       }
-      if (draining) return refuse(res, 503, 'The local API is stopping', true, SERVICE_UNAVAILABLE);
+      // Still being checked when the drain began: refused too, never handed on.
+      if (draining) return refuseStopping(res);
       handedOn.add(answeredBy(res, handedOn));
       for (const listener of serverListeners) listener(replayed(req, body), res);
     });
@@ -107,7 +108,10 @@ function answeredBy(res: ServerResponse, pending: Set<Promise<void>>): Promise<v
   return answered;
 }
 
-const SERVICE_UNAVAILABLE = 'com.amazonaws.dynamodb.v20120810#ServiceUnavailableException';
+/** A 503 the SDKs retry, and the connection closed: the API is stopping (SignatureGate.drain). */
+function refuseStopping(res: ServerResponse): void {
+  refuse(res, 503, 'The local API is stopping', true, 'ServiceUnavailableException');
+}
 
 /** `req` with its body to be read again (data and end events). */
 function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
