@@ -79,7 +79,19 @@ export function solidPage(color: string, extraHead = '', body = ''): string {
   return `<!doctype html><html><head><meta charset="utf-8">${extraHead}<style>html,body{margin:0;background:${color}}</style></head><body>${body}</body></html>`;
 }
 
-/** A loopback port nothing listens on (bound, then released): a page there fails with a refused connection. */
+/**
+ * `/slow`, a solid page whose load event waits `ms` for an image that then fails (404), and that image: a capture of
+ * it holds its place that long. Spread into a page server's routes.
+ */
+export function slowPage(ms: number, color = '#00ff00'): Record<string, string | PageHandler> {
+  return {
+    '/slow': solidPage(color, '', '<img src="/slow.png">'),
+    '/slow.png': (_, res) => {
+      setTimeout(() => res.writeHead(404).end(), ms);
+    },
+  };
+}
+
 /**
  * A page that is one canvas of `side` × `side` random pixels: a PNG of it does not compress, so the capture is about
  * side × side × 3 bytes (2560: about 20 MB, far more than a loopback connection buffers).
@@ -96,6 +108,7 @@ export function noisePage(side: number): string {
 </script></body></html>`;
 }
 
+/** A loopback port nothing listens on (bound, then released): a page there fails with a refused connection. */
 export async function unusedPort(): Promise<number> {
   const server = createTcpServer().listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLocalIdp } from '../../local/idp';
-import { type PageServer, solidPage, startPageServer, unusedPort } from '../helpers/pageServer';
+import { type PageServer, slowPage, startPageServer, unusedPort } from '../helpers/pageServer';
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed JSON answers, read field by field
 type Json = Record<string, any>;
@@ -68,10 +68,7 @@ beforeAll(async () => {
   port = await unusedPort();
   pages = await startPageServer({
     // About 1.5 s to load: jobs are still running when the process is killed.
-    '/slow': solidPage('#00ff00', '', '<img src="/slow.png">'),
-    '/slow.png': (_, res) => {
-      setTimeout(() => res.writeHead(404).end(), 1_500);
-    },
+    ...slowPage(1_500),
   });
 });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_GONE_BEFORE_RUN } from '../../shared/jobs/runJob';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type PageServer, slowPage, solidPage, startPageServer } from '../helpers/pageServer';
 
 /**
  * Red team (round 22): a revoked key fails from its next request, and a synchronous request that waited for a place
@@ -18,10 +18,7 @@ let service: TestLocalService;
 beforeAll(async () => {
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
-    '/slow': solidPage('#00ff00', '', '<img src="/slow.png">'),
-    '/slow.png': (_, res) => {
-      setTimeout(() => res.writeHead(404).end(), SLOW_MS);
-    },
+    ...slowPage(SLOW_MS),
   });
   service = await startTestLocalService({
     ALLOW_PRIVATE_HOSTS: pages.hostPort,

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type PageServer, slowPage, solidPage, startPageServer } from '../helpers/pageServer';
 import { awayFromWindowEdge } from '../helpers/rateWindow';
 
 /**
@@ -34,10 +34,7 @@ beforeAll(async () => {
   await awayFromWindowEdge(60_000);
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
-    '/slow': solidPage('#00ff00', '', '<img src="/slow.png">'),
-    '/slow.png': (_, res) => {
-      setTimeout(() => res.writeHead(404).end(), SLOW_MS);
-    },
+    ...slowPage(SLOW_MS),
   });
   service = await startTestLocalService({
     ALLOW_PRIVATE_HOSTS: pages.hostPort,

@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RATE_WINDOW_MS, windowStart } from '../../shared/accounts/rateLimiter';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type PageServer, slowPage, solidPage, startPageServer } from '../helpers/pageServer';
 import { awayFromWindowEdge } from '../helpers/rateWindow';
 
 const BALANCE = 10;
@@ -15,10 +15,7 @@ beforeAll(async () => {
   pages = await startPageServer({
     '/red': solidPage('#ff0000'),
     // Loads in about 300 ms, so captures are still in flight while the test acts.
-    '/slow': solidPage('#ff0000', '', '<img src="/slow.png">'),
-    '/slow.png': (_, res) => {
-      setTimeout(() => res.writeHead(404).end(), 300);
-    },
+    ...slowPage(300, '#ff0000'),
     // Loads in about 2 s: long enough for a whole burst to be in flight at once.
     '/slower': solidPage('#ff0000', '', '<img src="/slower.png">'),
     '/slower.png': (_, res) => {

@@ -2,7 +2,7 @@ import { readdir, readFile, readlink } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ownPorts } from '../../shared/egress/ownPorts';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { type PageServer, slowPage, solidPage, startPageServer } from '../helpers/pageServer';
 
 /**
  * Red team (round 20): under ALLOW_PRIVATE_HOSTS='*', a webhook was accepted (202) and delivered to a port of the
@@ -22,10 +22,7 @@ let service: TestLocalService;
 beforeAll(async () => {
   pages = await startPageServer({
     '/plain': solidPage('#0000ff'),
-    '/slow': solidPage('#00ff00', '', '<img src="/slow.png">'),
-    '/slow.png': (_, res) => {
-      setTimeout(() => res.writeHead(404).end(), SLOW_MS);
-    },
+    ...slowPage(SLOW_MS),
   });
   service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: '*', POWERTOOLS_LOG_LEVEL: 'SILENT' });
 }, 120_000);
