@@ -32,10 +32,20 @@ beforeAll(async () => {
         '/widget-meta': `<script>location.href = '${at.site}/login-meta?next=/secret-meta'</script>`,
       },
       site: {
+        // The strangers' frames come in once the origin's own frame has landed: while an origin document a stranger
+        // brought is in the page, no origin stack counts, so on a loaded machine a stranger landing first would
+        // take the own frame's headers too (as designed), and the last test would prove nothing.
         '/page': `<!doctype html><html><body>
-          <iframe src="${at.third}/widget"></iframe>
-          <iframe src="${at.third}/widget-meta"></iframe>
           <iframe src="/login?next=/own-secret"></iframe>
+          <script>
+            window.strangers = () => {
+              for (const path of ['/widget', '/widget-meta']) {
+                const frame = document.createElement('iframe');
+                frame.src = '${at.third}' + path;
+                document.body.append(frame);
+              }
+            };
+          </script>
         </body></html>`,
         '/login': (req, res) => {
           const next = new URL(req.url ?? '/', 'http://site').searchParams.get('next') ?? '/';
@@ -61,7 +71,7 @@ beforeAll(async () => {
         '/image-own-secret': reached,
         '/secret': landed('secret'),
         '/secret-meta': landed('secretMeta'),
-        '/own-secret': landed('ownSecret'),
+        '/own-secret': `${landed('ownSecret')}<script>parent.strangers()</script>`,
       },
     }),
     { width: 800, height: 600, waitForSelector: 'body[data-secret][data-secret-meta][data-own-secret]' },

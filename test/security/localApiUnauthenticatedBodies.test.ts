@@ -46,10 +46,12 @@ describe('the local API port', () => {
       const { port } = new URL(service.url);
       const before = heldBytes();
       const chunk = Buffer.alloc(64 * 1024, 0x7b);
+      const opened: Socket[] = [];
       for (let i = 0; i < CONNECTIONS; i++) {
         const socket = connect(Number(port), '127.0.0.1');
         socket.on('error', () => {});
         sockets.push(socket);
+        opened.push(socket);
         socket.write(
           `${method} ${paths[i % paths.length]} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +
             `Content-Type: application/json\r\nContent-Length: ${BODY_BYTES + 1}\r\n\r\n`,
@@ -61,7 +63,12 @@ describe('the local API port', () => {
         }
       }
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      const held = heldBytes() - before;
+      const holding = heldBytes();
+      for (const socket of opened) socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // Held bodies show both as growth while the connections are open and as bytes freed when they close. Test files
+      // share this process, so another file's leftovers may allocate or free meanwhile: one of the two stays clean.
+      const held = Math.min(holding - before, holding - heldBytes());
       // Answered before the body is read, as the gates do: what the service allocates meanwhile (a loaded machine
       // measured 5 MB), not every connection's body (73 MB before).
       expect(held).toBeLessThan(16 * BODY_BYTES);
