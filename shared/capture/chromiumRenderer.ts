@@ -34,7 +34,7 @@ import {
   prepareNavigation,
   waitForVisible,
 } from './pageOptions';
-import { viewportOrigin } from './pageScripts';
+import { hideOnElements, pageGeometry } from './pageScripts';
 import { guardPageTraffic, PAGE_TRAFFIC_LIMITS } from './pageTrafficGuard';
 import { printPdf } from './pdfPrint';
 import {
@@ -48,6 +48,7 @@ import {
   type Renderer,
 } from './renderer';
 import { assertSelectorsParse } from './selectorCheck';
+import { viewClip, viewStart } from './viewClip';
 import { waitForWebFonts } from './webFonts';
 
 export interface ChromiumRendererOptions {
@@ -295,7 +296,10 @@ export class ChromiumRenderer implements Renderer {
       );
     }
     // Again, for what the page added since load; the image is taken right after.
-    await hideFilteredElements(page, tab.control, spec, setup);
+    await Promise.all([
+      hideFilteredElements(page, tab.control, spec, setup),
+      hideOnElements(tab.control, spec.hideSelectors),
+    ]);
     const metadata = spec.metadata
       ? {
           metadata: await pageMetadata(tab.control, {
@@ -341,11 +345,11 @@ export class ChromiumRenderer implements Renderer {
       // A clip is placed on the page, not in the viewport: a page scrolled (an anchor, its own script) would
       // otherwise be measured where it is not shown, or not at all.
       await assertDeliverable({ width, height, scale: spec.scale }, spec.url, encoding, async (strip, as) => {
-        const origin = await viewportOrigin(tab.control);
+        const geometry = await pageGeometry(tab.control);
         return page.screenshot({
           ...as,
           captureBeyondViewport: false,
-          clip: { x: origin.x, y: origin.y + strip.y, width, height: strip.height },
+          clip: viewClip(geometry, viewStart(geometry), strip, width),
         });
       });
       const image = await page.screenshot(encoding);

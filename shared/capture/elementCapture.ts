@@ -1,7 +1,7 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
 import { assertDeliverable } from './oversizedImage';
-import { elementBox, type IsolatedWorld } from './pageScripts';
+import { elementBox, type IsolatedWorld, type PageBox } from './pageScripts';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureResult,
@@ -28,8 +28,9 @@ export async function captureElement(
 ): Promise<CaptureResult> {
   const shown = JSON.stringify(selector);
   // The selector was read by the browser's parser before navigation (selectorCheck.ts).
-  const box = await elementBox(world, selector);
-  if (!box) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`, 'page');
+  const found = await elementBox(world, selector);
+  if (!found) throw new CaptureFailedError(spec.url, `No element matches the selector ${shown}`, 'page');
+  const box = withinPage(found);
   // At least a whole pixel of the image either way: a smaller clip (an element scaled to 0.001) Chromium refuses, which
   // failed the capture as ours (red team).
   if (!(box.width * spec.scale >= 1 && box.height * spec.scale >= 1)) {
@@ -51,4 +52,15 @@ export async function captureElement(
     contentType: CAPTURE_CONTENT_TYPES[encoding.type],
     truncated: width < box.width || height < box.height,
   };
+}
+
+/**
+ * The part of a box the page can show: an element placed above or left of all the page can scroll to (`top: -100px`,
+ * a negative margin) is drawn only from there on. A clip starting before it was moved there whole, and showed the
+ * region below and right of the element too (red team, round 23).
+ */
+function withinPage(box: PageBox): PageBox {
+  const x = Math.max(0, box.x);
+  const y = Math.max(0, box.y);
+  return { x, y, width: box.width - (x - box.x), height: box.height - (y - box.y) };
 }

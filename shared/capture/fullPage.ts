@@ -1,6 +1,12 @@
 import type { Page, ScreenshotOptions } from 'puppeteer-core';
 import { assertDeliverable } from './oversizedImage';
-import { awaitStartedImages, type IsolatedWorld, pageHeight, scrollThrough } from './pageScripts';
+import {
+  awaitStartedImages,
+  type IsolatedWorld,
+  pageGeometry,
+  scrollThrough,
+  settledHeight,
+} from './pageScripts';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureResult,
@@ -8,6 +14,7 @@ import {
   heightCap,
   type ImageFormat,
 } from './renderer';
+import { viewClip, viewStart } from './viewClip';
 import { waitForWebFonts } from './webFonts';
 
 /** How long loaders that throttle their checks (lazysizes: 125 ms) get to see the whole page in view. */
@@ -19,7 +26,9 @@ export const THROTTLED_LOADER_WAIT_MS = 150;
  * check only now and then (lazysizes looks at most every 125 ms, so a quick scroll passes some images by), the
  * viewport is made as tall as the page for a moment, which puts every element in view at once; then the images
  * started get a bounded wait, with the viewport and the scroll position back as they were, and so do the web fonts
- * of what the scroll brought in (red team, round 23: text first shown then was captured without its glyphs).
+ * of what the scroll brought in (red team, round 23: text first shown then was captured without its glyphs). A page
+ * whose `resize` handlers are debounced or wait for a frame laid itself out for the tall viewport (a hero of `100vh`
+ * drawn as tall as the page) and only later for the real one: its height is waited for to settle (round 23).
  */
 async function loadLazyContent(page: Page, world: IsolatedWorld, cap: number): Promise<number> {
   const fullHeight = await scrollThrough(world);
@@ -30,13 +39,14 @@ async function loadLazyContent(page: Page, world: IsolatedWorld, cap: number): P
     await page.setViewport(viewport);
   }
   await Promise.all([awaitStartedImages(world), waitForWebFonts(page)]);
-  return pageHeight(world);
+  return settledHeight(world, fullHeight);
 }
 
 /**
- * The whole scrollable page, up to the format's height cap (in image pixels, so fewer CSS pixels at a higher
- * scale). Captured in one piece beyond the viewport, not stitched from scrolled screens, so fixed and sticky
- * elements appear once, where they are with the page at its top.
+ * The whole scrollable page, up to the format's height cap (in image pixels, so fewer CSS pixels at a higher scale
+ * or a mobile device's zoom), as wide as the view and from where it starts (the right end of a right-to-left page
+ * that overflows sideways). Captured in one piece beyond the viewport, not stitched from scrolled screens, so fixed
+ * and sticky elements appear once, where they are with the page at its top.
  */
 export async function captureFullPage(
   page: Page,
@@ -46,21 +56,20 @@ export async function captureFullPage(
     type: ImageFormat;
   },
 ): Promise<CaptureResult> {
-  const cap = Math.floor(heightCap(encoding.type) / spec.scale);
-  const fullHeight = await loadLazyContent(page, world, cap);
+  const fullHeight = await loadLazyContent(page, world, Math.floor(heightCap(encoding.type) / spec.scale));
+  const geometry = await pageGeometry(world);
+  const cap = Math.floor(heightCap(encoding.type) / (spec.scale * geometry.scale));
   const height = Math.min(fullHeight, cap);
-  await assertDeliverable({ width: spec.width, height, scale: spec.scale }, spec.url, encoding, (strip, as) =>
+  const start = { x: viewStart(geometry).x, y: geometry.offset.y };
+  const rows = height * geometry.scale;
+  const shot = (strip: { y: number; height: number }, as = encoding) =>
     page.screenshot({
       ...as,
-      clip: { x: 0, width: spec.width, ...strip },
+      clip: viewClip(geometry, start, strip, spec.width),
       captureBeyondViewport: true,
-    }),
-  );
-  const image = await page.screenshot({
-    ...encoding,
-    clip: { x: 0, y: 0, width: spec.width, height },
-    captureBeyondViewport: true,
-  });
+    });
+  await assertDeliverable({ width: spec.width, height: rows, scale: spec.scale }, spec.url, encoding, shot);
+  const image = await shot({ y: 0, height: rows });
   return {
     image: Buffer.from(image),
     contentType: CAPTURE_CONTENT_TYPES[encoding.type],

@@ -101,16 +101,78 @@ export async function awaitStartedImages(world: IsolatedWorld): Promise<void> {
   await world.evaluate(AWAIT_IMAGES);
 }
 
-export function pageHeight(world: IsolatedWorld): Promise<number> {
-  return world.evaluate<number>(PAGE_HEIGHT);
+/** How long a full page waits at most for its height to settle, and how often it looks. */
+export const HEIGHT_SETTLE_MS = 1_000;
+const HEIGHT_SETTLE_STEP_MS = 100;
+
+/**
+ * The page's height once it holds still: at once when it is `expected` (the height before anything changed the
+ * viewport), else once two readings a step apart agree, or HEIGHT_SETTLE_MS passed.
+ */
+export function settledHeight(world: IsolatedWorld, expected: number): Promise<number> {
+  return world.evaluate<number>(`(async () => {
+    const height = () => ${PAGE_HEIGHT};
+    let last = height();
+    if (last === ${expected}) return last;
+    const until = performance.now() + ${HEIGHT_SETTLE_MS};
+    while (performance.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, ${HEIGHT_SETTLE_STEP_MS}));
+      const now = height();
+      if (now === last) return now;
+      last = now;
+    }
+    return last;
+  })()`);
 }
 
-/** Where the viewport stands on the page (CSS px): where a clip of what it shows starts. */
-export function viewportOrigin(world: IsolatedWorld): Promise<{ x: number; y: number }> {
-  return world.evaluate(`({ x: window.visualViewport.pageLeft, y: window.visualViewport.pageTop })`);
+/**
+ * Where things stand, for a screenshot's clip. DevTools places a clip from the far top left of what the page can
+ * scroll to, while the page measures from its scroll origin: the two differ on a page that overflows towards its
+ * start (a right-to-left page wider than the viewport overflows leftwards, where scroll positions are negative), and a
+ * clip placed in the page's terms showed the far end of the overflow (red team, round 23). `scale` is the zoom of the
+ * visual viewport: a mobile device shows a page without `width=device-width` zoomed out to fit, so its 980 CSS pixels
+ * fill 390 (round 23: a full page showed only the left 390).
+ */
+export interface PageGeometry {
+  /** Add to a point of the page (CSS px from its scroll origin) to place it in a clip. */
+  offset: { x: number; y: number };
+  /** Where the visual viewport stands on the page (CSS px). */
+  viewport: { x: number; y: number };
+  /** CSS px per device-independent pixel of the view. */
+  scale: number;
 }
 
-/** An element's border box on the page (CSS px, from the page's top left). */
+/**
+ * Finds how far the page scrolls past its origin by asking to scroll past it and reading where it stopped, then
+ * scrolling back at once. Only an axis that can run that way is tried: one that overflows sideways, and a vertical
+ * writing mode's other axis. The viewport's writing mode and direction may come from the body.
+ */
+const PAGE_GEOMETRY = `(() => {
+  const root = document.scrollingElement || document.documentElement;
+  const modes = [document.documentElement, document.body].filter(Boolean).map((element) => getComputedStyle(element));
+  const sideways = root.scrollWidth > root.clientWidth;
+  const upwards = modes.some((style) => !style.writingMode.startsWith('horizontal'));
+  const left = window.scrollX;
+  const top = window.scrollY;
+  let start = { x: 0, y: 0 };
+  if (sideways || upwards) {
+    window.scrollTo({ left: sideways ? -1e9 : left, top: upwards ? -1e9 : top, behavior: 'instant' });
+    start = { x: sideways ? window.scrollX : 0, y: upwards ? window.scrollY : 0 };
+    window.scrollTo({ left, top, behavior: 'instant' });
+  }
+  const view = window.visualViewport;
+  return {
+    offset: { x: -start.x, y: -start.y },
+    viewport: { x: view.pageLeft, y: view.pageTop },
+    scale: view.scale,
+  };
+})()`;
+
+export function pageGeometry(world: IsolatedWorld): Promise<PageGeometry> {
+  return world.evaluate<PageGeometry>(PAGE_GEOMETRY);
+}
+
+/** A box in a clip's terms: CSS px from the far top left of what the page can scroll to (PageGeometry). */
 export interface PageBox {
   x: number;
   y: number;
@@ -119,8 +181,9 @@ export interface PageBox {
 }
 
 /**
- * The first element matching `selector`, scrolled into view (as a screenshot of it would be), and its border box on
- * the page, measured in one go: the page's handlers of the scroll run only after. Null when none matches.
+ * The first element matching `selector`, scrolled into view (as a screenshot of it would be), and its border box in a
+ * clip's terms, measured in one go: the page's handlers of the scroll run only after. Null when none matches. The box
+ * is measured from the layout viewport, which `window.scroll*` places (the visual one may be panned within it).
  */
 export function elementBox(world: IsolatedWorld, selector: string): Promise<PageBox | null> {
   return world.evaluate<PageBox | null>(`(() => {
@@ -128,7 +191,29 @@ export function elementBox(world: IsolatedWorld, selector: string): Promise<Page
     if (!element) return null;
     element.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
     const box = element.getBoundingClientRect();
-    const viewport = window.visualViewport;
-    return { x: box.left + viewport.pageLeft, y: box.top + viewport.pageTop, width: box.width, height: box.height };
+    const { offset } = ${PAGE_GEOMETRY};
+    return {
+      x: box.left + window.scrollX + offset.x,
+      y: box.top + window.scrollY + offset.y,
+      width: box.width,
+      height: box.height,
+    };
+  })()`);
+}
+
+/**
+ * Hides every element matching one of `selectors` through its own style, with `!important`: the one declaration an
+ * author style sheet cannot outrank, so it beats the page's own `!important`, inline or more specific (red team,
+ * round 23: hideSelectors' style sheet lost to both). The selectors were read by the browser's parser before
+ * navigation (selectorCheck.ts).
+ */
+export async function hideOnElements(world: IsolatedWorld, selectors: string[]): Promise<void> {
+  if (selectors.length === 0) return;
+  await world.evaluate(`(() => {
+    for (const selector of ${JSON.stringify(selectors)}) {
+      for (const element of document.querySelectorAll(selector)) {
+        if (element.style) element.style.setProperty('visibility', 'hidden', 'important');
+      }
+    }
   })()`);
 }

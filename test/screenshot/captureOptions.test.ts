@@ -120,6 +120,14 @@ beforeAll(async () => {
     '/agent': verdict(`navigator.userAgent === 'TestAgent/1.0 (options test)'`),
     '/cookie': verdict(`document.cookie.split('; ').includes('session=abc123')`),
     '/plain': solidPage('#f00', '', '<div id="ad" style="position:fixed;inset:0;background:#00f"></div>'),
+    // Shown by the page's own `!important`: inline, and by a rule more specific than any hiding selector.
+    '/insistent': solidPage(
+      '#f00',
+      '<style>html body div#ad.shown { visibility: visible !important }</style>',
+      `<div id="ad" class="shown" style="position:fixed;inset:0;background:#00f"></div>
+       <div class="inline" style="position:fixed;left:0;top:0;width:50px;height:50px;background:#0f0;
+         visibility: visible !important"></div>`,
+    ),
   });
   harness = await startScreenshotHarness({
     ALLOW_PRIVATE_HOSTS: `${site.hostPort},127.0.0.2:${other.port}`,
@@ -324,5 +332,14 @@ describe('injected CSS and JS', () => {
     expect(near(await colourOf({ url: url('/plain'), hideSelectors: ['#ad'] }), RED)).toBe(true);
     // A selector the browser cannot parse is refused, not silently dropped.
     expect((await capture({ url: url('/plain'), hideSelectors: ['div[', '#ad'] })).status).toBe(400);
+  });
+
+  // Red team (round 23): hiding was an author style sheet's `!important`, which both of the page's outrank.
+  it("hides them against the page's own !important, inline or more specific", async () => {
+    expect(near(await colourOf({ url: url('/insistent') }), GREEN)).toBe(true);
+    expect(near(await colourOf({ url: url('/insistent') }, 100, 100), BLUE)).toBe(true);
+    const hideSelectors = ['#ad', '.inline'];
+    expect(near(await colourOf({ url: url('/insistent'), hideSelectors }), RED)).toBe(true);
+    expect(near(await colourOf({ url: url('/insistent'), hideSelectors }, 100, 100), RED)).toBe(true);
   });
 });
