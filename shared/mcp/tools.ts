@@ -1,6 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { IMAGE_FORMATS } from '../capture/renderer';
+import { SCREENSHOT_FIELD_DESCRIPTIONS } from '../openapi/screenshotFieldDescriptions';
 import { screenshotRequest } from '../screenshot/schema';
 import { validate } from '../validation';
 
@@ -13,10 +14,15 @@ import { validate } from '../validation';
 const FIELDS = screenshotRequest.shape;
 type FieldName = keyof typeof FIELDS;
 
-/** The named fields the REST body has (a name it does not have is left out, so a tool lists no field it refuses). */
+/**
+ * The named fields the REST body has (a name it does not have is left out, so a tool lists no field it refuses), each
+ * described as the OpenAPI document describes it: an agent reads a field's bounds and defaults there.
+ */
 function fields(names: readonly string[]): Partial<typeof FIELDS> {
   return Object.fromEntries(
-    names.filter((name) => name in FIELDS).map((name) => [name, FIELDS[name as FieldName]]),
+    names
+      .filter((name): name is FieldName => name in FIELDS)
+      .map((name) => [name, FIELDS[name].describe(SCREENSHOT_FIELD_DESCRIPTIONS[name])]),
   );
 }
 
@@ -78,7 +84,10 @@ export const TOOLS = {
     inputSchema: {
       ...fields(PAGE_FIELDS),
       ...fields(IMAGE_FIELDS),
-      format: z.enum([...IMAGE_FORMATS, 'avif']).default('png'),
+      format: z
+        .enum([...IMAGE_FORMATS, 'avif'])
+        .default('png')
+        .describe('Image format; default png'),
     },
   },
   get_page_markdown: {

@@ -8,8 +8,7 @@ import {
   type ZodOpenApiPathsObject,
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
-import { DEVICE_NAMES, DEVICE_PRESETS } from '../capture/devices';
-import { CAPTURE_CONTENT_TYPES, heightCap, MAX_PDF_PAGES } from '../capture/renderer';
+import { CAPTURE_CONTENT_TYPES, MAX_PDF_PAGES } from '../capture/renderer';
 import { SIGNED_LINK_INLINE_HIT_BYTES } from '../delivery/imageDelivery';
 import { MAX_BATCH_BODY_BYTES } from '../http/jobRoutes';
 import { MAX_BODY_BYTES } from '../http/request';
@@ -19,19 +18,12 @@ import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody
 import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { MAX_HTML_BODY_BYTES, MAX_SCREENSHOT_BODY_BYTES } from '../screenshot/bodySize';
 import { HIGH_RESOLUTION_THRESHOLD, PDF_COST } from '../screenshot/cost';
-import { CACHE_TTL, MAX_URL_LENGTH, type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
+import { type ScreenshotRequest, screenshotRequest } from '../screenshot/schema';
 import { FIELDS_REFUSED_ON_SIGNED_LINKS } from '../screenshot/signedLinkFields';
 import { KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
-import {
-  AFTER_LOAD_BUDGET_MS,
-  IMAGE_LINK_LIFETIME_SECONDS,
-  NAVIGATION_BUDGET_MS,
-  TIMED_OUT_SLOT_PENALTY_MS,
-} from '../timing';
+import { AFTER_LOAD_BUDGET_MS, NAVIGATION_BUDGET_MS, TIMED_OUT_SLOT_PENALTY_MS } from '../timing';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MOMENT_PATTERN } from '../usage/schemas';
 import { USAGE_RETENTION_DAYS } from '../usage/usageStore';
-import { CAPTURE_OPTION_DESCRIPTIONS } from './captureOptionDescriptions';
-import { OUTPUT_DESCRIPTIONS } from './outputDescriptions';
 import {
   acceptedBatch,
   acceptedJob,
@@ -52,38 +44,13 @@ import {
   usageReport,
   webhookSecret,
 } from './schemas';
+import { SCREENSHOT_FIELD_DESCRIPTIONS } from './screenshotFieldDescriptions';
 
 /**
  * The OpenAPI 3.1 description of every route in ROUTES. Request bodies are the very zod schemas the handlers
  * validate with; paths, methods, operation ids and security come from the route table, so a route cannot exist
  * without being described (OPERATIONS is keyed by handler: a new route does not compile until it is documented).
  */
-
-/** 16384 → '16,384', as the text reads. */
-const count = (n: number) => n.toLocaleString('en-US');
-
-/** Field descriptions for the screenshot body; keyed by the schema's own fields so a rename does not compile. */
-const SCREENSHOT_FIELDS: Record<keyof ScreenshotRequest, string> = {
-  url: `Page to capture: an absolute http:// or https:// URL, at most ${MAX_URL_LENGTH} characters, whose host is not a private address. Give url or html, not both`,
-  width: 'Viewport width in pixels (ignored when device is given)',
-  height: 'Viewport height in pixels (ignored when device is given)',
-  format:
-    'Output format: an image (png, jpeg, webp, avif), a PDF printed by Chromium, or the page as text: markdown (its main content, by Readability and Turndown) or html (the rendered DOM)',
-  quality: 'Quality for jpeg, webp and avif; accepted and ignored for png and pdf',
-  fullPage: `Capture the whole scrollable page (up to ${count(heightCap('png'))} px, as for avif; ${count(heightCap('webp'))} for webp) instead of the viewport. Not with pdf`,
-  device: `Preset viewport and user agent: ${DEVICE_NAMES.map((name) => `${name} ${DEVICE_PRESETS[name].width}x${DEVICE_PRESETS[name].height}`).join(', ')}`,
-  delay: 'Milliseconds to wait after the load event, before capturing',
-  cache: `Answer an identical earlier request of this account from storage (X-Cache: HIT, free) while it is younger than cacheTtl; otherwise capture and store (X-Cache: MISS)`,
-  async:
-    'Queue the capture and answer 202 at once with the job (`Location`: its status URL); not on a signed link. The result is the `response: "json"` body, on GET /api/jobs/{id}',
-  webhookUrl: `With async: where to POST the job's outcome (Standard Webhooks signature), at most ${MAX_URL_LENGTH} characters; the same URL rules as url, at submission and at each delivery`,
-  cacheTtl: `Seconds a cached capture may be reused, ${count(CACHE_TTL.min)} to ${count(CACHE_TTL.max)}`,
-  response: `image: the image bytes; json: the image is stored and the answer is JSON with a link valid ${IMAGE_LINK_LIFETIME_SECONDS / 3600} hour`,
-  metadata:
-    'With response: json, the answer also holds the page metadata (title, description, lang, canonicalUrl, finalUrl, statusCode, favicon, openGraph, twitter)',
-  ...CAPTURE_OPTION_DESCRIPTIONS,
-  ...OUTPUT_DESCRIPTIONS,
-};
 
 /**
  * Request bodies are components of their own (`components.requestBodies`), with their schemas inline, not schema
@@ -97,7 +64,7 @@ const screenshotBody = screenshotRequest.meta({
   // The zod schema stays as the handler needs it; descriptions and the URL's shape are added to the rendered copy.
   override: ({ jsonSchema }: ZodOpenApiOverrideMetaContext) => {
     const properties = (jsonSchema.properties ?? {}) as Record<string, oas31.SchemaObject>;
-    for (const [field, description] of Object.entries(SCREENSHOT_FIELDS)) {
+    for (const [field, description] of Object.entries(SCREENSHOT_FIELD_DESCRIPTIONS)) {
       const property = properties[field];
       if (property) property.description = description;
     }
@@ -630,14 +597,14 @@ function signedLinkQuery() {
     (name) => name !== 'url' && !FIELDS_REFUSED_ON_SIGNED_LINKS.includes(name),
   ) as (keyof ScreenshotRequest)[];
   return z.object({
-    url: z.string().meta({ description: SCREENSHOT_FIELDS.url }),
+    url: z.string().meta({ description: SCREENSHOT_FIELD_DESCRIPTIONS.url }),
     ...Object.fromEntries(
       fields.map((name) => [
         name,
         z
           .string()
           .optional()
-          .meta({ description: `As the body's ${name}: ${SCREENSHOT_FIELDS[name]}` }),
+          .meta({ description: `As the body's ${name}: ${SCREENSHOT_FIELD_DESCRIPTIONS[name]}` }),
       ]),
     ),
     [KEY_ID_PARAM]: z

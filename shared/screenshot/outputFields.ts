@@ -94,7 +94,9 @@ const margin = z
   .refine(
     (length) => (lengthInMm(length) ?? 0) <= MAX_PDF_MARGIN_MM,
     `a margin is at most ${MAX_PDF_MARGIN_MM} mm`,
-  );
+  )
+  // What the checks in code accept, for the published schemas (the refusals above say it in words).
+  .meta({ pattern: LENGTH.source });
 
 const pageRanges = z
   .string()

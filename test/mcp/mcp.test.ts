@@ -77,6 +77,21 @@ describe('POST /mcp over Streamable HTTP', () => {
       headers: { maxProperties: 20, additionalProperties: { type: 'string', maxLength: 1024 } },
     });
     expect(screenshot?.inputSchema.properties).not.toHaveProperty('response');
+    // Every field is described, as in the OpenAPI document: an agent reads bounds and defaults there (round 23: the
+    // PDF tool's margins and media type said nothing).
+    for (const tool of tools) {
+      for (const [name, property] of Object.entries(tool.inputSchema.properties ?? {})) {
+        expect((property as { description?: string }).description, `${tool.name}.${name}`).toMatch(/\w{3}/);
+      }
+    }
+    const pdf = tools.find((tool) => tool.name === 'get_page_pdf')?.inputSchema.properties;
+    expect(pdf).toMatchObject({
+      mediaType: { description: expect.stringMatching(/default print for pdf/) },
+      pdfMargin: {
+        description: expect.stringMatching(/at most 100 mm/),
+        properties: { top: { pattern: expect.stringContaining('mm|cm|in|px') } },
+      },
+    });
     await client.close();
   });
 
