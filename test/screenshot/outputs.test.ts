@@ -76,6 +76,7 @@ beforeAll(async () => {
     startPageServer({
       '/doc': pages(3),
       '/long': pages(130),
+      '/hundred': pages(100),
       '/noise-sheets': noiseSheets(7, 4000),
       '/media': MEDIA_PAGE,
       '/clear': CLEAR_PAGE,
@@ -205,6 +206,27 @@ describe('PDF', () => {
     const pdf = await readPdf(response.body);
     expect(pdf.pageCount).toBe(100);
     expect(pdf.pages.at(-1)?.text).toBe('Sheet 100');
+  });
+
+  // Whether a print of 100 pages was cut is asked of the next page the selection names, printed alone.
+  it.each([
+    ['a document of 100 pages', '/hundred', undefined, 'Sheet 100'],
+    ['a selection of 100 pages', '/long', '1-5, 31-125', 'Sheet 125'],
+    ['a selection whose 101st page is past the end', '/long', '1-100, 131', 'Sheet 100'],
+  ])('does not say %s was cut', async (_, path, pdfPageRanges, last) => {
+    const response = await captured({ url: url(path), format: 'pdf', pdfPageRanges });
+    expect(response.headers['x-screenshot-truncated']).toBeUndefined();
+    const pdf = await readPdf(response.body);
+    expect(pdf.pageCount).toBe(100);
+    expect(pdf.pages.at(-1)?.text).toBe(last);
+  });
+
+  it('says a selection was cut when its 101st page is in the document', async () => {
+    const response = await captured({ url: url('/long'), format: 'pdf', pdfPageRanges: '1-5, 30-200' });
+    expect(response.headers['x-screenshot-truncated']).toBe('true');
+    const pdf = await readPdf(response.body);
+    expect(pdf.pageCount).toBe(100);
+    expect(pdf.pages.at(-1)?.text).toBe('Sheet 124');
   });
 
   it("stops reading a document heavier than the front takes as soon as it passes that: the page's failure, free", async () => {
