@@ -180,24 +180,41 @@ export interface PageBox {
   height: number;
 }
 
+/** How many times an element is scrolled into view and measured, at most, while the page moves it (elementBox). */
+const ELEMENT_MEASURES = 3;
+
 /**
  * The first element matching `selector`, scrolled into view (as a screenshot of it would be), and its border box in a
- * clip's terms, measured in one go: the page's handlers of the scroll run only after. Null when none matches. The box
- * is measured from the layout viewport, which `window.scroll*` places (the visual one may be panned within it).
+ * clip's terms. The page's scroll handlers run at the next frame and may move it (a header that shrinks once the page
+ * is scrolled: red team, round 24, the image showed what had taken its place): the box is measured again after a
+ * frame, and the element scrolled to again, until it holds still, ELEMENT_MEASURES times at most. Null when none
+ * matches. The box is measured from the layout viewport, which `window.scroll*` places (the visual one may be panned
+ * within it).
  */
 export function elementBox(world: IsolatedWorld, selector: string): Promise<PageBox | null> {
-  return world.evaluate<PageBox | null>(`(() => {
+  return world.evaluate<PageBox | null>(`(async () => {
     const element = document.querySelector(${JSON.stringify(selector)});
     if (!element) return null;
-    element.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-    const box = element.getBoundingClientRect();
-    const { offset } = ${PAGE_GEOMETRY};
-    return {
-      x: box.left + window.scrollX + offset.x,
-      y: box.top + window.scrollY + offset.y,
-      width: box.width,
-      height: box.height,
+    const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
+    const measure = () => {
+      const box = element.getBoundingClientRect();
+      const { offset } = ${PAGE_GEOMETRY};
+      return {
+        x: box.left + window.scrollX + offset.x,
+        y: box.top + window.scrollY + offset.y,
+        width: box.width,
+        height: box.height,
+      };
     };
+    let box;
+    for (let tries = 0; tries < ${ELEMENT_MEASURES}; tries++) {
+      element.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+      const before = measure();
+      await frame();
+      box = measure();
+      if (['x', 'y', 'width', 'height'].every((side) => box[side] === before[side])) break;
+    }
+    return box;
   })()`);
 }
 

@@ -204,6 +204,14 @@ describe('format html', () => {
     expect(html).toContain('<p>Added by a script after load.</p>');
   });
 
+  // Red team (round 24): hiding through each element's own style wrote ours into the customer's DOM.
+  it('is not changed by hideSelectors', async () => {
+    const html = '<!doctype html><p class="ad">Advert</p><p>Body</p>';
+    const response = await shoot({ html, format: 'html', hideSelectors: ['.ad'] });
+    expect(response.status).toBe(200);
+    expect(response.body.toString('utf8')).toContain('<p class="ad">Advert</p>');
+  });
+
   /**
    * Red team (round 20): Blink's outerHTML answers "" for a DOM whose text passes its longest string (an attribute of
    * 10^8 quotes, each written `&quot;`): the capture answered 200 with the doctype alone, charged. Fixed: an empty

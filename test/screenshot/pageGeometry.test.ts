@@ -36,6 +36,23 @@ beforeAll(async () => {
       <div id=mark style="width:200px;height:100px;background:#ff0"></div></body></html>`,
     // The body's direction is the view's too.
     '/rtl-body': `<!doctype html><html><body dir=rtl style="margin:0">${RTL_BANDS}</body></html>`,
+    // Shorter than the view (red team, round 24: a clip beyond the viewport of the view's size fell off to the side).
+    '/rtl-short': `<!doctype html><html dir=rtl><body style="margin:0">
+      <div style="width:500px;height:500px;background:#0f0"></div></body></html>`,
+    // Vertical Japanese: its lines run from the right, and it overflows leftwards.
+    '/vertical': `<!doctype html><html style="writing-mode:vertical-rl"><body style="margin:0">
+      <div style="width:3000px;height:500px;background:linear-gradient(to left,
+        #0f0 0 800px, #00f 800px 2200px, #f00 2200px)"></div></body></html>`,
+    // Its inline direction runs upwards: the view starts at the bottom of what the page scrolls to.
+    '/upwards': `<!doctype html><html style="writing-mode:vertical-rl;direction:rtl"><body style="margin:0">
+      <div style="width:300px;height:3000px;background:linear-gradient(to top,
+        #0f0 0 600px, #00f 600px 2200px, #f00 2200px)"></div></body></html>`,
+    // A header that shrinks once the page is scrolled: the element moves up at the next frame.
+    '/shrinking-header': `<!doctype html><body style="margin:0">
+      <div id=header style="height:300px;background:#0f0"></div><div style="height:1500px;background:#00f"></div>
+      <div id=mark style="height:100px;width:200px;background:#ff0"></div><div style="height:3000px;background:#00f"></div>
+      <script>addEventListener('scroll', () => { header.style.height = scrollY > 0 ? '60px' : '300px'; });</script>
+      </body>`,
     '/above': `<!doctype html><body style="margin:0;background:#fff">
       <div id=mark style="position:absolute;left:-50px;top:-30px;width:200px;height:100px;background:#f00"></div>
       <div style="height:3000px"></div></body>`,
@@ -82,6 +99,38 @@ describe('a right-to-left page wider than the viewport', () => {
     const image = await capture('/rtl', { width: 800, height: 600, selector: '#mark' });
     expect([image.width, image.height]).toEqual([200, 100]);
     for (const colour of across(image, 50)) expect(near(colour, YELLOW), String(colour)).toBe(true);
+  });
+});
+
+describe('a right-to-left or vertical page the view shows whole, or that scrolls upwards', () => {
+  it('a right-to-left page shorter than the view is captured as the view shows it', async () => {
+    const image = await capture('/rtl-short', { width: 800, height: 600, fullPage: true });
+    expect([image.width, image.height]).toEqual([800, 600]);
+    expect(near(image.pixel(299, 100), WHITE)).toBe(true);
+    expect(near(image.pixel(300, 100), GREEN)).toBe(true);
+    expect(near(image.pixel(799, 100), GREEN)).toBe(true);
+  });
+
+  it('a vertical page that overflows leftwards shows its start', async () => {
+    const image = await capture('/vertical', { width: 800, height: 600, fullPage: true });
+    for (const colour of across(image, 100)) expect(near(colour, GREEN), String(colour)).toBe(true);
+  });
+
+  it('a page whose block runs upwards is captured from its top, the whole of it', async () => {
+    const image = await capture('/upwards', { width: 800, height: 600, fullPage: true });
+    expect([image.width, image.height]).toEqual([800, 3_000]);
+    const column = [0, 799, 800, 2_399, 2_400, 2_999].map((y) => image.pixel(650, y));
+    expect(column.map((colour) => [RED, BLUE, GREEN].findIndex((want) => near(colour, want)))).toEqual([
+      0, 0, 1, 1, 2, 2,
+    ]);
+  });
+});
+
+describe('an element that the page moves when it is scrolled to', () => {
+  it('is measured once it holds still', async () => {
+    const image = await capture('/shrinking-header', { width: 800, height: 600, selector: '#mark' });
+    expect([image.width, image.height]).toEqual([200, 100]);
+    for (const y of [0, 99]) for (const colour of across(image, y)) expect(near(colour, YELLOW)).toBe(true);
   });
 });
 
