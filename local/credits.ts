@@ -2,12 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { MAX_BALANCE } from '../shared/accounts/creditLedger';
-import { MAX_ACCOUNT_ID_LENGTH } from '../shared/auth/sessionVerifier';
 import { readServiceConfig } from '../shared/config';
 import { BalanceOverflowError, InsufficientCreditsError } from '../shared/errors';
 import { createDynamoClient } from '../shared/store/dynamoClient';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { createStores } from '../shared/wiring/stores';
+import { ACCOUNT_ID_RULE, isAccountIdArgument } from './accountIdArgument';
 import {
   localDynamoClient,
   localDynamoCredentials,
@@ -26,17 +26,14 @@ import { STATE_FILE } from './stateFile';
  */
 const USAGE = `usage: npm run --silent credits -- get <accountId> | add <accountId> <n> | set <accountId> <n>
        npm run --silent credits -- refunds list | refunds return <refundId>
-  accountId is 1 to ${MAX_ACCOUNT_ID_LENGTH} characters; n is a whole number (set: 0 to ${MAX_BALANCE}; add: -${MAX_BALANCE} to ${MAX_BALANCE})`;
+  ${ACCOUNT_ID_RULE}; n is a whole number (set: 0 to ${MAX_BALANCE}; add: -${MAX_BALANCE} to ${MAX_BALANCE})`;
 const [command, target, amountText] = process.argv.slice(2);
-// An account id as a session token may name it; an option such as `--help` is none.
-const isAccountId = (id: string | undefined) =>
-  !!id && id.length <= MAX_ACCOUNT_ID_LENGTH && !id.startsWith('-');
 // Only plain decimal digits: Number() would also take '1e3', '0x10' or ' 5 ', and round numbers past 2^53.
 const amount = /^-?\d+$/.test(amountText ?? '') ? Number(amountText) : Number.NaN;
 const valid =
   command === 'refunds'
     ? target === 'list' || (target === 'return' && !!amountText)
-    : isAccountId(target) &&
+    : isAccountIdArgument(target) &&
       (command === 'get' ||
         ((command === 'add' || command === 'set') &&
           Number.isSafeInteger(amount) &&

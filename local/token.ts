@@ -1,12 +1,14 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { ACCOUNT_ID_RULE, isAccountIdArgument } from './accountIdArgument';
 import { loadLocalIdp } from './idp';
 import { STATE_FILE } from './stateFile';
 
 /** `npm run --silent token -- <accountId>`: prints a session token for that account, and nothing else. */
-const accountId = process.argv[2];
-if (!accountId) {
-  process.stderr.write('usage: npm run --silent token -- <accountId>\n');
+const [accountId, ...extra] = process.argv.slice(2);
+// A token for an id no route accepts (over 128 characters) would only fail later, as 401 (red team, round 24).
+if (!isAccountIdArgument(accountId) || extra.length > 0) {
+  process.stderr.write(`usage: npm run --silent token -- <accountId>\n  ${ACCOUNT_ID_RULE}\n`);
   process.exit(2);
 }
 const dataDir = resolve(process.env.DATA_DIR || '.data');

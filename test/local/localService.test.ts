@@ -114,6 +114,20 @@ describe('the command-line tools', () => {
     expect((await service.request('/api/credits', { bearer: stdout.trim() })).status).toBe(200);
   });
 
+  // Red team (round 24): a 200-character id gave a token every route refuses, exit 0.
+  it.each([
+    ['an id over 128 characters', ['a'.repeat(129)]],
+    ['more than one id', ['cli-user', 'extra']],
+  ])('`token` refuses %s with its usage, exit 2, and prints no token', async (_, args) => {
+    const failed = await run('npx', ['tsx', 'local/token.ts', ...args], { env: env() }).then(
+      () => undefined,
+      (error: { code?: number; stdout?: string; stderr?: string }) => error,
+    );
+    expect(failed?.code).toBe(2);
+    expect(failed?.stdout).toBe('');
+    expect(failed?.stderr).toMatch(/usage: .*token.*\n.*1 to 128 characters/);
+  });
+
   it('`token` with another DATA_DIR than the server says why its token will be refused, and so does the 401', async () => {
     const otherDir = await mkdtemp(join(tmpdir(), 'screenshot-other-'));
     try {

@@ -6,6 +6,8 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const numbers = new Intl.NumberFormat();
 const DAY_MS = 86_400_000;
 const CHART_HEIGHT = 220;
+/** Ticks of the time axis fall on whole days (in seconds, as uPlot counts time): a wide chart put them every 12 hours. */
+const DAY_STEPS = [1, 2, 7, 14, 28, 56].map((days) => (days * DAY_MS) / 1000);
 /** Whole-number steps for the counts axis: there is no such thing as half a capture. */
 const WHOLE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
 
@@ -103,7 +105,10 @@ function drawChart(uPlot, days) {
         x: { time: true, range: (_u, min, max) => [min - DAY_MS / 2000, max + DAY_MS / 2000] },
         y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] },
       },
-      axes: [axis, { ...axis, incrs: WHOLE_STEPS, size: 48 }],
+      axes: [
+        { ...axis, incrs: DAY_STEPS },
+        { ...axis, incrs: WHOLE_STEPS, size: 48 },
+      ],
       series: [
         {},
         {
