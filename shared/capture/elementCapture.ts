@@ -1,14 +1,8 @@
-import type { Page, ScreenshotOptions } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
-import { assertDeliverable } from './oversizedImage';
+import { assertDeliverable, type ImageEncoding } from './oversizedImage';
 import { elementBox, type IsolatedWorld, type PageBox } from './pageScripts';
-import {
-  CAPTURE_CONTENT_TYPES,
-  type CaptureResult,
-  type CaptureSpec,
-  heightCap,
-  type ImageFormat,
-} from './renderer';
+import { CAPTURE_CONTENT_TYPES, type CaptureResult, type CaptureSpec, heightCap } from './renderer';
 
 /**
  * The first element matching `selector`, captured alone: its border box, scrolled into view, at the page's scale.
@@ -22,9 +16,7 @@ export async function captureElement(
   world: IsolatedWorld,
   spec: CaptureSpec,
   selector: string,
-  encoding: Pick<ScreenshotOptions, 'quality' | 'optimizeForSpeed' | 'omitBackground'> & {
-    type: ImageFormat;
-  },
+  encoding: ImageEncoding,
 ): Promise<CaptureResult> {
   const shown = JSON.stringify(selector);
   // The selector was read by the browser's parser before navigation (selectorCheck.ts).

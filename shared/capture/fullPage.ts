@@ -1,5 +1,5 @@
-import type { Page, ScreenshotOptions } from 'puppeteer-core';
-import { assertDeliverable } from './oversizedImage';
+import type { Page } from 'puppeteer-core';
+import { assertDeliverable, type ImageEncoding } from './oversizedImage';
 import {
   awaitStartedImages,
   type IsolatedWorld,
@@ -7,13 +7,7 @@ import {
   scrollThrough,
   settledHeight,
 } from './pageScripts';
-import {
-  CAPTURE_CONTENT_TYPES,
-  type CaptureResult,
-  type CaptureSpec,
-  heightCap,
-  type ImageFormat,
-} from './renderer';
+import { CAPTURE_CONTENT_TYPES, type CaptureResult, type CaptureSpec, heightCap } from './renderer';
 import { captureView } from './viewCapture';
 import { viewClip, viewStart } from './viewClip';
 import { waitForWebFonts } from './webFonts';
@@ -53,9 +47,7 @@ export async function captureFullPage(
   page: Page,
   world: IsolatedWorld,
   spec: CaptureSpec,
-  encoding: Pick<ScreenshotOptions, 'quality' | 'optimizeForSpeed' | 'omitBackground'> & {
-    type: ImageFormat;
-  },
+  encoding: ImageEncoding,
 ): Promise<CaptureResult> {
   const fullHeight = await loadLazyContent(page, world, Math.floor(heightCap(encoding.type) / spec.scale));
   const geometry = await pageGeometry(world);
