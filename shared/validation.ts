@@ -20,3 +20,9 @@ export function validate<S extends z.ZodType>(
   if (!result.success) throw new ValidationError(detailsFromZod(result.error), message);
   return result.data;
 }
+
+/** The problems `schema` finds in `value`, as `details[]`; none when it is valid. */
+export function problemsOf(schema: z.ZodType, value: unknown): ValidationDetail[] {
+  const result = schema.safeParse(value);
+  return result.success ? [] : detailsFromZod(result.error);
+}

@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors';
+import { type ValidationDetail, ValidationError } from '../errors';
 import type { HttpRequest } from './types';
 
 /** 1 to 255 visible ASCII characters (docs/api.md, "Idempotency"). */
@@ -15,24 +15,31 @@ export function isAsyncBody(body: unknown): boolean {
 
 /**
  * A route's lazy body reader that also refuses a malformed Idempotency-Key (when `applies` to the body read), so the
- * header is checked with the body's fields, in the route's order of checks, and not before the key is.
+ * header is checked with the body's fields, in the route's order of checks, and not before the key is. The refusal
+ * lists the body's own problems beside it (`fieldProblems`: a 400 lists every problem found; red team, round 24: the
+ * client fixed the header, then learnt of the body).
  */
 export function withIdempotencyKeyChecked(
   request: Pick<HttpRequest, 'headers'>,
   read: () => unknown,
+  fieldProblems: (body: unknown) => ValidationDetail[],
   applies: (body: unknown) => boolean = () => true,
 ): () => unknown {
   return () => {
     const body = read();
     const key = request.headers['idempotency-key'];
     if (key !== undefined && applies(body) && !isWellFormedIdempotencyKey(key)) {
-      throw new ValidationError([
-        {
-          code: 'invalid_idempotency_key',
-          path: ['Idempotency-Key'],
-          message: 'Idempotency-Key must be 1 to 255 visible ASCII characters',
-        },
-      ]);
+      throw new ValidationError(
+        [
+          {
+            code: 'invalid_idempotency_key',
+            path: ['Idempotency-Key'],
+            message: 'Idempotency-Key must be 1 to 255 visible ASCII characters',
+          },
+          ...fieldProblems(body),
+        ],
+        'Invalid request body',
+      );
     }
     return body;
   };

@@ -3,7 +3,7 @@ import { NotFoundError } from '../errors';
 import { BATCH_ID_PATTERN, JOB_ID_PATTERN } from '../jobs/job';
 import type { JobStore } from '../jobs/jobStore';
 import { batchView, type JobViewImages, jobView } from '../jobs/jobView';
-import type { submitBatch } from '../jobs/submitBatch';
+import { batchFieldProblems, type submitBatch } from '../jobs/submitBatch';
 import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { errorResponse } from './errorAnswer';
@@ -58,7 +58,7 @@ export function jobRoutes(deps: JobRouteDeps): Record<JobRouteName, HttpRoute> {
       if (!deps.submitBatch) throw new Error('Batches are not wired here: no job queue');
       const outcome = await deps.submitBatch(
         bearerCredential(request),
-        withIdempotencyKeyChecked(request, jsonBody(request, MAX_BATCH_BODY_BYTES)),
+        withIdempotencyKeyChecked(request, jsonBody(request, MAX_BATCH_BODY_BYTES), batchFieldProblems),
       );
       // As the screenshot route's answers: never sniffed.
       const headers = { ...NO_SNIFF, ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}) };

@@ -8,6 +8,7 @@ import type { QueuedJob } from '../screenshot/queuedCaptures';
 import { screenshotRequest } from '../screenshot/schema';
 import { requestFromQuery } from '../signing/queryRequest';
 import { canonicalQuery, KEY_ID_PARAM, SIGNATURE_PARAM } from '../signing/signedLink';
+import { problemsOf } from '../validation';
 import { errorResponse } from './errorAnswer';
 import { isAsyncBody, withIdempotencyKeyChecked } from './idempotencyKey';
 import { bearerCredential, jsonBody } from './request';
@@ -76,7 +77,12 @@ function callerOf(request: HttpRequest): ScreenshotCredential & { request: () =>
  * only reading it can tell. A larger body is refused with the bound that applies to it.
  */
 function screenshotBody(request: HttpRequest): () => unknown {
-  const read = withIdempotencyKeyChecked(request, jsonBody(request, MAX_HTML_BODY_BYTES), isAsyncBody);
+  const read = withIdempotencyKeyChecked(
+    request,
+    jsonBody(request, MAX_HTML_BODY_BYTES),
+    (body) => problemsOf(screenshotRequest, body),
+    isAsyncBody,
+  );
   const oversized = Buffer.byteLength(request.body, 'utf8') > MAX_SCREENSHOT_BODY_BYTES;
   return () => {
     let body: unknown;

@@ -18,7 +18,7 @@ import { type AcceptJobs, BatchPartlyAccepted } from './jobIntake';
 /** The most captures one batch holds (docs/api.md, "Batches"). */
 export const MAX_BATCH_SIZE = 100;
 /** Fields a batch's captures may not carry: each is a job of the batch, answered through it. */
-const FIELDS_REFUSED_IN_BATCH = ['async', 'webhookUrl', 'response'] as const;
+export const FIELDS_REFUSED_IN_BATCH = ['async', 'webhookUrl', 'response'] as const;
 
 const batchBody = z.strictObject({
   requests: z.array(z.unknown()).min(1).max(MAX_BATCH_SIZE),
@@ -109,6 +109,26 @@ function requestCount(body: () => unknown): number {
     return 1;
   }
 }
+/** The problems of a batch's fields, without a lookup: what its 400 would list (the URLs' addresses aside). */
+export function batchFieldProblems(value: unknown): ValidationDetail[] {
+  try {
+    return parseBatch(value).details;
+  } catch (error) {
+    if (error instanceof ValidationError) return error.details;
+    throw error;
+  }
+}
+
+/** A batch's request as its job runs it, answered as JSON; one that names its own `response` is refused above. */
+function asJsonAnswered(request: unknown): unknown {
+  return request !== null &&
+    typeof request === 'object' &&
+    !Array.isArray(request) &&
+    !Object.hasOwn(request, 'response')
+    ? { ...request, response: 'json' }
+    : request;
+}
+
 /** A batch read without a lookup: its captures, the problems of its fields, and the URLs still to be checked. */
 interface ParsedBatch {
   requestCount: number;
@@ -139,7 +159,9 @@ function parseBatch(value: unknown): ParsedBatch {
             message: `${name} is not allowed in a batch's requests`,
           });
     }
-    const fields = screenshotRequest.safeParse(request);
+    // Checked as it runs: a job's result is the `response: "json"` body, which `metadata` needs (red team, round 24:
+    // a batch could never ask for it, since `response` is refused here).
+    const fields = screenshotRequest.safeParse(asJsonAnswered(request));
     if (!fields.success) {
       details.push(...detailsFromZod(fields.error).map((detail) => ({ ...detail, path: at(detail.path) })));
       return undefined;
@@ -158,7 +180,7 @@ function parseBatch(value: unknown): ParsedBatch {
     for (const issue of queuedIssues(fields.data))
       details.push({ code: 'custom', path: at(issue.path), message: issue.message });
     if (fields.data.url !== undefined) urls.push({ url: fields.data.url, path: at(['url']) });
-    return { request: { ...fields.data, response: 'json' }, cost: creditCost(captureSpecOf(fields.data)) };
+    return { request: fields.data, cost: creditCost(captureSpecOf(fields.data)) };
   });
   const { webhookUrl } = parsed.data;
   if (webhookUrl !== undefined) urls.push({ url: webhookUrl, path: ['webhookUrl'] });

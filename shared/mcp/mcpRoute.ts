@@ -274,7 +274,13 @@ function errorText(error: unknown): string {
       : String(body.error);
   const lines = details
     .slice(0, MAX_ERROR_DETAILS)
-    .map((detail) => `${detail.path.join('.')}: ${detail.message}`.slice(0, MAX_ERROR_LINE));
+    // A detail about the arguments as a whole (an unknown one) has no field to name.
+    .map((detail) =>
+      (detail.path.length === 0 ? detail.message : `${detail.path.join('.')}: ${detail.message}`).slice(
+        0,
+        MAX_ERROR_LINE,
+      ),
+    );
   const more = details.length - lines.length;
   return [reason, ...lines, ...(more > 0 ? [`… and ${more} more`] : [])].join('\n');
 }

@@ -13,7 +13,7 @@ import { SIGNED_LINK_INLINE_HIT_BYTES } from '../delivery/imageDelivery';
 import { MAX_BATCH_BODY_BYTES } from '../http/jobRoutes';
 import { MAX_BODY_BYTES } from '../http/request';
 import { REDIRECT_MAX_AGE_SECONDS } from '../http/screenshotRoute';
-import { MAX_BATCH_SIZE } from '../jobs/submitBatch';
+import { FIELDS_REFUSED_IN_BATCH, MAX_BATCH_SIZE } from '../jobs/submitBatch';
 import { createKeyBody, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT, updateKeyBody } from '../keys/schemas';
 import { type OperationName, operationOf, ROUTES, type RouteDefinition } from '../routes';
 import { MAX_HTML_BODY_BYTES, MAX_SCREENSHOT_BODY_BYTES } from '../screenshot/bodySize';
@@ -59,20 +59,34 @@ import { SCREENSHOT_FIELD_DESCRIPTIONS } from './screenshotFieldDescriptions';
  */
 const requestBody = (id: string, schema: z.ZodType) => ({ id, required: true, content: json(schema) });
 
+/**
+ * The screenshot body as the document shows it: the zod schema stays as the handler needs it; descriptions and the
+ * URL's shape are added to the rendered copy, and the fields refused where it is used (`without`) left out.
+ */
+function describeScreenshotBody(
+  { jsonSchema }: ZodOpenApiOverrideMetaContext,
+  without: readonly string[] = [],
+): void {
+  const properties = (jsonSchema.properties ?? {}) as Record<string, oas31.SchemaObject>;
+  for (const field of without) delete properties[field];
+  for (const [field, description] of Object.entries(SCREENSHOT_FIELD_DESCRIPTIONS)) {
+    const property = properties[field];
+    if (property) property.description = description;
+  }
+  if (properties.url) Object.assign(properties.url, { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
+  // The handler's rule that zod checks in code: exactly one of the two.
+  jsonSchema.oneOf = ['url', 'html'].map((field) => ({ properties: { [field]: {} }, required: [field] }));
+}
+
 const screenshotBody = screenshotRequest.meta({
   examples: [{ url: 'https://example.com', format: 'png', fullPage: true }],
-  // The zod schema stays as the handler needs it; descriptions and the URL's shape are added to the rendered copy.
-  override: ({ jsonSchema }: ZodOpenApiOverrideMetaContext) => {
-    const properties = (jsonSchema.properties ?? {}) as Record<string, oas31.SchemaObject>;
-    for (const [field, description] of Object.entries(SCREENSHOT_FIELD_DESCRIPTIONS)) {
-      const property = properties[field];
-      if (property) property.description = description;
-    }
-    if (properties.url)
-      Object.assign(properties.url, { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
-    // The handler's rule that zod checks in code: exactly one of the two.
-    jsonSchema.oneOf = ['url', 'html'].map((field) => ({ properties: { [field]: {} }, required: [field] }));
-  },
+  override: (context: ZodOpenApiOverrideMetaContext) => describeScreenshotBody(context),
+});
+
+/** A batch's request: a screenshot body without the fields a batch refuses (red team, round 24: they were listed). */
+const batchRequestBody = screenshotRequest.meta({
+  override: (context: ZodOpenApiOverrideMetaContext) =>
+    describeScreenshotBody(context, FIELDS_REFUSED_IN_BATCH),
 });
 
 const createKeyRequest = createKeyBody.meta({
@@ -533,7 +547,7 @@ const OPERATIONS: Record<OperationName, ZodOpenApiOperationObject> = {
     requestBody: requestBody(
       'BatchRequest',
       z.object({
-        requests: z.array(screenshotRequest).min(1).max(MAX_BATCH_SIZE),
+        requests: z.array(batchRequestBody).min(1).max(MAX_BATCH_SIZE),
         webhookUrl: z.string().optional().meta({ description: 'Where batch.completed is sent' }),
       }),
     ),

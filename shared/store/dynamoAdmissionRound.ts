@@ -121,11 +121,13 @@ export class DynamoAdmissionRound implements AdmissionRound {
       remaining: Math.max(0, limit - count),
       reset,
     });
-    const refusedByRate: AdmissionVerdict = {
+    // What is left is the window's own room: a batch refused for having more requests than that leaves it as it was
+    // (red team, round 24: it said 0).
+    const refusedByRate = (count = limit): AdmissionVerdict => ({
       admitted: false,
-      rateLimit: { allowed: false, limit, remaining: 0, reset },
+      rateLimit: { allowed: false, limit, remaining: Math.max(0, limit - count), reset },
       refusal: new RateLimitedError(limit, reset),
-    };
+    });
     for (let pass = 0; pass <= this.slots.limit + MAX_CHANGED_PASSES; pass++) {
       const written = await this.write(accountId, parts, ask.now);
       if (written) {
@@ -143,9 +145,10 @@ export class DynamoAdmissionRound implements AdmissionRound {
       }
       const item = await this.read(accountId);
       this.noteStale(accountId, item, start);
-      if (Number(item[parts.window] ?? 0) > limit - parts.requests) {
+      const counted = Number(item[parts.window] ?? 0);
+      if (counted > limit - parts.requests) {
         await this.recordLastUsed(accountId, parts);
-        return { verdict: refusedByRate, holdsBefore: 0 };
+        return { verdict: refusedByRate(counted), holdsBefore: 0 };
       }
       let refusal: TooManyCapturesError | InsufficientCreditsError | undefined;
       if (parts.slot !== 'none' && this.slotsTaken(item, parts.pool)) {
@@ -156,10 +159,10 @@ export class DynamoAdmissionRound implements AdmissionRound {
       }
       if (!refusal) continue;
       // Refused after the rate limit: the request still counts against its window.
-      const counted = await this.write(accountId, { ...parts, slot: 'none', stale: [] }, ask.now, true);
-      if (!counted) return { verdict: refusedByRate, holdsBefore: 0 };
+      const countedOnly = await this.write(accountId, { ...parts, slot: 'none', stale: [] }, ask.now, true);
+      if (!countedOnly) return { verdict: refusedByRate(), holdsBefore: 0 };
       return {
-        verdict: { admitted: false, rateLimit: decision(Number(counted[parts.window])), refusal },
+        verdict: { admitted: false, rateLimit: decision(Number(countedOnly[parts.window])), refusal },
         holdsBefore: 0,
       };
     }

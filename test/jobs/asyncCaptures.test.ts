@@ -498,8 +498,8 @@ describe('a batch', () => {
     const two = Array.from({ length: 2 }, () => ({ url: `${pages.origin}/red` }));
     const refused = await post('/api/batches', account.apiKey, { requests: two });
     expect(refused.status).toBe(429);
-    expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
-    // The one request left is still there.
+    // The one request left is still there, and the refusal says so (red team, round 24: it said 0).
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('1');
     const one = await post('/api/batches', account.apiKey, { requests: two.slice(1) });
     expect(one.status).toBe(202);
     expect(one.headers.get('x-ratelimit-remaining')).toBe('0');
@@ -582,6 +582,15 @@ describe('Idempotency-Key', () => {
         // After the rate limit: counted, with its headers.
         expect(refused.headers.get('x-ratelimit-remaining')).not.toBeNull();
       }
+    }
+    // With the body's own problems beside it: a 400 lists every problem found (red team, round 24: the key's alone).
+    for (const [path, body, field] of [
+      ['/api/screenshot', { url: `${pages.origin}/red`, async: true, width: 1 }, ['width']],
+      ['/api/batches', { requests: [{ url: `${pages.origin}/red`, width: 1 }] }, ['requests', 0, 'width']],
+    ] as const) {
+      const refused = await post(path, account.apiKey, body, 'with space');
+      expect(refused.status).toBe(400);
+      expect(refused.body.details.map((detail: Json) => detail.path)).toEqual([['Idempotency-Key'], field]);
     }
     // A synchronous capture has no use for the header: it is not read.
     const sync = await post(

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 
@@ -71,4 +71,28 @@ describe("a batch's webhookUrl carrying a user name or password", () => {
     expect(answer.status).toBe(400);
     expect(body.details).toEqual([expect.objectContaining({ path: ['webhookUrl'], code: 'invalid_format' })]);
   }, 60_000);
+});
+
+/**
+ * Red team (round 24): a batch's request was checked as a synchronous body, where `metadata` needs
+ * `response: "json"`, which a batch refuses: no batch could ask for metadata, though every job's result is that body.
+ */
+describe("a batch's request asking for metadata", () => {
+  it('is accepted, and its job answers the page metadata', async () => {
+    const { apiKey } = await service.newAccount();
+    const accepted = await service.request('/api/batches', {
+      bearer: apiKey,
+      body: { requests: [{ html: '<title>Batched</title><p>x</p>', metadata: true }] },
+    });
+    expect(accepted.status, await accepted.clone().text()).toBe(202);
+    const [job] = (await accepted.json()).jobs as { id: string }[];
+    await vi.waitFor(
+      async () => {
+        const answer = await (await service.request(`/api/jobs/${job?.id}`, { bearer: apiKey })).json();
+        expect(answer.status).toBe('succeeded');
+        expect(answer.result.metadata).toMatchObject({ title: 'Batched' });
+      },
+      { timeout: 60_000, interval: 250 },
+    );
+  });
 });

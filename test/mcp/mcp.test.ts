@@ -180,7 +180,8 @@ describe('POST /mcp over Streamable HTTP', () => {
     const account = await service.newAccount();
     const client = await httpClient(account.apiKey);
     for (const [name, args, named] of [
-      ['take_screenshot', { url: `${site.origin}/green`, async: true }, /async/],
+      // About the arguments as a whole: no empty field name before it (red team, round 24: ": Unrecognized key").
+      ['take_screenshot', { url: `${site.origin}/green`, async: true }, /^Unrecognized key: "async"$/m],
       ['take_screenshot', { url: `${site.origin}/green`, format: 'pdf' }, /^format: /m],
       ['get_page_markdown', { url: `${site.origin}/green`, response: 'json', metadata: true }, /metadata/],
     ] as const) {

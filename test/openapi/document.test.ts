@@ -192,6 +192,18 @@ describe('the documented request bodies', () => {
     expect(api.check(requestSchema('POST', '/api/screenshot'), body)).not.toEqual([]);
   });
 
+  // Red team (round 24): a batch's requests listed the three fields the batch route refuses in them.
+  it.each(['async', 'webhookUrl', 'response'])(
+    "refuse %s in a batch's request, as the batch route does",
+    (field) => {
+      const value = { async: true, webhookUrl: 'https://example.com/hook', response: 'json' }[field];
+      const batch = (request: Record<string, unknown>) => ({ requests: [request] });
+      const schema = requestSchema('POST', '/api/batches');
+      expect(api.check(schema, batch({ url: 'https://example.com', metadata: true }))).toEqual([]);
+      expect(api.check(schema, batch({ url: 'https://example.com', [field]: value }))).not.toEqual([]);
+    },
+  );
+
   it('agree with the screenshot handler on generated requests', () => {
     const maybe = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined });
     const body = fc.record(

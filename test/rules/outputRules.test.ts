@@ -438,6 +438,12 @@ describe('body limits', () => {
     expect(await statusOf(JSON.stringify({ html: 'a'.repeat(MAX_HTML_BODY_BYTES) }))).toBe(413);
   });
 
+  // Red team (round 24): `"html": null` took the larger bound, and the body was answered 400 for its fields.
+  it.each([null, 7, ['<p>x</p>']])('keeps 96 KiB for a body whose html is %j, no document', async (html) => {
+    const body = JSON.stringify({ url: URL, html, css: 'a'.repeat(MAX_SCREENSHOT_BODY_BYTES) });
+    expect(await statusOf(body)).toBe(413);
+  });
+
   it('keeps 96 KiB for a body without html', async () => {
     const body = JSON.stringify({ url: URL, padding: 'a'.repeat(MAX_SCREENSHOT_BODY_BYTES) });
     const answer = await route(post(body));
