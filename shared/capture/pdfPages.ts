@@ -39,15 +39,6 @@ export function firstPages(ranges: string | undefined, count: number): string {
   return kept.map(([from, to]) => (from === to ? `${from}` : `${from}-${to}`)).join(',');
 }
 
-/** The `n`th page those `ranges` select in document order (all pages when absent); undefined when they select fewer. */
-export function nthSelectedPage(ranges: string | undefined, n: number): number | undefined {
-  const first = firstPages(ranges, n);
-  if (first === '') return undefined;
-  const spans = pageSpans(first);
-  const selected = spans.reduce((sum, [from, to]) => sum + to - from + 1, 0);
-  return selected === n ? spans.at(-1)?.[1] : undefined;
-}
-
 /** How many pages a PDF printed by Chromium has (0 for anything else). */
 export function pdfPageCount(pdf: Buffer): number {
   return pageTree(pdf)?.count ?? 0;

@@ -1,6 +1,6 @@
 import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
-import { firstPages, nthSelectedPage, pdfPageCount } from './pdfPages';
+import { firstPages, pdfPageCount } from './pdfPages';
 import {
   CAPTURE_CONTENT_TYPES,
   type CaptureResult,
@@ -25,10 +25,8 @@ const NO_ADDRESS = '<style>.url{display:none!important}</style>';
 
 /**
  * Prints the page with Chromium's own PDF engine, at most MAX_PDF_PAGES pages. Chromium cannot say how many pages a
- * document has before printing it: when the print has all MAX_PDF_PAGES and the selection goes on, the next page it
- * selects is printed alone, which tells whether the document was cut (reported truncated). That costs one page more
- * for such long documents only; printing one page more up front, then the document again cut at the limit, cost a
- * whole second print.
+ * document has before printing it, so one page more is printed than may be answered; a document that has it is
+ * printed again, cut at the limit (a second print only for such long documents), and reported truncated.
  *
  * Header and footer templates are rendered by Chromium in a document of their own that loads nothing: images, frames,
  * scripts and CSS `url()` stay unloaded, and a template that links a style sheet or a font makes Chromium refuse to
@@ -40,9 +38,11 @@ export async function printPdf(
   options: PdfOptions,
 ): Promise<CaptureResult> {
   const { url } = spec;
+  // An empty template is none too: Chromium takes "" for its own default, which shows the page's whole address
+  // (red team, round 24).
   const template = (given: string | undefined) =>
-    `${spec.html === undefined ? '' : NO_ADDRESS}${given ?? EMPTY_TEMPLATE}`;
-  const printed = (pageRanges: string) =>
+    `${spec.html === undefined ? '' : NO_ADDRESS}${given || EMPTY_TEMPLATE}`;
+  const print = (pageRanges: string) =>
     page
       .createPDFStream({
         format: options.paperFormat,
@@ -60,27 +60,15 @@ export async function printPdf(
         // The capture's budget, not puppeteer, times the print.
         timeout: 0,
       })
-      .then((pdf) => readWithin(pdf, url));
-  const pdf = await printed(firstPages(options.pageRanges, MAX_PDF_PAGES)).catch((error: unknown) => {
-    throw printFailure(url, options, error);
-  });
-  const next = nthSelectedPage(options.pageRanges, MAX_PDF_PAGES + 1);
-  const truncated =
-    next !== undefined &&
-    pdfPageCount(pdf) === MAX_PDF_PAGES &&
-    (await printed(String(next)).then(
-      () => true,
-      (error: unknown) => {
-        if (isPastLastPage(error)) return false;
+      .then((pdf) => readWithin(pdf, url))
+      .catch((error: unknown) => {
         throw printFailure(url, options, error);
-      },
-    ));
-  return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated };
-}
-
-/** Chromium's refusal of page ranges that select no page of the document. */
-function isPastLastPage(error: unknown): boolean {
-  return error instanceof Error && /Page range exceeds page count|no pages/i.test(error.message);
+      });
+  const pdf = await print(firstPages(options.pageRanges, MAX_PDF_PAGES + 1));
+  if (pdfPageCount(pdf) <= MAX_PDF_PAGES)
+    return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
+  const cut = await print(firstPages(options.pageRanges, MAX_PDF_PAGES));
+  return { image: cut, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: true };
 }
 
 /**
@@ -107,7 +95,7 @@ async function readWithin(pdf: ReadableStream<Uint8Array>, url: string): Promise
 /** Chromium's reasons, said in the request's terms; anything else is left to the renderer's own mapping. */
 function printFailure(url: string, options: PdfOptions, error: unknown): unknown {
   const message = error instanceof Error ? error.message : '';
-  if (isPastLastPage(error)) {
+  if (/Page range exceeds page count|no pages/i.test(message)) {
     return new CaptureFailedError(url, 'pdfPageRanges selects no page of the document', 'page');
   }
   if (/Printing failed/i.test(message) && (options.headerTemplate ?? options.footerTemplate) !== undefined) {

@@ -154,6 +154,7 @@ function answer(
         etag: screenshot.etag,
         creditsCharged: screenshot.creditsCharged,
         cache: screenshot.cache ?? 'BYPASS',
+        truncated: screenshot.truncated,
         ...(screenshot.metadata ? { metadata: screenshot.metadata } : {}),
       },
       headers,

@@ -33,6 +33,8 @@ export interface StoredResult {
   bytes: number;
   etag: string;
   creditsCharged: number;
+  /** Cut at the height cap or at 100 pages; absent in results stored before it was kept (not cut, as far as told). */
+  truncated?: true;
   /**
    * The page's metadata was asked for and is stored beside the image (ImageStore.pageMetadata), as a cached capture's
    * is, never in the item: up to 16 KiB (metadataBudget.ts) the job's every read and write would pay for.

@@ -25,6 +25,7 @@ export async function jobView(job: Job, images: JobViewImages, now: number) {
       etag: result.etag,
       creditsCharged: result.creditsCharged,
       cache: 'BYPASS',
+      truncated: result.truncated === true,
       ...(metadata ? { metadata } : {}),
     },
     error: job.error,

@@ -231,6 +231,7 @@ export function runJob(deps: RunJobDeps) {
       bytes: info.bytes,
       etag: info.etag,
       creditsCharged: job.cost,
+      ...(output.truncated ? { truncated: true as const } : {}),
       ...(info.metadata ? { metadataStored: true as const } : {}),
     };
   }

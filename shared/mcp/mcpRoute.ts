@@ -8,6 +8,7 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { PayloadTooLargeError } from '../errors';
 import { errorAnswer } from '../http/errorAnswer';
 import { bearerCredential } from '../http/request';
@@ -235,6 +236,9 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
   };
 }
 
+const CUT_IMAGE = `Truncated: the image was cut at the height cap (${heightCap('png').toLocaleString('en-US')} pixels; ${heightCap('webp').toLocaleString('en-US')} for WebP).`;
+const CUT_PDF = `Truncated: the document was cut at ${MAX_PDF_PAGES} pages.`;
+
 async function toolResult(
   name: ToolName,
   screenshot: Screenshot,
@@ -246,9 +250,13 @@ async function toolResult(
   const { link } = screenshot;
   if (!link) throw new Error('A stored answer came back without its link');
   const mimeType = screenshot.contentType;
+  // A cut answer says so, as X-Screenshot-Truncated does (red team, round 24: an agent got part of a document silently).
+  const cut: CallToolResult['content'] = screenshot.truncated
+    ? [{ type: 'text', text: name === 'get_page_pdf' ? CUT_PDF : CUT_IMAGE }]
+    : [];
   if (name === 'take_screenshot' && link.bytes <= MAX_INLINE_IMAGE_BYTES) {
     const data = (await download(link.url)).toString('base64');
-    return { content: [{ type: 'image', data, mimeType }] };
+    return { content: [{ type: 'image', data, mimeType }, ...cut] };
   }
   const expires = new Date(link.expiresAt).toISOString();
   return {
@@ -260,6 +268,7 @@ async function toolResult(
         mimeType,
       },
       { type: 'text', text: `${mimeType}, ${link.bytes} bytes, at ${link.url} until ${expires}` },
+      ...cut,
     ],
   };
 }

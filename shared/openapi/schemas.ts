@@ -196,6 +196,10 @@ export const imageLink = z
     cache: z.enum(['HIT', 'MISS', 'BYPASS']).meta({
       description: 'HIT: from the cache; MISS: captured and cached; BYPASS: captured without the cache',
     }),
+    truncated: z.boolean().meta({
+      description:
+        'Whether the image was cut at the height cap (a full page or an element) or the PDF at 100 pages, as X-Screenshot-Truncated says of an image answer',
+    }),
     metadata: pageMetadata.optional(),
   })
   .meta({ id: 'ImageLink', description: 'response: json, the stored image' });

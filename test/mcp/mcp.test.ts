@@ -20,7 +20,11 @@ let site: PageServer;
 let service: TestLocalService;
 
 beforeAll(async () => {
-  site = await startPageServer({ ...ARTICLE_ROUTES, '/green': solidPage('#0f0') });
+  site = await startPageServer({
+    ...ARTICLE_ROUTES,
+    '/green': solidPage('#0f0'),
+    '/long': Array.from({ length: 120 }, (_, i) => `<p style="break-after:page">Sheet ${i + 1}</p>`).join(''),
+  });
   service = await startTestLocalService({ ALLOW_PRIVATE_HOSTS: site.hostPort });
 });
 afterAll(async () => {
@@ -140,6 +144,30 @@ describe('POST /mcp over Streamable HTTP', () => {
     );
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     await client.close();
+  });
+
+  // Red team (round 24): a cut document or image was said to be cut only by the REST header, which a tool has not.
+  it('get_page_pdf says a document was cut at 100 pages, as an async job of it does', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await httpClient(apiKey);
+    const result = (await client.callTool({
+      name: 'get_page_pdf',
+      arguments: { url: `${site.origin}/long` },
+    })) as CallToolResult;
+    expect(text(result)).toContain('Truncated: the document was cut at 100 pages.');
+    await client.close();
+    const accepted = await service.request('/api/screenshot', {
+      bearer: apiKey,
+      body: { url: `${site.origin}/long`, format: 'pdf', async: true },
+    });
+    const { id } = await accepted.json();
+    await vi.waitFor(
+      async () => {
+        const job = await (await service.request(`/api/jobs/${id}`, { bearer: apiKey })).json();
+        expect(job.result).toMatchObject({ truncated: true, contentType: 'application/pdf' });
+      },
+      { timeout: 60_000, interval: 250 },
+    );
   });
 
   it('answers a failing call with isError and the REST message, and charges nothing', async () => {

@@ -1,13 +1,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { AVIF_MAX_PIXELS, encodeAvif, withAvifEncoding } from '../../shared/capture/avifEncoding';
-import {
-  firstPages,
-  nthSelectedPage,
-  pageSpans,
-  pdfPageCount,
-  pdfPageSize,
-} from '../../shared/capture/pdfPages';
+import { firstPages, pageSpans, pdfPageCount, pdfPageSize } from '../../shared/capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureSpec, type Renderer } from '../../shared/capture/renderer';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
 import { screenshotRoute } from '../../shared/http/screenshotRoute';
@@ -284,14 +278,6 @@ describe('page ranges', () => {
     expect(firstPages('8, 1-5', 6)).toBe('1-5,8');
     expect(firstPages('3-150, 1-10', 100)).toBe('1-100');
     expect(firstPages('2, 2, 2-3', 100)).toBe('2-3');
-  });
-
-  it('finds the nth page of a selection, if it selects that many', () => {
-    expect(nthSelectedPage(undefined, 101)).toBe(101);
-    expect(nthSelectedPage('1-5, 31-200', 101)).toBe(126);
-    expect(nthSelectedPage('8, 1-5', 6)).toBe(8);
-    expect(nthSelectedPage('1-5, 31-125', 101)).toBeUndefined();
-    expect(nthSelectedPage('2, 2, 2-3', 3)).toBeUndefined();
   });
 });
 

@@ -206,9 +206,15 @@ describe('PDF', () => {
     const pdf = await readPdf(response.body);
     expect(pdf.pageCount).toBe(100);
     expect(pdf.pages.at(-1)?.text).toBe('Sheet 100');
+    // As JSON too, where there is no image answer to carry the header (red team, round 24).
+    const linked = (await captured({ url: url('/long'), format: 'pdf', response: 'json' })).json();
+    expect(linked.truncated).toBe(true);
+    expect((await captured({ url: url('/doc'), format: 'pdf', response: 'json' })).json().truncated).toBe(
+      false,
+    );
   });
 
-  // Whether a print of 100 pages was cut is asked of the next page the selection names, printed alone.
+  // A print that comes back with 100 pages was not cut: one page more than may be answered is asked for.
   it.each([
     ['a document of 100 pages', '/hundred', undefined, 'Sheet 100'],
     ['a selection of 100 pages', '/long', '1-5, 31-125', 'Sheet 125'],
@@ -275,6 +281,20 @@ describe('PDF', () => {
     expect((await readPdf(response.body)).pageCount).toBe(3);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(site.hits.filter((hit) => hit.startsWith('/tpl-'))).toEqual([]);
+  });
+
+  // Red team (round 24): Chromium takes an empty template for its own default: the date, the title, the page's
+  // whole address (a token in its query too) and the page numbers, on every page.
+  it('prints nothing for an empty header or footer template', async () => {
+    const response = await captured({
+      url: url('/doc?token=secret'),
+      format: 'pdf',
+      pdfMargin: { top: '15mm', bottom: '15mm' },
+      pdfHeaderTemplate: '',
+      pdfFooterTemplate: '',
+    });
+    const pdf = await readPdf(response.body);
+    expect(pdf.pages.map((page) => page.text)).toEqual(['Sheet 1', 'Sheet 2', 'Sheet 3']);
   });
 
   /**
