@@ -1,7 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { IMAGE_FORMATS } from '../capture/renderer';
-import { SCREENSHOT_FIELD_DESCRIPTIONS } from '../openapi/screenshotFieldDescriptions';
+import { SCREENSHOT_FIELD_DESCRIPTIONS, URL_SHAPE } from '../openapi/screenshotFieldDescriptions';
 import { screenshotRequest } from '../screenshot/schema';
 import { validate } from '../validation';
 
@@ -22,7 +22,11 @@ function fields(names: readonly string[]): Partial<typeof FIELDS> {
   return Object.fromEntries(
     names
       .filter((name): name is FieldName => name in FIELDS)
-      .map((name) => [name, FIELDS[name].describe(SCREENSHOT_FIELD_DESCRIPTIONS[name])]),
+      .map((name) => {
+        const described = FIELDS[name].describe(SCREENSHOT_FIELD_DESCRIPTIONS[name]);
+        // The URL's shape too, as the OpenAPI document gives it (red team, round 24).
+        return [name, name === 'url' ? described.meta(URL_SHAPE) : described];
+      }),
   );
 }
 

@@ -44,7 +44,7 @@ import {
   usageReport,
   webhookSecret,
 } from './schemas';
-import { SCREENSHOT_FIELD_DESCRIPTIONS } from './screenshotFieldDescriptions';
+import { SCREENSHOT_FIELD_DESCRIPTIONS, URL_SHAPE } from './screenshotFieldDescriptions';
 
 /**
  * The OpenAPI 3.1 description of every route in ROUTES. Request bodies are the very zod schemas the handlers
@@ -73,7 +73,7 @@ function describeScreenshotBody(
     const property = properties[field];
     if (property) property.description = description;
   }
-  if (properties.url) Object.assign(properties.url, { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
+  if (properties.url) Object.assign(properties.url, URL_SHAPE);
   // The handler's rule that zod checks in code: exactly one of the two.
   jsonSchema.oneOf = ['url', 'html'].map((field) => ({ properties: { [field]: {} }, required: [field] }));
 }

@@ -33,3 +33,6 @@ export const SCREENSHOT_FIELD_DESCRIPTIONS: Record<keyof ScreenshotRequest, stri
   ...CAPTURE_OPTION_DESCRIPTIONS,
   ...OUTPUT_DESCRIPTIONS,
 };
+
+/** What the published schemas say of `url`'s shape (the handler's own check is the URL policy's). */
+export const URL_SHAPE = { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' } as const;

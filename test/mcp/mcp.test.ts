@@ -72,7 +72,8 @@ describe('POST /mcp over Streamable HTTP', () => {
     ]);
     const screenshot = tools.find((tool) => tool.name === 'take_screenshot');
     expect(screenshot?.inputSchema.properties).toMatchObject({
-      url: expect.any(Object),
+      // The URL's shape as the OpenAPI document gives it (red team, round 24: left out).
+      url: { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' },
       width: { type: 'integer', minimum: 320, maximum: 3840 },
       blockAds: { type: 'boolean' },
       // The bounds JSON Schema can say (red team, round 23: none): characters, never more than the bytes allowed.
