@@ -196,15 +196,10 @@ export function elementBox(world: IsolatedWorld, selector: string): Promise<Page
     const element = document.querySelector(${JSON.stringify(selector)});
     if (!element) return null;
     const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
+    // On the page, from its scroll origin: whether the element holds still needs no clip's terms.
     const measure = () => {
       const box = element.getBoundingClientRect();
-      const { offset } = ${PAGE_GEOMETRY};
-      return {
-        x: box.left + window.scrollX + offset.x,
-        y: box.top + window.scrollY + offset.y,
-        width: box.width,
-        height: box.height,
-      };
+      return { x: box.left + window.scrollX, y: box.top + window.scrollY, width: box.width, height: box.height };
     };
     let box;
     for (let tries = 0; tries < ${ELEMENT_MEASURES}; tries++) {
@@ -214,7 +209,9 @@ export function elementBox(world: IsolatedWorld, selector: string): Promise<Page
       box = measure();
       if (['x', 'y', 'width', 'height'].every((side) => box[side] === before[side])) break;
     }
-    return box;
+    // Placed in a clip's terms once it held still: the probe scrolls, which the page's handlers hear.
+    const { offset } = ${PAGE_GEOMETRY};
+    return { ...box, x: box.x + offset.x, y: box.y + offset.y };
   })()`);
 }
 
