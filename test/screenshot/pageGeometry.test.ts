@@ -59,6 +59,9 @@ beforeAll(async () => {
     // No `width=device-width`: a phone lays it out 980 px wide and shows it zoomed out.
     '/wide': `<!doctype html><body style="margin:0"><div style="width:980px;height:3000px;background:linear-gradient(
       to right, #0f0 0 400px, #00f 400px 800px, #f00 800px)"></div></body>`,
+    // Hostile: laid out 10,000 px wide and 80,000 tall, for a phone to zoom out on as far as it goes.
+    '/zoomed-out-giant': `<!doctype html><meta name=viewport content="width=10000, initial-scale=0.01">
+      <body style="margin:0"><div style="width:10000px;height:80000px;background:#0f0"></div></body>`,
     '/debounced': `<!doctype html><style>body{margin:0} #hero{background:#0f0} #rest{height:3000px;background:#00f}</style>
       <body><div id=hero></div><div id=rest></div><script>
         const size = () => { document.getElementById('hero').style.height = innerHeight + 'px'; };
@@ -156,6 +159,21 @@ describe('a mobile full page of a page laid out wider than the device', () => {
       true,
       true,
     ]);
+  });
+});
+
+describe('a mobile full page of a page that asks to be zoomed out as far as it goes', () => {
+  it('stays the device wide and is cut at the cap in image pixels, not CSS pixels', async () => {
+    const answer = await harness.shoot(apiKey, {
+      url: `${site.origin}/zoomed-out-giant`,
+      device: 'mobile',
+      fullPage: true,
+    });
+    expect(answer.status, answer.body.toString('utf8')).toBe(200);
+    expect(answer.headers['X-Screenshot-Truncated']).toBe('true');
+    const image = await decodeImage(answer.body);
+    expect([image.width, image.height]).toEqual([390, 16_384]);
+    expect(near(image.pixel(200, 16_000), GREEN)).toBe(true);
   });
 });
 
