@@ -2,7 +2,8 @@ import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { CaptureSlots, SlotPool } from './captureSlots';
-import type { CreditEpoch, CreditLedger } from './creditLedger';
+import type { CreditEpoch, CreditLedger, ReservationHold } from './creditLedger';
+import { type CreditReservation, newReservationId, RESERVATION_LIFETIME_MS } from './creditReservation';
 import type { RateLimitDecision, RateLimiter } from './rateLimiter';
 
 /** What one request asks of admission, all decided in one round (docs/api.md 5.4, steps 2, 2b and 4). */
@@ -17,7 +18,10 @@ export interface AdmissionAsk {
    * hit, or a job accepted now whose worker takes its slot later (CaptureSlots.acquire).
    */
   slot: { until: number } | 'check' | 'none';
-  /** Credits to reserve; absent when nothing is charged (a cache hit, an invalid body). */
+  /**
+   * Credits to reserve; absent when nothing is charged (a cache hit, an invalid body). With a slot taken (a capture
+   * starting now), they are held as a reservation until its answer is settled (CreditReservation).
+   */
   cost?: number;
   /** Requests counted against the window, all or none: a batch's captures (1 by default). */
   requests?: number;
@@ -37,6 +41,8 @@ export type AdmissionVerdict =
       /** With a slot taken: the lease, and whether the account held no other slot (SlotLease.newcomer). */
       leaseId?: string;
       newcomer?: boolean;
+      /** With a slot taken and a cost: the credits' reservation, which the capture's answer settles. */
+      reservation?: CreditReservation;
     }
   | {
       admitted: false;
@@ -92,6 +98,7 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
     async admit(ask) {
       const { accountId, keyId } = ask.identity;
       const { slot, cost } = ask;
+      const hold = reservationHold(ask);
       const [decision, lease, reservation] = await Promise.allSettled([
         ask.budget === 'signedLink'
           ? ports.signedLinkBudget.hit(keyId, ask.now, ask.requests)
@@ -99,7 +106,7 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
         slot === 'none'
           ? undefined
           : ports.captureSlots.acquire(accountId, ask.now, slotEnd(slot, ask.now), ask.budget),
-        cost === undefined ? undefined : ports.credits.reserve(accountId, cost),
+        cost === undefined ? undefined : ports.credits.reserve(accountId, cost, hold),
         ports.keys
           .touchLastUsed(ask.identity, ask.now)
           .catch((error) => logger.warn('lastUsed not recorded', { error })),
@@ -107,11 +114,17 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
       const taken = lease.status === 'fulfilled' ? lease.value : undefined;
       const leaseId = taken?.leaseId;
       const epoch = reservation.status === 'fulfilled' ? reservation.value : undefined;
+      const held: CreditReservation | undefined =
+        hold && epoch !== undefined && cost !== undefined
+          ? { id: hold.id, until: hold.until, cost, epoch }
+          : undefined;
       /** Gives back what a refused request took. */
       const undo = async () => {
         await Promise.all([
           leaseId !== undefined && release(accountId, leaseId),
-          epoch !== undefined && cost !== undefined && ports.credits.refund(accountId, cost, epoch),
+          held
+            ? ports.credits.refundReservation(accountId, held)
+            : epoch !== undefined && cost !== undefined && ports.credits.refund(accountId, cost, epoch),
         ]);
       };
       const refuse = async (rateLimit: RateLimitDecision, refusal: Refusal): Promise<AdmissionVerdict> => {
@@ -137,14 +150,28 @@ export function admissionOverPorts(ports: AdmissionPorts): AdmissionRound {
       if (slot === 'check' && leaseId !== undefined) await release(accountId, leaseId);
       // Nothing reserved (a cache hit, an invalid body): whatever epoch, as nothing will be given back.
       const creditEpoch = epoch ?? 0;
-      return typeof slot === 'object' && taken !== undefined
-        ? { admitted: true, rateLimit, creditEpoch, leaseId: taken.leaseId, newcomer: taken.newcomer }
-        : { admitted: true, rateLimit, creditEpoch };
+      if (typeof slot !== 'object' || taken === undefined) return { admitted: true, rateLimit, creditEpoch };
+      const { newcomer } = taken;
+      return {
+        admitted: true,
+        rateLimit,
+        creditEpoch,
+        leaseId,
+        newcomer,
+        ...(held ? { reservation: held } : {}),
+      };
     },
   };
 }
 
 type Refusal = RateLimitedError | TooManyCapturesError | InsufficientCreditsError;
+
+/** The reservation a capture starting now keeps its credits in, or undefined when none is asked for. */
+export function reservationHold(ask: AdmissionAsk): ReservationHold | undefined {
+  if (typeof ask.slot !== 'object' || ask.cost === undefined) return undefined;
+  const until = ask.now + RESERVATION_LIFETIME_MS;
+  return { id: newReservationId(ask.cost, until), until, now: ask.now };
+}
 
 /** Until when a slot is held: a check takes one only for the moment it is given back. */
 function slotEnd(slot: { until: number } | 'check', now: number): number {

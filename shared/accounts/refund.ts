@@ -1,6 +1,7 @@
 import { logger } from '../logger';
 import type { ServiceMetrics } from '../metrics/serviceMetrics';
 import type { CreditEpoch, CreditLedger } from './creditLedger';
+import type { CreditReservation } from './creditReservation';
 import { newRefundId, type PendingRefund, type PendingRefunds } from './pendingRefunds';
 
 export interface RefundDeps {
@@ -11,7 +12,8 @@ export interface RefundDeps {
 }
 
 /**
- * Gives a failed capture's credits back, into the balance's `epoch` they were reserved in (none if it was set since).
+ * Gives a failed capture's credits back (an async capture's or a batch's not accepted; a synchronous capture's are
+ * reserved: giveReservationBack), into the balance's `epoch` they were reserved in (none if it was set since).
  * When that write fails, the debt is counted (the RefundFailures alarm), kept
  * in the table for `npm run credits -- refunds return`, and, should the table be out of reach too, logged with what an
  * operator needs. Never throws: the customer is owed the capture's own answer whatever happens here. (A job's refund
@@ -48,6 +50,46 @@ export async function giveCreditsBack(
     .catch((error: unknown) =>
       logger.warn('Refund mark left on the account', { refundId: id, error: error as Error }),
     );
+}
+
+/**
+ * Gives a synchronous capture's reserved credits back (CreditReservation). A write that fails is counted (the
+ * RefundFailures alarm) and left to the reservation itself: it lapses, and the account's next admission or look at
+ * its balance gives the credits back. Nothing is kept for an operator: that would be a second way to the same credits.
+ */
+export async function giveReservationBack(
+  deps: Pick<RefundDeps, 'credits' | 'metrics'>,
+  accountId: string,
+  reservation: CreditReservation,
+): Promise<void> {
+  try {
+    await deps.credits.refundReservation(accountId, reservation);
+  } catch (error) {
+    deps.metrics.refundFailed();
+    logger.error('Refund failed; the credits go back when their reservation lapses', {
+      accountId,
+      cost: reservation.cost,
+      error: error as Error,
+    });
+  }
+}
+
+/**
+ * Keeps a synchronous capture's reserved credits spent: its answer was settled. A write that fails leaves the
+ * reservation to lapse, and the capture is then given back free: logged, as credits lost to a store fault.
+ */
+export async function keepReservedCredits(
+  deps: Pick<RefundDeps, 'credits'>,
+  accountId: string,
+  reservation: CreditReservation,
+): Promise<void> {
+  await deps.credits.chargeReservation(accountId, reservation.id).catch((error: unknown) =>
+    logger.error('Reserved credits not charged; they go back when their reservation lapses', {
+      accountId,
+      cost: reservation.cost,
+      error: error as Error,
+    }),
+  );
 }
 
 async function keepForOperator(deps: RefundDeps, pending: PendingRefund): Promise<void> {

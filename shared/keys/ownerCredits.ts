@@ -6,5 +6,6 @@
 export interface OwnerCredits {
   /** Gives the account its one-time free grant if it has never had it and no operator has set its balance. */
   grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void>;
+  /** The balance, once the reservations of captures whose front is gone were given back (CreditReservation). */
   balance(accountId: string): Promise<number>;
 }

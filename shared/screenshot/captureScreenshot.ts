@@ -4,7 +4,7 @@ import type { CreditEpoch, CreditLedger } from '../accounts/creditLedger';
 import { FullWindows } from '../accounts/fullWindows';
 import type { PendingRefunds } from '../accounts/pendingRefunds';
 import type { RateLimitDecision } from '../accounts/rateLimiter';
-import { giveCreditsBack } from '../accounts/refund';
+import { giveCreditsBack, giveReservationBack, keepReservedCredits } from '../accounts/refund';
 import { asLongAgain, slotPenaltyUntil } from '../accounts/slotPenalty';
 import type { CaptureSpec, Renderer } from '../capture/renderer';
 import {
@@ -162,7 +162,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     if (!placed && !outcome.ok && outcome.error instanceof ClientGoneError) return outcome;
     const record = usageOf(identity, outcome, { at, durationMs }, request);
     if (input.via) record.via = input.via;
-    deps.usage.record(record);
+    // Written once the answer is settled, with the charge of what the capture reserved.
+    deps.usage.record(record, outcome.ok && 'screenshot' in outcome ? outcome.settled : undefined);
     if (!outcome.ok) return outcome;
     return {
       ...outcome,
@@ -303,8 +304,17 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       const release = async (penaltyUntil?: number) => {
         if (leaseId !== undefined) await admissions.release(accountId, leaseId, penaltyUntil);
       };
+      const { reservation } = verdict;
+      // Its credits are given back or kept once, whichever comes first (the store's conditional writes make sure).
+      let settled = false;
       const giveBack = async () => {
-        if (cost !== undefined) await giveCreditsBack(refundDeps, accountId, cost, verdict.creditEpoch);
+        settled = true;
+        if (reservation) await giveReservationBack(refundDeps, accountId, reservation);
+      };
+      const keep = async () => {
+        if (settled || !reservation) return;
+        settled = true;
+        await keepReservedCredits(refundDeps, accountId, reservation);
       };
       let penaltyUntil: number | undefined;
       let released: Promise<void> | undefined;
@@ -351,7 +361,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
               await admissions.holdSlot(accountId, now(), asLongAgain(startedAt, now()), budget);
               return true;
             };
-        return { ok: true, rateLimit, screenshot, undelivered };
+        return { ok: true, rateLimit, screenshot, undelivered, settled: keep };
       } finally {
         // A capture that ended free costs its account the slot, for a while longer: its own, or one taken again
         // when it had gone back already, from the same pool as its own (linkSlotLimit).

@@ -9,7 +9,17 @@ import type { QueuedJob } from './queuedCaptures';
  * image was kept in the account's cache (the same request then answers it free). It answers whether they went back.
  */
 export type ScreenshotOutcome =
-  | { ok: true; screenshot: Screenshot; rateLimit?: RateLimitDecision; undelivered: () => Promise<boolean> }
+  | {
+      ok: true;
+      screenshot: Screenshot;
+      rateLimit?: RateLimitDecision;
+      undelivered: () => Promise<boolean>;
+      /**
+       * Run once the answer is settled (after `undelivered`, if that came): the capture's reserved credits are kept
+       * spent, unless they went back. Absent when nothing was reserved (a cache hit).
+       */
+      settled?: () => Promise<void>;
+    }
   /** An `async: true` capture, accepted: its credits are reserved and its job queued. */
   | { ok: true; queued: QueuedJob; rateLimit?: RateLimitDecision; undelivered: () => Promise<boolean> }
   | { ok: false; error: unknown; rateLimit?: RateLimitDecision };

@@ -1,6 +1,12 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { AdmissionAsk, AdmissionRound, AdmissionVerdict } from '../accounts/admissionRound';
+import {
+  type AdmissionAsk,
+  type AdmissionRound,
+  type AdmissionVerdict,
+  reservationHold,
+} from '../accounts/admissionRound';
 import { linkSlotLimit, newLeaseId, type SlotPool } from '../accounts/captureSlots';
+import type { ReservationHold } from '../accounts/creditLedger';
 import { RATE_WINDOW_MS, type RateLimitDecision, windowStart } from '../accounts/rateLimiter';
 import { InsufficientCreditsError, RateLimitedError, TooManyCapturesError } from '../errors';
 import { logger } from '../logger';
@@ -13,7 +19,7 @@ import {
   linkCondition,
   liveLeases,
 } from './dynamoCaptureSlots';
-import { creditEpochOf } from './dynamoCreditLedger';
+import { creditEpochOf, type DynamoCreditLedger, reservingClause } from './dynamoCreditLedger';
 import type { DynamoKeyStore } from './dynamoKeyStore';
 import { accountAttribute, isConditionFailure, itemKey, WINDOW_ATTRIBUTE } from './table';
 
@@ -28,6 +34,8 @@ interface Parts {
   /** Whose capture it is: a signed link's takes its slot from the links' bound too (linkSlotLimit). */
   pool: SlotPool;
   cost?: number;
+  /** A synchronous capture's credits are kept as this reservation (CreditReservation). */
+  hold?: ReservationHold;
   lastUsed?: { attribute: string; at: number };
   /** Window attributes of past windows, removed on the way. */
   stale: string[];
@@ -37,7 +45,8 @@ interface Parts {
  * The admission round in one conditional UpdateItem of the account item, which holds the credits, the capture
  * slots, the account's rate-limit windows, its keys' signed-link budgets and lastUsed (docs/data-model.md): the
  * window's count goes up if below the limit, a lease is added if fewer than the bound are held, the cost is taken if
- * the balance covers it, lastUsed is set when due. All or nothing, so credits and counts stay exact under any
+ * the balance covers it (a synchronous capture's as a reservation, which its answer settles), lastUsed is set when
+ * due. All or nothing, so credits and counts stay exact under any
  * concurrency. The item as it was tells whether the account held a slot before: a newcomer's capture may use the
  * renderers' headroom (docs/api.md 6.5); the capacity itself is the renderers' reserved concurrency, not an item.
  *
@@ -56,6 +65,7 @@ export class DynamoAdmissionRound implements AdmissionRound {
     private readonly rateLimitPerHour: number,
     private readonly slots: DynamoCaptureSlots,
     private readonly keys: DynamoKeyStore,
+    private readonly credits: DynamoCreditLedger,
   ) {}
 
   get slotLimit(): number {
@@ -69,6 +79,7 @@ export class DynamoAdmissionRound implements AdmissionRound {
       ask.budget === 'signedLink'
         ? accountAttribute.signedLinkWindow(keyId, start)
         : accountAttribute.apiWindow(start);
+    const hold = reservationHold(ask);
     const parts: Parts = {
       requests: ask.requests ?? 1,
       pool: ask.budget,
@@ -78,6 +89,7 @@ export class DynamoAdmissionRound implements AdmissionRound {
           ? { take: { leaseId: newLeaseId(ask.budget), until: ask.slot.until } }
           : ask.slot,
       ...(ask.cost === undefined ? {} : { cost: ask.cost }),
+      ...(hold ? { hold } : {}),
       ...(this.keys.claimLastUsed(keyId, ask.now)
         ? { lastUsed: { attribute: accountAttribute.lastUsed(keyId), at: ask.now } }
         : {}),
@@ -87,7 +99,15 @@ export class DynamoAdmissionRound implements AdmissionRound {
     this.staleWindows.delete(accountId);
     const { verdict, holdsBefore } = await this.admitOnAccount(accountId, parts, ask, start);
     if (!verdict.admitted || typeof parts.slot !== 'object') return verdict;
-    return { ...verdict, leaseId: parts.slot.take.leaseId, newcomer: holdsBefore === 0 };
+    const { cost } = parts;
+    return {
+      ...verdict,
+      leaseId: parts.slot.take.leaseId,
+      newcomer: holdsBefore === 0,
+      ...(hold && cost !== undefined
+        ? { reservation: { id: hold.id, until: hold.until, cost, epoch: verdict.creditEpoch } }
+        : {}),
+    };
   }
 
   async release(accountId: string, leaseId: string, penaltyUntil?: number): Promise<void> {
@@ -132,6 +152,8 @@ export class DynamoAdmissionRound implements AdmissionRound {
       const written = await this.write(accountId, parts, ask.now);
       if (written) {
         this.noteStale(accountId, written, start);
+        // Reservations of fronts that died, as the write shows them: one more write, only when there are any.
+        await this.credits.reapLapsed(accountId, written, ask.now);
         const own = typeof parts.slot === 'object' ? parts.slot.take.leaseId : undefined;
         const holdsBefore = liveLeases(written, ask.now).filter(([id]) => id !== own).length;
         return {
@@ -145,6 +167,8 @@ export class DynamoAdmissionRound implements AdmissionRound {
       }
       const item = await this.read(accountId);
       this.noteStale(accountId, item, start);
+      // A balance held by a front that died (its whole balance, maybe) comes back before it is judged.
+      if (await this.credits.reapLapsed(accountId, item, ask.now)) continue;
       const counted = Number(item[parts.window] ?? 0);
       if (counted > limit - parts.requests) {
         await this.recordLastUsed(accountId, parts);
@@ -205,6 +229,12 @@ export class DynamoAdmissionRound implements AdmissionRound {
       set.push('credits = credits - :cost');
       conditions.push('credits >= :cost');
       values[':cost'] = parts.cost;
+      if (parts.hold) {
+        const reserving = reservingClause(parts.hold.id);
+        set.push(reserving.set);
+        Object.assign(names, reserving.names);
+        Object.assign(values, reserving.values);
+      }
     }
     if (parts.lastUsed) {
       set.push('#lastUsed = :now');

@@ -1,6 +1,13 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type CreditEpoch, type CreditLedger, MAX_BALANCE } from '../accounts/creditLedger';
+import {
+  type CreditEpoch,
+  type CreditLedger,
+  MAX_BALANCE,
+  type ReservationHold,
+} from '../accounts/creditLedger';
+import { type CreditReservation, lapsedReservations, reservationOf } from '../accounts/creditReservation';
 import { BalanceOverflowError, InsufficientCreditsError } from '../errors';
+import { logger } from '../logger';
 import { conditionHeld, isConditionFailure, itemKey, numberInFailedItem } from './table';
 
 /** Credits live on the account item (`ACCOUNT#id / ACCOUNT`, attribute `credits`). */
@@ -11,6 +18,8 @@ export class DynamoCreditLedger implements CreditLedger {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** What lapsed reservations are judged by when the balance is read. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   async grantFreeCreditsOnce(accountId: string, amount: number, now: number): Promise<void> {
@@ -34,30 +43,34 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async balance(accountId: string): Promise<number> {
-    const { Item } = await this.db.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: itemKey.account(accountId),
-        ConsistentRead: true,
-        ProjectionExpression: 'credits',
-      }),
-    );
-    return typeof Item?.credits === 'number' ? Item.credits : 0;
+    const read = async () => {
+      const { Item } = await this.db.send(
+        new GetCommand({ TableName: this.tableName, Key: itemKey.account(accountId), ConsistentRead: true }),
+      );
+      return Item ?? {};
+    };
+    const item = await read();
+    // The balance shown once a front's death is past: the reservations it left go back first (rarely any).
+    if (!(await this.reapLapsed(accountId, item, this.now()))) return creditsOf(item);
+    return creditsOf(await read());
   }
 
-  async reserve(accountId: string, cost: number): Promise<CreditEpoch> {
+  async reserve(accountId: string, cost: number, hold?: ReservationHold): Promise<CreditEpoch> {
     try {
+      const held = hold && reservingClause(hold.id);
       const { Attributes } = await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: itemKey.account(accountId),
-          UpdateExpression: 'SET credits = credits - :cost',
+          UpdateExpression: `SET credits = credits - :cost${held ? `, ${held.set}` : ''}`,
           ConditionExpression: 'credits >= :cost',
-          ExpressionAttributeValues: { ':cost': cost },
+          ...(held ? { ExpressionAttributeNames: held.names } : {}),
+          ExpressionAttributeValues: { ':cost': cost, ...held?.values },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
+      if (hold) await this.reapLapsed(accountId, Attributes ?? {}, hold.now);
       return creditEpochOf(Attributes);
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
@@ -72,41 +85,95 @@ export class DynamoCreditLedger implements CreditLedger {
   }
 
   async refundOnce(accountId: string, cost: number, refundId: string, epoch?: CreditEpoch): Promise<boolean> {
-    return this.giveBack(accountId, cost, epoch, refundMark(refundId));
+    return this.giveBack(accountId, cost, epoch, { mark: refundMark(refundId) });
+  }
+
+  async chargeReservation(accountId: string, reservationId: string): Promise<void> {
+    // Conditional, so that a reservation settled before leaves no item behind either.
+    await conditionHeld(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: itemKey.account(accountId),
+          UpdateExpression: 'REMOVE #reservation',
+          ConditionExpression: 'attribute_exists(#reservation)',
+          ExpressionAttributeNames: { '#reservation': reservationAttribute(reservationId) },
+        }),
+      ),
+    );
+  }
+
+  async refundReservation(accountId: string, reservation: CreditReservation): Promise<boolean> {
+    const given = await this.giveBack(accountId, reservation.cost, reservation.epoch, {
+      reservation: reservationAttribute(reservation.id),
+    });
+    // Settled before (nothing left to remove), or its epoch is over: then it goes without giving anything.
+    if (!given) await this.chargeReservation(accountId, reservation.id);
+    return given;
   }
 
   /**
-   * Adds `cost` back, in `epoch` and (with `mark`) once: whether it was given. A balance within `cost` of the ceiling
+   * Gives back the lapsed reservations `item` (the account's, as a write answered or a read found it) shows: those of
+   * fronts that died before settling them. Whether any was settled; a failure is logged and left to the next look.
+   */
+  async reapLapsed(accountId: string, item: Record<string, unknown>, now: number): Promise<boolean> {
+    const settled = await Promise.all(
+      lapsedReservations(reservationsIn(item), now).map(async (reservation) => {
+        try {
+          if (await this.refundReservation(accountId, reservation))
+            logger.warn('Lapsed credit reservation given back', { accountId, cost: reservation.cost });
+          return true;
+        } catch (error) {
+          logger.warn('Lapsed credit reservation not given back yet', { accountId, error: error as Error });
+          return false;
+        }
+      }),
+    );
+    return settled.includes(true);
+  }
+
+  /**
+   * Adds `cost` back, in `epoch` and (with `once`) once: whether it was given. A balance within `cost` of the ceiling
    * (an operator filled it while the credits were reserved) is filled to MAX_BALANCE instead, never past it, where
    * its number would no longer be exact (red team, round 13). A reservation between the two tries sends it round
    * again.
    */
-  private async giveBack(accountId: string, cost: number, epoch: CreditEpoch | undefined, mark?: string) {
-    const write = (toCeiling: boolean) =>
-      conditionHeld(
+  private async giveBack(accountId: string, cost: number, epoch: CreditEpoch | undefined, once?: GivenOnce) {
+    const write = (toCeiling: boolean) => {
+      const set = toCeiling ? ['credits = :max'] : [];
+      if (once && 'mark' in once) set.push('#once = :given');
+      return conditionHeld(
         this.db.send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: itemKey.account(accountId),
             UpdateExpression: [
-              toCeiling ? 'SET credits = :max' : 'ADD credits :cost',
-              mark === undefined ? '' : `${toCeiling ? ',' : ' SET'} #mark = :given`,
-            ].join(''),
+              set.length > 0 ? `SET ${set.join(', ')}` : '',
+              toCeiling ? '' : 'ADD credits :cost',
+              once && 'reservation' in once ? 'REMOVE #once' : '',
+            ]
+              .filter((clause) => clause !== '')
+              .join(' '),
             ...inEpoch(epoch, {
               condition: [
-                ...(mark === undefined ? [] : ['attribute_not_exists(#mark)']),
+                ...(once === undefined
+                  ? []
+                  : ['mark' in once ? 'attribute_not_exists(#once)' : 'attribute_exists(#once)']),
                 toCeiling ? 'credits > :ceiling' : '(attribute_not_exists(credits) OR credits <= :ceiling)',
               ].join(' AND '),
-              ...(mark === undefined ? {} : { names: { '#mark': mark } }),
+              ...(once === undefined
+                ? {}
+                : { names: { '#once': 'mark' in once ? once.mark : once.reservation } }),
               values: {
                 ':ceiling': MAX_BALANCE - cost,
                 ...(toCeiling ? { ':max': MAX_BALANCE } : { ':cost': cost }),
-                ...(mark === undefined ? {} : { ':given': true }),
+                ...(once && 'mark' in once ? { ':given': true } : {}),
               },
             }),
           }),
         ),
       );
+    };
     for (let round = 0; round < 2; round++) {
       if ((await write(false)) || (await write(true))) return true;
     }
@@ -173,6 +240,44 @@ export class DynamoCreditLedger implements CreditLedger {
     );
     return Number(result.Attributes?.credits ?? 0);
   }
+}
+
+/**
+ * What makes a refund given at most once: a mark it leaves (`refund#<id>`, a refund that may be asked for again), or
+ * the reservation it removes (`rsv#<id>`, which the refund needs to find).
+ */
+type GivenOnce = { mark: string } | { reservation: string };
+
+function creditsOf(item: Record<string, unknown>): number {
+  return typeof item.credits === 'number' ? item.credits : 0;
+}
+
+const RESERVATION_PREFIX = 'rsv#';
+
+/** The account item's attribute of a synchronous capture's reservation; its value is its epoch (docs/data-model.md). */
+function reservationAttribute(reservationId: string): string {
+  return `${RESERVATION_PREFIX}${reservationId}`;
+}
+
+/**
+ * The part of an UpdateItem's SET that takes a reservation. Its value is the balance's epoch as the write finds it,
+ * copied on the store's side: the reserving write is the one that learns the epoch.
+ */
+export function reservingClause(reservationId: string) {
+  return {
+    set: `#reservation = if_not_exists(${EPOCH}, :noEpoch)`,
+    names: { '#reservation': reservationAttribute(reservationId) },
+    values: { ':noEpoch': 0 },
+  };
+}
+
+/** The reservations an account item holds. */
+function reservationsIn(item: Record<string, unknown>): CreditReservation[] {
+  return Object.entries(item).flatMap(([name, epoch]) => {
+    if (!name.startsWith(RESERVATION_PREFIX)) return [];
+    const reservation = reservationOf(name.slice(RESERVATION_PREFIX.length), Number(epoch));
+    return reservation ? [reservation] : [];
+  });
 }
 
 /** The account item's attribute that says a refund was given (docs/data-model.md). */

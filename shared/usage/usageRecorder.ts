@@ -3,9 +3,16 @@ import { logger } from '../logger';
 import { ALARMED_LOG_MESSAGES } from '../metrics/names';
 import type { UsageRecord, UsageStore } from './usageStore';
 
+/** A record, and what else waits for the same answer to be settled. */
+interface Deferred {
+  entry: UsageRecord;
+  settled?: () => Promise<void>;
+}
+
 /** Port the screenshot use case hands its usage records to; it returns at once and never fails the request. */
 export interface UsageRecorder {
-  record(entry: UsageRecord): void;
+  /** `settled`: what else waits for the answer to be settled (a capture's charge), run by the same flush. */
+  record(entry: UsageRecord, settled?: () => Promise<void>): void;
 }
 
 /**
@@ -19,8 +26,8 @@ export interface UsageRecorder {
  */
 export class DeferredUsageRecorder implements UsageRecorder {
   /** Records made outside any request's scope (the job worker's, which flushes once per batch of messages). */
-  private readonly unscoped: UsageRecord[] = [];
-  private readonly scopes = new AsyncLocalStorage<UsageRecord[]>();
+  private readonly unscoped: Deferred[] = [];
+  private readonly scopes = new AsyncLocalStorage<Deferred[]>();
   private readonly writing = new Set<Promise<void>>();
 
   constructor(private readonly store: Pick<UsageStore, 'add'>) {}
@@ -30,8 +37,8 @@ export class DeferredUsageRecorder implements UsageRecorder {
     return this.scopes.run([], work);
   }
 
-  record(entry: UsageRecord): void {
-    this.queue().push(entry);
+  record(entry: UsageRecord, settled?: () => Promise<void>): void {
+    this.queue().push(settled ? { entry, settled } : { entry });
   }
 
   /**
@@ -40,20 +47,24 @@ export class DeferredUsageRecorder implements UsageRecorder {
    */
   async flush(): Promise<void> {
     const batch = this.queue().splice(0);
-    for (const entry of batch) {
-      const write: Promise<void> = this.store
-        .add(entry)
-        // The whole record is logged (it holds no secret), so an operator can add it back by hand.
-        .catch((error) =>
-          logger.error(ALARMED_LOG_MESSAGES.usageWriteFailures, { record: { ...entry }, error }),
-        )
+    for (const { entry, settled } of batch) {
+      const write: Promise<void> = Promise.all([
+        this.store
+          .add(entry)
+          // The whole record is logged (it holds no secret), so an operator can add it back by hand.
+          .catch((error) =>
+            logger.error(ALARMED_LOG_MESSAGES.usageWriteFailures, { record: { ...entry }, error }),
+          ),
+        settled?.(),
+      ])
+        .then(() => undefined)
         .finally(() => this.writing.delete(write));
       this.writing.add(write);
     }
     await Promise.all(this.writing);
   }
 
-  private queue(): UsageRecord[] {
+  private queue(): Deferred[] {
     return this.scopes.getStore() ?? this.unscoped;
   }
 }

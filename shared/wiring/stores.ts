@@ -20,12 +20,20 @@ export function createStores(client: DynamoDBClient, config: ServiceConfig) {
   const db = documentClient(client);
   const keys = new DynamoKeyStore(db, config.tableName);
   const captureSlots = new DynamoCaptureSlots(db, config.tableName, config.maxConcurrentCaptures);
+  const credits = new DynamoCreditLedger(db, config.tableName);
   return {
     keys,
-    credits: new DynamoCreditLedger(db, config.tableName),
+    credits,
     // The rate limit, the signed links' own budget per key (the same number, docs/api.md "Signed links"), the
     // account's capture slots, its credits and lastUsed, written together.
-    admissions: new DynamoAdmissionRound(db, config.tableName, config.rateLimitPerHour, captureSlots, keys),
+    admissions: new DynamoAdmissionRound(
+      db,
+      config.tableName,
+      config.rateLimitPerHour,
+      captureSlots,
+      keys,
+      credits,
+    ),
     captureSlots,
     pendingRefunds: new DynamoPendingRefunds(db, config.tableName),
     usageStore: new DynamoUsageStore(db, config.tableName),

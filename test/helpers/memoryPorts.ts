@@ -8,7 +8,13 @@ import {
   type SlotLease,
   type SlotPool,
 } from '../../shared/accounts/captureSlots';
-import { type CreditEpoch, type CreditLedger, MAX_BALANCE } from '../../shared/accounts/creditLedger';
+import {
+  type CreditEpoch,
+  type CreditLedger,
+  MAX_BALANCE,
+  type ReservationHold,
+} from '../../shared/accounts/creditLedger';
+import { type CreditReservation, lapsedReservations } from '../../shared/accounts/creditReservation';
 import type { PendingRefund, PendingRefunds, RefundReturn } from '../../shared/accounts/pendingRefunds';
 import {
   RATE_WINDOW_MS,
@@ -129,6 +135,7 @@ export class MemoryCreditLedger implements CreditLedger {
     this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + amount);
   }
 
+  /** Lapsed reservations are given back by `reserve` alone: the rule tests' clocks are not the wall clock. */
   async balance(accountId: string): Promise<number> {
     return this.balances.get(accountId) ?? 0;
   }
@@ -136,12 +143,48 @@ export class MemoryCreditLedger implements CreditLedger {
   /** Each account's CreditEpoch: how many times its balance was set. */
   private readonly epochs = new Map<string, CreditEpoch>();
 
-  async reserve(accountId: string, cost: number): Promise<CreditEpoch> {
+  async reserve(accountId: string, cost: number, hold?: ReservationHold): Promise<CreditEpoch> {
     // Read and written in one turn, as the store's conditional write is atomic: parallel reserves never lose one.
+    if (hold) this.reapLapsed(accountId, hold.now);
     const balance = this.balances.get(accountId) ?? 0;
     if (balance < cost) throw new InsufficientCreditsError(cost, balance);
     this.balances.set(accountId, balance - cost);
-    return this.epochs.get(accountId) ?? 0;
+    const epoch = this.epochs.get(accountId) ?? 0;
+    if (hold) {
+      this.reservationsOf(accountId).set(hold.id, { id: hold.id, until: hold.until, cost, epoch });
+    }
+    return epoch;
+  }
+
+  /** Each account's reservations, by id, as the account item keeps them. */
+  readonly reservations = new Map<string, Map<string, CreditReservation>>();
+
+  private reservationsOf(accountId: string): Map<string, CreditReservation> {
+    const held = this.reservations.get(accountId) ?? new Map<string, CreditReservation>();
+    this.reservations.set(accountId, held);
+    return held;
+  }
+
+  async chargeReservation(accountId: string, reservationId: string): Promise<void> {
+    this.reservationsOf(accountId).delete(reservationId);
+  }
+
+  async refundReservation(accountId: string, reservation: CreditReservation): Promise<boolean> {
+    if (this.failRefunds) throw new Error('store unavailable');
+    return this.giveReserved(accountId, reservation);
+  }
+
+  /** Removes a reservation, giving its credits back in its epoch: in one turn, as the store's one write. */
+  private giveReserved(accountId: string, reservation: CreditReservation): boolean {
+    if (!this.reservationsOf(accountId).delete(reservation.id)) return false;
+    if (!this.inEpoch(accountId, reservation.epoch)) return false;
+    this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + reservation.cost);
+    return true;
+  }
+
+  private reapLapsed(accountId: string, now: number): void {
+    const lapsed = lapsedReservations([...this.reservationsOf(accountId).values()], now);
+    for (const reservation of lapsed) this.giveReserved(accountId, reservation);
   }
 
   async refund(accountId: string, cost: number, epoch?: CreditEpoch): Promise<void> {

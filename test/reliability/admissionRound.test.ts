@@ -34,7 +34,8 @@ let accounts = 0;
 beforeAll(async () => {
   store = await startTestStore();
   db = DynamoDBDocumentClient.from(store.client);
-  credits = new DynamoCreditLedger(db, TEST_TABLE);
+  // Lapsed reservations are judged by the admissions' clock.
+  credits = new DynamoCreditLedger(db, TEST_TABLE, () => NOW);
 });
 afterAll(() => store?.close());
 
@@ -46,6 +47,7 @@ function round(options: { limit?: number } = {}) {
     options.limit ?? LIMIT,
     slots,
     new DynamoKeyStore(db, TEST_TABLE),
+    credits,
   );
 }
 

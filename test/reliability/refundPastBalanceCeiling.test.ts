@@ -46,6 +46,7 @@ describe('a refund that lands after an operator filled the balance to the ceilin
       100,
       new DynamoCaptureSlots(db, TEST_TABLE, 10),
       new DynamoKeyStore(db, TEST_TABLE),
+      credits,
     );
     const identity = { accountId, keyId: 'key_ceiling', isActive: true };
     await credits.set(accountId, MAX_BALANCE);
