@@ -55,7 +55,7 @@ export interface AdapterOptions {
 export const SEND_STALL_MS = 30_000;
 
 /** Answers go to the socket in slices of this size (views, no copies), so that a slow client's progress shows. */
-const SEND_SLICE_BYTES = 1024 * 1024;
+export const SEND_SLICE_BYTES = 1024 * 1024;
 
 /** The listener, and a way to wait for the requests it is still answering (a server that closes must let them end). */
 export type LambdaHttpListener = RequestListener & { idle(): Promise<void> };

@@ -18,10 +18,12 @@ export interface CreditReservation {
 }
 
 /**
- * How long a reservation waits for its front: past the longest any Lambda function runs (15 minutes), so a live front
- * always settles its own. A local front still sending its answer after that leaves the capture free.
+ * How long a reservation waits for its front: past the longest a live front may take to settle it, so that only a
+ * dead front's lapses. Deployed, no function runs past 15 minutes; locally, a capture's budget and then the slowest
+ * delivery the local server keeps going (its largest answer, 190 MiB, taken at the least pace it allows, a MiB per
+ * 30 s: 95 minutes; test/accounts/creditReservations.test.ts checks the sum).
  */
-export const RESERVATION_LIFETIME_MS = 20 * 60_000;
+export const RESERVATION_LIFETIME_MS = 2 * 60 * 60_000;
 
 /**
  * The id carries what the reaper needs, as the epoch is copied into the reservation on the store's side (a reserving

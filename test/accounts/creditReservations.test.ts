@@ -2,14 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
+import { SEND_SLICE_BYTES, SEND_STALL_MS } from '../../local/httpAdapter';
 import type { CreditLedger } from '../../shared/accounts/creditLedger';
 import { RESERVATION_LIFETIME_MS } from '../../shared/accounts/creditReservation';
+import { MAX_ANSWER_BYTES } from '../../shared/capture/rendererProtocol';
 import { readServiceConfig } from '../../shared/config';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { captureScreenshot } from '../../shared/screenshot/captureScreenshot';
 import { AesGcmSecretCipher } from '../../shared/signing/aesGcmSecretCipher';
 import { DynamoCreditLedger } from '../../shared/store/dynamoCreditLedger';
 import { itemKey } from '../../shared/store/table';
+import { CAPTURE_BUDGET_MS, RESPONSE_RESERVE_MS } from '../../shared/timing';
 import { DeferredUsageRecorder } from '../../shared/usage/usageRecorder';
 import { createStores, documentClient } from '../../shared/wiring/stores';
 import { InMemoryServiceMetrics } from '../helpers/inMemoryMetrics';
@@ -88,6 +91,17 @@ async function reservationsOn(accountId: string): Promise<string[]> {
   );
   return Object.keys(Item ?? {}).filter((name) => name.startsWith('rsv#'));
 }
+
+describe('a reservation', () => {
+  it('outlives any live front: the capture budget and the slowest delivery the local server keeps going', () => {
+    const slowestDelivery = Math.ceil(MAX_ANSWER_BYTES / SEND_SLICE_BYTES) * SEND_STALL_MS;
+    expect(RESERVATION_LIFETIME_MS).toBeGreaterThan(
+      CAPTURE_BUDGET_MS + RESPONSE_RESERVE_MS + slowestDelivery,
+    );
+    // Deployed, Lambda stops any function within 15 minutes.
+    expect(RESERVATION_LIFETIME_MS).toBeGreaterThan(15 * 60_000);
+  });
+});
 
 describe('a synchronous capture whose front dies before its answer', () => {
   it('leaves its credits reserved, given back by the next admission once the reservation lapsed', async () => {
