@@ -133,6 +133,16 @@ describe('a synchronous capture whose front dies before its answer', () => {
     expect(await reservationsOn(accountId)).toEqual([]);
   });
 
+  it('are all given back by one read of the balance, however many fronts died (red team, round 25)', async () => {
+    const { accountId, front } = await account(24);
+    // A minute apart, so that each finds the slot of the one before lapsed.
+    const first = Date.now() - LAPSED - 12 * 61_000;
+    for (let i = 0; i < 12; i++) await front(() => first + i * 61_000).dies();
+    expect(await reservationsOn(accountId)).toHaveLength(12);
+    expect(await stores.credits.balance(accountId)).toBe(24);
+    expect(await reservationsOn(accountId)).toEqual([]);
+  });
+
   it('lets an account whose whole balance a dead front holds capture again once it lapsed', async () => {
     const { accountId, front } = await account(1);
     const start = Date.now();
