@@ -58,89 +58,53 @@ const TRAILER_WINDOW = 1_024;
  * 30,000 canvases put it past 512 KiB). A few such looks, bounded, whatever a hostile answer holds.
  */
 const OBJECT_WINDOW = 4 * 1024 * 1024;
-/** How deep a page tree may nest (Skia's are a few levels: three for 101 pages). */
-export const MAX_TREE_DEPTH = 32;
+/** How deep a page tree may nest (Skia's are one or two levels). */
+const MAX_TREE_DEPTH = 32;
 
 /** The page tree's count and its first page's media box (inherited from a parent node if the page has none). */
 function pageTree(pdf: Buffer): { count: number; firstMediaBox?: [number, number] } | undefined {
-  const document = pdfStructure(pdf);
-  if (!document) return undefined;
-  const catalog = document.object(reference(document.trailer, 'Root'));
-  let node = document.object(catalog === undefined ? undefined : reference(catalog, 'Pages'));
+  const text = pdf.toString('latin1');
+  const table = crossReferences(text);
+  if (!table) return undefined;
+  const object = (id: number | undefined) =>
+    id === undefined ? undefined : objectText(text, table.offsets, id);
+  const catalog = object(reference(table.trailer, 'Root'));
+  let node = object(catalog === undefined ? undefined : reference(catalog, 'Pages'));
   const count = node === undefined ? undefined : /\/Count (\d+)/.exec(node)?.[1];
   if (!node || count === undefined) return undefined;
   let box: [number, number] | undefined;
   for (let depth = 0; node && depth < MAX_TREE_DEPTH; depth++) {
     box = mediaBox(node) ?? box;
-    if (isPage(node)) return { count: Number(count), ...(box ? { firstMediaBox: box } : {}) };
-    node = document.object(firstKid(node));
+    if (/\/Type\s*\/Page\b(?!s)/.test(node))
+      return { count: Number(count), ...(box ? { firstMediaBox: box } : {}) };
+    node = object(firstKid(node));
   }
   return { count: Number(count) };
 }
 
-/** A PDF as its cross-reference sections describe it. */
-export interface PdfStructure {
-  /** The file, one character per byte. */
-  text: string;
-  /** Where the newest cross-reference section starts, which an update names as its `/Prev`. */
-  startxref: number;
-  /** The newest section's trailer (its text from the dictionary on). */
-  trailer: string;
-  /** The dictionary text of object `id` (up to its stream or its end), as the newest section that has it says. */
-  object(id: number | undefined): string | undefined;
-}
-
-/** How many updates of a document are followed back (Chromium writes none; the page cut adds one). */
-const MAX_SECTIONS = 4;
-
 /**
- * Object number → byte offset, from the classic cross-reference sections (the kind Skia writes) that the `startxref`
- * ending the file names and their `/Prev` chain, newest first, so an incremental update's objects replace the older.
+ * Object number → byte offset, from the classic cross-reference table that the `startxref` ending the file names
+ * (the kind Skia writes), and the trailer after it.
  */
-export function pdfStructure(pdf: Buffer): PdfStructure | undefined {
-  const text = pdf.toString('latin1');
+function crossReferences(text: string): { offsets: Map<number, number>; trailer: string } | undefined {
   const start = /startxref\s+(\d+)\s+%%EOF\s*$/.exec(text.slice(-TRAILER_WINDOW));
   if (!start) return undefined;
-  const startxref = Number(start[1]);
-  const offsets = new Map<number, number>();
-  let trailer: string | undefined;
-  const seen = new Set<number>();
-  for (let at: number | undefined = startxref; at !== undefined && seen.size < MAX_SECTIONS; ) {
-    if (seen.has(at)) return undefined;
-    seen.add(at);
-    const section = crossReferenceSection(text, at, offsets);
-    if (!section) return undefined;
-    trailer ??= section;
-    at = reference(section, 'Prev', '');
-  }
-  if (trailer === undefined) return undefined;
-  return {
-    text,
-    startxref,
-    trailer,
-    object: (id) => (id === undefined ? undefined : objectText(text, offsets, id)),
-  };
-}
-
-/** Reads the section at `at` into `offsets` (entries already there are newer, and kept); its trailer. */
-function crossReferenceSection(text: string, at: number, offsets: Map<number, number>): string | undefined {
+  const at = Number(start[1]);
   if (!text.startsWith('xref', at)) return undefined;
   // A subsection header, an entry (offset, generation, in use or free), or the trailer.
   const line = /\s*(?:(\d+) (\d+)[ \t]*\r?\n|(\d{10}) \d{5} ([nf])[ \t]*\r?\n|(trailer))/y;
   line.lastIndex = at + 'xref'.length;
+  const offsets = new Map<number, number>();
   let next = 0;
   for (let match = line.exec(text); match; match = line.exec(text)) {
     if (match[5] !== undefined) {
-      // Up to its own `startxref`: what follows may be an update's, with a `/Prev` of its own.
-      const trailer = text.slice(line.lastIndex, line.lastIndex + TRAILER_WINDOW);
-      const end = trailer.indexOf('startxref');
-      return end === -1 ? trailer : trailer.slice(0, end);
+      return { offsets, trailer: text.slice(line.lastIndex, line.lastIndex + TRAILER_WINDOW) };
     }
     if (match[1] !== undefined) {
       next = Number(match[1]);
       continue;
     }
-    if (match[4] === 'n' && !offsets.has(next)) offsets.set(next, Number(match[3]));
+    if (match[4] === 'n') offsets.set(next, Number(match[3]));
     next++;
   }
   return undefined;
@@ -155,15 +119,9 @@ function objectText(text: string, offsets: Map<number, number>, id: number): str
   return end === -1 ? undefined : body.slice(0, end);
 }
 
-/** The object `key` names in `dictionary` (`/Key 12 0 R`); with `suffix: ''`, the number `key` names (`/Prev 123`). */
-export function reference(dictionary: string, key: string, suffix = ' 0 R'): number | undefined {
-  const found = new RegExp(`/${key} (\\d+)${suffix}`).exec(dictionary);
+function reference(dictionary: string, key: string): number | undefined {
+  const found = new RegExp(`/${key} (\\d+) 0 R`).exec(dictionary);
   return found ? Number(found[1]) : undefined;
-}
-
-/** Whether a page tree node is a page (a leaf), not a `/Pages` node. */
-export function isPage(node: string): boolean {
-  return /\/Type\s*\/Page\b(?!s)/.test(node);
 }
 
 function firstKid(node: string): number | undefined {

@@ -1,6 +1,5 @@
 import type { Page } from 'puppeteer-core';
 import { CaptureFailedError } from '../errors';
-import { withoutLastPage } from './pdfLastPageCut';
 import { firstPages, pdfPageCount } from './pdfPages';
 import {
   CAPTURE_CONTENT_TYPES,
@@ -26,8 +25,8 @@ const NO_ADDRESS = '<style>.url{display:none!important}</style>';
 
 /**
  * Prints the page with Chromium's own PDF engine, at most MAX_PDF_PAGES pages. Chromium cannot say how many pages a
- * document has before printing it, so one page more is printed than may be answered; a document that has it loses
- * that page (withoutLastPage: no second print) and is reported truncated.
+ * document has before printing it, so one page more is printed than may be answered; a document that has it is
+ * printed again, cut at the limit (a second print only for such long documents), and reported truncated.
  *
  * Header and footer templates are rendered by Chromium in a document of their own that loads nothing: images, frames,
  * scripts and CSS `url()` stay unloaded, and a template that links a style sheet or a font makes Chromium refuse to
@@ -66,13 +65,10 @@ export async function printPdf(
         throw printFailure(url, options, error);
       });
   const pdf = await print(firstPages(options.pageRanges, MAX_PDF_PAGES + 1));
-  const pages = pdfPageCount(pdf);
-  if (pages <= MAX_PDF_PAGES) return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
-  // The extra page cut off what was printed; printed again only when that cannot be done (or would pass the limit).
-  const cut = pages === MAX_PDF_PAGES + 1 ? withoutLastPage(pdf) : undefined;
-  const image =
-    cut && cut.length <= MAX_ANSWER_BYTES ? cut : await print(firstPages(options.pageRanges, MAX_PDF_PAGES));
-  return { image, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: true };
+  if (pdfPageCount(pdf) <= MAX_PDF_PAGES)
+    return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
+  const cut = await print(firstPages(options.pageRanges, MAX_PDF_PAGES));
+  return { image: cut, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: true };
 }
 
 /**

@@ -1,8 +1,6 @@
-import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { AVIF_MAX_PIXELS, encodeAvif, withAvifEncoding } from '../../shared/capture/avifEncoding';
-import { withoutLastPage } from '../../shared/capture/pdfLastPageCut';
 import { firstPages, pageSpans, pdfPageCount, pdfPageSize } from '../../shared/capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type CaptureSpec, type Renderer } from '../../shared/capture/renderer';
 import { CaptureFailedError, ValidationError } from '../../shared/errors';
@@ -360,59 +358,6 @@ describe('the page count and first page size read back from a PDF', () => {
     expect(pdf.length).toBeGreaterThan(16_000_000);
     expect(pdfPageSize(pdf)).toEqual({ width: 0, height: 0 });
     expect(pdfPageCount(pdf)).toBe(0);
-  });
-
-  it("cuts a document's last page as an update of the nodes on its way, which every reader follows", async () => {
-    const pdf = pdfOf({
-      1: catalog,
-      2: '<</Type /Pages\n/Count 3\n/Kids [3 0 R 6 0 R]>>',
-      3: '<</Type /Pages\n/Count 2\n/Kids [4 0 R 5 0 R]\n/Parent 2 0 R>>',
-      4: '<</Type /Page\n/MediaBox [0 0 595.91998 841.91998]\n/Parent 3 0 R>>',
-      5: '<</Type /Page\n/MediaBox [0 0 842 595]\n/Parent 3 0 R>>',
-      // The last page alone under a node of its own: the node goes with it.
-      6: '<</Type /Pages\n/Count 1\n/Kids [7 0 R]\n/Parent 2 0 R>>',
-      7: '<</Type /Page\n/MediaBox [0 0 842 595]\n/Parent 6 0 R>>',
-    });
-    const cut = withoutLastPage(pdf);
-    if (!cut) throw new Error('not cut');
-    expect(cut.subarray(0, pdf.length).equals(pdf)).toBe(true);
-    expect(pdfPageCount(cut)).toBe(2);
-    expect(pdfPageSize(cut)).toEqual({ width: 596, height: 842 });
-    expect((await PDFDocument.load(cut)).getPageCount()).toBe(2);
-    // Again: the update's own update.
-    const again = withoutLastPage(cut);
-    if (!again) throw new Error('not cut again');
-    expect(pdfPageCount(again)).toBe(1);
-    expect((await PDFDocument.load(again)).getPages().map((page) => page.getWidth())).toEqual([595.91998]);
-    // A document of one page keeps it.
-    expect(withoutLastPage(again)).toBeUndefined();
-  });
-
-  it('cuts nothing it cannot read as a page tree of references (the caller prints again)', () => {
-    expect(withoutLastPage(Buffer.from('%PDF-1.4\nnot a document'))).toBeUndefined();
-    const dictionaryKid = pdfOf({
-      1: catalog,
-      2: '<</Type /Pages\n/Count 2\n/Kids [3 0 R <</Type /Page>>]>>',
-      3: '<</Type /Page\n/Parent 2 0 R>>',
-    });
-    expect(withoutLastPage(dictionaryKid)).toBeUndefined();
-    const missingNode = pdfOf({
-      1: catalog,
-      2: '<</Type /Pages\n/Count 2\n/Kids [3 0 R 9 0 R]>>',
-      3: '<</Type /Page>>',
-    });
-    expect(withoutLastPage(missingNode)).toBeUndefined();
-  });
-
-  it('reads an update chain that loops back on itself as no page, in one bounded look', () => {
-    const pdf = pdfOf({ 1: catalog, 2: '<</Type /Pages\n/Count 1\n/Kids [3 0 R]>>', 3: '<</Type /Page>>' });
-    const xref = /startxref\n(\d+)/.exec(pdf.toString('latin1'))?.[1];
-    const looped = Buffer.from(
-      pdf.toString('latin1').replace('/Root 1 0 R>>', `/Root 1 0 R /Prev ${xref}>>`),
-      'latin1',
-    );
-    expect(pdfPageCount(looped)).toBe(0);
-    expect(withoutLastPage(looped)).toBeUndefined();
   });
 });
 
