@@ -12,8 +12,8 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   // failed, kept for an operator (PutItem); an async capture's Idempotency-Key record (GetItem, PutItem, UpdateItem,
   // and DeleteItem when the request was not accepted, so that it may be sent again with its key).
   screenshot: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
-  // Query on the account's partition; free grant.
-  listKeys: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+  // Query on the account's partition and the account item for the keys' lastUsed (GetItem); free grant.
+  listKeys: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
   // keyCount (UpdateItem), listing, signing and authentication items (PutItem), undo of a half-made key (DeleteItem);
   // at the limit, the account item (GetItem) and its listings (Query) to give back slots of creates that died.
   createKey: [
@@ -27,10 +27,11 @@ export const TABLE_ACTIONS: Readonly<Record<RouteDefinition['handler'], readonly
   updateKey: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
   // Listing and account lookup (GetItem); its items (DeleteItem); keyCount and the free grant (UpdateItem).
   deleteKey: ['dynamodb:GetItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
-  // Balance (GetItem); free grant (UpdateItem).
+  // Balance (GetItem); free grant, and lapsed credit reservations given back (UpdateItem).
   getCredits: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  // The usage days and the key names: two Queries on the account's partition. A read-only route: no free grant.
-  getUsage: ['dynamodb:Query'],
+  // The usage days and the keys (Query on the account's partition), with the account item the key list reads for
+  // lastUsed (GetItem). A read-only route: no free grant.
+  getUsage: ['dynamodb:GetItem', 'dynamodb:Query'],
   // The webhook-secret item (GetItem); its creation on first use (PutItem) and its rotation (UpdateItem), both
   // conditional. No free grant.
   webhookSecret: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
