@@ -55,6 +55,9 @@ export function apiStageOrigin(
     // CloudFront's most without a quota increase. A capture that sends nothing for longer (a 30 s delay on a slow
     // page) times out here with 504; the API's own URL allows the full capture time.
     readTimeout: Duration.seconds(60),
+    // One attempt: CloudFront sends a GET again after that timeout (up to 3 times by default), and a signed link's
+    // capture still running would be started twice and charged twice (review of the deployed stack, round 25).
+    connectionAttempts: 1,
   });
 }
 

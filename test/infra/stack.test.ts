@@ -873,6 +873,15 @@ describe("CloudFront's requests to the API (red team: counted per CloudFront add
     }
   });
 
+  it('are made once: a slow capture past the origin timeout is a 504, not sent again to be captured and charged twice', () => {
+    for (const [, distribution] of ofType(synth.resources, 'AWS::CloudFront::Distribution')) {
+      const origins = asList((distribution.Properties.DistributionConfig as Json).Origins) as Json[];
+      const api = origins.find((origin) => JSON.stringify(origin.DomainName).includes('execute-api'));
+      expect(api?.ConnectionAttempts).toBe(1);
+      expect(api?.CustomOriginConfig).toMatchObject({ OriginReadTimeout: 60 });
+    }
+  });
+
   it('are left out of the regional per-IP count, which the edge made per client; every other request is counted', () => {
     const acl = ofType(synth.resources, 'AWS::WAFv2::WebACL')[0]?.[1].Properties ?? {};
     const perIp = (asList(acl.Rules) as Json[]).find((r) => r.Name === 'RateLimitPerIp');
