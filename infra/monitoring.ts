@@ -134,12 +134,14 @@ export class Monitoring extends Construct {
       );
     }
 
-    // API Gateway's 5xx less the 500s answered for captures the customer's page made fail: our faults only.
+    // API Gateway's 5xx less the 500s answered for captures the customer's page made fail: our faults only. Never
+    // below 0, so that page failures counted in another period (or any other way) cannot hide a real 5xx.
     const ourServerErrors = {
       gateway: stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }),
       pageFailures: business(METRIC.pageFailures, 'Sum'),
     };
-    const ourFaults = 'FILL(gateway, 0) - FILL(pageFailures, 0)';
+    const ourFaults =
+      'IF(FILL(gateway, 0) > FILL(pageFailures, 0), FILL(gateway, 0) - FILL(pageFailures, 0), 0)';
     page(
       new cloudwatch.MathExpression({
         label: '5xx share of requests (our faults)',

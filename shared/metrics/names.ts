@@ -25,7 +25,8 @@ export const METRIC = {
   serverErrors: 'ScreenshotServerErrors',
   /**
    * Captures that failed because of the customer's page (unreachable, too slow, an error status with
-   * failOnHttpError, no element for a selector): answered 500 but not our fault; 0 otherwise. Unit: Count.
+   * failOnHttpError, no element for a selector): answered 500 but not our fault; 0 otherwise, and 0 for an MCP tool's,
+   * which its call answers inside a 200. Unit: Count.
    */
   pageFailures: 'CustomerPageFailures',
   /** Credits taken by successful captures. Unit: Count. */

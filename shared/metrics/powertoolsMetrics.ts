@@ -25,7 +25,9 @@ export class PowertoolsServiceMetrics implements ServiceMetrics {
       .addMetric(METRIC.requestsByStatus, MetricUnit.Count, 1);
     const failed = outcome.status >= 500;
     this.metrics.addMetric(METRIC.serverErrors, MetricUnit.Count, failed && !outcome.pageFault ? 1 : 0);
-    this.metrics.addMetric(METRIC.pageFailures, MetricUnit.Count, failed && outcome.pageFault ? 1 : 0);
+    // Only those answered 5xx: the alarms take them off API Gateway's 5xx.
+    const pageFailure = failed && outcome.pageFault && outcome.inToolResult !== true;
+    this.metrics.addMetric(METRIC.pageFailures, MetricUnit.Count, pageFailure ? 1 : 0);
     this.metrics.addMetric(METRIC.creditsCharged, MetricUnit.Count, outcome.creditsCharged);
     this.metrics.addMetric(METRIC.captureDuration, MetricUnit.Milliseconds, outcome.durationMs);
     this.metrics.addMetric(METRIC.cacheHits, MetricUnit.Count, outcome.cacheHit ? 1 : 0);

@@ -12,6 +12,11 @@ export interface CaptureOutcome {
    * its own, never one of our faults.
    */
   pageFault: boolean;
+  /**
+   * The answer went back inside an MCP tool result, an HTTP 200 whatever it says: a page failure there is no 5xx of
+   * API Gateway's for CustomerPageFailures to offset (review of the deployed stack, round 25: each one hid a real 5xx).
+   */
+  inToolResult?: boolean;
 }
 
 /**

@@ -25,7 +25,7 @@ import {
 } from '../errors';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
-import type { ServiceMetrics } from '../metrics/serviceMetrics';
+import type { CaptureOutcome, ServiceMetrics } from '../metrics/serviceMetrics';
 import type { SecretCipher } from '../signing/secretCipher';
 import { CAPTURE_BUDGET_MS } from '../timing';
 import type { UsageRecorder } from '../usage/usageRecorder';
@@ -128,7 +128,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       identity = await authenticate(input);
     } catch (error) {
       const refused: ScreenshotOutcome = { ok: false, error };
-      deps.metrics.captureFinished(metricOf(refused, now() - at));
+      deps.metrics.captureFinished(metricOf(refused, now() - at, input.via));
       return refused;
     }
     const request = readOnce(input.request);
@@ -153,7 +153,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         )
         .catch((error): ScreenshotOutcome => ({ ok: false, error })));
     const durationMs = now() - at;
-    deps.metrics.captureFinished(metricOf(outcome, durationMs));
+    deps.metrics.captureFinished(metricOf(outcome, durationMs, input.via));
     // A queued job's usage is recorded when it finishes, as a capture's is (shared/jobs/runJob.ts).
     if (outcome.ok && 'queued' in outcome) return outcome;
     // A client that left while its request waited for a place (the local queue, which stands in for Lambda starting
@@ -377,8 +377,12 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   }
 }
 
-/** What the metrics count of one answer. */
-function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
+/** What the metrics count of one answer; `via`, the entry it came through (an MCP tool answers inside a 200). */
+function metricOf(
+  outcome: ScreenshotOutcome,
+  durationMs: number,
+  via: ScreenshotInput['via'],
+): CaptureOutcome {
   const screenshot = outcome.ok && 'screenshot' in outcome ? outcome.screenshot : undefined;
   return {
     status: outcomeStatus(outcome),
@@ -386,6 +390,7 @@ function metricOf(outcome: ScreenshotOutcome, durationMs: number) {
     creditsCharged: screenshot?.creditsCharged ?? 0,
     cacheHit: screenshot?.cache === 'HIT',
     pageFault: !outcome.ok && outcome.error instanceof CaptureFailedError && outcome.error.fault === 'page',
+    ...(via === 'mcp' ? { inToolResult: true } : {}),
   };
 }
 

@@ -26,6 +26,8 @@ describe('alarms on our own faults', () => {
     it(`${id} takes the customer's page failures off API Gateway's 5xx`, () => {
       const reads = readsOf(id);
       expect(reads).toContain('FILL(gateway, 0) - FILL(pageFailures, 0)');
+      // Never below 0: more page failures than 5xx in a period hide none of another route's.
+      expect(reads).toContain('IF(FILL(gateway, 0) > FILL(pageFailures, 0), ');
       expect(reads).toContain(`"MetricName":"${METRIC.pageFailures}"`);
       expect(reads).toContain('"MetricName":"5XXError"');
     });
