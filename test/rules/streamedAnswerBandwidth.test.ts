@@ -85,6 +85,26 @@ describe('the renderer function, under Lambda response streaming limits', () => 
     if (header.ok === false) expect(header.fault).toBe('page');
   });
 
+  it('does not start an answer the front could not stream on to its client before its function times out', async () => {
+    // 20 MB with 10 s left: 7 s to the front, and 7 s again from the front (review of the deployed stack, round 25:
+    // the renderer counted only the first leg, and the client got a cut image when the front timed out).
+    const image = Buffer.alloc(20 * 1000 * 1000, 7);
+    image.write('\x89PNG\r\n\x1a\n', 0, 'latin1');
+    const deadline = Date.now() + 10_000;
+    expect(2 * secondsToStream(image.length) * 1000).toBeGreaterThan(deadline + ANSWER_GRACE_MS - Date.now());
+    const { header } = await streamed(
+      { spec: { url: 'https://example.com/', format: 'png' }, deadline },
+      rendererThat(image),
+    );
+    expect(header).toMatchObject({ ok: false, fault: 'page' });
+    // With time for both legs, it goes.
+    const { header: inTime } = await streamed(
+      { spec: { url: 'https://example.com/', format: 'png' }, deadline: Date.now() + 20_000 },
+      rendererThat(image),
+    );
+    expect(inTime).toMatchObject({ ok: true });
+  });
+
   it('never starts an answer longer than Lambda streams, whatever time is left', async () => {
     // The largest image a renderer answers, with the largest header, is within what Lambda streams.
     expect(MAX_ANSWER_BYTES + MAX_HEADER_BYTES).toBeLessThan(LAMBDA_STREAMED_RESPONSE_LIMIT);
