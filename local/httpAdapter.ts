@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { MAX_ANSWER_BYTES } from '../shared/capture/rendererProtocol';
 import {
   AppError,
   MethodNotAllowedError,
@@ -55,7 +56,15 @@ export interface AdapterOptions {
 export const SEND_STALL_MS = 30_000;
 
 /** Answers go to the socket in slices of this size (views, no copies), so that a slow client's progress shows. */
-export const SEND_SLICE_BYTES = 1024 * 1024;
+const SEND_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * The longest the local server keeps sending an answer: its largest (MAX_ANSWER_BYTES) at the least pace it allows,
+ * a slice per `sendStallMs`, and a minute to spare. A capture's credits stay reserved that long after its deadline.
+ */
+export function slowestDeliveryMs(sendStallMs = SEND_STALL_MS): number {
+  return Math.ceil(MAX_ANSWER_BYTES / SEND_SLICE_BYTES) * sendStallMs + 60_000;
+}
 
 /** The listener, and a way to wait for the requests it is still answering (a server that closes must let them end). */
 export type LambdaHttpListener = RequestListener & { idle(): Promise<void> };

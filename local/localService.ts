@@ -34,6 +34,7 @@ import {
   type ExtraRoute,
   HTTP_SERVER_OPTIONS,
   lambdaHttpAdapter,
+  slowestDeliveryMs,
   startingListener,
 } from './httpAdapter';
 import { LOCAL_CLIENT_ID, LOCAL_ISSUER, type LocalIdp, loadLocalIdp } from './idp';
@@ -203,6 +204,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     admission,
     queue,
     mentionAllowPrivateHosts: true,
+    answeredWithinMs: slowestDeliveryMs(options.sendStallMs),
   });
   const worker = createJobWorker(dynamo.client, env, {
     renderer,

@@ -3,7 +3,7 @@ import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
 import type { CaptureSlots, SlotPool } from './captureSlots';
 import type { CreditEpoch, CreditLedger, ReservationHold } from './creditLedger';
-import { type CreditReservation, newReservationId, RESERVATION_LIFETIME_MS } from './creditReservation';
+import { ANSWERED_WITHIN_MS, type CreditReservation, newReservationId } from './creditReservation';
 import type { RateLimitDecision, RateLimiter } from './rateLimiter';
 
 /** What one request asks of admission, all decided in one round (docs/api.md 5.4, steps 2, 2b and 4). */
@@ -23,6 +23,11 @@ export interface AdmissionAsk {
    * starting now), they are held as a reservation until its answer is settled (CreditReservation).
    */
   cost?: number;
+  /**
+   * With such a reservation: how long after the slot's `until` (the capture's deadline) its answer may still be on
+   * its way to the client; the reservation lapses then. ANSWERED_WITHIN_MS (deployed) unless the transport says.
+   */
+  answeredWithinMs?: number;
   /** Requests counted against the window, all or none: a batch's captures (1 by default). */
   requests?: number;
 }
@@ -169,7 +174,7 @@ type Refusal = RateLimitedError | TooManyCapturesError | InsufficientCreditsErro
 /** The reservation a capture starting now keeps its credits in, or undefined when none is asked for. */
 export function reservationHold(ask: AdmissionAsk): ReservationHold | undefined {
   if (typeof ask.slot !== 'object' || ask.cost === undefined) return undefined;
-  const until = ask.now + RESERVATION_LIFETIME_MS;
+  const until = ask.slot.until + (ask.answeredWithinMs ?? ANSWERED_WITHIN_MS);
   return { id: newReservationId(ask.cost, until), until, now: ask.now };
 }
 

@@ -18,12 +18,12 @@ export interface CreditReservation {
 }
 
 /**
- * How long a reservation waits for its front: past the longest a live front may take to settle it, so that only a
- * dead front's lapses. Deployed, no function runs past 15 minutes; locally, a capture's budget and then the slowest
- * delivery the local server keeps going (its largest answer, 190 MiB, taken at the least pace it allows, a MiB per
- * 30 s: 95 minutes; test/accounts/creditReservations.test.ts checks the sum).
+ * How long after its capture's deadline a live front has surely settled the answer, deployed: its function is
+ * stopped 3 s after (RESPONSE_RESERVE_MS), and the charge runs before that. A reservation lapses then, so that only a
+ * dead front's do; kept long, as whoever reaps it reads another instance's clock. The local server, whose slowest
+ * delivery takes far longer, gives its own (`answeredWithinMs`, local/httpAdapter.ts).
  */
-export const RESERVATION_LIFETIME_MS = 2 * 60 * 60_000;
+export const ANSWERED_WITHIN_MS = 10 * 60_000;
 
 /**
  * The id carries what the reaper needs, as the epoch is copied into the reservation on the store's side (a reserving

@@ -60,6 +60,11 @@ export interface ScreenshotDeps {
   admission?: Admission;
   /** The time one capture has from admission; CAPTURE_BUDGET_MS unless a test wants it shorter. */
   captureBudgetMs?: number;
+  /**
+   * How long after a capture's deadline its answer may still be on its way: the local server's slowest delivery;
+   * deployed, the function's timeout ends it (ANSWERED_WITHIN_MS). Its credits' reservation waits that long.
+   */
+  answeredWithinMs?: number;
   /** Cached and linked images. */
   images: ImageStore;
   /** Opens the signing secrets of signed links. */
@@ -287,6 +292,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         now: now(),
         slot: cached || queued ? 'none' : cost === undefined ? 'check' : { until: deadline },
         ...(cost === undefined ? {} : { cost }),
+        ...(deps.answeredWithinMs === undefined ? {} : { answeredWithinMs: deps.answeredWithinMs }),
       };
       const verdict = await admissions.admit(ask);
       fullWindows.note(ask, verdict);

@@ -27,6 +27,8 @@ export interface ScreenshotServiceOptions {
   mentionAllowPrivateHosts?: boolean;
   /** Where async captures are queued (JOB_QUEUE_URL deployed, the local SQS API locally); none for MCP. */
   queue?: JobQueue;
+  /** The local server's slowest delivery after a capture's deadline (ScreenshotDeps.answeredWithinMs). */
+  answeredWithinMs?: number;
 }
 
 /**
@@ -49,6 +51,7 @@ export function createScreenshotService(
     captureBudgetMs: captureBudgetOf(budgets),
     ...(options.queue ? { queue: options.queue } : {}),
     ...(options.admission ? { admission: options.admission } : {}),
+    ...(options.answeredWithinMs === undefined ? {} : { answeredWithinMs: options.answeredWithinMs }),
   });
   const { usage } = service;
   return {
@@ -102,7 +105,9 @@ export function screenshotUseCase(
   renderer: Renderer,
   urlPolicy: UrlPolicy,
   env: NodeJS.ProcessEnv,
-  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs'> & { queue?: JobQueue } = {},
+  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs' | 'answeredWithinMs'> & {
+    queue?: JobQueue;
+  } = {},
 ) {
   const usage = new DeferredUsageRecorder(stores.usageStore);
   const metrics = new PowertoolsServiceMetrics(env);

@@ -3,12 +3,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
+import { slowestDeliveryMs } from '../../local/httpAdapter';
 import { newRefundId } from '../../shared/accounts/pendingRefunds';
 import { readServiceConfig } from '../../shared/config';
 import { OverloadedError } from '../../shared/errors';
 import { MAX_HTML_BODY_BYTES } from '../../shared/screenshot/bodySize';
+import { itemKey } from '../../shared/store/table';
 import { createStores } from '../../shared/wiring/stores';
 import { deferred } from '../helpers/deferred';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
@@ -96,6 +99,31 @@ describe('the local server', () => {
     expect(detail).toMatchObject({ code: 'url_not_allowed', path: ['url'] });
     expect(detail.message).toMatch(/port of the service itself/);
     expect(detail.message).not.toMatch(/ALLOW_PRIVATE_HOSTS/);
+  });
+
+  it("keeps a capture's credits reserved past its slowest delivery, so a slow reader's capture never lapses", async () => {
+    const { apiKey, accountId } = await service.newAccount();
+    const admittedBy = Date.now();
+    const inFlight = service.request('/api/screenshot', {
+      bearer: apiKey,
+      body: { html: '<p>slow</p>', delay: 2_000 },
+    });
+    const db = DynamoDBDocumentClient.from(service.dynamo.client);
+    const reservation = await vi.waitFor(
+      async () => {
+        const { Item } = await db.send(
+          new GetCommand({ TableName: readServiceConfig({}).tableName, Key: itemKey.account(accountId) }),
+        );
+        const name = Object.keys(Item ?? {}).find((attribute) => attribute.startsWith('rsv#'));
+        if (!name) throw new Error('not admitted yet');
+        return name;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    // The lapse the reservation's id carries: its deadline and then the slowest delivery, 95 minutes and more.
+    const until = Number.parseInt(reservation.slice('rsv#'.length), 36);
+    expect(until - admittedBy).toBeGreaterThan(slowestDeliveryMs());
+    expect((await inFlight).status).toBe(200);
   });
 
   it('publishes the identity provider JWKS', async () => {
