@@ -59,6 +59,15 @@ const settingsFile = z
      * shared renderer's reserved concurrency.
      */
     rendererProvisionedConcurrency: count(0, 0),
+    /**
+     * The version of the `OriginVerify` secret CloudFront's header and the API's per-IP rule use (a Secrets Manager
+     * VersionId), once it was rotated: CloudFormation reads a secret again only when the template changes, so a new
+     * value takes effect by naming its version here. Absent: the current version when the stack was first made.
+     */
+    originVerifyVersion: z
+      .string()
+      .regex(/^[A-Za-z0-9-]{32,64}$/, 'a Secrets Manager VersionId')
+      .optional(),
     /** Web ACL rate rules: requests per 5 minutes from one IP address, and with one Authorization value. */
     wafRequestsPerIp: count(10, 1000),
     wafRequestsPerCredential: count(10, 300),

@@ -1,6 +1,15 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, Lazy, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import {
+  CfnOutput,
+  Duration,
+  Lazy,
+  RemovalPolicy,
+  SecretValue,
+  Stack,
+  type StackProps,
+  Validations,
+} from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
@@ -176,7 +185,9 @@ export class ScreenshotServiceStack extends Stack {
     const webAclName = `${this.stackName}-api`;
     // CloudFront's requests to the API (the dashboard's /api/*, signed links) come from CloudFront's addresses, each
     // shared by many clients whom the edge ACL already counted one by one: they carry this secret, and the per-IP
-    // rule here skips them. Rotating it is a new value then a deploy; until the deploy they are counted per IP again.
+    // rule here skips them. Rotating it is a new value, its version named in the settings, then a deploy: the
+    // template changes, so the web ACL and both distributions read the new value together (CloudFormation reads a
+    // secret again only then). While they change, one after the other, requests may be counted per IP.
     const originVerifySecret = new secretsmanager.Secret(this, 'OriginVerify', {
       description: 'Header value CloudFront adds to the requests it sends the API (infra/webAcl.ts)',
       generateSecretString: { excludePunctuation: true, passwordLength: 48 },
@@ -186,7 +197,10 @@ export class ScreenshotServiceStack extends Stack {
       'SMG4',
       'Not a credential of any account: it only exempts requests from the per-IP count. Rotated by a new value and a deploy (docs/deploy.md).',
     );
-    const originVerify = { name: ORIGIN_VERIFY_HEADER, value: originVerifySecret.secretValue.unsafeUnwrap() };
+    const originVerifyValue = settings.originVerifyVersion
+      ? SecretValue.secretsManager(originVerifySecret.secretArn, { versionId: settings.originVerifyVersion })
+      : originVerifySecret.secretValue;
+    const originVerify = { name: ORIGIN_VERIFY_HEADER, value: originVerifyValue.unsafeUnwrap() };
     this.webAcl = new ServiceWebAcl(this, 'Firewall', {
       scope: 'REGIONAL',
       requestsPerIp: settings.wafRequestsPerIp,

@@ -16,6 +16,10 @@ const PRICES = {
   alarmMetric: 0.1,
   /** CloudWatch: per dashboard, a month (beyond an account's first three). */
   dashboard: 3,
+  /** KMS: per customer managed key, a month (before its rotations, each of the first two adding as much). */
+  kmsKey: 1,
+  /** Secrets Manager: per secret, a month. */
+  secret: 0.4,
 };
 
 const DOCS = path.join(import.meta.dirname, '..', '..', 'docs');
@@ -39,6 +43,10 @@ function fixedCosts() {
     return metrics ? metrics.filter((metric) => metric.MetricStat !== undefined).length : 1;
   });
   const dashboards = ofType(resources, 'AWS::CloudWatch::Dashboard').length;
+  // Review of the deployed stack (round 25): the key and the secret were billed and left out.
+  const keysAndSecrets =
+    ofType(resources, 'AWS::KMS::Key').length * PRICES.kmsKey +
+    ofType(resources, 'AWS::SecretsManager::Secret').length * PRICES.secret;
   const metrics = alarms.reduce((sum, count) => sum + count, 0);
   const waf = acls.reduce((sum, rules) => sum + PRICES.webAcl + rules * PRICES.webAclRule, 0);
   const alarmCost = metrics * PRICES.alarmMetric;
@@ -50,7 +58,8 @@ function fixedCosts() {
     waf,
     alarmCost,
     dashboardCost,
-    total: waf + alarmCost + dashboardCost,
+    keysAndSecrets,
+    total: waf + alarmCost + dashboardCost + keysAndSecrets,
   };
 }
 

@@ -882,6 +882,20 @@ describe("CloudFront's requests to the API (red team: counted per CloudFront add
     }
   });
 
+  it('use the rotated value the settings name, in the web ACL and both distributions alike (CloudFormation reads a secret again only when the template changes)', () => {
+    const versionId = '0b3c8d6e-5f4a-4b2c-9d8e-7f6a5b4c3d2e';
+    const rotated = synthesizeStack({ ...TEST_SETTINGS, originVerifyVersion: versionId }, false);
+    try {
+      const text = JSON.stringify(rotated.template.toJSON());
+      const pinned = `:SecretString:::${versionId}}}`;
+      // The per-IP rule's exemption and each distribution's header.
+      expect(text.split(pinned).length - 1).toBe(3);
+      expect(text).not.toContain(':SecretString:::}}');
+    } finally {
+      rotated.cleanup();
+    }
+  }, 120_000);
+
   it('are left out of the regional per-IP count, which the edge made per client; every other request is counted', () => {
     const acl = ofType(synth.resources, 'AWS::WAFv2::WebACL')[0]?.[1].Properties ?? {};
     const perIp = (asList(acl.Rules) as Json[]).find((r) => r.Name === 'RateLimitPerIp');
