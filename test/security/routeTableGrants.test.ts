@@ -18,12 +18,19 @@ let service: TestLocalService;
 /** The grant of the route under test; undefined: nothing enforced. */
 let grant: readonly string[] | undefined;
 const refused: string[] = [];
+/** When the table was last sent a command, enforced or not. */
+let lastCommandAt = 0;
 
 beforeAll(async () => {
-  service = await startTestLocalService({ FREE_CREDITS: '20', POWERTOOLS_METRICS_DISABLED: 'true' });
+  // No sweep while the test runs: its index query is the sweeper's, under a grant of its own.
+  service = await startTestLocalService(
+    { FREE_CREDITS: '20', POWERTOOLS_METRICS_DISABLED: 'true' },
+    { sweepPeriodMs: 60 * 60_000 },
+  );
   service.dynamo.client.middlewareStack.add(
     (next, context) => async (args) => {
       const action = `dynamodb:${String(context.commandName).replace(/Command$/, '')}`;
+      lastCommandAt = Date.now();
       if (grant && !grant.includes(action)) {
         refused.push(action);
         throw Object.assign(new Error(`User is not authorized to perform: ${action}`), {
@@ -146,6 +153,12 @@ describe("every route under its function's deployed table grant", () => {
       { timeout: 60_000, interval: 250 },
     );
     const jobId = batch.jobs[0]?.id ?? '';
+    // The worker's last writes (the job's usage record, its batch) land before the reads under test begin.
+    await service.usageLastHour(token, 1);
+    await vi.waitFor(() => expect(Date.now() - lastCommandAt).toBeGreaterThan(500), {
+      timeout: 10_000,
+      interval: 100,
+    });
     expect(
       await underGrant('getBatch', () => service.request(`/api/batches/${batchId}`, { bearer: apiKey })),
     ).toEqual({ status: 200, refused: [] });
