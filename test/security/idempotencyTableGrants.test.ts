@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { enforceTableGrant } from '../helpers/tableGrant';
 
 /**
  * Red team (round 4, jobs): deployed, each route's function may call only the DynamoDB actions of its grant
@@ -21,21 +22,12 @@ const refusedActions = new Set<string>();
 
 beforeAll(async () => {
   service = await startTestLocalService({ FREE_CREDITS: '1', POWERTOOLS_METRICS_DISABLED: 'true' });
-  service.dynamo.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const action = `dynamodb:${String(context.commandName).replace(/Command$/, '')}`;
-      const onIdempotencyRecord = JSON.stringify(args.input).includes('"IDEMPOTENCY#');
-      if (grant && onIdempotencyRecord && !grant.includes(action)) {
-        refusedActions.add(action);
-        throw Object.assign(new Error(`User is not authorized to perform: ${action}`), {
-          name: 'AccessDeniedException',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'enforceRouteGrant' },
-  );
+  enforceTableGrant(service.dynamo.client, (action, input) => {
+    const onIdempotencyRecord = JSON.stringify(input).includes('"IDEMPOTENCY#');
+    if (!grant || !onIdempotencyRecord || grant.includes(action)) return false;
+    refusedActions.add(action);
+    return true;
+  });
 }, 120_000);
 
 afterAll(async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TABLE_ACTIONS } from '../../infra/tableAccess';
 import type { RouteDefinition } from '../../shared/routes';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
+import { enforceTableGrant } from '../helpers/tableGrant';
 
 /**
  * Red team (round 25, a review of the deployed stack): GET /api/keys and GET /api/usage read the account item for the
@@ -27,21 +28,12 @@ beforeAll(async () => {
     { FREE_CREDITS: '20', POWERTOOLS_METRICS_DISABLED: 'true' },
     { sweepPeriodMs: 60 * 60_000 },
   );
-  service.dynamo.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const action = `dynamodb:${String(context.commandName).replace(/Command$/, '')}`;
-      lastCommandAt = Date.now();
-      if (grant && !grant.includes(action)) {
-        refused.push(action);
-        throw Object.assign(new Error(`User is not authorized to perform: ${action}`), {
-          name: 'AccessDeniedException',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'enforceRouteGrant' },
-  );
+  enforceTableGrant(service.dynamo.client, (action) => {
+    lastCommandAt = Date.now();
+    if (!grant || grant.includes(action)) return false;
+    refused.push(action);
+    return true;
+  });
 }, 120_000);
 
 afterAll(async () => {
