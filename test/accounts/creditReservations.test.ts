@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { SEND_STALL_MS, slowestDeliveryMs } from '../../local/httpAdapter';
@@ -173,6 +173,44 @@ describe('a synchronous capture whose front dies before its answer', () => {
     await stores.credits.set(accountId, 0);
     expect(await stores.credits.balance(accountId)).toBe(0);
     expect(await reservationsOn(accountId)).toEqual([]);
+  });
+});
+
+describe('the ledger', () => {
+  it('holds what it reserves with a hold, and gives back the lapsed ones it finds on the way', async () => {
+    const { accountId, front } = await account(10);
+    await front(() => Date.now() - LAPSED).dies();
+    const now = Date.now();
+    await stores.credits.reserve(accountId, 2, {
+      id: `${(now + 60_000).toString(36)}.2.${'a'.repeat(12)}`,
+      until: now + 60_000,
+      now,
+    });
+    expect(await reservationsOn(accountId)).toEqual([
+      `rsv#${(now + 60_000).toString(36)}.2.${'a'.repeat(12)}`,
+    ]);
+    // 10, less the new 2; the dead front's 1 is back.
+    expect(await stores.credits.balance(accountId)).toBe(8);
+  });
+
+  it('gives nothing for reservation attributes it did not write (a malformed id, a cost past 16 digits)', async () => {
+    const { accountId } = await account(5);
+    const forged = [
+      'rsv#junk',
+      `rsv#1.${'9'.repeat(17)}.${'b'.repeat(12)}`,
+      `rsv#1.3.${'c'.repeat(11)}`,
+    ] as const;
+    await documentClient(store.client).send(
+      new UpdateCommand({
+        TableName: TEST_TABLE,
+        Key: itemKey.account(accountId),
+        UpdateExpression: 'SET #a = :zero, #b = :zero, #c = :zero',
+        ExpressionAttributeNames: { '#a': forged[0], '#b': forged[1], '#c': forged[2] },
+        ExpressionAttributeValues: { ':zero': 0 },
+      }),
+    );
+    expect(await stores.credits.balance(accountId)).toBe(5);
+    expect((await reservationsOn(accountId)).sort()).toEqual([...forged].sort());
   });
 });
 
