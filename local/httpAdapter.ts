@@ -1,4 +1,4 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
@@ -217,10 +217,22 @@ class ClientGone extends Error {}
  * HTTP the server's parser refuses (an unknown method, a header too large, headers not sent in time ...) answered in
  * the documented shape, `{ message }`, and the connection closed; Node's own answer has no body (red team, round 20).
  */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  // As Node's own handler: nothing is written into an answer already under way (a pipelined request's), which
-  // Node keeps on the socket as `_httpMessage`.
-  const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+export function answerClientErrors(server: Server): void {
+  // As Node's own handler, nothing is written into an answer already under way on the connection (a pipelined
+  // request's): each connection's open answers are kept here rather than read from Node's internals.
+  const open = new WeakMap<Duplex, Set<ServerResponse>>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const answers = open.get(req.socket) ?? new Set<ServerResponse>();
+    open.set(req.socket, answers.add(res));
+    res.once('close', () => answers.delete(res));
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const answering = [...(open.get(socket) ?? [])].some((res) => res.headersSent);
+    answerClientError(error, socket, answering);
+  });
+}
+
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, answering: boolean): void {
   if (error.code === 'ECONNRESET' || !socket.writable || answering) {
     socket.destroy();
     return;

@@ -29,7 +29,7 @@ import { dashboardRoutes } from './dashboardRoutes';
 import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import {
-  answerClientError,
+  answerClientErrors,
   answerUnmetExpectation,
   type ExtraRoute,
   HTTP_SERVER_OPTIONS,
@@ -149,7 +149,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const bound = (listening: Server): Server => {
     listening.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
     listening.headersTimeout = headersTimeoutMs;
-    listening.on('clientError', answerClientError);
+    answerClientErrors(listening);
     listening.on('checkExpectation', answerUnmetExpectation);
     return listening;
   };
