@@ -19,6 +19,9 @@ const LAST_USED_RESOLUTION_MS = 60_000;
  */
 const RESERVATION_LIFETIME_MS = 15 * 60_000;
 
+/** A key hash no key has (hashes are 64 hex digits): what an unknown key id's signed link reads in its place. */
+const NO_KEY_HASH = 'none';
+
 /** Account item attribute: a key counted whose listing its creator has not written yet; its value is when it lapses. */
 const RESERVATION_PREFIX = 'keySlot#';
 const slotReservation = (keyId: string) => `${RESERVATION_PREFIX}${keyId}`;
@@ -318,10 +321,11 @@ export class DynamoKeyStore implements KeyStore {
     const { Item } = await this.db.send(
       new GetCommand({ TableName: this.tableName, Key: itemKey.signingKey(keyId), ConsistentRead: true }),
     );
-    if (!Item) return undefined;
-    // The authentication item alone decides whether the key works, exactly as for a Bearer key.
-    const identity = await this.findByHash(String(Item.keyHash));
-    if (identity?.keyId !== keyId || identity.accountId !== Item.accountId) return undefined;
+    // The authentication item alone decides whether the key works, exactly as for a Bearer key. An id that names no
+    // key reads one too (of a hash no key has), so that the answer's time does not tell who asks whether a key id
+    // exists or was deleted (docs/api.md 9.5; red team, round 26: 4.9 against 7.6 ms).
+    const identity = await this.findByHash(Item ? String(Item.keyHash) : NO_KEY_HASH);
+    if (!Item || identity?.keyId !== keyId || identity.accountId !== Item.accountId) return undefined;
     return { identity, sealedSigningSecret: String(Item.sealedSigningSecret) };
   }
 
