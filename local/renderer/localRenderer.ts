@@ -112,6 +112,8 @@ export class LocalRenderer implements Renderer {
   /** The process `running` resolved to, once it has. */
   private current: RunningProcess | undefined;
   private closed = false;
+  /** The exit of the process last dropped, which the next one waits for (see `forget`). */
+  private previousExit: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: LocalRendererOptions) {}
 
@@ -179,6 +181,7 @@ export class LocalRenderer implements Renderer {
   }
 
   private async start(): Promise<RunningProcess> {
+    await this.previousExit;
     const child = spawn(process.execPath, ['--import', TSX_LOADER, ENTRY], {
       env: rendererEnvironment(this.options.env, this.options.budgets),
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -240,7 +243,14 @@ export class LocalRenderer implements Renderer {
     this.running = undefined;
     stopped.client.destroy();
     // Whatever is left of it goes, its browser with it: none is ever left beside the next one (red team).
-    if (stopped.child.exitCode === null && stopped.child.signalCode === null) stopped.child.kill('SIGKILL');
+    if (stopped.child.exitCode === null && stopped.child.signalCode === null) {
+      // Its ports leave the registry as it exits, and the next process is handed the registry as it starts: started
+      // before (its IPC channel closes first), it refused the dead one's port numbers to pages for good, and a
+      // server that later took one could not be captured (red team, round 26).
+      const exited = once(stopped.child, 'exit');
+      stopped.child.kill('SIGKILL');
+      this.previousExit = Promise.race([exited, new Promise((resolve) => setTimeout(resolve, EXIT_GRACE_MS))]);
+    }
     if (this.closed) return;
     this.process().catch((error) => logger.error('Renderer restart failed', { error }));
   }

@@ -1,11 +1,11 @@
 /**
  * The ports the service itself listens on, on this machine: the local API, the embedded DynamoDB, the local S3 API
- * and the server behind it, the local renderer's Invoke API, the egress proxy (Chromium's DevTools has no port: it
- * speaks over a pipe). A captured page must never reach one of them,
- * whatever ALLOW_PRIVATE_HOSTS says (even '*'): the egress gate refuses any non-public address on these ports.
+ * and the server behind it, the local SQS API, the local renderer's Invoke API, the egress proxy and each capture's
+ * route through it (Chromium's DevTools has no port: it speaks over a pipe). A captured page must never reach one of
+ * them, whatever ALLOW_PRIVATE_HOSTS says (even '*'): the egress gate refuses any non-public address on these ports.
  *
- * Anything new that listens (a local SQS API, ...) joins with one call, `ownPorts.add(port)`, as soon as it listens,
- * and leaves with the function that call returns when it closes. The registry is per process: the renderer process,
+ * Anything new that listens joins with one call, `ownPorts.add(port)`, as soon as it listens, and leaves with the
+ * function that call returns when it closes. The registry is per process: the renderer process,
  * whose egress gate it is, is given the front's ports when it starts (`OWN_PORTS_VARIABLE`) and adds its own, and
  * tells the front of each of its own as it opens and closes (`watch`), since the front's gate sends webhooks.
  */

@@ -151,7 +151,7 @@ describe('the renderer process', () => {
 
   it('answers 500 and refunds a capture whose renderer process is killed, then a new process takes the next one', async () => {
     const before = await balance();
-    const { pid } = await service.renderer.processInfo();
+    const { pid, ownPorts } = await service.renderer.processInfo();
     const browsers = await chromiumBelow(pid);
     expect(browsers.length).toBeGreaterThan(0);
     const requested = new Promise<void>((resolve) => {
@@ -172,7 +172,13 @@ describe('the renderer process', () => {
     const next = await shoot({ url: `${pages.origin}/green`, width: 400, height: 400 });
     expect(next.status, next.status === 200 ? '' : await next.clone().text()).toBe(200);
     expect(near((await decodeImage(Buffer.from(await next.arrayBuffer()))).pixel(10, 10), GREEN)).toBe(true);
-    expect((await service.renderer.processInfo()).pid).not.toBe(pid);
+    const restarted = await service.renderer.processInfo();
+    expect(restarted.pid).not.toBe(pid);
+    // The killed process's ports are not handed on as the service's: another server may take them now (red team,
+    // round 26: the new process refused them to pages for good).
+    const handed = (await environmentOf(restarted.pid)).get(OWN_PORTS_VARIABLE)?.split(',').map(Number);
+    expect(handed?.length).toBeGreaterThan(0);
+    expect(handed?.filter((port) => ownPorts.includes(port))).toEqual([]);
     expect(await balance()).toBe(before - 1);
     // The killed process's Chromium went with it (its DevTools pipe closed): nothing is left running.
     await expect
