@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { Agent } from 'node:http';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { allowedVariables } from '../../shared/allowedVariables';
@@ -249,7 +250,7 @@ export class LocalRenderer implements Renderer {
       // server that later took one could not be captured (red team, round 26).
       const exited = once(stopped.child, 'exit');
       stopped.child.kill('SIGKILL');
-      this.previousExit = Promise.race([exited, new Promise((resolve) => setTimeout(resolve, EXIT_GRACE_MS))]);
+      this.previousExit = Promise.race([exited, delay(EXIT_GRACE_MS, undefined, { ref: false })]);
     }
     if (this.closed) return;
     this.process().catch((error) => logger.error('Renderer restart failed', { error }));
