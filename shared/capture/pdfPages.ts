@@ -50,6 +50,14 @@ export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
   return box ? { width: Math.round(box[0]), height: Math.round(box[1]) } : { width: 0, height: 0 };
 }
 
+/** How many objects a PDF printed by Chromium declares (its trailer's `/Size`); undefined for anything else. */
+export function pdfObjectCount(pdf: Buffer): number | undefined {
+  const size = /trailer\s*<<[^]*?\/Size (\d+)[^]*?startxref\s+\d+\s+%%EOF\s*$/.exec(
+    pdf.subarray(-TRAILER_WINDOW).toString('latin1'),
+  )?.[1];
+  return size === undefined ? undefined : Number(size);
+}
+
 /** How far from the end `startxref` may be. */
 const TRAILER_WINDOW = 1_024;
 /**

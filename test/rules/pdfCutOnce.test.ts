@@ -2,7 +2,7 @@ import { PDFDocument } from 'pdf-lib';
 import type { Page } from 'puppeteer-core';
 import { describe, expect, it } from 'vitest';
 import { pdfPageCount } from '../../shared/capture/pdfPages';
-import { printPdf } from '../../shared/capture/pdfPrint';
+import { MAX_CUT_OBJECTS, printPdf } from '../../shared/capture/pdfPrint';
 import type { PdfOptions } from '../../shared/capture/renderer';
 
 /**
@@ -60,5 +60,14 @@ describe('a document of more than 100 pages', () => {
     expect(asked).toEqual(['1-101', '1-100']);
     expect(result.truncated).toBe(true);
     expect(pdfPageCount(result.image)).toBe(100);
+  });
+
+  it('is printed again at 100 pages when its print has more objects than a cut is worth', async () => {
+    const { page, asked } = printing((pdf) =>
+      Buffer.from(pdf.toString('latin1').replace(/\/Size \d+/, `/Size ${MAX_CUT_OBJECTS + 1}`), 'latin1'),
+    );
+    const result = await printPdf(page, { url: 'https://example.com/' }, A4);
+    expect(asked).toEqual(['1-101', '1-100']);
+    expect(result.truncated).toBe(true);
   });
 });
