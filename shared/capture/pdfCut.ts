@@ -11,12 +11,12 @@ import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, type PDFRef, PDF
 export async function firstPagesOf(pdf: Buffer, count: number): Promise<Buffer> {
   const source = await PDFDocument.load(pdf, { updateMetadata: false });
   const cut = await PDFDocument.create({ updateMetadata: false });
-  const kept = source.getPages().slice(0, count);
   const copies = await cut.copyPages(source, source.getPageIndices().slice(0, count));
+  // Each kept page's reference in the print, to its copy's: what a named destination is moved to.
   const moved = new Map<PDFRef, PDFRef>();
   copies.forEach((copy, index) => {
     cut.addPage(copy);
-    moved.set((kept[index] as (typeof kept)[number]).ref, copy.ref);
+    moved.set(source.getPage(index).ref, copy.ref);
   });
   copyInformation(source, cut);
   const dests = source.catalog.lookupMaybe(PDFName.of('Dests'), PDFDict);
