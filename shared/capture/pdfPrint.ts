@@ -82,21 +82,25 @@ export async function printPdf(
   if (pdfPageCount(pdf) <= MAX_PDF_PAGES)
     return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
   const objects = pdfObjectCount(pdf);
-  const cuttable = objects !== undefined && objects <= MAX_CUT_OBJECTS;
+  const cuttable = objects !== undefined && objects <= MAX_CUT_OBJECTS && pdf.length <= MAX_CUT_BYTES;
   return (cuttable ? await withoutLastPages(pdf) : undefined) ?? printedAgain();
 }
 
 /**
- * The most objects a print may have to be cut rather than printed again. pdf-lib parses about 20,000 objects a second
- * on a loaded 2-core machine, where Chromium prints about 35,000 (300,000 objects: 15 s to cut, 8.4 s to print
- * again): a document of many small objects (links, struct elements) is cheaper printed again, one of heavy images or
- * slow layout cheaper cut. At this bound the cut costs at most about half a second.
+ * The largest print that is cut rather than printed again, in objects and in bytes: pdf-lib reads every object
+ * whole, in one go for each (no deadline reaches inside it), where Chromium is faster than pdf-lib at anything but
+ * images. Measured on a loaded 2-core machine: 300,000 small objects (links) took 15 s to cut and 8.4 s to print
+ * again; 55 MB of link addresses 4.3 s and 2.3 s; and names (element ids, as link targets) cost about 40 times their
+ * bytes in memory (48 MB: 10 s and 2 GB), worse past 16,383 characters, where V8 hashes a string by its length alone
+ * (red team, round 26: 49 MB took 32 s). Within these bounds a cut costs at most about a second and a few hundred
+ * MB; it pays where the print is slow for its size (layout), and a print of heavy images is printed again.
  */
 export const MAX_CUT_OBJECTS = 10_000;
+export const MAX_CUT_BYTES = 4 * 1024 * 1024;
 
 /**
  * The long document's first MAX_PDF_PAGES pages, written anew from the print at hand instead of printing again
- * (a print of 100 pages takes about as long as the first: 17 s for pages of noise, where this takes 0.6 s). Loaded only
+ * (a print of 100 pages takes about as long as the first; a 101-page print of text took 220 ms, its cut 88). Loaded only
  * for such documents, so that the renderer's cold start does not pay for it. A print pdf-lib cannot read, or whose
  * cut does not read back as 100 pages, is printed again as before.
  */

@@ -2,7 +2,7 @@ import { PDFDocument } from 'pdf-lib';
 import type { Page } from 'puppeteer-core';
 import { describe, expect, it } from 'vitest';
 import { pdfPageCount } from '../../shared/capture/pdfPages';
-import { MAX_CUT_OBJECTS, printPdf } from '../../shared/capture/pdfPrint';
+import { MAX_CUT_BYTES, MAX_CUT_OBJECTS, printPdf } from '../../shared/capture/pdfPrint';
 import type { PdfOptions } from '../../shared/capture/renderer';
 
 /**
@@ -18,19 +18,21 @@ const A4: PdfOptions = {
   margin: { top: '0', right: '0', bottom: '0', left: '0' },
 };
 
-async function documentOf(pages: number): Promise<Buffer> {
+/** `pages` empty pages, and an uncompressed stream of `padding` bytes beside them. */
+async function documentOf(pages: number, padding = 0): Promise<Buffer> {
   const document = await PDFDocument.create();
   for (let i = 0; i < pages; i++) document.addPage([595, 842]);
+  if (padding > 0) document.context.register(document.context.stream(new Uint8Array(padding)));
   return Buffer.from(await document.save({ useObjectStreams: false }));
 }
 
-function printing(spoil: (pdf: Buffer) => Buffer = (pdf) => pdf) {
+function printing(spoil: (pdf: Buffer) => Buffer = (pdf) => pdf, padding = 0) {
   const asked: string[] = [];
   const page = {
     async createPDFStream(options: { pageRanges: string }) {
       asked.push(options.pageRanges);
       const [, last] = options.pageRanges.split('-').map(Number);
-      const pdf = spoil(await documentOf(last ?? 1));
+      const pdf = spoil(await documentOf(last ?? 1, padding));
       return new ReadableStream<Uint8Array>({
         start(controller) {
           controller.enqueue(pdf);
@@ -66,6 +68,13 @@ describe('a document of more than 100 pages', () => {
     const { page, asked } = printing((pdf) =>
       Buffer.from(pdf.toString('latin1').replace(/\/Size \d+/, `/Size ${MAX_CUT_OBJECTS + 1}`), 'latin1'),
     );
+    const result = await printPdf(page, { url: 'https://example.com/' }, A4);
+    expect(asked).toEqual(['1-101', '1-100']);
+    expect(result.truncated).toBe(true);
+  });
+
+  it('is printed again at 100 pages when its print is larger than a cut is worth', async () => {
+    const { page, asked } = printing(undefined, MAX_CUT_BYTES);
     const result = await printPdf(page, { url: 'https://example.com/' }, A4);
     expect(asked).toEqual(['1-101', '1-100']);
     expect(result.truncated).toBe(true);
