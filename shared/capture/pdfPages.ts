@@ -52,7 +52,7 @@ export function pdfPageSize(pdf: Buffer): { width: number; height: number } {
 
 /** How many objects a PDF printed by Chromium declares (its trailer's `/Size`); undefined for anything else. */
 export function pdfObjectCount(pdf: Buffer): number | undefined {
-  const size = /trailer\s*<<[^]*?\/Size (\d+)[^]*?startxref\s+\d+\s+%%EOF\s*$/.exec(
+  const size = /trailer\s*<<[\s\S]*?\/Size (\d+)[\s\S]*?startxref\s+\d+\s+%%EOF\s*$/.exec(
     pdf.subarray(-TRAILER_WINDOW).toString('latin1'),
   )?.[1];
   return size === undefined ? undefined : Number(size);
