@@ -6,7 +6,7 @@ import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, type PDFRef, PDF
  * used (its drawing, its images) is left in the file or weighs on it. Kept with them: the document's information
  * (title, creator, producer, dates), its language, the viewer's use of the title, and the named destinations of
  * internal links that lead to a kept page. Dropped: the tagged structure, whose tree reaches every page (a cut
- * document is untagged). Fonts are shared by every page, so their subsets still hold the glyphs a dropped page drew.
+ * document is untagged, and its pages and links name no place in a tree). Fonts are shared by every page, so their subsets still hold the glyphs a dropped page drew.
  */
 export async function firstPagesOf(pdf: Buffer, count: number): Promise<Buffer> {
   const source = await PDFDocument.load(pdf, { updateMetadata: false });
@@ -17,6 +17,9 @@ export async function firstPagesOf(pdf: Buffer, count: number): Promise<Buffer> 
   copies.forEach((copy, index) => {
     cut.addPage(copy);
     moved.set(source.getPage(index).ref, copy.ref);
+    for (const key of ['StructParents', 'Tabs']) copy.node.delete(PDFName.of(key));
+    for (const annotation of copy.node.Annots()?.asArray() ?? [])
+      cut.context.lookupMaybe(annotation, PDFDict)?.delete(PDFName.of('StructParent'));
   });
   copyInformation(source, cut);
   const dests = source.catalog.lookupMaybe(PDFName.of('Dests'), PDFDict);
