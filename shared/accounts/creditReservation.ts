@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { CreditEpoch } from './creditLedger';
+import type { CreditEpoch } from './creditEpoch';
 
 /**
  * A synchronous capture's credits, held on the account from its admission until its answer is settled: charged once
