@@ -29,7 +29,8 @@ export async function withLocalDates(
   }).format(new Date());
   return isolatedRealmOf(page.mainFrame()).evaluate(`(() => {
     const html = ${JSON.stringify(template)};
-    const doc = new DOMParser().parseFromString(html, 'text/html');
+    // In no-quirks mode, as Chromium's template page: class names match case-sensitively (\`Date\` is not \`date\`).
+    const doc = new DOMParser().parseFromString('<!doctype html>' + html, 'text/html');
     const dated = [...doc.getElementsByClassName('date')];
     if (dated.length === 0) return html;
     for (const element of dated) {

@@ -338,12 +338,13 @@ describe('PDF', () => {
         pdfPrintBackground: false,
         pdfMargin: { bottom: '15mm' },
         pdfFooterTemplate:
-          '<style>.date{color:#f00}</style><div style="font-size:10px">Printed <span class="date"></span></div>',
+          '<style>.date{color:#f00}</style><div style="font-size:10px">Printed <span class="date"></span> ' +
+          '<span class="Date">as written</span></div>',
       });
       const pdf = await readPdf(response.body);
       const [first] = pdf.pages;
-      // The minute may turn during the capture.
-      expect([before, written()].map((date) => `Sheet 1 Printed ${date}`)).toContain(first?.text);
+      // The minute may turn during the capture. Class names match as Chromium matches them: `Date` is not `date`.
+      expect([before, written()].map((date) => `Sheet 1 Printed ${date} as written`)).toContain(first?.text);
       expect(first?.fills.some(isRed)).toBe(true);
     },
   );
