@@ -10,7 +10,6 @@ import {
   type PdfOptions,
 } from './renderer';
 import { MAX_ANSWER_BYTES, tooLargeToDeliver } from './rendererProtocol';
-import { withLocalDates } from './templateDates';
 
 /** A printed document heavier than the front takes: the page's failure. */
 export const PDF_TOO_LARGE = tooLargeToDeliver('PDF');
@@ -36,22 +35,14 @@ const NO_ADDRESS = '<style>.url{display:none!important}</style>';
  */
 export async function printPdf(
   page: Page,
-  spec: Pick<CaptureSpec, 'url' | 'html' | 'locale' | 'timezone'>,
+  spec: Pick<CaptureSpec, 'url' | 'html'>,
   options: PdfOptions,
 ): Promise<CaptureResult> {
   const { url } = spec;
   // An empty template is none too: Chromium takes "" for its own default, which shows the page's whole address
   // (red team, round 24).
-  const template = async (given: string | undefined) =>
-    `${spec.html === undefined ? '' : NO_ADDRESS}${given ? await withLocalDates(page, given, spec) : EMPTY_TEMPLATE}`;
-  const templates =
-    options.headerTemplate === undefined && options.footerTemplate === undefined
-      ? undefined
-      : {
-          displayHeaderFooter: true,
-          headerTemplate: await template(options.headerTemplate),
-          footerTemplate: await template(options.footerTemplate),
-        };
+  const template = (given: string | undefined) =>
+    `${spec.html === undefined ? '' : NO_ADDRESS}${given || EMPTY_TEMPLATE}`;
   const print = (pageRanges: string) =>
     page
       .createPDFStream({
@@ -60,7 +51,13 @@ export async function printPdf(
         printBackground: options.printBackground,
         margin: options.margin,
         pageRanges,
-        ...templates,
+        ...(options.headerTemplate === undefined && options.footerTemplate === undefined
+          ? {}
+          : {
+              displayHeaderFooter: true,
+              headerTemplate: template(options.headerTemplate),
+              footerTemplate: template(options.footerTemplate),
+            }),
         // The capture's budget, not puppeteer, times the print.
         timeout: 0,
       })

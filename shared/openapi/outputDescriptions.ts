@@ -32,7 +32,7 @@ export const OUTPUT_DESCRIPTIONS: Record<keyof typeof outputFields, string> = {
   pdfPageRanges: `${onlyPdf}. Pages to print, like 1-5, 8 (at most ${MAX_PDF_PAGE_RANGES_LENGTH} characters); default all`,
   pdfHeaderTemplate:
     `${onlyPdf}. HTML for each page's header (at most ${MAX_PDF_TEMPLATE_BYTES / 1024} KiB of UTF-8); elements of ` +
-    "class date, title, url, pageNumber and totalPages are filled in (date in the capture's locale and timezone). " +
-    'It loads nothing: inline styles and data: images only',
+    'class date, title, url, pageNumber and totalPages are filled in. It loads nothing: inline styles and data: ' +
+    'images only',
   pdfFooterTemplate: `${onlyPdf}. HTML for each page's footer, as pdfHeaderTemplate`,
 };
