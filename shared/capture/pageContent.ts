@@ -270,7 +270,13 @@ const MARKDOWN = `(() => {
   // Readability changes the document it reads: the fallback reads the copy as it was.
   // The article as nodes, never as HTML text to parse again: a page that requires Trusted Types refuses that parse in
   // our world too (red team: such pages got no Markdown).
-  const article = new Readability(seen.cloneNode(true), { serializer: (element) => element }).parse();
+  let article = null;
+  try {
+    article = new Readability(seen.cloneNode(true), { serializer: (element) => element }).parse();
+  } catch {
+    // Readability sets innerHTML as it tries again with looser rules (a page of little text): a page that requires
+    // Trusted Types refuses that in our world too (session 29: 500). The whole copy is read instead.
+  }
   if (article && article.content && article.textContent.trim()) {
     const title = (article.title || '').trim();
     // The title as the page's words too: Readability takes it from metadata nobody sees, entities decoded (red team).
