@@ -6,7 +6,8 @@ import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, type PDFRef, PDF
  * used (its drawing, its images) is left in the file or weighs on it. Kept with them: the document's information
  * (title, creator, producer, dates), its language, the viewer's use of the title, and the named destinations of
  * internal links that lead to a kept page. Dropped: the tagged structure, whose tree reaches every page (a cut
- * document is untagged, and its pages and links name no place in a tree). Fonts are shared by every page, so their subsets still hold the glyphs a dropped page drew.
+ * document is untagged, and its pages and links name no place in a tree). Fonts are shared by every page, so their
+ * subsets still hold the glyphs a dropped page drew.
  */
 export async function firstPagesOf(pdf: Buffer, count: number): Promise<Buffer> {
   const source = await PDFDocument.load(pdf, { updateMetadata: false });

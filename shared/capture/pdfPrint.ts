@@ -65,11 +65,7 @@ export async function printPdf(
       .catch((error: unknown) => {
         throw printFailure(url, options, error);
       });
-  const printedAgain = async (): Promise<CaptureResult> => ({
-    image: await print(firstPages(options.pageRanges, MAX_PDF_PAGES)),
-    contentType: CAPTURE_CONTENT_TYPES.pdf,
-    truncated: true,
-  });
+  const printedAgain = async () => printed(await print(firstPages(options.pageRanges, MAX_PDF_PAGES)), true);
   let pdf: Buffer;
   try {
     pdf = await print(firstPages(options.pageRanges, MAX_PDF_PAGES + 1));
@@ -79,11 +75,15 @@ export async function printPdf(
     if (error instanceof CaptureFailedError && error.reason === PDF_TOO_LARGE) return printedAgain();
     throw error;
   }
-  if (pdfPageCount(pdf) <= MAX_PDF_PAGES)
-    return { image: pdf, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: false };
+  if (pdfPageCount(pdf) <= MAX_PDF_PAGES) return printed(pdf, false);
   const objects = pdfObjectCount(pdf);
   const cuttable = objects !== undefined && objects <= MAX_CUT_OBJECTS && pdf.length <= MAX_CUT_BYTES;
   return (cuttable ? await withoutLastPages(pdf) : undefined) ?? printedAgain();
+}
+
+/** A printed document as the renderer answers it. */
+function printed(image: Buffer, truncated: boolean): CaptureResult {
+  return { image, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated };
 }
 
 /**
@@ -100,17 +100,17 @@ export const MAX_CUT_BYTES = 4 * 1024 * 1024;
 
 /**
  * The long document's first MAX_PDF_PAGES pages, written anew from the print at hand instead of printing again
- * (a print of 100 pages takes about as long as the first; a 101-page print of text took 220 ms, its cut 88). Loaded only
- * for such documents, so that the renderer's cold start does not pay for it. A print pdf-lib cannot read, or whose
- * cut does not read back as 100 pages, is printed again as before.
+ * (a print of 100 pages takes about as long as the first; a 101-page print of text took 220 ms, its cut 88).
+ * Loaded only for such documents, so that the renderer's cold start does not pay for it. A print pdf-lib cannot read,
+ * or whose cut does not read back as 100 pages, is printed again as before.
  */
 async function withoutLastPages(pdf: Buffer): Promise<CaptureResult | undefined> {
   try {
     const { firstPagesOf } = await import('./pdfCut');
     const image = await firstPagesOf(pdf, MAX_PDF_PAGES);
-    if (pdfPageCount(image) === MAX_PDF_PAGES && image.length <= MAX_ANSWER_BYTES)
-      return { image, contentType: CAPTURE_CONTENT_TYPES.pdf, truncated: true };
-    logger.warn('A long PDF was cut to the wrong length; printing it again', { pages: pdfPageCount(image) });
+    const pages = pdfPageCount(image);
+    if (pages === MAX_PDF_PAGES && image.length <= MAX_ANSWER_BYTES) return printed(image, true);
+    logger.warn('A long PDF was cut to the wrong length; printing it again', { pages });
   } catch (error) {
     logger.warn('A long PDF could not be cut; printing it again', { error: error as Error });
   }

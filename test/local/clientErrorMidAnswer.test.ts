@@ -40,26 +40,26 @@ function received(socket: Socket): Promise<string> {
 
 const MALFORMED = 'FOO / HTTP/1.1\r\nHost: h\r\n\r\n';
 
+/** What the connection received when `first` was sent, then, 100 ms later, a request the parser refuses. */
+async function malformedAfter(first: string): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  const text = received(socket);
+  socket.write(first);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  socket.write(MALFORMED);
+  return text;
+}
+
 describe('a request the parser refuses', () => {
   it('is not answered inside an answer under way: the connection is closed', async () => {
-    const socket = connect(port, '127.0.0.1');
-    const text = received(socket);
-    socket.write('GET /slow HTTP/1.1\r\nHost: h\r\n\r\n');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    socket.write(MALFORMED);
-    const answer = await text;
+    const answer = await malformedAfter('GET /slow HTTP/1.1\r\nHost: h\r\n\r\n');
     expect(answer).toContain('first part;');
     expect(answer).not.toContain('400 Bad Request');
     expect(answer).not.toContain('last part');
   });
 
   it('is answered as JSON after an answer that ended on the same connection', async () => {
-    const socket = connect(port, '127.0.0.1');
-    const text = received(socket);
-    socket.write('GET /quick HTTP/1.1\r\nHost: h\r\n\r\n');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    socket.write(MALFORMED);
-    const answer = await text;
+    const answer = await malformedAfter('GET /quick HTTP/1.1\r\nHost: h\r\n\r\n');
     expect(answer).toContain('quick');
     expect(answer).toContain('HTTP/1.1 400 Bad Request');
     expect(answer).toContain('{"message":"Bad request"}');
