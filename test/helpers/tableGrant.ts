@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { refuseCommands } from './refusedCommands';
 
 /**
  * Makes the table refuse, as IAM would with AccessDeniedException, every command `refuses` says a deployed grant
@@ -8,17 +9,10 @@ export function enforceTableGrant(
   client: DynamoDBClient,
   refuses: (action: string, input: unknown) => boolean,
 ): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const action = `dynamodb:${String(context.commandName).replace(/Command$/, '')}`;
-      if (refuses(action, args.input)) {
-        throw Object.assign(new Error(`User is not authorized to perform: ${action}`), {
-          name: 'AccessDeniedException',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'enforceRouteGrant' },
-  );
+  refuseCommands(client, 'enforceRouteGrant', (commandName, input) => {
+    const action = `dynamodb:${commandName.replace(/Command$/, '')}`;
+    return refuses(action, input)
+      ? { name: 'AccessDeniedException', message: `User is not authorized to perform: ${action}` }
+      : undefined;
+  });
 }

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { refuseCommands } from './refusedCommands';
 
 /**
  * Makes `client` answer as a throttled table (after the SDK's own retries) every command `refuses` picks, by its
@@ -8,16 +9,9 @@ export function throttleCommands(
   client: DynamoDBClient,
   refuses: (commandName: string, input: string) => boolean,
 ): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (refuses(String(context.commandName), JSON.stringify(args.input))) {
-        throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), {
-          name: 'ThrottlingException',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'throttleCommands' },
+  refuseCommands(client, 'throttleCommands', (commandName, input) =>
+    refuses(commandName, JSON.stringify(input))
+      ? { name: 'ThrottlingException', message: 'Throughput exceeds the current capacity of your table' }
+      : undefined,
   );
 }
