@@ -18,7 +18,7 @@ import { requireAwsJsonSignature } from './awsJsonSignatureGate';
 import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { type LocalCredentials, localCredentials } from './sigV4Verifier';
-import { hasEveryIndex, resumeUpgrade, upgradeTable } from './tableUpgrade';
+import { hasEveryIndex, resumeUpgrade, tableSettled, upgradeTable } from './tableUpgrade';
 
 /** How long a closing store waits for the requests under way to be answered. */
 const ANSWERS_GRACE_MS = 5_000;
@@ -129,4 +129,7 @@ async function ensureTable(client: DynamoDBClient, tableName: string, upgradeFil
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
   }
+  // dynalite answers CreateTable with the table still CREATING and marks it ACTIVE on a later turn; until then every
+  // item request is refused as ResourceNotFound (the credits CLI on a new DATA_DIR, CI under load).
+  await tableSettled(client, tableName);
 }
