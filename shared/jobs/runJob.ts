@@ -263,17 +263,19 @@ export function runJob(deps: RunJobDeps) {
 
   /** Ends the job once: the one write that wins refunds a failure and leaves the usage record. */
   async function end(job: Job, outcome: JobEnd): Promise<void> {
-    const at = deps.now();
-    const ended = await deps.jobs.finish(job.accountId, job.id, outcome, at);
+    const finishedAt = deps.now();
+    const ended = await deps.jobs.finish(job.accountId, job.id, outcome, finishedAt);
     if (!ended) return;
+    // Dated when the request came in, as every usage record (docs/api.md 16): the day its credits were reserved and
+    // its rate window counted, not the day a queued, retried or swept job happened to end (red team, round 27).
     deps.usage.record({
       accountId: job.accountId,
       keyId: job.keyId,
-      at,
+      at: job.createdAt,
       status: outcome.status === 'succeeded' ? 200 : outcome.error.status,
       credits: outcome.status === 'succeeded' ? job.cost : 0,
       cacheHit: false,
-      durationMs: at - (ended.startedAt ?? at),
+      durationMs: finishedAt - job.createdAt,
       ...(job.host ? { host: job.host } : {}),
     });
     // After the usage record: a refund that fails brings the message back, which finds the job ended. The ending

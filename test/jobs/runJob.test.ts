@@ -186,6 +186,20 @@ describe('a large request, kept apart from its job', () => {
   });
 });
 
+describe("a job's usage record", () => {
+  it('is dated when the request came in, and lasts until the job ended, however long it waited (red team, round 27)', async () => {
+    const { job } = await accepted('https://a.test/late');
+    const { createdAt } = (await jobs.get(ACCOUNT, job.id)) ?? { createdAt: 0 };
+    // Run two hours later, as after a backlog or the sweep: a job accepted before midnight (UTC) ended after it.
+    const later = 2 * 60 * 60 * 1000;
+    const now = () => Date.now() + later;
+    await runJob({ ...workerDeps(credits), now, ended: jobEnded({ jobs, queue, now }) })(ACCOUNT, job.id, 1);
+    expect(await jobs.get(ACCOUNT, job.id)).toMatchObject({ status: 'succeeded' });
+    expect(usage.records).toEqual([expect.objectContaining({ at: createdAt, status: 200, credits: 1 })]);
+    expect((usage.records[0] as { durationMs: number }).durationMs).toBeGreaterThanOrEqual(later);
+  });
+});
+
 describe('a queued job', () => {
   it('succeeds once: the reserved credits are kept, a later delivery of its message changes nothing', async () => {
     const { job } = await accepted('https://a.test/page');
