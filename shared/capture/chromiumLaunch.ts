@@ -70,9 +70,10 @@ export function chromiumArgs(extra: string[] = [], sandboxed = false): string[] 
 
 /**
  * Variables Chromium may see from ours. Everything else (AWS credentials above all) stays in our process only.
- * TMPDIR, the locale and the font and library settings are not passed on: chromiumEnvironment() sets them.
+ * TMPDIR, the time zone, the locale and the font and library settings are not passed on: chromiumEnvironment() sets
+ * them.
  */
-const BROWSER_ENV_NAMES = ['PATH', 'HOME', 'TZ'];
+const BROWSER_ENV_NAMES = ['PATH', 'HOME'];
 
 /**
  * Lambda's locale. Fontconfig ranks fonts by the locale's language when it picks a fallback (Han characters are
@@ -92,6 +93,9 @@ export function chromiumEnvironment(
   return {
     ...allowedVariables(env, BROWSER_ENV_NAMES),
     LANG: BROWSER_LOCALE,
+    // A capture without `timezone` runs in UTC, the contract's default and Lambda's zone: a host's own zone would
+    // change local captures and tell every page where the operator is (red team, round 27).
+    TZ: 'UTC',
     FONTCONFIG_FILE: bundle.fontConfigFile,
     // fonts.conf keeps fontconfig's cache under $XDG_CACHE_HOME: the browser's temp folder, which goes with it.
     XDG_CACHE_HOME: tempDir,

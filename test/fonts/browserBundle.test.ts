@@ -68,6 +68,7 @@ describe('the environment Chromium runs in', () => {
     {
       PATH: '/usr/bin',
       HOME: '/home/someone',
+      TZ: 'Asia/Kathmandu',
       LANG: 'ja_JP.UTF-8',
       LC_ALL: 'ja_JP.UTF-8',
       FONTCONFIG_FILE: '/etc/fonts/fonts.conf',
@@ -82,6 +83,8 @@ describe('the environment Chromium runs in', () => {
   it("uses the bundle's fonts.conf and Lambda's locale, whatever the host sets", () => {
     expect(env.FONTCONFIG_FILE).toBe(bundle.fontConfigFile);
     expect(env.LANG).toBe('en_US.UTF-8');
+    // The contract's default zone, whatever the host's (a page without `timezone` runs in it).
+    expect(env.TZ).toBe('UTC');
     expect(env).not.toHaveProperty('LC_ALL');
     expect(env).not.toHaveProperty('FONTCONFIG_PATH');
   });

@@ -117,6 +117,9 @@ beforeAll(async () => {
       // Asia/Kolkata is UTC+5:30 all year.
       `new Date(Date.UTC(2024, 0, 1)).getTimezoneOffset() === -330`,
     ),
+    '/utc': verdict(
+      `Intl.DateTimeFormat().resolvedOptions().timeZone === 'UTC' && new Date(Date.UTC(2024, 0, 1)).getTimezoneOffset() === 0`,
+    ),
     '/agent': verdict(`navigator.userAgent === 'TestAgent/1.0 (options test)'`),
     '/cookie': verdict(`document.cookie.split('; ').includes('session=abc123')`),
     '/plain': solidPage('#f00', '', '<div id="ad" style="position:fixed;inset:0;background:#00f"></div>'),
@@ -133,6 +136,8 @@ beforeAll(async () => {
     ALLOW_PRIVATE_HOSTS: `${site.hostPort},127.0.0.2:${other.port}`,
     RATE_LIMIT_PER_HOUR: '1000',
     FREE_CREDITS: '1000',
+    // The host's own zone (UTC+14), which no page must see: the contract's default is UTC (red team, round 27).
+    TZ: 'Pacific/Kiritimati',
   });
   ({ apiKey } = await harness.newAccount());
 });
@@ -300,6 +305,11 @@ describe('what the page sees of its browser', () => {
     expect(near(await colourOf({ url: url('/zone'), timezone: 'Asia/Kolkata' }), GREEN)).toBe(true);
     expect(near(await colourOf({ url: url('/zone') }), RED)).toBe(true);
     expect(near(await colourOf({ url: url('/zone'), timezone: 'asia/kolkata' }), GREEN)).toBe(true);
+  });
+
+  it("runs the page in UTC when no zone is asked for, whatever the host's zone", async () => {
+    expect(near(await colourOf({ url: url('/utc') }), GREEN)).toBe(true);
+    expect(near(await colourOf({ url: url('/utc'), timezone: 'Asia/Kolkata' }), RED)).toBe(true);
   });
 
   it('reports the user agent asked for, to scripts and in requests', async () => {
