@@ -107,7 +107,12 @@ function keyTotals(stored: DayTotals[], names: Map<string, string>): KeyUsage[] 
       totals.set(keyId, key);
     }
   }
+  // Key ids by their characters' codes: localeCompare follows the host's locale (LANG), which orders ids differently
+  // from one machine to the next (red team, round 27).
   return [...totals.values()].sort(
-    (a, b) => b.credits - a.credits || b.captures - a.captures || a.keyId.localeCompare(b.keyId),
+    (a, b) =>
+      b.credits - a.credits ||
+      b.captures - a.captures ||
+      (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0),
   );
 }

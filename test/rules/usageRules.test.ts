@@ -277,6 +277,14 @@ describe('the usage history', () => {
     ]);
   });
 
+  it("orders keys of equal totals by their ids' characters, whatever the host's locale would say", async () => {
+    // ICU puts '_' before digits, and a Lithuanian host 'y' with 'i': the characters' codes do neither.
+    const ids = ['key_y1', 'key_j1', 'key_a_', 'key_a1'];
+    for (const id of ids) await record('alice', id, NOW, 200, 1);
+    const { byKey } = await getUsage('session:alice', query(NOW, NOW));
+    expect(byKey.map((key) => key.keyId)).toEqual(['key_a1', 'key_a_', 'key_j1', 'key_y1']);
+  });
+
   it('keeps a deleted key in byKey with a null name, so the totals still add up', async () => {
     const gone = await newKey('alice', 'gone');
     await record('alice', gone.id, NOW, 200, 2);
