@@ -4,7 +4,7 @@ import { pdfPageSize } from '../capture/pdfPages';
 import { CAPTURE_CONTENT_TYPES, type PageMetadata } from '../capture/renderer';
 import { logger } from '../logger';
 import { IMAGE_LINK_LIFETIME_SECONDS } from '../timing';
-import { type ImageStore, imageKey, type StoredImageInfo } from './imageStore';
+import { type ImageStore, imageKey, linkTimes, type StoredImageInfo } from './imageStore';
 
 export type CacheStatus = 'HIT' | 'MISS';
 
@@ -81,9 +81,10 @@ export interface ImageDeliveryDeps {
  */
 export function imageDelivery(deps: ImageDeliveryDeps) {
   async function linkTo(key: string, info: StoredImageInfo): Promise<ImageLink> {
+    const link = linkTimes(deps.now(), IMAGE_LINK_LIFETIME_SECONDS);
     return {
-      url: await deps.images.signedUrl(key, IMAGE_LINK_LIFETIME_SECONDS),
-      expiresAt: deps.now() + IMAGE_LINK_LIFETIME_SECONDS * 1000,
+      url: await deps.images.signedUrl(key, link),
+      expiresAt: link.expiresAt,
       // Text has no size; an image has its pixels, a PDF its first page in points.
       ...(info.contentType.startsWith('image/') || info.contentType === CAPTURE_CONTENT_TYPES.pdf
         ? { width: info.width, height: info.height }

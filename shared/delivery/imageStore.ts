@@ -37,8 +37,11 @@ export interface ImageStore {
    * there is none (never stored, or expired with the image).
    */
   pageMetadata(key: string): Promise<PageMetadata | undefined>;
-  /** A pre-signed GET address of the object, valid for `seconds`. */
-  signedUrl(key: string, seconds: number): Promise<string>;
+  /**
+   * A pre-signed GET address of the object, signed as at `link.signedAt` and valid for `link.seconds` from then
+   * (linkTimes).
+   */
+  signedUrl(key: string, link: LinkTimes): Promise<string>;
   /**
    * A copy of the object at `from` under `to`, kept from `storedAt` until `expiresAt` (ms), made only while `from`
    * still holds the bytes `etag` names: false, and nothing to link to, when it no longer does (replaced meanwhile).
@@ -51,6 +54,24 @@ export interface ImageStore {
     storedAt: number,
     expiresAt: number,
   ): Promise<boolean>;
+}
+
+/** When a pre-signed link is signed and until when it works, as its answer states it (`expiresAt`). */
+export interface LinkTimes {
+  /** ms since epoch, a whole second: a signature carries its date in whole seconds. */
+  signedAt: number;
+  seconds: number;
+  expiresAt: number;
+}
+
+/**
+ * A link signed now, lasting `seconds`. The answer's `expiresAt` is the signature's own end: S3 counts it from the
+ * signing date in whole seconds, so a later clock reading stated a link as valid up to a second after it stopped
+ * working (red team, round 27).
+ */
+export function linkTimes(now: number, seconds: number): LinkTimes {
+  const signedAt = Math.floor(now / 1000) * 1000;
+  return { signedAt, seconds, expiresAt: signedAt + seconds * 1000 };
 }
 
 /** Every object lives under this prefix: the only part of the bucket the screenshot function may touch. */

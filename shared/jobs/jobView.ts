@@ -1,4 +1,4 @@
-import type { ImageStore } from '../delivery/imageStore';
+import { type ImageStore, linkTimes } from '../delivery/imageStore';
 import { type Batch, type Job, RESULT_LINK_SECONDS, type StoredResult } from './job';
 
 /** What the views read of the image store: a link to the image and the metadata stored beside it. */
@@ -8,6 +8,7 @@ export type JobViewImages = Pick<ImageStore, 'signedUrl' | 'pageMetadata'>;
 export async function jobView(job: Job, images: JobViewImages, now: number) {
   const { result } = job;
   const metadata = result && (await metadataOf(result, images));
+  const link = linkTimes(now, RESULT_LINK_SECONDS);
   return {
     id: job.id,
     status: job.status,
@@ -16,8 +17,8 @@ export async function jobView(job: Job, images: JobViewImages, now: number) {
     finishedAt: job.finishedAt,
     // The `response: "json"` body, with a link valid for an hour from now.
     result: result && {
-      url: await images.signedUrl(result.key, RESULT_LINK_SECONDS),
-      expiresAt: now + RESULT_LINK_SECONDS * 1000,
+      url: await images.signedUrl(result.key, link),
+      expiresAt: link.expiresAt,
       contentType: result.contentType,
       width: result.width,
       height: result.height,

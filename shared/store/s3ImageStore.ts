@@ -13,6 +13,7 @@ import {
   EXPIRY_TAG,
   expiryDays,
   type ImageStore,
+  type LinkTimes,
   type StoredImageInfo,
 } from '../delivery/imageStore';
 import { StoreUnavailableError } from '../errors';
@@ -176,9 +177,10 @@ export class S3ImageStore implements ImageStore {
     );
   }
 
-  signedUrl(key: string, seconds: number): Promise<string> {
+  signedUrl(key: string, link: LinkTimes): Promise<string> {
     return getSignedUrl(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), {
-      expiresIn: seconds,
+      expiresIn: link.seconds,
+      signingDate: new Date(link.signedAt),
     });
   }
 

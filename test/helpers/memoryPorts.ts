@@ -31,7 +31,12 @@ import {
   type PageMetadata,
   type Renderer,
 } from '../../shared/capture/renderer';
-import { EXPIRY_DAYS, type ImageStore, type StoredImageInfo } from '../../shared/delivery/imageStore';
+import {
+  EXPIRY_DAYS,
+  type ImageStore,
+  type LinkTimes,
+  type StoredImageInfo,
+} from '../../shared/delivery/imageStore';
 import type { UrlPolicy } from '../../shared/egress/urlPolicy';
 import {
   BalanceOverflowError,
@@ -412,8 +417,8 @@ export class MemoryImageStore implements ImageStore {
     return this.objects.get(key)?.info.metadata;
   }
 
-  async signedUrl(key: string, seconds: number): Promise<string> {
-    return `memory://${key}?expires=${seconds}`;
+  async signedUrl(key: string, link: LinkTimes): Promise<string> {
+    return `memory://${key}?expires=${link.seconds}`;
   }
 
   async copyIfUnchanged(from: string, to: string, etag: string, storedAt: number, expiresAt: number) {

@@ -6,6 +6,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedS3 } from '../../local/embeddedS3';
 import { type LocalService, startLocalService } from '../../local/localService';
+import { linkTimes } from '../../shared/delivery/imageStore';
 import { createS3Client, S3ImageStore } from '../../shared/store/s3ImageStore';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
 import { localS3Client, startTestDelivery } from '../helpers/store';
@@ -88,14 +89,27 @@ describe('the local S3 API', () => {
   });
 
   it('downloads through a valid pre-signed link', async () => {
-    const link = await store.signedUrl(KEY, 60);
+    const link = await store.signedUrl(KEY, linkTimes(Date.now(), 60));
     const answer = await fetch(link);
     expect(answer.status).toBe(200);
     expect(await answer.text()).toBe('original');
   });
 
+  it('signs a link as at its stated times, so that it stops working at the `expiresAt` an answer states', async () => {
+    const times = linkTimes(Date.now(), 5);
+    const link = new URL(await store.signedUrl(KEY, times));
+    expect(link.searchParams.get('X-Amz-Date')).toBe(
+      new Date(times.signedAt).toISOString().replace(/[-:]|\.000/g, ''),
+    );
+    expect((await fetch(link)).status).toBe(200);
+    // Stated as over a second ago.
+    const ended = linkTimes(Date.now() - 3_000, 2);
+    expect(ended.expiresAt).toBeLessThan(Date.now());
+    expect((await fetch(await store.signedUrl(KEY, ended))).status).toBe(403);
+  });
+
   it('refuses a pre-signed link whose signature was removed', async () => {
-    const link = new URL(await store.signedUrl(KEY, 60));
+    const link = new URL(await store.signedUrl(KEY, linkTimes(Date.now(), 60)));
     link.searchParams.delete('X-Amz-Signature');
     expect((await fetch(link)).status).toBe(403);
     for (const name of [...link.searchParams.keys()].filter((n) => n.startsWith('X-Amz-'))) {
@@ -105,7 +119,7 @@ describe('the local S3 API', () => {
   });
 
   it('refuses a pre-signed link whose signature or expiry was altered', async () => {
-    const link = new URL(await store.signedUrl(KEY, 60));
+    const link = new URL(await store.signedUrl(KEY, linkTimes(Date.now(), 60)));
     const signature = link.searchParams.get('X-Amz-Signature') ?? '';
     const altered = new URL(link);
     altered.searchParams.set(
@@ -119,7 +133,7 @@ describe('the local S3 API', () => {
   });
 
   it('refuses a pre-signed link for another object', async () => {
-    const link = new URL(await store.signedUrl(KEY, 60));
+    const link = new URL(await store.signedUrl(KEY, linkTimes(Date.now(), 60)));
     link.pathname = link.pathname.replace('entry', 'other');
     expect((await fetch(link)).status).toBe(403);
   });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type EmbeddedS3, startEmbeddedS3 } from '../../local/embeddedS3';
+import { linkTimes } from '../../shared/delivery/imageStore';
 import { createS3Client, S3ImageStore } from '../../shared/store/s3ImageStore';
 
 /**
@@ -78,7 +79,7 @@ describe("the local S3 API's remembered port against another user of the machine
     const store = storeOf(s3);
     await store.put(KEY, Buffer.from(PRIVATE), INFO);
     // A job's result link, or a `response: json` link, handed out before the restart.
-    const link = new URL(await store.signedUrl(KEY, 3600));
+    const link = new URL(await store.signedUrl(KEY, linkTimes(Date.now(), 3600)));
     const oldPort = Number(link.port);
     await s3.close();
     s3 = undefined;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
 import { startEmbeddedS3 } from '../../local/embeddedS3';
+import { linkTimes } from '../../shared/delivery/imageStore';
 import { createS3Client, S3ImageStore } from '../../shared/store/s3ImageStore';
 import { heldBytes } from '../helpers/heldBytes';
 import { startTestStore } from '../helpers/store';
@@ -93,7 +94,9 @@ describe('the local signature gates', () => {
           secretAccessKey: s3.env.LOCAL_S3_SECRET_ACCESS_KEY,
         },
       });
-      const link = new URL(await new S3ImageStore(client, s3.bucket).signedUrl('images/linked/a/b', 3600));
+      const link = new URL(
+        await new S3ImageStore(client, s3.bucket).signedUrl('images/linked/a/b', linkTimes(Date.now(), 3600)),
+      );
       const credential = encodeURIComponent(link.searchParams.get('X-Amz-Credential') ?? '');
       expect(credential).not.toBe('');
       const held = await unsignedBodies(
