@@ -26,6 +26,8 @@ const numbers = new Intl.NumberFormat();
 const dates = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 /** How long a success notice stays, unless the next action clears it first. */
 const NOTICE_MS = 8000;
+/** When usage is read again after an answer (ms after it): its record is written just after the answer. */
+const USAGE_SETTLED_MS = [1000, 5000];
 
 let config;
 let session = null;
@@ -173,6 +175,15 @@ async function refreshUsage() {
     if (error instanceof SessionEnded) return;
     say('usage-error', `Usage could not be loaded: ${error.message}`);
   }
+}
+
+/**
+ * After an answer that used a key: the usage records are written just after an answer was sent (docs/api.md 16), so
+ * a look at once may miss it; looked at again twice, later (red team, round 27: the figures stayed old).
+ */
+function refreshUsageAfterAnswer() {
+  refreshUsage();
+  for (const ms of USAGE_SETTLED_MS) setTimeout(() => session && refreshUsage(), ms);
 }
 
 // ---- Jobs ----
@@ -482,7 +493,7 @@ async function tryCapture(event) {
       result.remaining === null ? '' : ` ${result.remaining} of ${result.limit} requests left this hour.`;
     say('try-status', `Captured.${rate}`);
     refreshBalance();
-    refreshUsage();
+    refreshUsageAfterAnswer();
     refreshKeys();
   } catch (error) {
     if (session !== mine) return;
@@ -490,7 +501,10 @@ async function tryCapture(event) {
     say('try-status', '');
     say('try-error', error instanceof ApiError ? `${error.message} (HTTP ${error.status})` : error.message);
     // A refusal past the key check (rate limit, slots, credits, the page's failure) used the key too.
-    if (error instanceof ApiError && error.status !== 401) refreshKeys();
+    if (error instanceof ApiError && error.status !== 401) {
+      refreshKeys();
+      refreshUsageAfterAnswer();
+    }
   }
 }
 
@@ -563,7 +577,11 @@ async function start() {
   $('copy-secret').addEventListener('click', copySigningSecret);
   $('copy-link').addEventListener('click', copySignedLink);
   $('link-builder').addEventListener('submit', buildLink);
-  $('signed-link-preview').addEventListener('load', () => newKey && refreshBalance());
+  $('signed-link-preview').addEventListener('load', () => {
+    if (!newKey) return;
+    refreshBalance();
+    refreshUsageAfterAnswer();
+  });
   $('signed-link-preview').addEventListener('error', explainPreviewFailure);
   $('dismiss-key').addEventListener('click', () => {
     hideNewKey();
@@ -579,7 +597,14 @@ async function start() {
   try {
     config = await loadConfig();
     if (config.mode === 'cognito') session = await finishHostedSignIn(config.cognito);
-    else adoptSignInKey();
+    else {
+      adoptSignInKey();
+      // The link pasted into a tab already on the dashboard changes only its fragment: no new page load.
+      window.addEventListener('hashchange', () => {
+        adoptSignInKey();
+        if (!session && hasSignInKey()) say('signin-error', '');
+      });
+    }
   } catch (error) {
     showSignIn(error.message);
     return;
