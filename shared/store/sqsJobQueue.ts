@@ -1,6 +1,8 @@
 import { SendMessageBatchCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { StoreUnavailableError } from '../errors';
 import type { JobQueue, QueueMessage } from '../jobs/jobQueue';
 import { MAX_QUEUE_DELAY_SECONDS } from '../jobs/jobQueue';
+import { logger } from '../logger';
 
 /** SendMessageBatch's bound. */
 const SEND_BATCH_LIMIT = 10;
@@ -21,7 +23,21 @@ export class SqsJobQueue implements JobQueue {
     private readonly webhookQueueUrl = queueUrl,
   ) {}
 
+  /**
+   * Any failure is the queue's outage to the caller, as DynamoDB's are (storeUnavailable.ts): the intake answers
+   * `503` with `Retry-After`, not a bare 500 (red team, round 27: the local queue's full disk, or SQS's errors after
+   * the client's tries).
+   */
   async send(messages: QueueMessage[], delaySeconds = 0): Promise<void> {
+    try {
+      await this.sendAll(messages, delaySeconds);
+    } catch (error) {
+      logger.error('Job queue unavailable', { error: error instanceof Error ? error : String(error) });
+      throw new StoreUnavailableError();
+    }
+  }
+
+  private async sendAll(messages: QueueMessage[], delaySeconds: number): Promise<void> {
     const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(delaySeconds)));
     const chunks: { queueUrl: string; messages: QueueMessage[] }[] = [];
     for (const queueUrl of new Set([this.queueUrl, this.webhookQueueUrl])) {
