@@ -160,7 +160,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   };
   const server = bound(createServer(serverOptions, startingListener));
   server.listen(options.port ?? 0, '127.0.0.1');
-  await once(server, 'listening');
+  await once(server, 'listening').catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EADDRINUSE') throw error;
+    throw new Error(`Another program holds 127.0.0.1:${options.port}: stop it, or choose another PORT`);
+  });
   const { port } = server.address() as AddressInfo;
   const leaveOwnPorts = ownPorts.add(port);
   const url = `http://127.0.0.1:${port}`;

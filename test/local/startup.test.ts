@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -66,6 +68,25 @@ describe('a local setting that counts captures or waiting places', () => {
       // Nothing listens on the port it was given.
       await expect(fetch(`http://127.0.0.1:${port}/api/keys`)).rejects.toThrow();
     } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a port another program holds', () => {
+  /** Red team (round 27): Node's bare EADDRINUSE stack trace, with no word on what to do. */
+  it('stops the start saying so, and what to do', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-startup-'));
+    const other = createServer();
+    other.listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    const { port } = other.address() as AddressInfo;
+    try {
+      await expect(startLocalService({ dataDir, port, inMemoryStore: true })).rejects.toThrow(
+        `Another program holds 127.0.0.1:${port}: stop it, or choose another PORT`,
+      );
+    } finally {
+      other.close();
       await rm(dataDir, { recursive: true, force: true });
     }
   });
