@@ -167,7 +167,9 @@ function isThrottled(error: unknown): boolean {
 
 /** The front's error for a failure the renderer reported, of the kind it said. */
 function failureError(url: string, failure: RenderFailure): Error {
-  if (failure.kind === 'invalid' && failure.details?.length) return new ValidationError(failure.details);
+  // What the renderer refuses is the body's (a selector Chromium cannot parse): named as every body problem is.
+  if (failure.kind === 'invalid' && failure.details?.length)
+    return new ValidationError(failure.details, 'Invalid request body');
   if (failure.kind === 'timedOut') return new CaptureTimedOutError(url, failure.reason, failure.fault);
   return new CaptureFailedError(url, failure.reason, failure.fault);
 }

@@ -189,6 +189,8 @@ describe('selector', () => {
   it('answers 400 naming the field for a selector that is not CSS', async () => {
     const response = await capture({ url: url('/box'), selector: 'div[' });
     expect(response.status).toBe(400);
+    // A body problem, named as every other (it said `Invalid request` across the renderer boundary: red team).
+    expect(response.json().error).toBe('Invalid request body');
     expect(response.json().details).toEqual([
       { code: 'invalid_selector', path: ['selector'], message: 'selector is not a valid CSS selector' },
     ]);
