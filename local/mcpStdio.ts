@@ -56,7 +56,8 @@ async function forward(method: string, params: unknown, signal: AbortSignal): Pr
   const error = answer?.error;
   if (error !== null && typeof error === 'object') {
     const { code, message, data } = error as { code: number; message: string; data?: unknown };
-    throw new McpError(code, message, data);
+    // The service's SDK already wrote "MCP error <code>: " into its message, and McpError writes it again.
+    throw new McpError(code, String(message).replace(/^MCP error -?\d+: /, ''), data);
   }
   if (response.ok && answer && 'result' in answer) return answer.result;
   // The endpoint's own refusals before the protocol (401 for the key, 429 of the stage) are REST errors.

@@ -312,6 +312,16 @@ describe('npm run mcp over stdio', () => {
     await client.close();
   });
 
+  it("passes the service's protocol errors on as the service words them", async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await stdioClient(apiKey);
+    // The agent's SDK adds its one prefix; the bridge added a second (red team, round 27), a third with the service's.
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
+      /^MCP error -32602: MCP error -32602: Unknown tool: no_such_tool$/,
+    );
+    await client.close();
+  });
+
   it('reports a refused key as the error of the call', async () => {
     const client = await stdioClient('sk_live_0000000000000000000000000000000000000000');
     await expect(client.listTools()).rejects.toThrow(/answered 401: .*API key/i);
