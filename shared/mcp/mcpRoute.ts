@@ -273,14 +273,23 @@ async function toolResult(
   };
 }
 
-/** The REST answer's error with its message (why a capture failed), and for a 400 each detail with its field. */
+/**
+ * The REST answer's error with its message (why a capture failed), what its fields and headers tell a client to do
+ * next (an agent has no headers: red team, round 27), and for a 400 each detail with its field.
+ */
 function errorText(error: unknown): string {
-  const { body } = errorAnswer(error, 'screenshot');
+  const { body, headers } = errorAnswer(error, 'screenshot');
   const details = Array.isArray(body.details) ? (body.details as { path: unknown[]; message: string }[]) : [];
+  const next = [
+    typeof body.required === 'number' && typeof body.available === 'number'
+      ? `this call costs ${body.required} credits, the balance is ${body.available}`
+      : undefined,
+    headers['Retry-After'] ? `try again in ${headers['Retry-After']} s` : undefined,
+  ].filter((part) => part !== undefined);
   const reason =
-    details.length === 0 && typeof body.message === 'string'
+    (details.length === 0 && typeof body.message === 'string'
       ? `${body.error}: ${body.message}`
-      : String(body.error);
+      : String(body.error)) + (next.length > 0 ? ` (${next.join('; ')})` : '');
   const lines = details
     .slice(0, MAX_ERROR_DETAILS)
     // A detail about the arguments as a whole (an unknown one) has no field to name.

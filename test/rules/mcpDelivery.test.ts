@@ -192,3 +192,24 @@ describe('an MCP call the agent cancelled in a request of its own', () => {
     expect(await service.credits.balance('acct')).toBe(9);
   });
 });
+
+describe('a refused call', () => {
+  /** Red team (round 27): an agent has no headers, and the text said only "Rate limit exceeded" or "Insufficient credits". */
+  it('tells the agent what it costs against the balance, and when to try again', async () => {
+    const service = memoryScreenshotService({ now: () => Date.now(), rateLimit: 1 });
+    const { key } = await service.addKey('acct', Date.now());
+    const route = mcpRoute(service);
+    const textOf = async (name: string) => {
+      const answer = JSON.parse(
+        String((await route(mcpPost(key, toolCall({ name, arguments: { url: 'https://a.test/' } })))).body),
+      );
+      expect(answer.result.isError).toBe(true);
+      return answer.result.content[0].text as string;
+    };
+    await service.credits.set('acct', 1);
+    expect(await textOf('get_page_pdf')).toBe(
+      'Insufficient credits (this call costs 2 credits, the balance is 1)',
+    );
+    expect(await textOf('take_screenshot')).toMatch(/^Rate limit exceeded \(try again in \d+ s\)$/);
+  });
+});
