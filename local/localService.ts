@@ -26,6 +26,7 @@ import { createUsageHistory } from '../shared/wiring/usage';
 import { createWebhookSecretManagement } from '../shared/wiring/webhooks';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
+import { assertFreeSpace } from './diskSpace';
 import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
 import {
@@ -83,6 +84,8 @@ export interface LocalServiceOptions {
   maxConnections?: number;
   /** How long a connection may take to send a request's headers (HEADERS_TIMEOUT_MS); shortened by tests only. */
   headersTimeoutMs?: number;
+  /** The free space asked for under dataDir (MIN_FREE_BYTES); raised by tests only. */
+  minFreeBytes?: number;
 }
 
 /**
@@ -137,6 +140,7 @@ export interface LocalService {
  */
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   await ownerOnlyDir(options.dataDir);
+  await assertFreeSpace(options.dataDir, options.minFreeBytes);
   const baseEnv = options.env ?? process.env;
   // An invalid setting stops the start before anything listens.
   const config = readServiceConfig(baseEnv);

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { SANDBOX_SUMMARY, sandboxChoice } from '../shared/capture/chromiumSandbox';
 import { readServiceConfig } from '../shared/config';
+import { isDiskFull } from './diskSpace';
 import { exitUnlessSupportedNode } from './supportedNode';
 
 // Checked before the service's modules load: on an older Node they may fail to load at all, with a less clear error.
@@ -17,6 +18,14 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const port = Number(process.env.PORT || 3000);
 // Read before anything starts: a CHROMIUM_SANDBOX that is not on, off or auto stops npm start with its reason.
 const sandbox = sandboxChoice(process.env, process.getuid?.());
+
+// A write that finds the disk full ends the process from inside dynalite or s3rver (diskSpace.ts): say why first.
+process.on('uncaughtExceptionMonitor', (error) => {
+  if (isDiskFull(error))
+    process.stderr.write(
+      `\nnpm start stopped: the disk of ${dataDir} is full. Free some space and start again.\n\n`,
+    );
+});
 
 const service = await startLocalService({ dataDir, port });
 const demoToken = service.idp.mintToken('demo');

@@ -4,6 +4,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { isDiskFull } from '../../local/diskSpace';
 import { startLocalService } from '../../local/localService';
 import { unusedPort } from '../helpers/pageServer';
 
@@ -89,5 +90,39 @@ describe('a port another program holds', () => {
       other.close();
       await rm(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a disk with too little free space under DATA_DIR', () => {
+  /**
+   * Red team (round 27): the table's LevelDB and the local S3 API write there inside the server's process, and a
+   * write that found the disk full ended it, with every account's requests in flight; on a full disk, the start
+   * failed with dynalite's "Database is closed". The start now says why, before anything listens.
+   */
+  it('stops the start saying how much is free and what to do', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-startup-'));
+    const port = await unusedPort();
+    try {
+      await expect(
+        startLocalService({ dataDir, port, inMemoryStore: true, minFreeBytes: Number.MAX_SAFE_INTEGER }),
+      ).rejects.toThrow(/^Only \d+ MB are free on the disk of .*: npm start needs \d+ MB\. Free some space/);
+      await expect(fetch(`http://127.0.0.1:${port}/api/keys`)).rejects.toThrow();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('knows a write that found the disk full, as Node and LevelDB report it', () => {
+    expect(
+      isDiskFull(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })),
+    ).toBe(true);
+    expect(
+      isDiskFull(
+        Object.assign(new Error('IO error: /d/dynamodb/000003.log: No space left on device'), {
+          code: 'LEVEL_IO_ERROR',
+        }),
+      ),
+    ).toBe(true);
+    expect(isDiskFull(new Error('Database is closed'))).toBe(false);
   });
 });
