@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { logger } from '../shared/logger';
+import type { DiskRoom } from './diskSpace';
 import { claimsCredential, type LocalCredentials, sigV4Verifier } from './sigV4Verifier';
 
 /** What a signature gate checks requests against: the API's signing scope, and its largest request. */
@@ -24,6 +25,8 @@ export function requireAwsJsonSignature(
   server: Server,
   credentials: LocalCredentials,
   api: SignedApi,
+  /** Given when the server writes to a disk: what it refuses when there is no room (DiskRoom). */
+  writesNeedRoom?: DiskRoom,
 ): SignatureGate {
   const verify = sigV4Verifier(credentials, api.region, api.service);
   let draining = false;
@@ -71,6 +74,8 @@ export function requireAwsJsonSignature(
           'The request signature we calculated does not match the signature you provided.',
         );
       }
+      if (writesNeedRoom && !READS.has(operationOf(req)) && !(await writesNeedRoom(body.length)))
+        return refuseNoRoom(res);
       // Still being checked when the drain began: refused too, never handed on.
       if (draining) return refuseStopping(res);
       handedOn.add(answeredBy(res, handedOn));
@@ -106,6 +111,33 @@ function answeredBy(res: ServerResponse, pending: Set<Promise<void>>): Promise<v
   });
   void answered.then(() => pending.delete(answered));
   return answered;
+}
+
+/** DynamoDB's operations that write nothing. */
+const READS = new Set([
+  'GetItem',
+  'BatchGetItem',
+  'Query',
+  'Scan',
+  'DescribeTable',
+  'ListTables',
+  'DescribeTimeToLive',
+  'ListTagsOfResource',
+]);
+
+/** The operation an AWS JSON request names: `X-Amz-Target: DynamoDB_20120810.PutItem`. */
+function operationOf(req: IncomingMessage): string {
+  return (
+    String(req.headers['x-amz-target'] ?? '')
+      .split('.')
+      .pop() ?? ''
+  );
+}
+
+/** DynamoDB's own failure, which its clients retry and then answer as the store being unavailable (503). */
+function refuseNoRoom(res: ServerResponse): void {
+  logger.error('The local table refused a write: its disk is full');
+  refuse(res, 500, 'The disk is full', false, 'com.amazonaws.dynamodb.v20120810#InternalServerError');
 }
 
 /** A 503 the SDKs retry, and the connection closed: the API is stopping (SignatureGate.drain). */

@@ -21,6 +21,23 @@ export async function assertFreeSpace(dir: string, minFree = MIN_FREE_BYTES): Pr
   );
 }
 
+/**
+ * Free space the local table and S3 API keep back: below it they refuse writes, which their clients answer `503`,
+ * instead of handing them to dynalite or s3rver, which end the server's process when a write finds the disk full.
+ */
+export const WRITE_RESERVE_BYTES = 32 * 1024 * 1024;
+
+/** Whether there is room for a write of `bytes` (and the reserve) now. */
+export type DiskRoom = (bytes: number) => Promise<boolean>;
+
+/** The room left on the disk of `dir`, read at each write (statfs, a few microseconds). */
+export function diskRoom(dir: string, reserve = WRITE_RESERVE_BYTES): DiskRoom {
+  return async (bytes) => {
+    const { bavail, bsize } = await statfs(dir);
+    return bavail * bsize >= reserve + bytes;
+  };
+}
+
 /** Whether an error is a write that found the disk full (Node's ENOSPC, or LevelDB's IO error saying so). */
 export function isDiskFull(error: unknown): boolean {
   return (

@@ -15,6 +15,7 @@ import { createDynamoClient, type DynamoTimeouts } from '../shared/store/dynamoC
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { tableDefinition } from '../shared/store/table';
 import { requireAwsJsonSignature } from './awsJsonSignatureGate';
+import { type DiskRoom, diskRoom } from './diskSpace';
 import { serveOwnClientsOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { type LocalCredentials, localCredentials } from './sigV4Verifier';
@@ -49,10 +50,13 @@ export async function startEmbeddedDynamo(options: {
   port?: number;
   /** Where its secret is kept: by default the data dir's (random per start in memory without one). */
   secretFile?: string;
+  /** Whether a write has room on the disk (diskSpace.ts); by default the data dir's disk, less its reserve. */
+  diskRoom?: DiskRoom;
 }): Promise<EmbeddedDynamo> {
   const secretFile = options.secretFile ?? (options.dataDir && localDynamoSecretFile(options.dataDir));
+  const path = options.dataDir && (await ownerOnlyDir(join(options.dataDir, 'dynamodb')));
   const server: Server = dynalite({
-    ...(options.dataDir ? { path: await ownerOnlyDir(join(options.dataDir, 'dynamodb')) } : {}),
+    ...(path ? { path } : {}),
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,
@@ -62,12 +66,18 @@ export async function startEmbeddedDynamo(options: {
   );
   // dynalite checks no signature and answers any origin's CORS preflight: only our own clients, with our
   // credentials, get through.
-  const gate = requireAwsJsonSignature(server, credentials, {
-    region: LOCAL_DYNAMO_REGION,
-    service: 'dynamodb',
-    // DynamoDB's largest request: a batch write.
-    maxBodyBytes: 16 * 1024 * 1024,
-  });
+  const gate = requireAwsJsonSignature(
+    server,
+    credentials,
+    {
+      region: LOCAL_DYNAMO_REGION,
+      service: 'dynamodb',
+      // DynamoDB's largest request: a batch write.
+      maxBodyBytes: 16 * 1024 * 1024,
+    },
+    // LevelDB throws a failed write out of dynalite's callback, which ends the process (red team, round 27).
+    options.diskRoom ?? (path ? diskRoom(path) : undefined),
+  );
   serveOwnClientsOnly(server);
   server.listen(options.port ?? 0, '127.0.0.1');
   await once(server, 'listening');

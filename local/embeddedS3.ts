@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import S3rver from 's3rver';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
+import { type DiskRoom, diskRoom } from './diskSpace';
 import { answerOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { GATE_HEADER, startS3SignatureGate } from './s3SignatureGate';
@@ -36,11 +37,17 @@ export const LOCAL_IMAGE_BUCKET = 'screenshot-images';
 /** The region the local S3 client signs for (shared/store/s3ImageStore.ts); the gate accepts only this one. */
 const LOCAL_S3_REGION = 'us-east-1';
 
-export async function startEmbeddedS3(options: { dataDir: string }): Promise<EmbeddedS3> {
+export async function startEmbeddedS3(options: {
+  dataDir: string;
+  /** Whether a write has room on the disk (diskSpace.ts); by default the data dir's disk, less its reserve. */
+  diskRoom?: DiskRoom;
+}): Promise<EmbeddedS3> {
+  const directory = await ownerOnlyDir(join(options.dataDir, 's3'));
+  const writesNeedRoom = options.diskRoom ?? diskRoom(directory);
   const server = new S3rver({
     address: '127.0.0.1',
     port: 0,
-    directory: await ownerOnlyDir(join(options.dataDir, 's3')),
+    directory,
     silent: true,
     configureBuckets: [{ name: LOCAL_IMAGE_BUCKET }],
   });
@@ -54,7 +61,14 @@ export async function startEmbeddedS3(options: { dataDir: string }): Promise<Emb
   const portFile = join(options.dataDir, 's3-port');
   const remembered = Number(await readFile(portFile, 'utf8').catch(() => '0')) || 0;
   const startGate = (port: number) =>
-    startS3SignatureGate({ upstreamPort, upstreamToken, credentials, region: LOCAL_S3_REGION, port });
+    startS3SignatureGate({
+      upstreamPort,
+      upstreamToken,
+      credentials,
+      region: LOCAL_S3_REGION,
+      port,
+      writesNeedRoom,
+    });
   // The remembered port may have been taken by something else meanwhile: then any free one, remembered instead.
   const gate = await startGate(remembered)
     .catch((error: NodeJS.ErrnoException) => {

@@ -12,6 +12,8 @@ import {
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream';
 import { ownPorts } from '../shared/egress/ownPorts';
+import { logger } from '../shared/logger';
+import type { DiskRoom } from './diskSpace';
 import {
   bodyMatchesHash,
   claimsCredential,
@@ -47,6 +49,8 @@ export async function startS3SignatureGate(options: {
   region: string;
   /** The port to listen on; 0 for any. */
   port: number;
+  /** What the store is refused when there is no room for it (diskSpace.ts). */
+  writesNeedRoom: DiskRoom;
 }): Promise<S3SignatureGate> {
   const verify = sigV4Verifier(options.credentials, options.region);
   /** A request to s3rver, marked as come through this gate. */
@@ -87,6 +91,11 @@ export async function startS3SignatureGate(options: {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
         if (!bodyMatchesHash(req.headers, body))
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
+        // s3rver writes an object with no error handler: a full disk ended the server's process (red team).
+        if (!['GET', 'HEAD'].includes(method) && !(await options.writesNeedRoom(body.length))) {
+          logger.error('The local S3 API refused a write: its disk is full');
+          return deny(res, 503, 'ServiceUnavailable', 'The disk is full');
+        }
         if (!(await copySourceMatches(req.headers, toUpstream)))
           return deny(
             res,
