@@ -30,11 +30,14 @@ export const WRITE_RESERVE_BYTES = 32 * 1024 * 1024;
 /** Whether there is room for a write of `bytes` (and the reserve) now. */
 export type DiskRoom = (bytes: number) => Promise<boolean>;
 
-/** The room left on the disk of `dir`, read at each write (statfs, a few microseconds). */
+/**
+ * The room left on the disk of `dir`, read at each write (statfs, a few microseconds). A disk that cannot be read
+ * (the folder deleted under the server) has none: the write is refused, never thrown into the gate's handler.
+ */
 export function diskRoom(dir: string, reserve = WRITE_RESERVE_BYTES): DiskRoom {
   return async (bytes) => {
-    const { bavail, bsize } = await statfs(dir);
-    return bavail * bsize >= reserve + bytes;
+    const disk = await statfs(dir).catch(() => undefined);
+    return disk !== undefined && disk.bavail * disk.bsize >= reserve + bytes;
   };
 }
 

@@ -6,9 +6,10 @@ import {
   randomUUID,
   sign,
 } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Jwks } from 'aws-jwt-verify/jwk';
+import { createWhole, readWhole } from '../shared/store/wholeFile';
 import { SESSION_TOKEN_LIFETIME_SECONDS } from '../shared/timing';
 
 /**
@@ -35,18 +36,20 @@ export interface SigningKey {
 export async function loadLocalIdp(dataDir: string): Promise<LocalIdp> {
   const dir = join(dataDir, 'idp');
   const file = join(dir, 'signing-key.json');
-  let stored: { kid: string; pem: string };
-  try {
-    stored = JSON.parse(await readFile(file, 'utf8'));
-  } catch {
+  let stored = await readFile(file).then(storedKey, () => undefined);
+  if (!stored) {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    stored = { kid: randomUUID(), pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+    const made = { kid: randomUUID(), pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    await writeFile(file, JSON.stringify(stored), { mode: 0o600, flag: 'wx' }).catch(async (error) => {
-      // Another process created it first: use theirs.
-      if (error.code !== 'EEXIST') throw error;
-      stored = JSON.parse(await readFile(file, 'utf8'));
-    });
+    // Written whole or not at all; another process that created it first (or a file cut short) is read.
+    stored = (await createWhole(file, JSON.stringify(made)))
+      ? made
+      : storedKey(await readWhole(file, (content) => storedKey(content) !== undefined));
+  }
+  if (!stored) {
+    throw new Error(
+      `${file} is not a signing key written whole: delete it and start again (sessions signed in end)`,
+    );
   }
   const key: SigningKey = { kid: stored.kid, privateKey: createPrivateKey(stored.pem) };
   return {
@@ -85,4 +88,16 @@ export function signAccessToken(key: SigningKey, claims: Record<string, unknown>
   const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   const signingInput = `${encode({ alg: 'RS256', typ: 'JWT', kid: key.kid })}.${encode(payload)}`;
   return `${signingInput}.${sign('RSA-SHA256', Buffer.from(signingInput), key.privateKey).toString('base64url')}`;
+}
+
+/** The key a signing-key file holds, or undefined for one that is not one (empty, cut short). */
+function storedKey(content: Buffer): { kid: string; pem: string } | undefined {
+  try {
+    const parsed = JSON.parse(content.toString('utf8')) as { kid?: unknown; pem?: unknown };
+    return typeof parsed.kid === 'string' && typeof parsed.pem === 'string'
+      ? { kid: parsed.kid, pem: parsed.pem }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }

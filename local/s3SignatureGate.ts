@@ -91,8 +91,10 @@ export async function startS3SignatureGate(options: {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
         if (!bodyMatchesHash(req.headers, body))
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
-        // s3rver writes an object with no error handler: a full disk ended the server's process (red team).
-        if (!['GET', 'HEAD'].includes(method) && !(await options.writesNeedRoom(body.length))) {
+        // s3rver writes an object with no error handler: a full disk ended the server's process (red team). A copy
+        // may be as large as any object stored through this gate.
+        const writes = req.headers['x-amz-copy-source'] === undefined ? body.length : MAX_BODY_BYTES;
+        if (!['GET', 'HEAD'].includes(method) && !(await options.writesNeedRoom(writes))) {
           logger.error('The local S3 API refused a write: its disk is full');
           return deny(res, 503, 'ServiceUnavailable', 'The disk is full');
         }

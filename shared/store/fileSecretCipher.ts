@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, readFile, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from '../errors';
 import { logger } from '../logger';
 import { AES_GCM_KEY_BYTES, AesGcmSecretCipher } from '../signing/aesGcmSecretCipher';
 import type { SecretCipher } from '../signing/secretCipher';
+import { createWhole, readWhole } from './wholeFile';
 
 /**
  * A cipher whose key lives in `path` (created, readable by its owner only, on first use), read once per process.
@@ -31,39 +32,16 @@ export function fileSecretCipher(path: string): SecretCipher {
   };
 }
 
-/**
- * The random key kept in `path`, created (owner-only) on first use. Written whole or not at all: into a file of its
- * own, flushed, then linked to `path`, which fails if another process linked its key first (that one is read). A key
- * written straight to `path` on a full disk left an empty file there, which every later start read as its key (red
- * team, round 27).
- */
+/** The random key kept in `path`, created (owner-only, whole or not at all: wholeFile.ts) on first use. */
 export async function loadOrCreateKey(path: string, bytes = AES_GCM_KEY_BYTES): Promise<Buffer> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const key = randomBytes(bytes);
-  const draft = `${path}.${randomBytes(6).toString('hex')}.new`;
-  try {
-    const file = await open(draft, 'wx', 0o600);
-    try {
-      await file.writeFile(key);
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    await link(draft, path);
-    return key;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return await keptKey(path, bytes);
-  } finally {
-    await rm(draft, { force: true });
-  }
-}
-
-async function keptKey(path: string, bytes: number): Promise<Buffer> {
-  const key = await readFile(path);
-  if (key.length === bytes) return key;
+  if (await createWhole(path, key)) return key;
+  // Another process made it first (two starting at once): theirs.
+  const kept = await readWhole(path, (content) => content.length === bytes);
+  if (kept.length === bytes) return kept;
   throw new Error(
-    `${path} holds ${key.length} bytes, not a key of ${bytes}: it was not written whole (a full disk?), so nothing ` +
-      'was sealed with it. Delete it and start again',
+    `${path} holds ${kept.length} bytes, not a key of ${bytes}: it was not written whole, so nothing was sealed ` +
+      'with it. Delete it and start again',
   );
 }

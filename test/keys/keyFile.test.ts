@@ -1,7 +1,8 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { loadLocalIdp } from '../../local/idp';
 import { StoreUnavailableError } from '../../shared/errors';
 import { fileSecretCipher, loadOrCreateKey } from '../../shared/store/fileSecretCipher';
 
@@ -36,7 +37,7 @@ it('refuses a key file cut short, saying which and what to do', async () => {
   for (const bytes of [0, 31, 33]) {
     await writeFile(path, Buffer.alloc(bytes));
     await expect(loadOrCreateKey(path)).rejects.toThrow(
-      `${path} holds ${bytes} bytes, not a key of 32: it was not written whole (a full disk?), so nothing was sealed with it. Delete it and start again`,
+      `${path} holds ${bytes} bytes, not a key of 32: it was not written whole, so nothing was sealed with it. Delete it and start again`,
     );
   }
   expect(await readdir(dir)).toEqual(['signing-secrets.key']);
@@ -51,4 +52,16 @@ it('answers a key it cannot read as the store being unavailable, and reads it ag
   await rm(path);
   const sealed = await cipher.seal('secret', 'key_1');
   expect(await cipher.open(sealed, 'key_1')).toBe('secret');
+});
+
+it("gives the identity provider's starts one signing key, and names a key file cut short", async () => {
+  const started = await Promise.all(Array.from({ length: 4 }, () => loadLocalIdp(dir)));
+  expect(new Set(started.map((idp) => idp.jwks.keys[0]?.kid)).size).toBe(1);
+  expect(await readdir(join(dir, 'idp'))).toEqual(['signing-key.json']);
+  const other = join(dir, 'other');
+  await mkdir(join(other, 'idp'), { recursive: true });
+  await writeFile(join(other, 'idp', 'signing-key.json'), '{"kid":"k","pem":"-----BEGIN');
+  await expect(loadLocalIdp(other)).rejects.toThrow(
+    `${join(other, 'idp', 'signing-key.json')} is not a signing key written whole: delete it and start again`,
+  );
 });

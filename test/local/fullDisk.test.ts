@@ -95,4 +95,6 @@ describe('the local S3 API on a full disk', () => {
 it("reads a disk's room with statfs: none beyond the whole disk, some for a small write", async () => {
   expect(await diskRoom(dataDir, 0)(1)).toBe(true);
   expect(await diskRoom(dataDir, Number.MAX_SAFE_INTEGER)(0)).toBe(false);
+  // A folder deleted under the server: no room, and no error thrown into the gate (review: it ended the process).
+  expect(await diskRoom(join(dataDir, 'deleted'), 0)(1)).toBe(false);
 });
