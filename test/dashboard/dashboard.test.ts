@@ -662,6 +662,26 @@ describe('an account owner in the dashboard', () => {
     expect(width).toBeLessThanOrEqual(PHONE.width);
   });
 
+  it('keeps the usage table a table on a phone: one line a day, keys and jobs as cards', async () => {
+    // Red team (round 27): as cards of five labelled lines, 30 days took 4,500 pixels of mostly zeros.
+    await page.$eval('#usage-daily', (details) => {
+      (details as HTMLDetailsElement).open = true;
+    });
+    const layout = await page.evaluate(() => ({
+      days: [...document.querySelectorAll('#usage-days tr')].map((row) => ({
+        display: getComputedStyle(row).display,
+        height: row.getBoundingClientRect().height,
+      })),
+      keys: getComputedStyle(document.querySelector('#keys-body tr') as Element).display,
+      width: document.documentElement.scrollWidth,
+    }));
+    expect(layout.days.length).toBeGreaterThanOrEqual(7);
+    for (const day of layout.days) expect(day).toMatchObject({ display: 'table-row' });
+    expect(Math.max(...layout.days.map((day) => day.height))).toBeLessThan(60);
+    expect(layout.keys).toBe('block');
+    expect(layout.width).toBeLessThanOrEqual(PHONE.width);
+  });
+
   it('signs out and forgets the session', async () => {
     await page.click('#sign-out');
     await waitShown('#local-signin');
