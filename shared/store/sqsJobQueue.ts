@@ -3,6 +3,17 @@ import { StoreUnavailableError } from '../errors';
 import type { JobQueue, QueueMessage } from '../jobs/jobQueue';
 import { MAX_QUEUE_DELAY_SECONDS } from '../jobs/jobQueue';
 import { logger } from '../logger';
+import { isServiceOutage } from './storeUnavailable';
+
+/** SQS's answers that mean "not now" rather than "no". */
+const TRANSIENT_SQS_ERRORS = new Set([
+  'RequestThrottled',
+  'ThrottlingException',
+  'KmsThrottled',
+  'InternalFailure',
+  'ServiceUnavailable',
+  'TimeoutError',
+]);
 
 /** SendMessageBatch's bound. */
 const SEND_BATCH_LIMIT = 10;
@@ -24,14 +35,16 @@ export class SqsJobQueue implements JobQueue {
   ) {}
 
   /**
-   * Any failure is the queue's outage to the caller, as DynamoDB's are (storeUnavailable.ts): the intake answers
-   * `503` with `Retry-After`, not a bare 500 (red team, round 27: the local queue's full disk, or SQS's errors after
-   * the client's tries).
+   * A queue out of reach, throttling or failing on its side is an outage to the caller, as DynamoDB's are
+   * (storeUnavailable.ts): the intake answers `503` with `Retry-After`, not a bare 500 (red team, round 27: the local
+   * queue's full disk). Its other answers (a queue that does not exist, access denied) go up as they are.
    */
   async send(messages: QueueMessage[], delaySeconds = 0): Promise<void> {
     try {
       await this.sendAll(messages, delaySeconds);
     } catch (error) {
+      if (!(error instanceof StoreUnavailableError) && !isServiceOutage(error, TRANSIENT_SQS_ERRORS))
+        throw error;
       logger.error('Job queue unavailable', { error: error instanceof Error ? error : String(error) });
       throw new StoreUnavailableError();
     }
@@ -58,7 +71,10 @@ export class SqsJobQueue implements JobQueue {
             new SendMessageBatchCommand({ QueueUrl: chunk.queueUrl, Entries: entries }),
           );
           const failed = new Set((answer.Failed ?? []).map((entry) => entry.Id));
-          if (failed.size > 0 && round >= 2) throw new Error(`${failed.size} queue messages not sent`);
+          if (failed.size > 0 && round >= 2) {
+            logger.error('Queue messages not sent', { count: failed.size });
+            throw new StoreUnavailableError();
+          }
           entries = entries.filter((entry) => failed.has(entry.Id));
         }
       }),

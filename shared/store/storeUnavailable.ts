@@ -15,13 +15,13 @@ const TRANSIENT_ERROR_NAMES = new Set([
 ]);
 
 /**
- * True when a DynamoDB call failed because the service was unreachable, timed out, throttled or failed on its side,
- * after the SDK's own retries. Errors with an HTTP status below 500 (a failed condition, a validation error) are
- * answers, not outages, and pass through unchanged.
+ * True when an AWS call failed because the service was unreachable, timed out, throttled (one of `transient`, the
+ * service's names for "not now") or failed on its side, after the SDK's own retries. Errors with an HTTP status below
+ * 500 (a failed condition, a validation error, a queue that does not exist) are answers, not outages.
  */
-function isStoreUnavailable(error: unknown): boolean {
+export function isServiceOutage(error: unknown, transient: ReadonlySet<string>): boolean {
   if (!(error instanceof Error)) return false;
-  if (TRANSIENT_ERROR_NAMES.has(error.name)) return true;
+  if (transient.has(error.name)) return true;
   const metadata = (error as { $metadata?: { httpStatusCode?: number } }).$metadata;
   if (!metadata) return false;
   // The SDK attaches $metadata to network failures too (refused, reset), without a status.
@@ -41,7 +41,7 @@ export function translateStoreOutages(client: DynamoDBClient): void {
       try {
         return await next(args);
       } catch (error) {
-        if (!isStoreUnavailable(error)) throw error;
+        if (!isServiceOutage(error, TRANSIENT_ERROR_NAMES)) throw error;
         logger.error('DynamoDB unavailable', { operation: context.commandName, error: error as Error });
         throw new StoreUnavailableError();
       }
