@@ -447,7 +447,7 @@ describe('an account owner in the dashboard', () => {
     // no Refresh (red team, round 27: the figures stayed old until it was clicked).
     await page
       .waitForFunction(() => document.getElementById('usage-summary')?.dataset.captures === '3', {
-        timeout: 15_000,
+        timeout: 20_000,
         polling: 500,
       })
       .catch(async (error) => {
@@ -502,7 +502,8 @@ describe('an account owner in the dashboard', () => {
       blockCookieBanners: true,
       blockChats: true,
     });
-    await waitText('#result-caption', /credit/);
+    // The caption of the capture before stays until the answer's body is read: wait for this one's (scale 2: 3 credits).
+    await waitText('#result-caption', /image\/png · 3 credits charged$/);
     const shown = await page.$eval('#result-image', async (element) => {
       const image = element as HTMLImageElement;
       await image.decode();
@@ -556,8 +557,8 @@ describe('an account owner in the dashboard', () => {
     expect(sent.url).toBeUndefined();
     expect(sent.fullPage).toBeUndefined();
     expect(response.headers()['content-type']).toBe('application/pdf');
-    await waitText('#result-caption', /credit/);
-    expect(await text('#result-caption')).toMatch(/application\/pdf · 2 credits charged$/);
+    // The caption of the capture before stays until the answer's body is read: wait for this one's.
+    await waitText('#result-caption', /application\/pdf · 2 credits charged$/);
     const shown = await page.$eval('#result', (figure) => ({
       image: (figure.querySelector('#result-image') as HTMLElement).hidden,
       download: (figure.querySelector('#result-download') as HTMLAnchorElement).hidden,

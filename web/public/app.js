@@ -27,7 +27,7 @@ const dates = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyl
 /** How long a success notice stays, unless the next action clears it first. */
 const NOTICE_MS = 8000;
 /** When usage is read again after an answer (ms after it): its record is written just after the answer. */
-const USAGE_SETTLED_MS = [1000, 5000];
+const USAGE_SETTLED_MS = [1000, 5000, 15000];
 
 let config;
 let session = null;
@@ -165,10 +165,15 @@ async function refreshBalance() {
 
 // ---- Usage ----
 
+/** Reads of usage asked for so far: an answer that a later read overtook is not shown. */
+let usageReads = 0;
+
 async function refreshUsage() {
   const range = /** @type {HTMLSelectElement} */ ($('usage-range'));
+  const read = ++usageReads;
   try {
     const report = await withSession((token) => callApi(usagePath(Number(range.value)), { token }));
+    if (read !== usageReads) return;
     say('usage-error', '');
     await showUsage(report, range.selectedOptions[0]?.textContent ?? '');
   } catch (error) {
@@ -179,7 +184,7 @@ async function refreshUsage() {
 
 /**
  * After an answer that used a key: the usage records are written just after an answer was sent (docs/api.md 16), so
- * a look at once may miss it; looked at again twice, later (red team, round 27: the figures stayed old).
+ * a look at once may miss it; looked at again, later (red team, round 27: the figures stayed old).
  */
 function refreshUsageAfterAnswer() {
   refreshUsage();
