@@ -92,9 +92,11 @@ export async function startS3SignatureGate(options: {
         if (!bodyMatchesHash(req.headers, body))
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
         // s3rver writes an object with no error handler: a full disk ended the server's process (red team). A copy
-        // may be as large as any object stored through this gate.
-        const writes = req.headers['x-amz-copy-source'] === undefined ? body.length : MAX_BODY_BYTES;
-        if (!['GET', 'HEAD'].includes(method) && !(await options.writesNeedRoom(writes))) {
+        // writes as much as its source holds.
+        if (
+          !['GET', 'HEAD'].includes(method) &&
+          !(await options.writesNeedRoom(await written(req, body, toUpstream)))
+        ) {
           logger.error('The local S3 API refused a write: its disk is full');
           return deny(res, 503, 'ServiceUnavailable', 'The disk is full');
         }
@@ -143,6 +145,24 @@ async function copySourceMatches(headers: IncomingHttpHeaders, toUpstream: Upstr
   const source = headers['x-amz-copy-source'];
   const expected = headers['x-amz-copy-source-if-match'];
   if (typeof source !== 'string' || typeof expected !== 'string') return true;
+  const answer = await headOf(source, toUpstream);
+  return answer.statusCode === 200 && answer.headers.etag === expected;
+}
+
+/**
+ * The bytes a write adds: its body, or what a copy's source holds (its size read from s3rver; the largest object this
+ * gate takes when it cannot be read: flat, every copy of a small image needed 96 MB free, red team round 28).
+ */
+async function written(req: IncomingMessage, body: Buffer, toUpstream: UpstreamRequest): Promise<number> {
+  const source = req.headers['x-amz-copy-source'];
+  if (typeof source !== 'string') return body.length;
+  const answer = await headOf(source, toUpstream).catch(() => undefined);
+  const size = Number(answer?.headers['content-length']);
+  return answer?.statusCode === 200 && Number.isSafeInteger(size) ? size : MAX_BODY_BYTES;
+}
+
+/** s3rver's HEAD answer for a copy source (`bucket/key`, maybe with `?versionId=`), its body left unread. */
+async function headOf(source: string, toUpstream: UpstreamRequest): Promise<IncomingMessage> {
   const answer = await new Promise<IncomingMessage>((resolve, reject) => {
     const head = toUpstream('HEAD', `/${source.replace(/^\//, '').split('?')[0]}`);
     head.on('response', resolve);
@@ -150,7 +170,7 @@ async function copySourceMatches(headers: IncomingHttpHeaders, toUpstream: Upstr
     head.end();
   });
   answer.resume();
-  return answer.statusCode === 200 && answer.headers.etag === expected;
+  return answer;
 }
 
 /** The whole body, or undefined past MAX_BODY_BYTES. */

@@ -282,7 +282,7 @@ function errorText(error: unknown): string {
   const details = Array.isArray(body.details) ? (body.details as { path: unknown[]; message: string }[]) : [];
   const next = [
     typeof body.required === 'number' && typeof body.available === 'number'
-      ? `this call costs ${body.required} credits, the balance is ${body.available}`
+      ? `this call costs ${body.required} ${body.required === 1 ? 'credit' : 'credits'}, the balance is ${body.available}`
       : undefined,
     headers['Retry-After'] ? `try again in ${headers['Retry-After']} s` : undefined,
   ].filter((part) => part !== undefined);

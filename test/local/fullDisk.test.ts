@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +24,12 @@ import { localS3Client } from '../helpers/store';
 
 let dataDir: string;
 let room = true;
-const testRoom = async () => room;
+/** The sizes of the writes the gates asked room for. */
+const asked: number[] = [];
+const testRoom = async (bytes: number) => {
+  asked.push(bytes);
+  return room;
+};
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'full-disk-'));
@@ -66,7 +72,8 @@ describe('the local S3 API on a full disk', () => {
     const images = new S3ImageStore(localS3Client(s3), s3.bucket);
     const info = (bytes: Buffer): StoredImageInfo => ({
       contentType: 'image/png',
-      etag: '"e"',
+      // S3's own ETag of the bytes, as a capture's is: a copy is made only while the source still has it.
+      etag: `"${createHash('md5').update(bytes).digest('hex')}"`,
       bytes: bytes.length,
       width: 1,
       height: 1,
@@ -86,6 +93,20 @@ describe('the local S3 API on a full disk', () => {
       room = true;
       await images.put('images/cache/a/two', first, info(first));
       expect((await images.get('images/cache/a/two'))?.image?.toString()).toBe('first');
+      // A copy asks room for what its source holds (red team, round 28: a flat 64 MiB refused every copy of a
+      // small image while under 96 MB were free).
+      asked.length = 0;
+      const stored = info(first);
+      expect(
+        await images.copyIfUnchanged(
+          'images/cache/a/one',
+          'images/linked/a/one',
+          stored.etag,
+          stored.storedAt,
+          stored.expiresAt,
+        ),
+      ).toBe(true);
+      expect(asked).toEqual([first.length]);
     } finally {
       await s3.close();
     }
