@@ -228,6 +228,67 @@ describe('the dashboard for a new user', () => {
     listed = null;
   });
 
+  /**
+   * Red team (round 28, accessibility): white on the dark theme's accent was 2.69:1, field edges 1.45:1, the yellow
+   * focus ring 1.6:1 on white; and a form's focused control, disabled while its request ran, left the keyboard at
+   * the top of the page.
+   */
+  it('keeps text, field edges and the focus ring in contrast, in both themes', async () => {
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }]);
+      const ratios = await page.evaluate(() => {
+        // `rgb(r, g, b)` as computed, or `#rrggbb` as the custom properties are written.
+        const rgb = (colour: string) =>
+          colour.startsWith('#')
+            ? [1, 3, 5].map((at) => Number.parseInt(colour.slice(at, at + 2), 16))
+            : (colour.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number);
+        const luminance = (colour: string) => {
+          const [r = 0, g = 0, b = 0] = rgb(colour).map((c) => {
+            const v = c / 255;
+            return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+          });
+          return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+        };
+        const ratio = (a: string, b: string) => {
+          const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+          return ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05);
+        };
+        const page = getComputedStyle(document.body).backgroundColor;
+        const button = getComputedStyle(document.getElementById('try-submit') as Element);
+        const field = getComputedStyle(document.getElementById('try-url') as Element);
+        const root = getComputedStyle(document.documentElement);
+        return {
+          button: ratio(button.color, button.backgroundColor),
+          field: ratio(field.borderTopColor, page),
+          // The ring is the yellow outline with a dark edge around it: the better of the two against the page.
+          focus: Math.max(
+            ratio(root.getPropertyValue('--focus').trim(), page),
+            ratio(root.getPropertyValue('--focus-edge').trim(), page),
+          ),
+        };
+      });
+      expect(ratios.button, scheme).toBeGreaterThanOrEqual(4.5);
+      expect(ratios.field, scheme).toBeGreaterThanOrEqual(3);
+      expect(ratios.focus, scheme).toBeGreaterThanOrEqual(3);
+    }
+    await page.emulateMediaFeatures([]);
+  });
+
+  it('leaves the keyboard where it was after a capture from the keyboard, and at the sign-in form after signing out', async () => {
+    // A key of its own in the form (the one there was revoked above).
+    await createKey('keyboard');
+    await page.click('#dismiss-key');
+    await fillIn('#try-url', `${pages.origin}/hello`);
+    await page.focus('#try-submit');
+    await page.keyboard.press('Enter');
+    await waitText('#try-status', /^Captured\./);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('try-submit');
+    await page.focus('#sign-out');
+    await page.keyboard.press('Enter');
+    await waitShown('#local-signin');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('account-id');
+  });
+
   it('ran without a script error or a Content-Security-Policy violation', () => {
     expect(problems).toEqual([]);
   });

@@ -53,6 +53,9 @@ function notify(text) {
 async function busy(form, work) {
   // Those already disabled (options the chosen format does not take) stay so.
   const controls = [...form.elements].filter((control) => !control.disabled);
+  // A control disabled while focused loses its focus to the page: it is given back after, unless the work moved it
+  // (red team, round 28: a keyboard user was left at the top of the page after every capture).
+  const focused = document.activeElement;
   form.setAttribute('aria-busy', 'true');
   for (const control of controls) control.disabled = true;
   try {
@@ -60,6 +63,8 @@ async function busy(form, work) {
   } finally {
     for (const control of controls) control.disabled = false;
     form.removeAttribute('aria-busy');
+    if (focused instanceof HTMLElement && focused.isConnected && document.activeElement === document.body)
+      focused.focus();
   }
 }
 
@@ -101,6 +106,8 @@ function signOut(message = '') {
     return;
   }
   showSignIn(message);
+  // The control that signed out is hidden with the dashboard: the keyboard goes on at the sign-in form.
+  $(config?.mode === 'local' ? 'account-id' : 'hosted-signin-button').focus();
 }
 
 /**
