@@ -51,6 +51,12 @@ export interface KeyStore {
   findByHash(keyHash: string): Promise<KeyIdentity | undefined>;
   /** The key of a signed link by its id, with strongly consistent reads; undefined when it is deleted or unknown. */
   findSigningKey(keyId: string): Promise<SigningKey | undefined>;
+  /**
+   * The identity of an account's key by its id, as its authentication item says (strongly consistent): what decides
+   * whether a queued job's key still works. Every key has that item; keys made before signed links have no signing
+   * item, and their jobs failed `401` when it was asked instead (red team, round 28).
+   */
+  findById(accountId: string, keyId: string): Promise<KeyIdentity | undefined>;
   /** Records use of a key; implementations may coalesce writes (docs/api.md allows 60 s of lag). */
   touchLastUsed(identity: KeyIdentity, now: number): Promise<void>;
 }

@@ -317,6 +317,13 @@ export class DynamoKeyStore implements KeyStore {
     return { accountId: String(Item.accountId), keyId: String(Item.keyId), isActive: Item.isActive === true };
   }
 
+  async findById(accountId: string, keyId: string): Promise<KeyIdentity | undefined> {
+    const listing = await this.listingItem(accountId, keyId);
+    if (!listing) return undefined;
+    const identity = await this.findByHash(String(listing.keyHash));
+    return identity?.keyId === keyId && identity.accountId === accountId ? identity : undefined;
+  }
+
   async findSigningKey(keyId: string): Promise<SigningKey | undefined> {
     const { Item } = await this.db.send(
       new GetCommand({ TableName: this.tableName, Key: itemKey.signingKey(keyId), ConsistentRead: true }),

@@ -65,10 +65,8 @@ export function createJobWorker(client: DynamoDBClient, env: NodeJS.ProcessEnv, 
     runJob: runJob({
       ...stores,
       // The authentication item decides, as for a Bearer key or a signed link (not the listing's copy of the state).
-      keyActive: async (accountId, keyId) => {
-        const identity = (await stores.keys.findSigningKey(keyId))?.identity;
-        return identity?.accountId === accountId && identity.isActive;
-      },
+      keyActive: async (accountId, keyId) =>
+        (await stores.keys.findById(accountId, keyId))?.isActive === true,
       queue: options.queue,
       renderer: options.renderer,
       urlPolicy: createUrlPolicy({ allowPrivateHosts: config.allowPrivateHosts }),

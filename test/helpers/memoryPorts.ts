@@ -106,6 +106,11 @@ export class MemoryKeyStore implements KeyStore {
     return record && { accountId: record.accountId, keyId: record.id, isActive: record.isActive };
   }
 
+  async findById(accountId: string, keyId: string): Promise<KeyIdentity | undefined> {
+    const record = this.records.get(keyId);
+    return record?.accountId === accountId ? { accountId, keyId, isActive: record.isActive } : undefined;
+  }
+
   async findSigningKey(keyId: string): Promise<SigningKey | undefined> {
     const record = this.records.get(keyId);
     return (

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localSigningKeyFile } from '../../local/embeddedS3';
@@ -9,6 +10,7 @@ import { withinMetadataBudget } from '../../shared/capture/metadataBudget';
 import { MAX_METADATA_PROPERTIES, MAX_METADATA_TEXT } from '../../shared/capture/renderer';
 import { MAX_QUEUED_HTML_BYTES } from '../../shared/screenshot/schema';
 import { PAGE_METADATA_SUFFIX } from '../../shared/store/s3ImageStore';
+import { itemKey } from '../../shared/store/table';
 import { createWebhookSecrets } from '../../shared/wiring/webhooks';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
 import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
@@ -174,6 +176,23 @@ describe('an async capture', () => {
         .subarray(1, 4)
         .toString(),
     ).toBe('PNG');
+    expect(await balanceOf(account.token)).toBe(BALANCE - 1);
+  });
+
+  it('runs the job of a key made before signed links, which has no signing item (red team, round 28)', async () => {
+    const account = await service.newAccount();
+    // Keys of that time had a listing and an authentication item only.
+    const { TableNames: [table] = [] } = await service.dynamo.client.send(new ListTablesCommand({}));
+    await DynamoDBDocumentClient.from(service.dynamo.client).send(
+      new DeleteCommand({ TableName: table, Key: itemKey.signingKey(account.keyId) }),
+    );
+    const accepted = await post('/api/screenshot', account.apiKey, {
+      url: `${pages.origin}/red`,
+      async: true,
+    });
+    expect(accepted.status).toBe(202);
+    const job = await waitFor(`/api/jobs/${accepted.body.id}`, account.apiKey, finished);
+    expect(job).toMatchObject({ status: 'succeeded', error: null });
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
   });
 
