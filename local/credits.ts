@@ -14,6 +14,7 @@ import {
   localDynamoSecretFile,
   startEmbeddedDynamo,
 } from './embeddedDynamo';
+import { ownerOnlyDir } from './ownerOnlyDir';
 import { STATE_FILE } from './stateFile';
 
 /**
@@ -100,6 +101,9 @@ async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promi
     `note: no npm start is running with DATA_DIR=${dataDir}; this reads and changes that folder's own store, ` +
       'so run this command with the DATA_DIR you gave npm start\n',
   );
+  // Narrowed to its owner as `npm start` does, before the store may write into it (an older folder's table upgrade
+  // copies every item there: red team, round 28).
+  await ownerOnlyDir(dataDir);
   const embedded = await startEmbeddedDynamo({ dataDir, tableName: config.tableName });
   return { client: embedded.client, close: () => embedded.close() };
 }

@@ -47,7 +47,9 @@ export async function upgradeTable(
     items.push(...(page.Items ?? []));
     startKey = page.LastEvaluatedKey;
   } while (startKey);
-  await writeFile(`${copyFile}.partial`, JSON.stringify(items));
+  // Every item of the table, balances and key hashes too: its owner's alone, whichever command started the upgrade
+  // (red team, round 28: `npm run credits` on an old DATA_DIR wrote it readable by every user).
+  await writeFile(`${copyFile}.partial`, JSON.stringify(items), { mode: 0o600 });
   await rename(`${copyFile}.partial`, copyFile);
   logger.info('Local table made again with its indexes', { items: items.length });
   await rebuildFrom(client, tableName, items, copyFile);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -12,8 +12,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmbeddedDynamo } from '../../local/embeddedDynamo';
-import { tableSettled } from '../../local/tableUpgrade';
+import { tableSettled, upgradeTable } from '../../local/tableUpgrade';
 import { tableDefinition } from '../../shared/store/table';
+import { refuseCommands } from '../helpers/refusedCommands';
 
 /**
  * A DATA_DIR made before the table had its queued-jobs index: `npm start` gives the table its index and keeps every
@@ -78,6 +79,24 @@ describe('a local table of an earlier version', () => {
     await old.close();
 
     await expectUpgraded();
+  });
+
+  it("keeps the copy of the items its owner's alone, whatever the umask (red team, round 28)", async () => {
+    const store = await startEmbeddedDynamo({ tableName: TABLE });
+    await store.client.send(new PutItemCommand({ TableName: TABLE, Item: account }));
+    // The upgrade stops once the copy is written: the table cannot be dropped.
+    refuseCommands(store.client, 'no-drop', (name) =>
+      name === 'DeleteTableCommand' ? { name: 'InternalServerError', message: 'no' } : undefined,
+    );
+    const copy = join(dataDir, UPGRADE_FILE);
+    const umask = process.umask(0o022);
+    try {
+      await expect(upgradeTable(store.client, TABLE, copy)).rejects.toThrow();
+    } finally {
+      process.umask(umask);
+      await store.close();
+    }
+    expect((await stat(copy)).mode & 0o777).toBe(0o600);
   });
 
   it('finishes an upgrade a killed start left halfway, from the copy of the items it kept', async () => {
