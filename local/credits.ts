@@ -8,6 +8,7 @@ import { createDynamoClient } from '../shared/store/dynamoClient';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
 import { createStores } from '../shared/wiring/stores';
 import { ACCOUNT_ID_RULE, isAccountIdArgument } from './accountIdArgument';
+import { claimDataFormat } from './dataFormat';
 import {
   localDynamoClient,
   localDynamoCredentials,
@@ -104,6 +105,7 @@ async function openStore(): Promise<{ client: DynamoDBClient; close: () => Promi
   // Narrowed to its owner as `npm start` does, before the store may write into it (an older folder's table upgrade
   // copies every item there: red team, round 28).
   await ownerOnlyDir(dataDir);
+  await claimDataFormat(dataDir);
   const embedded = await startEmbeddedDynamo({ dataDir, tableName: config.tableName });
   return { client: embedded.client, close: () => embedded.close() };
 }

@@ -26,6 +26,7 @@ import { createUsageHistory } from '../shared/wiring/usage';
 import { createWebhookSecretManagement } from '../shared/wiring/webhooks';
 import { AdmissionQueue } from './admissionQueue';
 import { dashboardRoutes } from './dashboardRoutes';
+import { claimDataFormat } from './dataFormat';
 import { assertFreeSpace } from './diskSpace';
 import { type EmbeddedDynamo, localDynamoSecretFile, startEmbeddedDynamo } from './embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from './embeddedS3';
@@ -141,6 +142,7 @@ export interface LocalService {
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   await ownerOnlyDir(options.dataDir);
   await assertFreeSpace(options.dataDir, options.minFreeBytes);
+  await claimDataFormat(options.dataDir);
   const baseEnv = options.env ?? process.env;
   // An invalid setting stops the start before anything listens.
   const config = readServiceConfig(baseEnv);

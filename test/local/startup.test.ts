@@ -1,9 +1,10 @@
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DATA_FORMAT } from '../../local/dataFormat';
 import { isDiskFull } from '../../local/diskSpace';
 import { startLocalService } from '../../local/localService';
 import { unusedPort } from '../helpers/pageServer';
@@ -125,4 +126,24 @@ describe('a disk with too little free space under DATA_DIR', () => {
     ).toBe(true);
     expect(isDiskFull(new Error('Database is closed'))).toBe(false);
   });
+});
+
+describe('a data dir a newer version wrote', () => {
+  /** Red team (round 28): a rollback started on a newer version's data without a word, and failed its jobs 500. */
+  it('stops the start saying so, and marks a data dir of this version or an older one as its own', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-startup-'));
+    const port = await unusedPort();
+    try {
+      await writeFile(join(dataDir, 'data-format'), `${DATA_FORMAT + 1}\n`);
+      await expect(startLocalService({ dataDir, port, inMemoryStore: true })).rejects.toThrow(
+        `${dataDir} was written by a newer version of this service (data format ${DATA_FORMAT + 1}; this one reads up to ${DATA_FORMAT})`,
+      );
+      await rm(join(dataDir, 'data-format'));
+      const started = await startLocalService({ dataDir, port, inMemoryStore: true });
+      await started.close();
+      expect(await readFile(join(dataDir, 'data-format'), 'utf8')).toBe(`${DATA_FORMAT}\n`);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
