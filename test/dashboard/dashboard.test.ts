@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardConfig, dashboardRoutes } from '../../local/dashboardRoutes';
@@ -189,6 +190,23 @@ describe('the dashboard files on the local server', () => {
     ]) {
       expect((await service.request(path)).status).toBe(404);
     }
+  });
+});
+
+describe('the page’s controls', () => {
+  /** Red team (round 28, accessibility): four buttons named "Copy" and two fields "Page URL" (WCAG 2.4.6). */
+  it('name every button and field apart, for whoever hears them rather than sees them', async () => {
+    const html = await readFile(
+      fileURLToPath(new URL('../../web/public/index.html', import.meta.url)),
+      'utf8',
+    );
+    const buttons = [...html.matchAll(/<button\b([^>]*)>([^<]*)</g)].map(
+      ([, attributes = '', text = '']) => /aria-label="([^"]+)"/.exec(attributes)?.[1] ?? text.trim(),
+    );
+    const labels = [...html.matchAll(/<label for="[^"]+">([^<]+)</g)].map(([, text = '']) => text.trim());
+    for (const names of [buttons.filter((name) => name.startsWith('Copy')), labels])
+      expect(new Set(names).size).toBe(names.length);
+    expect(buttons.filter((name) => name.startsWith('Copy')).length).toBeGreaterThanOrEqual(4);
   });
 });
 
