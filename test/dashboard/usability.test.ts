@@ -274,6 +274,23 @@ describe('the dashboard for a new user', () => {
     await page.emulateMediaFeatures([]);
   });
 
+  it('says a few minutes ahead when the session ends (red team, round 28: the next action signed out unwarned)', async () => {
+    expect(await text('#session-warning')).toBe('');
+    await page.evaluate(() => {
+      const stored = JSON.parse(sessionStorage.getItem('dashboard.session') ?? '{}');
+      sessionStorage.setItem(
+        'dashboard.session',
+        JSON.stringify({ ...stored, expiresAt: Date.now() + 2 * 60_000 }),
+      );
+    });
+    await page.reload();
+    await waitText(
+      '#session-warning',
+      /^Your session ends at .+\. To keep working, sign out and sign in again/,
+    );
+    expect(await page.$eval('#session-warning', (element) => element.getAttribute('role'))).toBe('alert');
+  });
+
   it('leaves the keyboard where it was after a capture from the keyboard, and at the sign-in form after signing out', async () => {
     // A key of its own in the form (the one there was revoked above).
     await createKey('keyboard');
@@ -287,6 +304,7 @@ describe('the dashboard for a new user', () => {
     await page.keyboard.press('Enter');
     await waitShown('#local-signin');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('account-id');
+    expect(await text('#session-warning')).toBe('');
   });
 
   it('ran without a script error or a Content-Security-Policy violation', () => {

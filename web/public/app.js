@@ -26,6 +26,10 @@ const numbers = new Intl.NumberFormat();
 const dates = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 /** How long a success notice stays, unless the next action clears it first. */
 const NOTICE_MS = 8000;
+/** How long before a session ends the page says so (WCAG 2.2.1: time to act before the next action signs out). */
+const SESSION_WARNING_MS = 3 * 60_000;
+/** The warning's timer, for the session shown. */
+let sessionWarning;
 /** When usage is read again after an answer (ms after it): its record is written just after the answer. */
 const USAGE_SETTLED_MS = [1000, 5000, 15000];
 
@@ -89,6 +93,7 @@ function showDashboard() {
   $('who').hidden = false;
   say('who-name', `Signed in as ${session.accountName}`);
   say('signin-error', '');
+  warnBeforeSessionEnds(session);
   $('title').focus();
   refreshBalance();
   refreshUsage();
@@ -96,7 +101,29 @@ function showDashboard() {
   refreshJobs();
 }
 
+/**
+ * Says a few minutes ahead that the session ends, and when: the next action after it signs out and clears the forms
+ * (red team, round 28: nothing warned). A session cannot be extended here; signing in again gives an hour.
+ */
+function warnBeforeSessionEnds(shown) {
+  clearTimeout(sessionWarning);
+  say('session-warning', '');
+  const at = dates.format(new Date(shown.expiresAt));
+  sessionWarning = setTimeout(
+    () => {
+      if (session === shown)
+        say(
+          'session-warning',
+          `Your session ends at ${at}. To keep working, sign out and sign in again before then; what you typed here is cleared when it ends.`,
+        );
+    },
+    Math.max(0, shown.expiresAt - SESSION_WARNING_MS - Date.now()),
+  );
+}
+
 function signOut(message = '') {
+  clearTimeout(sessionWarning);
+  say('session-warning', '');
   forgetSession();
   session = null;
   clearAccount();
