@@ -142,13 +142,14 @@ export interface LocalService {
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   await ownerOnlyDir(options.dataDir);
   await assertFreeSpace(options.dataDir, options.minFreeBytes);
-  await claimDataFormat(options.dataDir);
   const baseEnv = options.env ?? process.env;
   // An invalid setting stops the start before anything listens.
   const config = readServiceConfig(baseEnv);
   const visibility = visibilityTimeoutSeconds(baseEnv);
   // The front's requests and the worker's jobs share the local Chromium fairly, as Lambda's concurrency would.
   const admission = captureQueue(baseEnv, config.captureHeadroom);
+  // Marked once the settings are known good: a start that stops on them leaves the folder as it was.
+  await claimDataFormat(options.dataDir);
   // The port must be known before the rest starts (the identity provider's JWKS address names it), so the server
   // listens at once and answers 503 until the API is ready: a request is never left without an answer.
   const headersTimeoutMs = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;

@@ -28,12 +28,12 @@ export async function createWhole(path: string, data: Buffer | string): Promise<
 }
 
 /** How long a file another process is creating (createWhole) is waited for. */
-const CREATION_WAIT_MS = 1_000;
+const CREATION_WAIT_MS = 5_000;
 const READ_AGAIN_MS = 50;
 
 /**
  * The content of a file that another process may be creating at this moment (createWhole): read again until
- * `whole` holds of it or a second has passed, then returned as it is.
+ * `whole` holds of it or five seconds have passed (a disk under load), then returned as it is.
  */
 export async function readWhole(path: string, whole: (content: Buffer) => boolean): Promise<Buffer> {
   for (let waited = 0; ; waited += READ_AGAIN_MS) {

@@ -259,6 +259,10 @@ describe('the dashboard for a new user', () => {
         const root = getComputedStyle(document.documentElement);
         return {
           button: ratio(button.color, button.backgroundColor),
+          placeholder: ratio(
+            getComputedStyle(document.getElementById('try-url') as Element, '::placeholder').color,
+            page,
+          ),
           field: ratio(field.borderTopColor, page),
           // The ring is the yellow outline with a dark edge around it: the better of the two against the page.
           focus: Math.max(
@@ -269,6 +273,7 @@ describe('the dashboard for a new user', () => {
       });
       expect(ratios.button, scheme).toBeGreaterThanOrEqual(4.5);
       expect(ratios.field, scheme).toBeGreaterThanOrEqual(3);
+      expect(ratios.placeholder, scheme).toBeGreaterThanOrEqual(4.5);
       expect(ratios.focus, scheme).toBeGreaterThanOrEqual(3);
     }
     await page.emulateMediaFeatures([]);

@@ -136,7 +136,12 @@ describe('a data dir a newer version wrote', () => {
     try {
       await writeFile(join(dataDir, 'data-format'), `${DATA_FORMAT + 1}\n`);
       await expect(startLocalService({ dataDir, port, inMemoryStore: true })).rejects.toThrow(
-        `${dataDir} was written by a newer version of this service (data format ${DATA_FORMAT + 1}; this one reads up to ${DATA_FORMAT})`,
+        `${dataDir} was written by a newer version of this service (its data-format says "${DATA_FORMAT + 1}"; this one reads up to ${DATA_FORMAT})`,
+      );
+      // A mark it cannot read is a newer one's too.
+      await writeFile(join(dataDir, 'data-format'), '{"format":2}');
+      await expect(startLocalService({ dataDir, port, inMemoryStore: true })).rejects.toThrow(
+        'was written by a newer version of this service',
       );
       await rm(join(dataDir, 'data-format'));
       const started = await startLocalService({ dataDir, port, inMemoryStore: true });

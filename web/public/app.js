@@ -420,6 +420,8 @@ async function buildLink(event) {
   );
   say('signed-link', link);
   $('copy-link').hidden = false;
+  // Said, not only shown: the link appears below the form, out of sight of whoever hears the page (red team, round 28).
+  notify('Signed link built: it is below, with the image it loads.');
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
   preview.alt = `Screenshot of ${options.url}`;
   preview.src = link;
