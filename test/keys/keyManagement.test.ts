@@ -1,3 +1,4 @@
+import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RouteEventOptions as EventOptions, routeEvent } from '../../local/apiGatewayEvent';
 import type { EmbeddedDynamo } from '../../local/embeddedDynamo';
@@ -5,6 +6,8 @@ import { ephemeralIdentityProvider } from '../../local/ephemeralIdp';
 import { invocationContext } from '../../local/invocationContext';
 import type { BufferedLambdaHandler } from '../../shared/http/adapter/apiGateway';
 import type { KeyRouteName } from '../../shared/http/keyRoutes';
+import { DynamoKeyStore } from '../../shared/store/dynamoKeyStore';
+import { itemKey } from '../../shared/store/table';
 import { createKeyManagement } from '../../shared/wiring/keyManagement';
 import { keyLambdas } from '../../shared/wiring/lambdaHandlers';
 import { hostileSessionTokens } from '../helpers/hostileSessionTokens';
@@ -432,5 +435,31 @@ describe('session tokens', () => {
   it('accepts a token signed with the trusted key', async () => {
     const { token } = newAccount();
     expect((await call('listKeys', { bearer: token })).status).toBe(200);
+  });
+});
+
+describe('a key found by its id (what judges a queued job’s key)', () => {
+  it('is its account’s alone, inactive once revoked, gone once deleted, and found without its signing item', async () => {
+    const owner = newAccount();
+    const key = await createKey(owner.token);
+    const keys = new DynamoKeyStore(DynamoDBDocumentClient.from(store.client), TEST_TABLE);
+    expect(await keys.findById(owner.id, key.id)).toEqual({
+      accountId: owner.id,
+      keyId: key.id,
+      isActive: true,
+    });
+    expect(await keys.findById(newAccount().id, key.id)).toBeUndefined();
+    // Keys made before signed links had no signing item (red team, round 28).
+    await DynamoDBDocumentClient.from(store.client).send(
+      new DeleteCommand({ TableName: TEST_TABLE, Key: itemKey.signingKey(key.id) }),
+    );
+    expect((await keys.findById(owner.id, key.id))?.isActive).toBe(true);
+    const path = { pathParameters: { id: key.id } };
+    expect(
+      (await call('updateKey', { bearer: owner.token, ...path, body: { isActive: false } })).status,
+    ).toBe(200);
+    expect((await keys.findById(owner.id, key.id))?.isActive).toBe(false);
+    expect((await call('deleteKey', { bearer: owner.token, ...path })).status).toBe(200);
+    expect(await keys.findById(owner.id, key.id)).toBeUndefined();
   });
 });

@@ -211,5 +211,20 @@ describe('a refused call', () => {
       'Insufficient credits (this call costs 2 credits, the balance is 1)',
     );
     expect(await textOf('take_screenshot')).toMatch(/^Rate limit exceeded \(try again in \d+ s\)$/);
+    // One credit is one credit (red team, round 28).
+    const broke = memoryScreenshotService({ now: () => Date.now() });
+    const other = await broke.addKey('broke', Date.now());
+    const answer = JSON.parse(
+      String(
+        (
+          await mcpRoute(broke)(
+            mcpPost(other.key, toolCall({ name: 'take_screenshot', arguments: { url: 'https://a.test/' } })),
+          )
+        ).body,
+      ),
+    );
+    expect(answer.result.content[0].text).toBe(
+      'Insufficient credits (this call costs 1 credit, the balance is 0)',
+    );
   });
 });
