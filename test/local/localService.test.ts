@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -184,12 +184,15 @@ describe('the command-line tools', () => {
 
   it("`credits` says so when no server runs with its DATA_DIR (it would change that folder's own store)", async () => {
     const elsewhere = await mkdtemp(join(tmpdir(), 'credits-elsewhere-'));
+    // As an older version left its folder (red team, round 28: the command then wrote into it readable by all).
+    await chmod(elsewhere, 0o755);
     try {
       const { stdout, stderr } = await run('npx', ['tsx', 'local/credits.ts', 'get', 'credit-user'], {
         env: { ...env(), DATA_DIR: elsewhere },
       });
       expect(JSON.parse(stdout)).toEqual({ accountId: 'credit-user', balance: 0 });
       expect(stderr).toContain(`no npm start is running with DATA_DIR=${elsewhere}`);
+      expect((await stat(elsewhere)).mode & 0o777).toBe(0o700);
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }
