@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_IMAGE_BUCKET } from '../../local/embeddedS3';
-import type { StoredImageInfo } from '../../shared/delivery/imageStore';
 import { S3ImageStore } from '../../shared/store/s3ImageStore';
-import { localS3Client, startTestDelivery } from '../helpers/store';
+import { imageInfo, localS3Client, startTestDelivery } from '../helpers/store';
 
 /**
  * Reads of a stored image while an earlier read's bytes are still held (an answer still being sent) share that copy
@@ -23,22 +22,11 @@ afterAll(async () => {
   await delivery?.close();
 });
 
-const info = (bytes: Buffer, etag: string): StoredImageInfo => ({
-  contentType: 'image/png',
-  etag,
-  bytes: bytes.length,
-  width: 1,
-  height: 1,
-  truncated: false,
-  storedAt: Date.now(),
-  expiresAt: Date.now() + 3_600_000,
-});
-
 describe('reads of a stored image', () => {
   it('leave an object over the size asked for unread: its info comes alone, and the next read still works', async () => {
     const key = 'images/cache/acct/large';
     const bytes = randomBytes(256 * 1024);
-    await images.put(key, bytes, info(bytes, '"large"'));
+    await images.put(key, bytes, imageInfo(bytes, '"large"'));
     const over = await images.get(key, bytes.length - 1);
     expect(over).toEqual({ info: expect.objectContaining({ etag: '"large"', bytes: bytes.length }) });
     expect(over?.image).toBeUndefined();
@@ -51,7 +39,7 @@ describe('reads of a stored image', () => {
     const own = await startTestDelivery();
     const store = new S3ImageStore(localS3Client(own.s3), LOCAL_IMAGE_BUCKET);
     const bytes = randomBytes(8 * 1024 * 1024);
-    await store.put('images/cache/acct/unread', bytes, info(bytes, '"unread"'));
+    await store.put('images/cache/acct/unread', bytes, imageInfo(bytes, '"unread"'));
     expect((await store.get('images/cache/acct/unread', 1024))?.image).toBeUndefined();
     const closed = own.close().then(() => 'closed');
     const held = new Promise((resolve) => setTimeout(resolve, 10_000, 'still open'));
@@ -61,7 +49,7 @@ describe('reads of a stored image', () => {
   it('share the copy an earlier read still holds, and read a new version anew', async () => {
     const key = 'images/cache/acct/entry';
     const first = randomBytes(64 * 1024);
-    await images.put(key, first, info(first, '"one"'));
+    await images.put(key, first, imageInfo(first, '"one"'));
     const held = await images.get(key);
     const again = await images.get(key);
     expect(held?.image?.equals(first)).toBe(true);
@@ -69,7 +57,7 @@ describe('reads of a stored image', () => {
 
     // Captured again: other bytes under the same key.
     const second = randomBytes(64 * 1024);
-    await images.put(key, second, info(second, '"two"'));
+    await images.put(key, second, imageInfo(second, '"two"'));
     const fresh = await images.get(key);
     expect(fresh?.image?.equals(second)).toBe(true);
     expect(fresh?.info.etag).toBe('"two"');
@@ -80,7 +68,7 @@ describe('reads of a stored image', () => {
   it('keep the stored facts of each read, also of the same bytes written again', async () => {
     const key = 'images/cache/acct/rewritten';
     const bytes = randomBytes(1024);
-    const older = { ...info(bytes, '"same"'), storedAt: 1_000 };
+    const older = { ...imageInfo(bytes, '"same"'), storedAt: 1_000 };
     await images.put(key, bytes, older);
     const held = await images.get(key);
     await images.put(key, bytes, { ...older, storedAt: 2_000 });

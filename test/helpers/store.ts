@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +6,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type EmbeddedDynamo, startEmbeddedDynamo } from '../../local/embeddedDynamo';
 import { type EmbeddedS3, localSigningKeyFile, startEmbeddedS3 } from '../../local/embeddedS3';
+import type { StoredImageInfo } from '../../shared/delivery/imageStore';
 import { createS3Client } from '../../shared/store/s3ImageStore';
 
 export const TEST_TABLE = 'screenshot-test';
@@ -50,4 +52,24 @@ export function localS3Client(s3: EmbeddedS3): S3Client {
       secretAccessKey: s3.env.LOCAL_S3_SECRET_ACCESS_KEY,
     },
   });
+}
+
+/**
+ * What is stored beside a 1x1 PNG of `bytes` for an hour from now; its etag by default S3's own of the bytes (MD5),
+ * as a capture's is, so that a copy made only while the source still has it (copyIfUnchanged) is made.
+ */
+export function imageInfo(
+  bytes: Buffer,
+  etag = `"${createHash('md5').update(bytes).digest('hex')}"`,
+): StoredImageInfo {
+  return {
+    contentType: 'image/png',
+    etag,
+    bytes: bytes.length,
+    width: 1,
+    height: 1,
+    truncated: false,
+    storedAt: Date.now(),
+    expiresAt: Date.now() + 3_600_000,
+  };
 }

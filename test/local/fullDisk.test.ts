@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,11 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diskRoom } from '../../local/diskSpace';
 import { startEmbeddedDynamo } from '../../local/embeddedDynamo';
 import { startEmbeddedS3 } from '../../local/embeddedS3';
-import type { StoredImageInfo } from '../../shared/delivery/imageStore';
 import { StoreUnavailableError } from '../../shared/errors';
 import { S3ImageStore } from '../../shared/store/s3ImageStore';
 import { translateStoreOutages } from '../../shared/store/storeUnavailable';
-import { localS3Client } from '../helpers/store';
+import { imageInfo, localS3Client } from '../helpers/store';
 
 /**
  * Red team (round 27): the local table (dynalite on LevelDB) and S3 API (s3rver) write under DATA_DIR inside the
@@ -70,33 +68,22 @@ describe('the local S3 API on a full disk', () => {
     room = true;
     const s3 = await startEmbeddedS3({ dataDir, diskRoom: testRoom });
     const images = new S3ImageStore(localS3Client(s3), s3.bucket);
-    const info = (bytes: Buffer): StoredImageInfo => ({
-      contentType: 'image/png',
-      // S3's own ETag of the bytes, as a capture's is: a copy is made only while the source still has it.
-      etag: `"${createHash('md5').update(bytes).digest('hex')}"`,
-      bytes: bytes.length,
-      width: 1,
-      height: 1,
-      truncated: false,
-      storedAt: Date.now(),
-      expiresAt: Date.now() + 3_600_000,
-    });
     const first = Buffer.from('first');
     try {
-      await images.put('images/cache/a/one', first, info(first));
+      await images.put('images/cache/a/one', first, imageInfo(first));
       room = false;
-      await expect(images.put('images/cache/a/two', first, info(first))).rejects.toBeInstanceOf(
+      await expect(images.put('images/cache/a/two', first, imageInfo(first))).rejects.toBeInstanceOf(
         StoreUnavailableError,
       );
       expect((await images.get('images/cache/a/one'))?.image?.toString()).toBe('first');
       expect(await images.head('images/cache/a/two')).toBeUndefined();
       room = true;
-      await images.put('images/cache/a/two', first, info(first));
+      await images.put('images/cache/a/two', first, imageInfo(first));
       expect((await images.get('images/cache/a/two'))?.image?.toString()).toBe('first');
       // A copy asks room for what its source holds (red team, round 28: a flat 64 MiB refused every copy of a
       // small image while under 96 MB were free).
       asked.length = 0;
-      const stored = info(first);
+      const stored = imageInfo(first);
       expect(
         await images.copyIfUnchanged(
           'images/cache/a/one',
