@@ -74,8 +74,11 @@ export function requireAwsJsonSignature(
           'The request signature we calculated does not match the signature you provided.',
         );
       }
-      if (writesNeedRoom && !READS.has(operationOf(req)) && !(await writesNeedRoom(body.length)))
-        return refuseNoRoom(res);
+      if (writesNeedRoom && !READS.has(operationOf(req))) {
+        const room = await writesNeedRoom(body.length);
+        if (!room) return refuseNoRoom(res);
+        res.once('close', room);
+      }
       // Still being checked when the drain began: refused too, never handed on.
       if (draining) return refuseStopping(res);
       handedOn.add(answeredBy(res, handedOn));

@@ -1,4 +1,5 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
@@ -16,10 +17,10 @@ const FORMAT_FILE = 'data-format';
  */
 export async function claimDataFormat(dataDir: string): Promise<void> {
   const file = join(dataDir, FORMAT_FILE);
-  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return '0';
-    throw error;
-  });
+  const kind = await stat(file).catch(() => undefined);
+  // A FIFO would be read for ever, a folder not at all (red team, round 29).
+  if (kind && !kind.isFile()) throw new Error(`${file} is not a file: remove it, or choose another DATA_DIR`);
+  const text = kind ? await readFile(file, 'utf8') : '0';
   const found = /^\d+\n?$/.test(text) ? Number(text) : Number.NaN;
   if (!(found <= DATA_FORMAT)) {
     throw new Error(
@@ -28,6 +29,8 @@ export async function claimDataFormat(dataDir: string): Promise<void> {
     );
   }
   if (found === DATA_FORMAT) return;
-  await writeFile(`${file}.new`, `${DATA_FORMAT}\n`, { mode: 0o600 });
-  await rename(`${file}.new`, file);
+  // A draft of its own: `npm start` and `npm run credits` may mark a new folder at the same moment.
+  const draft = `${file}.${randomBytes(6).toString('hex')}.new`;
+  await writeFile(draft, `${DATA_FORMAT}\n`, { mode: 0o600 });
+  await rename(draft, file);
 }

@@ -93,12 +93,14 @@ export async function startS3SignatureGate(options: {
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
         // s3rver writes an object with no error handler: a full disk ended the server's process (red team). A copy
         // writes as much as its source holds.
-        if (
-          !['GET', 'HEAD'].includes(method) &&
-          !(await options.writesNeedRoom(await written(req, body, toUpstream)))
-        ) {
-          logger.error('The local S3 API refused a write: its disk is full');
-          return deny(res, 503, 'ServiceUnavailable', 'The disk is full');
+        if (!['GET', 'HEAD'].includes(method)) {
+          const room = await options.writesNeedRoom(await written(req, body, toUpstream));
+          if (!room) {
+            logger.error('The local S3 API refused a write: its disk is full');
+            return deny(res, 503, 'ServiceUnavailable', 'The disk is full');
+          }
+          // Taken until s3rver has answered: the object is written by then.
+          res.once('close', room);
         }
         if (!(await copySourceMatches(req.headers, toUpstream)))
           return deny(

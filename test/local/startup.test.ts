@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DATA_FORMAT } from '../../local/dataFormat';
+import { claimDataFormat, DATA_FORMAT } from '../../local/dataFormat';
 import { isDiskFull } from '../../local/diskSpace';
 import { startLocalService } from '../../local/localService';
 import { unusedPort } from '../helpers/pageServer';
@@ -151,4 +151,20 @@ describe('a data dir a newer version wrote', () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('the data-format mark', () => {
+  /** Red team (round 29): two marks at once failed on one draft's name; a FIFO in its place hung the start. */
+  it('is written by starts at the same moment, and refuses what is not a file, naming it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'screenshot-startup-'));
+    try {
+      await Promise.all(Array.from({ length: 8 }, () => claimDataFormat(dataDir)));
+      expect(await readFile(join(dataDir, 'data-format'), 'utf8')).toBe(`${DATA_FORMAT}\n`);
+      await rm(join(dataDir, 'data-format'));
+      await mkdir(join(dataDir, 'data-format'));
+      await expect(claimDataFormat(dataDir)).rejects.toThrow(`${join(dataDir, 'data-format')} is not a file`);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
 });
