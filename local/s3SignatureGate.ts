@@ -91,10 +91,11 @@ export async function startS3SignatureGate(options: {
         if (body === undefined) return deny(res, 413, 'EntityTooLarge', 'The body is too large');
         if (!bodyMatchesHash(req.headers, body))
           return deny(res, 400, 'XAmzContentSHA256Mismatch', 'The body does not match x-amz-content-sha256');
+        const source = await copySource(req.headers, toUpstream);
         // s3rver writes an object with no error handler: a full disk ended the server's process (red team). A copy
         // writes as much as its source holds.
         if (!['GET', 'HEAD'].includes(method)) {
-          const room = await options.writesNeedRoom(await written(req, body, toUpstream));
+          const room = await options.writesNeedRoom(source ? source.bytes : body.length);
           if (!room) {
             logger.error('The local S3 API refused a write: its disk is full');
             return deny(res, 503, 'ServiceUnavailable', 'The disk is full');
@@ -102,7 +103,7 @@ export async function startS3SignatureGate(options: {
           // Taken until s3rver has answered: the object is written by then.
           res.once('close', room);
         }
-        if (!(await copySourceMatches(req.headers, toUpstream)))
+        if (source && !source.matches)
           return deny(
             res,
             412,
@@ -139,28 +140,28 @@ export async function startS3SignatureGate(options: {
 }
 
 /**
- * Whether a copy's `x-amz-copy-source-if-match` holds, as S3 checks it: s3rver ignores it, and a cache hit's copy
- * then took a newer capture over the copy that earlier links name (red team). Read just before the copy is passed
- * on; a request without the condition holds.
+ * A copy's source, read once from s3rver just before the copy is passed on (undefined for any other request):
+ * - `bytes`, what the copy writes (red team, round 28: a flat 64 MiB made every copy of a small image need 96 MB
+ *   free); the largest object this gate takes when the source cannot be read.
+ * - `matches`, whether its `x-amz-copy-source-if-match` holds, as S3 checks it: s3rver ignores it, and a cache hit's
+ *   copy then took a newer capture over the copy that earlier links name (red team). A copy without the condition
+ *   holds; one with it whose source cannot be read fails.
  */
-async function copySourceMatches(headers: IncomingHttpHeaders, toUpstream: UpstreamRequest) {
+async function copySource(
+  headers: IncomingHttpHeaders,
+  toUpstream: UpstreamRequest,
+): Promise<{ bytes: number; matches: boolean } | undefined> {
   const source = headers['x-amz-copy-source'];
+  if (typeof source !== 'string') return undefined;
   const expected = headers['x-amz-copy-source-if-match'];
-  if (typeof source !== 'string' || typeof expected !== 'string') return true;
-  const answer = await headOf(source, toUpstream);
-  return answer.statusCode === 200 && answer.headers.etag === expected;
-}
-
-/**
- * The bytes a write adds: its body, or what a copy's source holds (its size read from s3rver; the largest object this
- * gate takes when it cannot be read: flat, every copy of a small image needed 96 MB free, red team round 28).
- */
-async function written(req: IncomingMessage, body: Buffer, toUpstream: UpstreamRequest): Promise<number> {
-  const source = req.headers['x-amz-copy-source'];
-  if (typeof source !== 'string') return body.length;
-  const answer = await headOf(source, toUpstream).catch(() => undefined);
+  const head = headOf(source, toUpstream);
+  const answer = await (typeof expected === 'string' ? head : head.catch(() => undefined));
   const size = Number(answer?.headers['content-length']);
-  return answer?.statusCode === 200 && Number.isSafeInteger(size) ? size : MAX_BODY_BYTES;
+  const found = answer?.statusCode === 200;
+  return {
+    bytes: found && Number.isSafeInteger(size) ? size : MAX_BODY_BYTES,
+    matches: typeof expected !== 'string' || (found && answer?.headers.etag === expected),
+  };
 }
 
 /** s3rver's HEAD answer for a copy source (`bucket/key`, maybe with `?versionId=`), its body left unread. */
