@@ -43,7 +43,8 @@ export class SqsJobQueue implements JobQueue {
     try {
       await this.sendAll(messages, delaySeconds);
     } catch (error) {
-      if (!(error instanceof StoreUnavailableError) && !isServiceOutage(error, TRANSIENT_SQS_ERRORS))
+      // Messages still refused after three rounds are an outage already told (sendAll).
+      if (error instanceof StoreUnavailableError || !isServiceOutage(error, TRANSIENT_SQS_ERRORS))
         throw error;
       logger.error('Job queue unavailable', { error: error instanceof Error ? error : String(error) });
       throw new StoreUnavailableError();
