@@ -10,10 +10,15 @@ export const MIN_FREE_BYTES = 64 * 1024 * 1024;
 
 const megabytes = (bytes: number) => Math.floor(bytes / (1024 * 1024));
 
+/** The bytes this user may still write on the disk of `dir`. */
+async function freeBytes(dir: string): Promise<number> {
+  const { bavail, bsize } = await statfs(dir);
+  return bavail * bsize;
+}
+
 /** Refuses to start on a disk with less than `minFree` bytes free for this user, saying where and what to do. */
 export async function assertFreeSpace(dir: string, minFree = MIN_FREE_BYTES): Promise<void> {
-  const { bavail, bsize } = await statfs(dir);
-  const free = bavail * bsize;
+  const free = await freeBytes(dir);
   if (free >= minFree) return;
   throw new Error(
     `Only ${megabytes(free)} MB are free on the disk of ${dir}, where the table, the images and the queue are ` +
@@ -42,8 +47,8 @@ export type DiskRoom = (bytes: number) => Promise<(() => void) | undefined>;
 export function diskRoom(dir: string, reserve = WRITE_RESERVE_BYTES): DiskRoom {
   let underWay = 0;
   return async (bytes) => {
-    const disk = await statfs(dir).catch(() => undefined);
-    if (disk === undefined || disk.bavail * disk.bsize < reserve + underWay + bytes) return undefined;
+    const free = await freeBytes(dir).catch(() => 0);
+    if (free < reserve + underWay + bytes) return undefined;
     underWay += bytes;
     let given = false;
     return () => {
