@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { replaceWhole } from '../shared/store/wholeFile';
 
 /**
  * The layout of what `npm start` keeps under DATA_DIR, raised with each change that an older version cannot read:
@@ -28,9 +28,6 @@ export async function claimDataFormat(dataDir: string): Promise<void> {
         `this one reads up to ${DATA_FORMAT}): start the newer version, or choose another DATA_DIR`,
     );
   }
-  if (found === DATA_FORMAT) return;
-  // A draft of its own: `npm start` and `npm run credits` may mark a new folder at the same moment.
-  const draft = `${file}.${randomBytes(6).toString('hex')}.new`;
-  await writeFile(draft, `${DATA_FORMAT}\n`, { mode: 0o600 });
-  await rename(draft, file);
+  // `npm start` and `npm run credits` may mark a new folder at the same moment.
+  if (found < DATA_FORMAT) await replaceWhole(file, `${DATA_FORMAT}\n`);
 }

@@ -1,4 +1,4 @@
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type AttributeValue,
@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { logger } from '../shared/logger';
 import { tableDefinition } from '../shared/store/table';
+import { replaceWhole } from '../shared/store/wholeFile';
 
 /** DynamoDB's BatchWriteItem bound. */
 const BATCH_WRITE_LIMIT = 25;
@@ -49,8 +50,7 @@ export async function upgradeTable(
   } while (startKey);
   // Every item of the table, balances and key hashes too: its owner's alone, whichever command started the upgrade
   // (red team, round 28: `npm run credits` on an old DATA_DIR wrote it readable by every user).
-  await writeFile(`${copyFile}.partial`, JSON.stringify(items), { mode: 0o600 });
-  await rename(`${copyFile}.partial`, copyFile);
+  await replaceWhole(copyFile, JSON.stringify(items));
   logger.info('Local table made again with its indexes', { items: items.length });
   await rebuildFrom(client, tableName, items, copyFile);
 }

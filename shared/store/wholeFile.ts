@@ -1,4 +1,5 @@
-import { type FileHandle, open, readFile, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { type FileHandle, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -40,5 +41,20 @@ export async function readWhole(path: string, whole: (content: Buffer) => boolea
     const content = await readFile(path);
     if (whole(content) || waited >= CREATION_WAIT_MS) return content;
     await sleep(READ_AGAIN_MS);
+  }
+}
+
+/**
+ * Puts `data` in `path` (owner-only) in place of what it held, whole or not at all: written beside it under a name of
+ * its own, then renamed over it, so that no reader sees half of it and writers at the same moment do not collide.
+ */
+export async function replaceWhole(path: string, data: string): Promise<void> {
+  const draft = `${path}.${randomBytes(6).toString('hex')}.new`;
+  try {
+    await writeFile(draft, data, { mode: 0o600 });
+    await rename(draft, path);
+  } catch (error) {
+    await rm(draft, { force: true });
+    throw error;
   }
 }
