@@ -21,6 +21,7 @@ import {
   type ListToolsResult,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { setArgumentsAside } from '../shared/mcp/argumentsAside';
 import { MCP_SERVER_INFO } from '../shared/mcp/mcpRoute';
 import { mcpEndpoint } from './mcpEndpoint';
 
@@ -75,12 +76,31 @@ function parsed(text: string): Record<string, unknown> | undefined {
 }
 
 const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
+// A call's params as the agent sent them, by its id, in the order the calls came: the bridge's SDK sees them with
+// their arguments set aside (as the endpoint does), for its own parse answers arguments that are no object, or a call
+// without a tool name, with an internal error and its validator's dump, where the service refuses them as documented
+// (red team, round 30). The service checks what it is forwarded.
+const sentParams = new Map<string | number, unknown[]>();
 server.setRequestHandler(
   ListToolsRequestSchema,
   async (request, extra) => (await forward('tools/list', request.params, extra.signal)) as ListToolsResult,
 );
-server.setRequestHandler(
-  CallToolRequestSchema,
-  async (request, extra) => (await forward('tools/call', request.params, extra.signal)) as CallToolResult,
-);
-await server.connect(new StdioServerTransport());
+server.setRequestHandler(CallToolRequestSchema, async (_request, extra) => {
+  const waiting = sentParams.get(extra.requestId) ?? [];
+  const params = waiting.shift();
+  if (waiting.length === 0) sentParams.delete(extra.requestId);
+  return (await forward('tools/call', params, extra.signal)) as CallToolResult;
+});
+const transport = new StdioServerTransport();
+await server.connect(transport);
+const deliver = transport.onmessage;
+transport.onmessage = (message) => {
+  const aside = setArgumentsAside(message);
+  if (aside.message !== message && 'id' in message && message.id !== undefined) {
+    sentParams.set(message.id, [
+      ...(sentParams.get(message.id) ?? []),
+      (message as { params?: unknown }).params,
+    ]);
+  }
+  deliver?.(aside.message as typeof message);
+};

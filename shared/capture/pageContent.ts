@@ -208,15 +208,52 @@ const MARKDOWN = `(() => {
     keepReplacement: (content, node) => (node.isBlock ? '\\n\\n' + content + '\\n\\n' : content),
   });
   turndown.use(turndownPluginGfm.gfm);
-  // A table cell is one line of its row, whatever the page put in it: the plugin's own rule kept a cell's paragraphs,
-  // line breaks and lists as lines of their own, and its pipes as column breaks, which broke the table apart and
-  // dropped text (red team, round 23). Added after the plugin, this rule is the one Turndown asks first.
+  // A table is data or layout. Data (a heading row, or cells of inline text in two columns or more) is a GFM table:
+  // its first row the heading (GFM needs one), each cell one line of its row whatever the page put in it, its pipes
+  // escaped (red team, round 23: the plugin's own rule kept a cell's paragraphs, line breaks and lists as lines of
+  // their own, which broke the table apart and dropped text). Layout (one column, or blocks in the cells: newsletters,
+  // older sites) is written as the blocks its cells hold (red team, round 30: a page in a one-cell table became one
+  // line). These rules, added after the plugin, are asked before its own; none leaves a table to its keep.
+  const TABLE_BLOCKS = 'address,article,aside,blockquote,dd,details,div,dl,dt,fieldset,figure,footer,form,h1,h2,h3,h4,h5,h6,header,hr,li,main,nav,ol,p,pre,section,table,ul';
+  const layouts = new WeakMap();
+  const isLayout = (table) => {
+    if (!table) return true;
+    if (!layouts.has(table)) {
+      const first = table.rows[0];
+      const headed =
+        !!first && (first.parentNode.nodeName === 'THEAD' || (first.cells.length > 0 && Array.prototype.every.call(first.cells, (cell) => cell.nodeName === 'TH')));
+      const oneColumn = Array.prototype.every.call(table.rows, (row) => row.cells.length <= 1);
+      layouts.set(table, !headed && (oneColumn || table.querySelector(TABLE_BLOCKS) !== null));
+    }
+    return layouts.get(table);
+  };
+  const ofLayout = (node) => isLayout(node.closest('table'));
+  turndown.addRule('table', {
+    filter: 'table',
+    replacement: (content) => '\\n\\n' + content.replace(/\\n+/g, '\\n') + '\\n\\n',
+  });
+  turndown.addRule('tableRow', {
+    filter: 'tr',
+    replacement: (content, node) => {
+      if (node.closest('table').rows[0] !== node) return '\\n' + content;
+      const borders = Array.prototype.map.call(node.cells, (cell, index) => (index === 0 ? '| ' : ' ') + '--- |');
+      return '\\n' + content + '\\n' + borders.join('');
+    },
+  });
+  // Lines split, trimmed and joined: a pattern around the newline would backtrack quadratically on a long run of
+  // spaces without one (red team, round 30: no-break spaces held a renderer 30 s).
   turndown.addRule('tableCell', {
     filter: ['th', 'td'],
     replacement: (content, node) => {
       const first = Array.prototype.indexOf.call(node.parentNode.childNodes, node) === 0;
-      return (first ? '| ' : ' ') + content.trim().replace(/\\s*\\n\\s*/g, ' ').replace(/\\|/g, '\\\\|') + ' |';
+      const line = content.split('\\n').map((part) => part.trim()).filter(Boolean).join(' ');
+      return (first ? '| ' : ' ') + line.replace(/\\|/g, '\\\\|') + ' |';
     },
+  });
+  // Asked before the three above (Turndown asks the rule added last first).
+  turndown.addRule('tableLayout', {
+    filter: (node) => ['TABLE', 'TR', 'TH', 'TD'].includes(node.nodeName) && ofLayout(node),
+    replacement: (content) => '\\n\\n' + content + '\\n\\n',
   });
   // Page text cannot open an autolink, raw HTML or an entity either (red team: text reading <javascript:...> became a
   // link, and "&copy;" a sign).

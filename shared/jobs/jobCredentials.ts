@@ -3,8 +3,13 @@ import { AppError } from '../errors';
 import { AES_GCM_KEY_BYTES, AesGcmSecretCipher } from '../signing/aesGcmSecretCipher';
 import type { SecretCipher } from '../signing/secretCipher';
 
-/** The request fields that may carry a customer's secrets: an `Authorization` header, session cookies. */
-const CREDENTIAL_FIELDS = ['headers', 'cookies'] as const;
+/**
+ * The request fields that may carry a customer's secrets: a URL's path or query (a session token, a pre-signed or
+ * magic link), a script that signs in (`localStorage.setItem('token', …)`), an `Authorization` header, session cookies
+ * (red team, round 30: the URL and the script lay in clear for the job's 7 days). An `html` document is kept as sent:
+ * sealed and in base64, one of 256 KiB could pass DynamoDB's 400 KB item.
+ */
+const CREDENTIAL_FIELDS = ['url', 'js', 'headers', 'cookies'] as const;
 /** Where a queued request keeps them instead, sealed. */
 const SEALED_FIELD = 'sealedCredentials';
 /**
@@ -28,16 +33,16 @@ type QueuedRequest = Record<string, unknown>;
  */
 export class CredentialsNotOpenedError extends AppError {
   constructor() {
-    super(500, "The request's headers and cookies could not be read");
+    super(500, "The request's URL, script, headers and cookies could not be read");
   }
 }
 
 /**
  * A queued capture waits in the table for up to its job's lifetime, so what a synchronous capture only holds in
- * memory would lie there in clear: its `headers` and `cookies` are sealed in an envelope instead. One data key per
+ * memory would lie there in clear: the fields above are sealed in an envelope instead. One data key per
  * intake (one call to the cipher, KMS deployed, however many jobs), sealed under the account; each job's fields
  * under that key with the job's id as context, so sealed fields copied onto another job do not open either. A
- * request without credentials is stored as it is, with no call.
+ * request without any (an `html` document without a script) is stored as it is, with no call.
  */
 export async function sealCredentials<T extends { id: string; accountId: string; request: QueuedRequest }>(
   cipher: SecretCipher,

@@ -5,6 +5,7 @@ import {
   type CallToolResult,
   CancelledNotificationSchema,
   ErrorCode,
+  JSONRPCMessageSchema,
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -18,6 +19,7 @@ import type { KeyStore } from '../keys/keyStore';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { MAX_HTML_BODY_BYTES } from '../screenshot/bodySize';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
+import { setArgumentsAside } from './argumentsAside';
 import { type CancellationMark, type CancelledCalls, cameWhileRunning } from './cancelledCalls';
 import {
   isToolName,
@@ -86,29 +88,6 @@ function messageOf(body: string): { value: unknown } | undefined {
   }
 }
 
-/**
- * A `tools/call`'s arguments as the client sent them, and the message as the SDK is handed it: with an empty object in
- * their place, for the SDK's own parse of a call answers arguments that are no object as an internal error, its
- * validator's dump for text (red team). The screenshot use case refuses them instead, in its order of checks. A call
- * without params or a tool name (a string) is handed over as one to no tool, `malformed`, for the same reason.
- */
-function setArgumentsAside(message: unknown): {
-  message: unknown;
-  sentArguments?: unknown;
-  malformed?: true;
-} {
-  if (!isRecord(message) || message.method !== 'tools/call') return { message };
-  if (!isRecord(message.params) || typeof message.params.name !== 'string') {
-    return { message: { ...message, params: { name: '', arguments: {} } }, malformed: true };
-  }
-  const { arguments: sentArguments, ...params } = message.params;
-  return { message: { ...message, params: { ...params, arguments: {} } }, sentArguments };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 /** The JSON-RPC id a `notifications/cancelled` message names, as text; undefined for any other message. */
 function cancelledRequestId(message: unknown): string | undefined {
   const parsed = CancelledNotificationSchema.safeParse(message);
@@ -146,6 +125,9 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     if (request.method === 'POST' && !message)
       return jsonRpcRefusal(ErrorCode.ParseError, 'Parse error: Invalid JSON');
     if (Array.isArray(message?.value)) return batchRefused();
+    // JSON that is no JSON-RPC message is an invalid request, not a parse error, which the SDK would answer (red team).
+    if (message && !JSONRPCMessageSchema.safeParse(message.value).success)
+      return jsonRpcRefusal(ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
     // Kept before the SDK answers the notification (202): the call it names runs on in another request.
     const cancelled = cancelledRequestId(message?.value);
     if (cancelled !== undefined) await deps.cancelledCalls.mark(accountId, cancelled, Date.now());

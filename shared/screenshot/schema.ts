@@ -48,13 +48,14 @@ export const webhookUrlField = httpUrl(
 );
 
 /**
- * The URL as sent, unless it holds white space, `"`, `<` or `>` (the parser takes them, and escapes them itself):
- * then as the parser writes it, which Chromium loads all the same. The logs cut every URL in a text to its host, and a
- * URL in a text ends at those characters; as sent, what follows them (a query's token) would be logged in clear (red
- * team). Other URLs stay exactly as sent, and so do their cache keys.
+ * The URL as sent, unless it holds white space, `"`, `<`, `>` or a control character (the parser takes them, and
+ * escapes them itself): then as the parser writes it, which Chromium loads and a webhook is sent to all the same. The
+ * logs cut every URL in a text to its host, and a URL in a text ends at those characters; as sent, what follows them
+ * (a query's token) would be logged in clear (red team). A job kept a NUL or ESC as sent, not the address it reached
+ * (red team, round 30). Other URLs stay exactly as sent, and so do their cache keys.
  */
 function escapedForLogs(url: string): string {
-  return /[\s"<>]/.test(url) ? new URL(url).href : url;
+  return /[\s"<>\p{Cc}]/u.test(url) ? new URL(url).href : url;
 }
 
 /**

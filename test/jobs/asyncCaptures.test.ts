@@ -196,12 +196,16 @@ describe('an async capture', () => {
     expect(await balanceOf(account.token)).toBe(BALANCE - 1);
   });
 
-  it("keeps the request's headers and cookies sealed in the table while it waits, and captures with them", async () => {
+  it("keeps the request's URL, script, headers and cookies sealed in the table while it waits, and captures with them", async () => {
     const account = await service.newAccount();
     const token = `tok-${randomUUID()}`;
     const session = `ses-${randomUUID()}`;
+    // Red team (round 30): a URL's query and a script that signs in lay in clear in the job's item for 7 days.
+    const magic = `magic-${randomUUID()}`;
+    const script = `script-${randomUUID()}`;
     const accepted = await post('/api/screenshot', account.apiKey, {
-      url: `${pages.origin}/credentialed`,
+      url: `${pages.origin}/credentialed?link=${magic}`,
+      js: `localStorage.setItem('token', '${script}')`,
       async: true,
       headers: { 'X-Api-Token': token },
       cookies: [{ name: 'session', value: session }],
@@ -220,6 +224,9 @@ describe('an async capture', () => {
     expect(table).toContain('sealedCredentials');
     expect(table).not.toContain(token);
     expect(table).not.toContain(session);
+    expect(table).not.toContain(magic);
+    expect(table).not.toContain(script);
+    expect(table).not.toContain('/credentialed');
   });
 
   it('sends a screenshot.succeeded webhook that standardwebhooks verifies, and records it delivered', async () => {

@@ -13,6 +13,7 @@ import type { CreditLedger } from '../../shared/accounts/creditLedger';
 import { HTML_SOURCE } from '../../shared/capture/renderer';
 import { CapacityFullError, StoreUnavailableError } from '../../shared/errors';
 import { newJobId } from '../../shared/jobs/job';
+import { openCredentials } from '../../shared/jobs/jobCredentials';
 import { jobEnded } from '../../shared/jobs/jobEvents';
 import { jobIntake } from '../../shared/jobs/jobIntake';
 import type { JobQueue, QueueMessage } from '../../shared/jobs/jobQueue';
@@ -152,8 +153,9 @@ describe('a large request, kept apart from its job', () => {
           .Item;
       }),
     );
-    // The document is kept apart; the small request stays in its job's item, read with it.
-    expect(items.map((item) => item?.request)).toEqual([undefined, { url: 'https://a.test/report' }]);
+    // The document is kept apart; the small request stays in its job's item (its URL sealed), read with it.
+    expect(items[0]?.request).toBeUndefined();
+    expect(items[1]?.request).toEqual({ sealedCredentials: expect.any(Object) });
     for (const item of items) expect(JSON.stringify(item).length).toBeLessThan(1_024);
     for (const { id } of made) await run(ACCOUNT, id, 1);
     expect(renderer.captures.map(({ spec }) => spec.html?.length ?? spec.url)).toEqual([
@@ -655,7 +657,10 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
       const sqs = new SqsJobQueue(client, `${silent.endpoint}/000000000000/jobs`);
       const ledger = await acceptance([{ request: { url: 'https://a.test/silent' }, cost: 1 }], sqs);
       const [job] = await jobs.latest(ACCOUNT, 1);
-      expect(job).toMatchObject({ request: { url: 'https://a.test/silent' }, status: 'failed' });
+      expect(job?.status).toBe('failed');
+      expect(job && (await openCredentials(cipher, { ...job, request: job.request ?? {} }))).toEqual({
+        url: 'https://a.test/silent',
+      });
       expect(await ledger.balance(ACCOUNT)).toBe(10);
       client.destroy();
     } finally {
@@ -667,20 +672,21 @@ describe('jobs that could not all be accepted (the real ledger, on the table)', 
     const queued = new RecordingQueue();
     // One job's write is refused (as a throttled table refuses it) while the others go through; one of those is slow
     // (retried by the SDK): it lands after the refused one.
+    // Told apart by width (their URLs are sealed in the items written).
     const captures = [
-      { request: { url: 'https://a.test/slow' }, cost: 1 },
-      { request: { url: 'https://a.test/refused' }, cost: 1 },
-      { request: { url: 'https://a.test/3' }, cost: 1 },
+      { request: { url: 'https://a.test/slow', width: 801 }, cost: 1 },
+      { request: { url: 'https://a.test/refused', width: 802 }, cost: 1 },
+      { request: { url: 'https://a.test/3', width: 803 }, cost: 1 },
     ];
     const slowWrites = {
       send: async (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
         const item = command instanceof PutCommand ? command.input.Item : undefined;
-        const url = (item?.request as { url?: string } | undefined)?.url;
-        if (url === 'https://a.test/refused')
+        const width = (item?.request as { width?: number } | undefined)?.width;
+        if (width === 802)
           throw Object.assign(new Error('Throughput exceeds the current capacity of your table'), {
             name: 'ThrottlingException',
           });
-        if (url === 'https://a.test/slow') await new Promise((resolve) => setTimeout(resolve, 300));
+        if (width === 801) await new Promise((resolve) => setTimeout(resolve, 300));
         return db.send(command as never);
       },
     } as unknown as DynamoDBDocumentClient;

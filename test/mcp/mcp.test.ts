@@ -2,7 +2,7 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readServiceConfig } from '../../shared/config';
@@ -276,6 +276,15 @@ function stdioClient(apiKey: string): Promise<Client> {
   return mcpStdioClient(service.url, apiKey);
 }
 
+/** The article page's Markdown, through `client`'s get_page_markdown. */
+async function expectArticleMarkdown(client: Client): Promise<void> {
+  const result = (await client.callTool({
+    name: 'get_page_markdown',
+    arguments: { url: `${site.origin}/article` },
+  })) as CallToolResult;
+  expect(text(result)).toMatch(new RegExp(`^# ${ARTICLE_HEADING}`, 'm'));
+}
+
 describe('npm run mcp over stdio', () => {
   it('lists the tools and calls them through the service', async () => {
     const { apiKey } = await service.newAccount();
@@ -286,11 +295,7 @@ describe('npm run mcp over stdio', () => {
       'get_page_pdf',
       'take_screenshot',
     ]);
-    const result = (await client.callTool({
-      name: 'get_page_markdown',
-      arguments: { url: `${site.origin}/article` },
-    })) as CallToolResult;
-    expect(text(result)).toMatch(new RegExp(`^# ${ARTICLE_HEADING}`, 'm'));
+    await expectArticleMarkdown(client);
     await client.close();
   });
 
@@ -319,6 +324,25 @@ describe('npm run mcp over stdio', () => {
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
       /^MCP error -32602: MCP error -32602: Unknown tool: no_such_tool$/,
     );
+    await client.close();
+  });
+
+  it('refuses malformed calls as the service does (red team, round 30: its own SDK answered with a dump)', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await stdioClient(apiKey);
+    const call = (params: unknown) =>
+      client.request(
+        { method: 'tools/call', params } as Parameters<Client['request']>[0],
+        CallToolResultSchema,
+      );
+    for (const sent of ['str', null, [1]]) {
+      const result = (await call({ name: 'get_page_markdown', arguments: sent })) as CallToolResult;
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/^Invalid request body/);
+    }
+    await expect(call({})).rejects.toThrow(/-32602.*tool name as a string$/);
+    // A well-formed call after them is forwarded with its own arguments.
+    await expectArticleMarkdown(client);
     await client.close();
   });
 

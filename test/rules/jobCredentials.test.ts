@@ -26,7 +26,8 @@ function countingCipher() {
 }
 
 const credentialed = {
-  url: 'https://a.test/',
+  url: 'https://a.test/dashboard?session=url-secret#also-url-secret',
+  js: "localStorage.setItem('token', 'script-secret')",
   width: 800,
   headers: { Authorization: 'Bearer very-secret' },
   cookies: [{ name: 'session', value: 'also-secret' }],
@@ -40,24 +41,27 @@ const job = (id: string, request: Record<string, unknown>, accountId = 'acct-a')
 describe("a queued request's credentials", () => {
   it('are sealed with one call to the cipher for the whole intake, and open back to the request as accepted', async () => {
     const { cipher, calls } = countingCipher();
-    const plain = { url: 'https://b.test/' };
+    const plain = { html: '<p>Our own document</p>', width: 600 };
     const sealed = await sealCredentials(cipher, [
       job('job_1', credentialed),
       job('job_2', plain),
       job('job_3', credentialed),
     ]);
     expect(calls.seal).toBe(1);
-    expect(JSON.stringify(sealed)).not.toMatch(/very-secret|also-secret|Authorization/);
+    expect(JSON.stringify(sealed)).not.toMatch(
+      /very-secret|also-secret|Authorization|url-secret|script-secret|a\.test/,
+    );
+    expect(sealed[0]?.request).toEqual({ width: 800, sealedCredentials: expect.any(Object) });
     expect(sealed[1]?.request).toBe(plain);
     for (const one of sealed)
       expect(await openCredentials(cipher, one)).toEqual(one.id === 'job_2' ? plain : credentialed);
   });
 
-  it('cost nothing for an intake without credentials', async () => {
+  it('cost nothing for an intake without any (an html document without a script)', async () => {
     const { cipher, calls } = countingCipher();
-    const jobs = [job('job_1', { url: 'https://a.test/' })];
+    const jobs = [job('job_1', { html: '<p>Our own document</p>' })];
     expect(await sealCredentials(cipher, jobs)).toBe(jobs);
-    expect(await openCredentials(cipher, jobs[0] as never)).toEqual({ url: 'https://a.test/' });
+    expect(await openCredentials(cipher, jobs[0] as never)).toEqual({ html: '<p>Our own document</p>' });
     expect(calls).toEqual({ seal: 0, open: 0 });
   });
 

@@ -91,6 +91,32 @@ describe('a JSON-RPC batch', () => {
   });
 });
 
+describe('JSON that is no JSON-RPC message', () => {
+  // Red team (round 30): the SDK answered these -32700, a parse error, for JSON it had parsed.
+  it('is an invalid request (-32600), and runs nothing', async () => {
+    const { service, key, route } = await fundedRoute();
+    const call = markdown('https://a.test/');
+    for (const value of [
+      null,
+      5,
+      'x',
+      { jsonrpc: '2.0', id: 1 },
+      { ...call, jsonrpc: '1.0' },
+      { ...call, id: { a: 1 } },
+    ]) {
+      const answer = await route(mcpPost(key, value));
+      expect(answer.status).toBe(400);
+      expect(JSON.parse(String(answer.body))).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: 'Invalid Request: not a JSON-RPC 2.0 message' },
+      });
+    }
+    expect(service.renderer.captures).toHaveLength(0);
+    expect((await route(mcpPost(key, call))).status).toBe(200);
+  });
+});
+
 describe('an MCP call the agent cancelled in a request of its own', () => {
   const cancel = (requestId: number) => ({
     jsonrpc: '2.0',

@@ -19,6 +19,9 @@ const RAW = [
   ['an angle bracket', 'https://shop.example/<a>?token=tok-4711'],
   ['a space in the query', 'https://shop.example/search?q=a b&token=tok-4711'],
   ['an ideographic space', 'https://shop.example/a\u3000b?token=tok-4711'],
+  ['a NUL', 'https://shop.example/a\u0000b?token=tok-4711'],
+  ['an escape', 'https://shop.example/a\u001b[31mb?token=tok-4711'],
+  ['a C1 control', 'https://shop.example/a\u0085b?token=tok-4711'],
 ] as const;
 
 const accepted = (url: string) => screenshotRequest.parse({ url }).url ?? '';
@@ -47,6 +50,16 @@ describe('a capture URL with characters that end a URL in a text', () => {
     });
     expect(output).toContain('Local worker failed');
     expect(output).not.toContain('tok-4711');
+  });
+
+  it('is kept, as a webhookUrl too, as the address it reaches (red team, round 30: a job kept a NUL as sent)', () => {
+    const body = screenshotRequest.parse({
+      url: 'https://shop.example/a\u0000b',
+      async: true,
+      webhookUrl: 'https://hooks.example/ok\u0000x\u001by',
+    });
+    expect(body.url).toBe('https://shop.example/a%00b');
+    expect(body.webhookUrl).toBe('https://hooks.example/ok%00x%1By');
   });
 
   it('stays as sent when it holds none of them (its cache key unchanged)', () => {
