@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import S3rver from 's3rver';
 import { ownPorts } from '../shared/egress/ownPorts';
 import { loadOrCreateKey } from '../shared/store/fileSecretCipher';
+import { createS3Client } from '../shared/store/s3ImageStore';
 import { type DiskRoom, diskRoom } from './diskSpace';
+import { startExpirySweep } from './expirySweep';
 import { answerOnly } from './ownClients';
 import { ownerOnlyDir } from './ownerOnlyDir';
 import { GATE_HEADER, startS3SignatureGate } from './s3SignatureGate';
@@ -16,7 +18,8 @@ import { localCredentials } from './sigV4Verifier';
  * the image bucket created on start, behind a gate that checks every request's SigV4 signature with credentials of
  * this data dir (s3rver checks none). The service talks to the gate with the same S3 client code as to S3, and
  * pre-signed links point at it. The gate keeps its port across restarts (remembered under the data dir, reused when
- * free), so links handed out before a restart still work after it.
+ * free), so links handed out before a restart still work after it. Expired images are swept as S3's lifecycle rules
+ * remove them deployed (expirySweep.ts).
  */
 export interface EmbeddedS3 {
   endpoint: string;
@@ -41,6 +44,8 @@ export async function startEmbeddedS3(options: {
   dataDir: string;
   /** Whether a write has room on the disk (diskSpace.ts); by default the data dir's disk, less its reserve. */
   diskRoom?: DiskRoom;
+  /** The sweep of expired images' clock (ms). */
+  clock?: () => number;
 }): Promise<EmbeddedS3> {
   const directory = await ownerOnlyDir(join(options.dataDir, 's3'));
   const writesNeedRoom = options.diskRoom ?? diskRoom(directory);
@@ -82,6 +87,8 @@ export async function startEmbeddedS3(options: {
     });
   await writeFile(portFile, String(gate.port));
   const endpoint = `http://127.0.0.1:${gate.port}`;
+  const sweepClient = createS3Client({ url: endpoint, credentials });
+  const sweep = startExpirySweep(sweepClient, LOCAL_IMAGE_BUCKET, options.clock);
   return {
     endpoint,
     backendPort: upstreamPort,
@@ -93,6 +100,8 @@ export async function startEmbeddedS3(options: {
       LOCAL_S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
     },
     async close() {
+      await sweep.stop();
+      sweepClient.destroy();
       await gate.close();
       await server.close();
       leaveOwnPorts();
