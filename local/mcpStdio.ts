@@ -16,6 +16,7 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
+  type JSONRPCRequest,
   LATEST_PROTOCOL_VERSION,
   ListToolsRequestSchema,
   type ListToolsResult,
@@ -76,31 +77,30 @@ function parsed(text: string): Record<string, unknown> | undefined {
 }
 
 const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
-// A call's params as the agent sent them, by its id, in the order the calls came: the bridge's SDK sees them with
-// their arguments set aside (as the endpoint does), for its own parse answers arguments that are no object, or a call
-// without a tool name, with an internal error and its validator's dump, where the service refuses them as documented
-// (red team, round 30). The service checks what it is forwarded.
-const sentParams = new Map<string | number, unknown[]>();
+/**
+ * Where a call carries its params as the agent sent them, past the bridge's SDK: the SDK sees the call with its
+ * arguments set aside (as the endpoint's does), for its own parse answers arguments that are no object, or a call
+ * without a tool name, with an internal error and its validator's dump, where the service refuses them as documented
+ * (red team, round 30). The service checks what it is forwarded. Carried in the message itself, not kept by its id:
+ * a call the SDK refused before its handler left its params to the next call with that id (review, session 31).
+ */
+const SENT_PARAMS = 'screenshot-service/sent-params';
 server.setRequestHandler(
   ListToolsRequestSchema,
   async (request, extra) => (await forward('tools/list', request.params, extra.signal)) as ListToolsResult,
 );
-server.setRequestHandler(CallToolRequestSchema, async (_request, extra) => {
-  const waiting = sentParams.get(extra.requestId) ?? [];
-  const params = waiting.shift();
-  if (waiting.length === 0) sentParams.delete(extra.requestId);
-  return (await forward('tools/call', params, extra.signal)) as CallToolResult;
-});
+server.setRequestHandler(
+  CallToolRequestSchema,
+  async (request, extra) =>
+    (await forward('tools/call', request.params._meta?.[SENT_PARAMS], extra.signal)) as CallToolResult,
+);
 const transport = new StdioServerTransport();
 await server.connect(transport);
 const deliver = transport.onmessage;
 transport.onmessage = (message) => {
-  const aside = setArgumentsAside(message);
-  if (aside.message !== message && 'id' in message && message.id !== undefined) {
-    sentParams.set(message.id, [
-      ...(sentParams.get(message.id) ?? []),
-      (message as { params?: unknown }).params,
-    ]);
-  }
-  deliver?.(aside.message as typeof message);
+  const { message: handedOver } = setArgumentsAside(message);
+  if (handedOver === message) return deliver?.(message);
+  const call = handedOver as JSONRPCRequest;
+  const sent = (message as JSONRPCRequest).params;
+  deliver?.({ ...call, params: { ...call.params, _meta: { [SENT_PARAMS]: sent } } });
 };

@@ -208,36 +208,56 @@ const MARKDOWN = `(() => {
     keepReplacement: (content, node) => (node.isBlock ? '\\n\\n' + content + '\\n\\n' : content),
   });
   turndown.use(turndownPluginGfm.gfm);
-  // A table is data or layout. Data (a heading row, or cells of inline text in two columns or more) is a GFM table:
-  // its first row the heading (GFM needs one), each cell one line of its row whatever the page put in it, its pipes
-  // escaped (red team, round 23: the plugin's own rule kept a cell's paragraphs, line breaks and lists as lines of
-  // their own, which broke the table apart and dropped text). Layout (one column, or blocks in the cells: newsletters,
-  // older sites) is written as the blocks its cells hold (red team, round 30: a page in a one-cell table became one
-  // line). These rules, added after the plugin, are asked before its own; none leaves a table to its keep.
-  const TABLE_BLOCKS = 'address,article,aside,blockquote,dd,details,div,dl,dt,fieldset,figure,footer,form,h1,h2,h3,h4,h5,h6,header,hr,li,main,nav,ol,p,pre,section,table,ul';
-  const layouts = new WeakMap();
-  const isLayout = (table) => {
-    if (!table) return true;
-    if (!layouts.has(table)) {
-      const first = table.rows[0];
+  // A table is data or layout, judged much as Readability judges its data tables. Data is a GFM table: its first row
+  // the heading (GFM needs one), padded to the widest row as cells spanning columns are (GFM drops what passes the
+  // heading), each cell one line of its row whatever the page put in it, its pipes escaped (red team, round 23: the
+  // plugin's own rule kept a cell's paragraphs, line breaks and lists as lines of their own, which broke the table
+  // apart and dropped text). Layout is written as the blocks its cells hold (red team, round 30: a page in a one-cell
+  // table became one line; review, session 31: tables of one paragraph a cell, as Word and Google Docs write them, are
+  // data). These rules, added after the plugin, are asked before its own; none leaves a table to its keep.
+  const SECTIONS = 'h1,h2,h3,h4,h5,h6,pre,blockquote,hr,article,section,aside,nav,header,footer,main,form';
+  const cellsOf = (table) => Array.prototype.flatMap.call(table.rows, (row) => Array.from(row.cells));
+  const widthOf = (row) => Array.prototype.reduce.call(row.cells, (sum, cell) => sum + Math.max(1, cell.colSpan || 1), 0);
+  const tables = new WeakMap();
+  const tableOf = (table) => {
+    if (!tables.has(table)) {
+      const rows = Array.from(table.rows);
+      const role = (table.getAttribute('role') || '').toLowerCase();
       const headed =
-        !!first && (first.parentNode.nodeName === 'THEAD' || (first.cells.length > 0 && Array.prototype.every.call(first.cells, (cell) => cell.nodeName === 'TH')));
-      const oneColumn = Array.prototype.every.call(table.rows, (row) => row.cells.length <= 1);
-      layouts.set(table, !headed && (oneColumn || table.querySelector(TABLE_BLOCKS) !== null));
+        rows.length > 0 &&
+        (rows[0].parentNode.nodeName === 'THEAD' || table.caption !== null || table.querySelector(':scope > colgroup, :scope > col') !== null ||
+          cellsOf(table).some((cell) => cell.nodeName === 'TH'));
+      const layout =
+        role === 'presentation' || role === 'none' || table.getAttribute('datatable') === '0' ||
+        (!headed &&
+          (table.querySelector('table') !== null ||
+            rows.length < 2 ||
+            rows.every((row) => row.cells.length < 2) ||
+            cellsOf(table).some((cell) => cell.querySelector(SECTIONS) !== null)));
+      tables.set(table, { layout, width: Math.max(0, ...rows.map(widthOf)) });
     }
-    return layouts.get(table);
+    return tables.get(table);
   };
-  const ofLayout = (node) => isLayout(node.closest('table'));
+  const ofLayout = (node) => {
+    const table = node.closest('table');
+    return !table || tableOf(table).layout;
+  };
   turndown.addRule('table', {
     filter: 'table',
-    replacement: (content) => '\\n\\n' + content.replace(/\\n+/g, '\\n') + '\\n\\n',
+    replacement: (content) => '\\n\\n' + content + '\\n\\n',
+  });
+  turndown.addRule('tableCaption', {
+    filter: 'caption',
+    replacement: (content) => '\\n\\n' + content.trim() + '\\n\\n',
   });
   turndown.addRule('tableRow', {
     filter: 'tr',
     replacement: (content, node) => {
-      if (node.closest('table').rows[0] !== node) return '\\n' + content;
-      const borders = Array.prototype.map.call(node.cells, (cell, index) => (index === 0 ? '| ' : ' ') + '--- |');
-      return '\\n' + content + '\\n' + borders.join('');
+      const table = node.closest('table');
+      if (table.rows[0] !== node) return '\\n' + content;
+      const { width } = tableOf(table);
+      const padding = ' |'.repeat(Math.max(0, width - widthOf(node)));
+      return '\\n' + content + padding + '\\n|' + ' --- |'.repeat(width);
     },
   });
   // Lines split, trimmed and joined: a pattern around the newline would backtrack quadratically on a long run of
@@ -245,14 +265,14 @@ const MARKDOWN = `(() => {
   turndown.addRule('tableCell', {
     filter: ['th', 'td'],
     replacement: (content, node) => {
-      const first = Array.prototype.indexOf.call(node.parentNode.childNodes, node) === 0;
+      const first = node.parentNode.cells[0] === node;
       const line = content.split('\\n').map((part) => part.trim()).filter(Boolean).join(' ');
-      return (first ? '| ' : ' ') + line.replace(/\\|/g, '\\\\|') + ' |';
+      return (first ? '| ' : ' ') + line.replace(/\\|/g, '\\\\|') + ' |' + ' |'.repeat(Math.max(1, node.colSpan || 1) - 1);
     },
   });
-  // Asked before the three above (Turndown asks the rule added last first).
+  // Asked before the four above (Turndown asks the rule added last first).
   turndown.addRule('tableLayout', {
-    filter: (node) => ['TABLE', 'TR', 'TH', 'TD'].includes(node.nodeName) && ofLayout(node),
+    filter: (node) => ['TABLE', 'CAPTION', 'TR', 'TH', 'TD'].includes(node.nodeName) && ofLayout(node),
     replacement: (content) => '\\n\\n' + content + '\\n\\n',
   });
   // Page text cannot open an autolink, raw HTML or an entity either (red team: text reading <javascript:...> became a

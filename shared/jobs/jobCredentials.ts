@@ -6,8 +6,10 @@ import type { SecretCipher } from '../signing/secretCipher';
 /**
  * The request fields that may carry a customer's secrets: a URL's path or query (a session token, a pre-signed or
  * magic link), a script that signs in (`localStorage.setItem('token', …)`), an `Authorization` header, session cookies
- * (red team, round 30: the URL and the script lay in clear for the job's 7 days). An `html` document is kept as sent:
- * sealed and in base64, one of 256 KiB could pass DynamoDB's 400 KB item.
+ * (red team, round 30: the URL and the script lay in clear for the job's 7 days). A request for an `html` document
+ * (which takes no headers or cookies) is kept as sent, its script with it: sealed as JSON and in base64, a document of
+ * 256 KiB, or one beside a script of 32 KiB of control characters (6 bytes each as JSON), passes DynamoDB's 400 KB item
+ * (review, session 31). A request for a `url` is held to 96 KiB as JSON, so sealed it stays well under.
  */
 const CREDENTIAL_FIELDS = ['url', 'js', 'headers', 'cookies'] as const;
 /** Where a queued request keeps them instead, sealed. */
@@ -42,7 +44,7 @@ export class CredentialsNotOpenedError extends AppError {
  * memory would lie there in clear: the fields above are sealed in an envelope instead. One data key per
  * intake (one call to the cipher, KMS deployed, however many jobs), sealed under the account; each job's fields
  * under that key with the job's id as context, so sealed fields copied onto another job do not open either. A
- * request without any (an `html` document without a script) is stored as it is, with no call.
+ * request without any (an `html` document) is stored as it is, with no call.
  */
 export async function sealCredentials<T extends { id: string; accountId: string; request: QueuedRequest }>(
   cipher: SecretCipher,
@@ -58,7 +60,7 @@ export async function sealCredentials<T extends { id: string; accountId: string;
       if (!hasCredentials(job.request)) return job;
       const request: QueuedRequest = { ...job.request };
       const credentials: QueuedRequest = {};
-      for (const field of CREDENTIAL_FIELDS) {
+      for (const field of sealedFieldsOf(request)) {
         if (request[field] === undefined) continue;
         credentials[field] = request[field];
         delete request[field];
@@ -89,8 +91,12 @@ export async function openCredentials(
   return { ...request, ...(JSON.parse(opened) as QueuedRequest) };
 }
 
+function sealedFieldsOf(request: QueuedRequest): readonly (typeof CREDENTIAL_FIELDS)[number][] {
+  return request.html === undefined ? CREDENTIAL_FIELDS : [];
+}
+
 function hasCredentials(request: QueuedRequest): boolean {
-  return CREDENTIAL_FIELDS.some((field) => request[field] !== undefined);
+  return sealedFieldsOf(request).some((field) => request[field] !== undefined);
 }
 
 function contextOf(accountId: string): string {

@@ -125,15 +125,17 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     if (request.method === 'POST' && !message)
       return jsonRpcRefusal(ErrorCode.ParseError, 'Parse error: Invalid JSON');
     if (Array.isArray(message?.value)) return batchRefused();
-    // JSON that is no JSON-RPC message is an invalid request, not a parse error, which the SDK would answer (red team).
-    if (message && !JSONRPCMessageSchema.safeParse(message.value).success)
+    // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
+    // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
+    const call = setArgumentsAside(message?.value);
+    // JSON that is no JSON-RPC message is an invalid request, not the parse error the SDK would answer (red team,
+    // round 30). Judged as the SDK is handed it: a tools/call without a tool name is the call's own -32602. Like the
+    // parse error, before the SDK's checks of the request's headers (406, 415).
+    if (message && !JSONRPCMessageSchema.safeParse(call.message).success)
       return jsonRpcRefusal(ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
     // Kept before the SDK answers the notification (202): the call it names runs on in another request.
     const cancelled = cancelledRequestId(message?.value);
     if (cancelled !== undefined) await deps.cancelledCalls.mark(accountId, cancelled, Date.now());
-    // The arguments go to the screenshot use case as the caller sent them: it validates them in its order of checks
-    // (the rate limit first), as for a REST body. A server that parsed them first would answer a bad one outside both.
-    const call = setArgumentsAside(message?.value);
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
     server.setRequestHandler(CallToolRequestSchema, ({ params }, { requestId }) => {

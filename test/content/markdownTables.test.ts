@@ -52,6 +52,36 @@ describe('Markdown of tables', () => {
     expect(table).toEqual(['| Tea | 2 |', '| --- | --- |', '| Coffee | 3 |']);
   });
 
+  // Review (session 31): a table of one paragraph a cell (as Word and Google Docs write them) was taken for layout,
+  // and a title row spanning the columns made a table of one column, whose other columns GFM drops.
+  it('keeps a table of one paragraph a cell, and a title row spanning the columns, as GFM tables of every column', async () => {
+    const markdown = lines(
+      await markdownOf(`<!doctype html><body><p>Plans.</p><table>
+<tr><td><p>Plan</p></td><td><p>Price</p></td></tr><tr><td><p>Basic</p></td><td><p>5 USD</p></td></tr></table>
+<table><tr><td colspan="2">Totals</td></tr><tr><td>Tea</td><td>2</td></tr></table></body>`),
+    );
+    expect(markdown.filter((line) => line.startsWith('|'))).toEqual([
+      '| Plan | Price |',
+      '| --- | --- |',
+      '| Basic | 5 USD |',
+      '| Totals | |',
+      '| --- | --- |',
+      '| Tea | 2 |',
+    ]);
+  });
+
+  it('writes a table the page calls presentation as its cells, and a caption as a paragraph of its own', async () => {
+    const markdown = lines(
+      await markdownOf(`<!doctype html><body><p>Intro.</p>
+<table role="presentation"><tr><td>Left side</td><td>Right side</td></tr><tr><td>Low left</td><td>Low right</td></tr></table>
+<table><caption>Prices 2026</caption><tr><th>Item</th><th>Price</th></tr><tr><td>Tea</td><td>2</td></tr></table></body>`),
+    );
+    expect(markdown.some((line) => line.includes('Left side') && line.includes('|'))).toBe(false);
+    expect(markdown).toEqual(expect.arrayContaining(['Left side', 'Right side', 'Low left', 'Low right']));
+    const caption = markdown.indexOf('Prices 2026');
+    expect(markdown.slice(caption, caption + 3)).toEqual(['Prices 2026', '', '| Item | Price |']);
+  });
+
   it('writes a cell of a long run of spaces without a newline in linear time', async () => {
     const page = `<!doctype html><body><table><tr><th>Head</th></tr><tr><td>a${'\u00a0'.repeat(300_000)}b</td></tr></table></body>`;
     const markdown = await markdownOf(page);

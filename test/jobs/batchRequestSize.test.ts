@@ -58,3 +58,18 @@ describe('a batch whose one request is within every field bound but large', () =
     if (response.status !== 202) expect(await service.balance(token)).toBe(before);
   }, 60_000);
 });
+
+describe('a queued html document at its bound beside a script of 32 KiB of control characters', () => {
+  // Review (session 31): sealing the script of an html request (6 bytes a control character as JSON, then base64)
+  // put its job request item over DynamoDB's 400 KB: `500`, at will. An html request is kept as sent.
+  it('is accepted', async () => {
+    const { apiKey } = await service.newAccount();
+    const html = `<p>${'x'.repeat(256 * 1024 - 16)}</p>`;
+    const js = '\u0001'.repeat(32 * 1024 - 16);
+    const response = await service.request('/api/screenshot', {
+      bearer: apiKey,
+      body: { html, js, async: true },
+    });
+    expect(response.status).toBe(202);
+  }, 60_000);
+});

@@ -57,11 +57,12 @@ describe("a queued request's credentials", () => {
       expect(await openCredentials(cipher, one)).toEqual(one.id === 'job_2' ? plain : credentialed);
   });
 
-  it('cost nothing for an intake without any (an html document without a script)', async () => {
+  it('cost nothing for an intake without any (an html document, kept as sent with its script)', async () => {
     const { cipher, calls } = countingCipher();
-    const jobs = [job('job_1', { html: '<p>Our own document</p>' })];
+    const document = { html: '<p>Our own document</p>', js: 'document.body.dataset.ready = 1' };
+    const jobs = [job('job_1', document)];
     expect(await sealCredentials(cipher, jobs)).toBe(jobs);
-    expect(await openCredentials(cipher, jobs[0] as never)).toEqual({ html: '<p>Our own document</p>' });
+    expect(await openCredentials(cipher, jobs[0] as never)).toEqual(document);
     expect(calls).toEqual({ seal: 0, open: 0 });
   });
 

@@ -115,6 +115,17 @@ describe('JSON that is no JSON-RPC message', () => {
     expect(service.renderer.captures).toHaveLength(0);
     expect((await route(mcpPost(key, call))).status).toBe(200);
   });
+
+  it('leaves a tools/call whose params are no object its own -32602, with its id', async () => {
+    const { key, route } = await fundedRoute();
+    for (const params of ['str', null, [1], 5]) {
+      const answer = await route(mcpPost(key, { jsonrpc: '2.0', id: 3, method: 'tools/call', params }));
+      expect(JSON.parse(String(answer.body))).toMatchObject({
+        id: 3,
+        error: { code: -32602, message: expect.stringMatching(/tool name as a string/) },
+      });
+    }
+  });
 });
 
 describe('an MCP call the agent cancelled in a request of its own', () => {

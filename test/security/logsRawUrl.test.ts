@@ -62,6 +62,17 @@ describe('a capture URL with characters that end a URL in a text', () => {
     expect(body.webhookUrl).toBe('https://hooks.example/ok%00x%1By');
   });
 
+  it('is refused when escaped it passes 2048 characters, which a queued job would fail on when it runs', () => {
+    // Review (session 31): accepted at 415 characters, kept at 2,415, refused by the worker's own parse.
+    for (const url of [`https://a.test/${'\u0085'.repeat(400)}`, `https://a.test/${'\u0000'.repeat(700)}x`]) {
+      const parsed = screenshotRequest.safeParse({ url });
+      expect(parsed.success).toBe(false);
+      expect(parsed.error?.issues[0]).toMatchObject({ path: ['url'], code: 'too_big' });
+    }
+    const kept = accepted(`https://a.test/${'\u0000'.repeat(600)}x`);
+    expect(screenshotRequest.parse({ url: kept }).url).toBe(kept);
+  });
+
   it('stays as sent when it holds none of them (its cache key unchanged)', () => {
     for (const url of ['https://Example.com', 'https://example.com/a?b=c%20d#e', 'http://example.com:8080/x'])
       expect(accepted(url)).toBe(url);
