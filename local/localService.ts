@@ -212,6 +212,8 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const screenshot = createScreenshotService(dynamo.client, env, {
     renderer,
     admission,
+    // Validation and cache lookups in a queue of their own, as many places: what needs no capture waits behind none.
+    lookups: captureQueue(baseEnv, config.captureHeadroom),
     queue,
     mentionAllowPrivateHosts: true,
     answeredWithinMs: slowestDeliveryMs(options.sendStallMs),

@@ -8,6 +8,7 @@ import { giveCreditsBack, giveReservationBack, keepReservedCredits } from '../ac
 import { asLongAgain, slotPenaltyUntil } from '../accounts/slotPenalty';
 import type { CaptureSpec, Renderer } from '../capture/renderer';
 import {
+  type DeliveryRequest,
   imageDelivery,
   keptInCache,
   type Screenshot,
@@ -56,8 +57,13 @@ export interface ScreenshotDeps {
   credits: CreditLedger;
   renderer: Renderer;
   urlPolicy: UrlPolicy;
-  /** Where authenticated requests wait for their turn (the local queue); by default they run at once. */
+  /** Where authenticated captures wait for their turn (the local queue); by default they run at once. */
   admission?: Admission;
+  /**
+   * Where authenticated requests wait to be validated and looked up in the cache (the local server's second queue);
+   * by default at once. What needs no capture is then answered without waiting for `admission`.
+   */
+  lookups?: Admission;
   /** The time one capture has from admission; CAPTURE_BUDGET_MS unless a test wants it shorter. */
   captureBudgetMs?: number;
   /**
@@ -101,6 +107,23 @@ export type ScreenshotInput = ScreenshotCredential & {
 
 const NOTHING_TO_GIVE_BACK = async () => false;
 
+/** A request validated (or refused) and looked up in the cache, before any capture place. */
+interface Prepared {
+  checked:
+    | { valid: { fields: ScreenshotRequest; spec: CaptureSpec; delivering: DeliveryRequest } }
+    | { invalid: unknown };
+  /** An async capture, answered once accepted. */
+  queued: boolean;
+  cached: Screenshot | undefined;
+  /** Whether it waited for its turn of the lookups. */
+  waited: boolean;
+}
+
+/** Only a valid synchronous request the cache did not answer needs a capture place. */
+function needsCapture({ checked, queued, cached }: Prepared): boolean {
+  return 'valid' in checked && !queued && cached === undefined;
+}
+
 export type CaptureScreenshot = (input: ScreenshotInput) => Promise<ScreenshotOutcome>;
 
 /**
@@ -115,6 +138,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   // Read at each call, not once: a clock moved under a running service (tests of cache expiry) is the one it uses.
   const now = deps.now ?? (() => Date.now());
   const admission = deps.admission ?? IMMEDIATE_ADMISSION;
+  const lookups = deps.lookups ?? IMMEDIATE_ADMISSION;
   const budgetMs = deps.captureBudgetMs ?? CAPTURE_BUDGET_MS;
   const { admissions } = deps;
   const delivery = imageDelivery({ images: deps.images, now });
@@ -138,25 +162,14 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     }
     const request = readOnce(input.request);
     const queuedAt = now();
-    // An async capture is only accepted here, and runs from the job queue: it waits for no capture place (the local
-    // queue's), as deployed. Waiting behind captures, its Idempotency-Key could outlive its "being accepted".
-    const waiting = asksAsync(request) ? IMMEDIATE_ADMISSION : admission;
     let placed = false;
     // The API window's 429 comes first of all: a window this process saw full refuses before any other work, waiting
     // for a place (the local queue's) included.
     const outcome =
       (!('signed' in input) && (await refusedWhenSpent(identity, 'api'))) ||
-      (await waiting
-        .run(
-          identity.accountId,
-          (waited) => {
-            placed = true;
-            return admitted(identity, { ...input, request }, queuedAt, waited);
-          },
-          input.signal,
-          'signed' in input ? 'signedLink' : 'api',
-        )
-        .catch((error): ScreenshotOutcome => ({ ok: false, error })));
+      (await inTurn(identity, { ...input, request }, queuedAt, () => {
+        placed = true;
+      }).catch((error): ScreenshotOutcome => ({ ok: false, error })));
     const durationMs = now() - at;
     deps.metrics.captureFinished(metricOf(outcome, durationMs, input.via));
     // A queued job's usage is recorded when it finishes, as a capture's is (shared/jobs/runJob.ts).
@@ -181,6 +194,95 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       },
     };
   };
+
+  /**
+   * The request in its turns (the local queues; deployed, at once): validated and looked up in the cache in the
+   * lookups' turn, then answered, after a turn of the capture queue only when it needs a capture. A cache hit, a
+   * `400` and an async acceptance wait behind no capture (red team, round 30: locally, a free account's failing
+   * captures in every place kept another account's hits waiting up to a minute). The capture's time budget runs from
+   * the lookup, without either wait.
+   */
+  async function inTurn(
+    identity: KeyIdentity,
+    input: ScreenshotInput,
+    queuedAt: number,
+    onPlaced: () => void,
+  ): Promise<ScreenshotOutcome> {
+    const { accountId } = identity;
+    const pool = 'signed' in input ? 'signedLink' : 'api';
+    // An async capture is only accepted here, and runs from the job queue: it waits for no place (the local queue's),
+    // as deployed. Waiting behind others, its Idempotency-Key could outlive its "being accepted".
+    const async = asksAsync(input.request);
+    let lookedUpFrom = queuedAt;
+    const prepared = await (async ? IMMEDIATE_ADMISSION : lookups).run(
+      accountId,
+      async (waited) => {
+        lookedUpFrom = now();
+        return { ...(await prepare(identity, input)), waited };
+      },
+      input.signal,
+      pool,
+    );
+    const preparedAt = now();
+    return (needsCapture(prepared) ? admission : IMMEDIATE_ADMISSION).run(
+      accountId,
+      (waited) => {
+        onPlaced();
+        const captureWait = now() - preparedAt;
+        const budget = {
+          from: lookedUpFrom + captureWait,
+          waitedMs: lookedUpFrom - queuedAt + captureWait,
+        };
+        return admitted(identity, input, prepared, budget, { lookups: prepared.waited, capture: waited });
+      },
+      input.signal,
+      pool,
+    );
+  }
+
+  /**
+   * Validation, which needs no store but may wait on DNS (the URL policy resolves the host), and, for a request that
+   * asks for the cache, its look there (the image store, not the table): both come before admission, so that
+   * admission is one round (one write of the account item, deployed). With the key's lookup that is two sequential
+   * round trips before the renderer is asked. The verdicts keep the order of checks (401, 429, cache, slot 429, 400,
+   * 402).
+   */
+  async function prepare(identity: KeyIdentity, input: ScreenshotInput): Promise<Omit<Prepared, 'waited'>> {
+    const { accountId } = identity;
+    const checked = await specOf(
+      // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
+      'signed' in input
+        ? () => withDefaults(refuseOnSignedLink(input.request()), { cache: true })
+        : input.request,
+      deps.urlPolicy,
+    ).then(
+      // How it is delivered, with its cache key, worked out once for the cache lookup and the delivery.
+      (valid) => {
+        const delivering = deliveryRequestOf(accountId, valid.fields);
+        // A signed link's large hits send its visitors to the stored file: they are free to whoever holds it.
+        if ('signed' in input) delivering.inlineHitBytes = SIGNED_LINK_INLINE_HIT_BYTES;
+        return { valid: { ...valid, delivering } };
+      },
+      (error: unknown) => ({ invalid: error }),
+    );
+    // An async capture is answered before it runs: it takes no slot now, and looks in no cache.
+    const queued = 'valid' in checked ? checked.valid.fields.async === true : asksAsync(input.request);
+    const cached =
+      'valid' in checked && !queued ? await lookInCache(accountId, checked.valid, input) : undefined;
+    return { checked, queued, cached };
+  }
+
+  /** A cache hit is no capture: it takes no slot and reserves nothing. A lookup that fails is a miss. */
+  function lookInCache(
+    accountId: string,
+    valid: { fields: ScreenshotRequest; delivering: DeliveryRequest },
+    input: ScreenshotInput,
+  ): Promise<Screenshot | undefined> {
+    return delivery
+      .fromCache(accountId, valid.delivering, input.ifNoneMatch)
+      .then((hit) => hit && withCredentialsMark(hit, valid.fields))
+      .catch(() => undefined);
+  }
 
   /** Who sends the request: its key, or the key that signed its link (401 when neither is valid and active). */
   function authenticate(input: ScreenshotInput): Promise<KeyIdentity> {
@@ -224,53 +326,30 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
   async function admitted(
     identity: KeyIdentity,
     input: ScreenshotInput,
-    queuedAt: number,
-    waited: boolean,
+    prepared: Prepared,
+    budgetOf: { from: number; waitedMs: number },
+    waited: { lookups: boolean; capture: boolean },
   ): Promise<ScreenshotOutcome> {
     let rateLimit: RateLimitDecision | undefined;
     try {
       // A key revoked or deleted while its request waited for a place (the local queue) fails it as it would a new
       // one: the owner was told the key fails from the next request (red team: a leaked key's queued requests were
       // captured and charged minutes after its revocation). Deployed, nothing waits, and this costs nothing.
-      if (waited) await authenticate(input);
-      const admittedAt = now();
+      if (waited.lookups || waited.capture) await authenticate(input);
       // Time spent waiting for admission is not the runtime's: deployed there is no such wait, and locally the
       // queue stands in for Lambda starting another function.
-      const deadline = Math.min(admittedAt + budgetMs, input.deadline + (admittedAt - queuedAt));
+      const deadline = Math.min(budgetOf.from + budgetMs, input.deadline + budgetOf.waitedMs);
       if (input.signal?.aborted) throw new ClientGoneError();
       const { accountId } = identity;
       // A signed link spends its key's own budget, never the account's API window.
       const budget = 'signed' in input ? 'signedLink' : 'api';
-      // Validation needs no store but may wait on DNS (the URL policy resolves the host), and a request that asks
-      // for the cache looks there (the image store, not the table): both come first, so that admission is one round
-      // (one write of the account item, deployed). With the key's lookup that is two sequential round trips before
-      // the renderer is asked. The verdicts keep the order of checks (401, 429, cache, slot 429, 400, 402).
-      const checked = await specOf(
-        // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
-        'signed' in input
-          ? () => withDefaults(refuseOnSignedLink(input.request()), { cache: true })
-          : input.request,
-        deps.urlPolicy,
-      ).then(
-        // How it is delivered, with its cache key, worked out once for the cache lookup and the delivery.
-        (valid) => {
-          const delivering = deliveryRequestOf(accountId, valid.fields);
-          // A signed link's large hits send its visitors to the stored file: they are free to whoever holds it.
-          if ('signed' in input) delivering.inlineHitBytes = SIGNED_LINK_INLINE_HIT_BYTES;
-          return { valid: { ...valid, delivering } };
-        },
-        (error: unknown) => ({ invalid: error }),
-      );
-      // An async capture is answered before it runs: it takes no slot now, and looks in no cache.
-      const queued = 'valid' in checked ? checked.valid.fields.async === true : asksAsync(input.request);
-      // A cache hit is no capture: it takes no slot and reserves nothing. A lookup that fails is a miss.
+      const { checked, queued } = prepared;
+      // An entry another request stored while this one waited for a capture place answers it.
       const cached =
-        'valid' in checked && !queued
-          ? await delivery
-              .fromCache(accountId, checked.valid.delivering, input.ifNoneMatch)
-              .then((hit) => hit && withCredentialsMark(hit, checked.valid.fields))
-              .catch(() => undefined)
-          : undefined;
+        prepared.cached ??
+        (waited.capture && 'valid' in checked
+          ? await lookInCache(accountId, checked.valid, input)
+          : undefined);
       // A signed link answered from the cache (or by a 304) costs none of its budget.
       if ('signed' in input && cached) {
         await deps.keys

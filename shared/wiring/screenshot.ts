@@ -19,8 +19,10 @@ import { createStores } from './stores';
 export interface ScreenshotServiceOptions {
   /** Who captures: the renderer function, invoked (deployed and locally, through the same client). */
   renderer: Renderer;
-  /** Where authenticated requests wait for their turn (the local server's queue); none deployed. */
+  /** Where authenticated captures wait for their turn (the local server's queue); none deployed. */
   admission?: Admission;
+  /** Where authenticated requests wait to be validated and looked up in the cache (the local server's); none deployed. */
+  lookups?: Admission;
   /** Shorter capture budgets, for tests (the renderer must be given the same); the specified ones otherwise. */
   budgets?: CaptureBudgets;
   /** The local server: a refused private address names ALLOW_PRIVATE_HOSTS. */
@@ -51,6 +53,7 @@ export function createScreenshotService(
     captureBudgetMs: captureBudgetOf(budgets),
     ...(options.queue ? { queue: options.queue } : {}),
     ...(options.admission ? { admission: options.admission } : {}),
+    ...(options.lookups ? { lookups: options.lookups } : {}),
     ...(options.answeredWithinMs === undefined ? {} : { answeredWithinMs: options.answeredWithinMs }),
   });
   const { usage } = service;
@@ -105,7 +108,7 @@ export function screenshotUseCase(
   renderer: Renderer,
   urlPolicy: UrlPolicy,
   env: NodeJS.ProcessEnv,
-  options: Pick<ScreenshotDeps, 'admission' | 'captureBudgetMs' | 'answeredWithinMs'> & {
+  options: Pick<ScreenshotDeps, 'admission' | 'lookups' | 'captureBudgetMs' | 'answeredWithinMs'> & {
     queue?: JobQueue;
   } = {},
 ) {

@@ -30,8 +30,10 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
   renderer?: R;
   /** Another image store than the one in memory (e.g. the local S3 API's). */
   images?: ImageStore;
-  /** Where requests wait for their turn (e.g. the local queue); by default they run at once. */
+  /** Where captures wait for their turn (e.g. the local queue); by default they run at once. */
   admission?: Admission;
+  /** Where requests wait to be validated and looked up in the cache (the local server's second queue). */
+  lookups?: Admission;
 }) {
   const keys = new MemoryKeyStore();
   const credits = new MemoryCreditLedger();
@@ -48,6 +50,7 @@ export function memoryScreenshotService<R extends Renderer = FakeRenderer>(optio
     now: options.now,
     ...(options.images ? { images: options.images } : {}),
     ...(options.admission ? { admission: options.admission } : {}),
+    ...(options.lookups ? { lookups: options.lookups } : {}),
   });
   const manage = (now: () => number) =>
     keyManagement({ sessions: fakeSessions, keys, credits, cipher: deps.cipher, freeCredits: 0, now });

@@ -47,6 +47,8 @@ describe('visitors of a leaked signed link, answered from the cache, on the loca
       now: () => now,
       images,
       admission: new AdmissionQueue({ shared: SHARED, headroom: HEADROOM }, MAX_WAITING),
+      // Hits are read in the lookups' turn (red team, round 30), a queue of its own as npm start has.
+      lookups: new AdmissionQueue({ shared: SHARED, headroom: HEADROOM }, MAX_WAITING),
     });
     const key = await addKey('owner', now, 'site');
     await credits.set('owner', 10);
