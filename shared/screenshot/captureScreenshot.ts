@@ -115,8 +115,6 @@ interface Prepared {
   /** An async capture, answered once accepted. */
   queued: boolean;
   cached: Screenshot | undefined;
-  /** Whether it waited for its turn of the lookups. */
-  waited: boolean;
 }
 
 /** Only a valid synchronous request the cache did not answer needs a capture place. */
@@ -218,26 +216,29 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       accountId,
       async (waited) => {
         lookedUpFrom = now();
-        return { ...(await prepare(identity, input)), waited };
+        // A key revoked or deleted while its request waited (the local queue) fails it as it would a new one, before
+        // any of its work: the owner was told the key fails from the next request (red team: a leaked key's queued
+        // requests were captured and charged minutes after its revocation). Deployed, nothing waits.
+        if (waited) await authenticate(input);
+        return prepare(identity, input);
       },
       input.signal,
       pool,
     );
     const preparedAt = now();
-    return (needsCapture(prepared) ? admission : IMMEDIATE_ADMISSION).run(
-      accountId,
-      (waited) => {
-        onPlaced();
-        const captureWait = now() - preparedAt;
-        const budget = {
-          from: lookedUpFrom + captureWait,
-          waitedMs: lookedUpFrom - queuedAt + captureWait,
-        };
-        return admitted(identity, input, prepared, budget, { lookups: prepared.waited, capture: waited });
-      },
-      input.signal,
-      pool,
-    );
+    // Counted and recorded from here, whatever its client does; a client that left while its request waited for a
+    // place (either queue) never reached the window: no record, as deployed (red team, round 22).
+    const answer = (waitedForCapture: boolean) => {
+      onPlaced();
+      const captureWait = now() - preparedAt;
+      const budget = { from: lookedUpFrom + captureWait, waitedMs: lookedUpFrom - queuedAt + captureWait };
+      return admitted(identity, input, prepared, budget, waitedForCapture);
+    };
+    // A client gone while its request was validated or looked up waits for no capture place: it is counted, and
+    // ends as a hang-up does (review, session 31: refused before the window counted it, it held a lookups' place
+    // for nothing).
+    if (!needsCapture(prepared) || input.signal?.aborted) return answer(false);
+    return admission.run(accountId, answer, input.signal, pool);
   }
 
   /**
@@ -247,7 +248,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
    * round trips before the renderer is asked. The verdicts keep the order of checks (401, 429, cache, slot 429, 400,
    * 402).
    */
-  async function prepare(identity: KeyIdentity, input: ScreenshotInput): Promise<Omit<Prepared, 'waited'>> {
+  async function prepare(identity: KeyIdentity, input: ScreenshotInput): Promise<Prepared> {
     const { accountId } = identity;
     const checked = await specOf(
       // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
@@ -328,18 +329,15 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     input: ScreenshotInput,
     prepared: Prepared,
     budgetOf: { from: number; waitedMs: number },
-    waited: { lookups: boolean; capture: boolean },
+    waitedForCapture: boolean,
   ): Promise<ScreenshotOutcome> {
     let rateLimit: RateLimitDecision | undefined;
     try {
-      // A key revoked or deleted while its request waited for a place (the local queue) fails it as it would a new
-      // one: the owner was told the key fails from the next request (red team: a leaked key's queued requests were
-      // captured and charged minutes after its revocation). Deployed, nothing waits, and this costs nothing.
-      if (waited.lookups || waited.capture) await authenticate(input);
+      // A key revoked while its request waited for a capture place fails it too.
+      if (waitedForCapture) await authenticate(input);
       // Time spent waiting for admission is not the runtime's: deployed there is no such wait, and locally the
       // queue stands in for Lambda starting another function.
       const deadline = Math.min(budgetOf.from + budgetMs, input.deadline + budgetOf.waitedMs);
-      if (input.signal?.aborted) throw new ClientGoneError();
       const { accountId } = identity;
       // A signed link spends its key's own budget, never the account's API window.
       const budget = 'signed' in input ? 'signedLink' : 'api';
@@ -347,7 +345,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
       // An entry another request stored while this one waited for a capture place answers it.
       const cached =
         prepared.cached ??
-        (waited.capture && 'valid' in checked
+        (waitedForCapture && 'valid' in checked
           ? await lookInCache(accountId, checked.valid, input)
           : undefined);
       // A signed link answered from the cache (or by a 304) costs none of its budget.
@@ -409,6 +407,10 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
         const { fields, spec, delivering } = checked.valid;
         let screenshot: Screenshot;
         try {
+          // A client that left while its request was validated or looked up is counted, and ends as a hang-up does,
+          // its slot kept a while: its lookups' turn was not free (review, session 31: such requests were refused
+          // before the window counted them, and held the lookups' places for nothing).
+          if (input.signal?.aborted) throw new ClientGoneError();
           const output = await deps.renderer.capture(spec, {
             deadline,
             ...(input.signal ? { signal: input.signal } : {}),
