@@ -236,8 +236,9 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     };
     // A client gone while its request was validated or looked up waits for no capture place: it is counted, and
     // ends as a hang-up does (review, session 31: refused before the window counted it, it held a lookups' place
-    // for nothing).
-    if (!needsCapture(prepared) || input.signal?.aborted) return answer(false);
+    // for nothing). Nor does a signed link whose budget this process knows spent: it is refused at once.
+    const spentLink = 'signed' in input && fullWindows.refusal(identity, 'signedLink', now()) !== undefined;
+    if (!needsCapture(prepared) || input.signal?.aborted || spentLink) return answer(false);
     return admission.run(accountId, answer, input.signal, pool);
   }
 

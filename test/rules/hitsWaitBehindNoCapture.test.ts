@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../local/admissionQueue';
 import { outcomeStatus } from '../../shared/screenshot/outcome';
+import { deferred } from '../helpers/deferred';
 import { FakeRenderer } from '../helpers/memoryPorts';
-import { memoryScreenshotService } from '../helpers/memoryScreenshot';
+import { memoryScreenshotService, signedLinkInput, signedQuery } from '../helpers/memoryScreenshot';
 
 /**
  * Red team (round 30, capacity): locally, every authenticated screenshot request waited for a capture place before
@@ -57,5 +58,39 @@ describe('with every capture place taken by another account, and a capture of it
     await expect.poll(() => renderer.captures.length).toBe(1 + 4);
     renderer.finishSlow();
     expect((await Promise.all([...held, own])).map(outcomeStatus)).toEqual([200, 200, 200, 200]);
+  });
+});
+
+describe('a signed link whose budget this process knows spent, with every capture place taken', () => {
+  // Review (session 31): it was validated, looked up, and then waited for a capture place only to be refused 429.
+  it('is refused 429 at once', async () => {
+    const renderer = new FakeRenderer();
+    const now = Date.now();
+    const admission = queue();
+    const { capture, credits, addKey } = memoryScreenshotService({
+      now: () => now,
+      renderer,
+      rateLimit: 1,
+      admission,
+      lookups: queue(),
+    });
+    const key = await addKey('owner', now, 'site');
+    await credits.set('owner', 10);
+    const visit = (page: string) =>
+      capture(signedLinkInput(signedQuery(key, { url: `https://owner.test/${page}` }), now + 60_000));
+    expect(outcomeStatus(await visit('one'))).toBe(200);
+    // Refused once by the store: the process knows the budget spent from here.
+    expect(outcomeStatus(await visit('two'))).toBe(429);
+    // Both shared places and the headroom, held by other accounts.
+    const busy = deferred();
+    const held = ['other', 'other', 'third'].map((account) => admission.run(account, () => busy.promise));
+    const answer = await Promise.race([
+      visit('three'),
+      new Promise<'still waiting'>((resolve) => setTimeout(resolve, IN_TIME_MS, 'still waiting')),
+    ]);
+    expect(answer === 'still waiting' ? answer : outcomeStatus(answer)).toBe(429);
+    busy.resolve();
+    await Promise.all(held);
+    expect(renderer.captures).toHaveLength(1);
   });
 });
