@@ -216,25 +216,26 @@ const MARKDOWN = `(() => {
   // table became one line; review, session 31: tables of one paragraph a cell, as Word and Google Docs write them, are
   // data). These rules, added after the plugin, are asked before its own; none leaves a table to its keep.
   const SECTIONS = 'h1,h2,h3,h4,h5,h6,pre,blockquote,hr,article,section,aside,nav,header,footer,main,form';
-  const cellsOf = (table) => Array.prototype.flatMap.call(table.rows, (row) => Array.from(row.cells));
   const widthOf = (row) => Array.prototype.reduce.call(row.cells, (sum, cell) => sum + Math.max(1, cell.colSpan || 1), 0);
   const tables = new WeakMap();
   const tableOf = (table) => {
     if (!tables.has(table)) {
       const rows = Array.from(table.rows);
+      const cells = rows.flatMap((row) => Array.from(row.cells));
       const role = (table.getAttribute('role') || '').toLowerCase();
       const headed =
         rows.length > 0 &&
         (rows[0].parentNode.nodeName === 'THEAD' || table.caption !== null || table.querySelector(':scope > colgroup, :scope > col') !== null ||
-          cellsOf(table).some((cell) => cell.nodeName === 'TH'));
+          cells.some((cell) => cell.nodeName === 'TH'));
       const layout =
         role === 'presentation' || role === 'none' || table.getAttribute('datatable') === '0' ||
         (!headed &&
           (table.querySelector('table') !== null ||
             rows.length < 2 ||
             rows.every((row) => row.cells.length < 2) ||
-            cellsOf(table).some((cell) => cell.querySelector(SECTIONS) !== null)));
-      tables.set(table, { layout, width: Math.max(0, ...rows.map(widthOf)) });
+            cells.some((cell) => cell.querySelector(SECTIONS) !== null)));
+      // Folded, not spread: a table of 100,000s of rows passes the arguments a call may take.
+      tables.set(table, { layout, width: rows.reduce((widest, row) => Math.max(widest, widthOf(row)), 0) });
     }
     return tables.get(table);
   };
