@@ -6,7 +6,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { EXPIRY_DAYS, expiryDays } from '../shared/delivery/imageStore';
 import { logger } from '../shared/logger';
-import { PAGE_METADATA_SUFFIX } from '../shared/store/s3ImageStore';
+import { infoOf, PAGE_METADATA_SUFFIX } from '../shared/store/s3ImageStore';
 
 const DAY_MS = 86_400_000;
 /** The longest lifecycle rule: a page's metadata object without its image goes after it. */
@@ -48,10 +48,8 @@ export async function sweepExpired(s3: S3Client, bucket: string, now: number): P
 /** The days the object's lifecycle tag names, from its metadata; undefined for an object the service did not write. */
 async function keptDays(s3: S3Client, bucket: string, Key: string): Promise<number | undefined> {
   const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key })).catch(() => undefined);
-  const storedAt = Number(head?.Metadata?.['stored-at']);
-  const expiresAt = Number(head?.Metadata?.['expires-at']);
-  if (!Number.isFinite(storedAt) || !Number.isFinite(expiresAt) || expiresAt <= 0) return undefined;
-  return expiryDays(storedAt, expiresAt);
+  const info = head && infoOf(head);
+  return info && expiryDays(info.storedAt, info.expiresAt);
 }
 
 /** Sweeps at once and then every SWEEP_EVERY_MS until stopped; a failed sweep is logged and tried at the next. */

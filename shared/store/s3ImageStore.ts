@@ -208,7 +208,7 @@ async function bodyBytes(body: unknown): Promise<Buffer> {
 }
 
 /** The stored facts, or undefined for an object that lacks them (not written by this service). */
-function infoOf(object: {
+export function infoOf(object: {
   ContentType?: string;
   ContentLength?: number;
   Metadata?: Record<string, string>;
