@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type EmbeddedS3, LOCAL_IMAGE_BUCKET, startEmbeddedS3 } from '../../local/embeddedS3';
 import { sweepExpired } from '../../local/expirySweep';
@@ -71,5 +71,14 @@ describe('the local sweep of expired images', () => {
         timeout: 10_000,
       },
     );
+  });
+
+  it('leaves an object the service did not write, whatever its age', async () => {
+    const server = s3 as EmbeddedS3;
+    const client = localS3Client(server);
+    await client.send(new PutObjectCommand({ Bucket: LOCAL_IMAGE_BUCKET, Key: 'someone/else', Body: 'x' }));
+    await sweepExpired(client, LOCAL_IMAGE_BUCKET, Date.now() + 365 * DAY);
+    expect(await keys(server)).toContain('someone/else');
+    client.destroy();
   });
 });
