@@ -3,6 +3,7 @@ import {
   type CreateDocumentOptions,
   createDocument,
   type oas31,
+  type oas32,
   type ZodOpenApiOperationObject,
   type ZodOpenApiOverrideMetaContext,
   type ZodOpenApiPathsObject,
@@ -658,10 +659,11 @@ const dropSafeIntegerBounds: NonNullable<CreateDocumentOptions['override']> = ({
   if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
 };
 
-let cached: oas31.OpenAPIObject | undefined;
+// zod-openapi types what it builds as OpenAPI 3.2, a superset of the 3.1.0 this document declares and keeps to.
+let cached: oas32.OpenAPIObject | undefined;
 
 /** The document; built once per process (it depends on code only, not on configuration). */
-export function openApiDocument(): oas31.OpenAPIObject {
+export function openApiDocument(): oas32.OpenAPIObject {
   cached ??= createDocument(
     {
       openapi: '3.1.0',

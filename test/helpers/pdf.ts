@@ -14,7 +14,8 @@ export interface PdfPage {
 
 export async function readPdf(bytes: Buffer): Promise<{ pageCount: number; pages: PdfPage[] }> {
   const document = await PDFDocument.load(bytes);
-  const parsed = await getDocument({ data: new Uint8Array(bytes), isEvalSupported: false }).promise;
+  const loading = getDocument({ data: new Uint8Array(bytes) });
+  const parsed = await loading.promise;
   try {
     const pages = await Promise.all(
       document.getPages().map(async (page, index): Promise<PdfPage> => {
@@ -25,16 +26,20 @@ export async function readPdf(bytes: Buffer): Promise<{ pageCount: number; pages
           .filter((run) => run.trim() !== '')
           .join(' ');
         const operators = await read.getOperatorList();
+        // pdf.js hands every fill colour, whatever its colour space, as setFillRGBColor with one '#rrggbb' argument.
         const fills = operators.fnArray.flatMap((fn, i) =>
-          fn === OPS.setFillRGBColor
-            ? [Array.from(operators.argsArray[i] as ArrayLike<number>) as PdfPage['fills'][number]]
-            : [],
+          fn === OPS.setFillRGBColor ? [rgbOf((operators.argsArray[i] as [string])[0])] : [],
         );
         return { ...page.getSize(), text, fills };
       }),
     );
     return { pageCount: document.getPageCount(), pages };
   } finally {
-    await parsed.destroy();
+    await loading.destroy();
   }
+}
+
+function rgbOf(hex: string): PdfPage['fills'][number] {
+  const value = Number.parseInt(hex.slice(1), 16);
+  return [value >> 16, (value >> 8) & 0xff, value & 0xff];
 }
