@@ -24,6 +24,8 @@ let page: Page;
 const problems: string[] = [];
 /** The capture requests the page sent. */
 const captures: string[] = [];
+/** How many times the page asked a signed link (each GET is a capture, charged and counted). */
+let linkRequests = 0;
 /** When set, GET /api/keys is answered with these keys (names the API may refuse, which the page must still bear). */
 let listed: unknown[] | null = null;
 
@@ -44,6 +46,7 @@ beforeAll(async () => {
   page.on('request', (request: HTTPRequest) => {
     const path = new URL(request.url()).pathname;
     if (path === '/api/screenshot' && request.method() === 'POST') captures.push(request.postData() ?? '');
+    if (path === '/api/screenshot' && request.method() === 'GET') linkRequests += 1;
     if (path === '/api/keys' && request.method() === 'GET' && listed) {
       void request.respond({
         status: 200,
@@ -121,10 +124,14 @@ describe('the dashboard for a new user', () => {
    * when the preview fails, the page reads the link's answer and says why in text (web/public/app.js).
    */
   it('says in words why a signed link’s image did not load', async () => {
+    const before = linkRequests;
     await fillIn('#link-url', 'http://10.1.2.3/');
     await page.click('#link-build');
     await waitText('#signed-link-error', /^The image did not load: .*url.*\(HTTP 400\)$/);
     expect(await page.$eval('#signed-link-preview', (image) => (image as HTMLElement).hidden)).toBe(true);
+    // Red team (round 31): the page asked the link a second time to read why it failed, a second capture (charged
+    // when that one succeeded, while the page said the image had not loaded). Fixed: it asks once, and reads that.
+    expect(linkRequests - before).toBe(1);
   });
 
   /**
@@ -132,6 +139,7 @@ describe('the dashboard for a new user', () => {
    * said 100. Fixed: it is read again once the preview has loaded.
    */
   it('shows the balance the signed link’s capture left, without Refresh', async () => {
+    const before = linkRequests;
     await fillIn('#link-url', `${pages.origin}/hello`);
     await page.click('#link-build');
     await page.waitForFunction(
@@ -139,6 +147,7 @@ describe('the dashboard for a new user', () => {
       { timeout: 30_000 },
     );
     await waitText('#balance', /^99$/, 10_000);
+    expect(linkRequests - before).toBe(1);
   });
 
   /**

@@ -40,6 +40,9 @@ let tryKeyId = null;
 let imageUrl = null;
 /** The key just created and its signing secret, held only while the one-time callout is shown. */
 let newKey = null;
+/** The signed link the preview shows, and the object URL of its image when this page read it (revoked when replaced). */
+let previewLink = null;
+let previewObjectUrl = null;
 let noticeTimer;
 
 function say(id, text) {
@@ -390,11 +393,20 @@ function hideNewKey() {
   say('signed-link', '');
   say('signed-link-error', '');
   $('copy-link').hidden = true;
-  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
-  preview.removeAttribute('src');
-  preview.alt = '';
-  preview.hidden = true;
+  showPreview(null, null);
   $('new-key').hidden = true;
+}
+
+/** Shows `src` in the preview (hidden when null), for the link `link`; an object URL it replaces is revoked. */
+function showPreview(link, src, alt = '') {
+  if (previewObjectUrl) URL.revokeObjectURL(previewObjectUrl);
+  previewObjectUrl = src?.startsWith('blob:') ? src : null;
+  previewLink = link;
+  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
+  if (src) preview.src = src;
+  else preview.removeAttribute('src');
+  preview.alt = alt;
+  preview.hidden = !src;
 }
 
 /**
@@ -422,33 +434,34 @@ async function buildLink(event) {
   $('copy-link').hidden = false;
   // Said, not only shown: the link appears below the form, out of sight of whoever hears the page (red team, round 28).
   notify('Signed link built: it is below, with the image it loads.');
-  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
-  preview.alt = `Screenshot of ${options.url}`;
-  preview.src = link;
-  preview.hidden = false;
-}
-
-/**
- * An <img> says nothing of why it failed: the link's own answer does. It is read from here when the link is on this
- * origin; the signed-link CDN is another one, which the page may not read (connect-src 'self'), so the user is sent
- * to the link.
- */
-async function explainPreviewFailure() {
-  const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
-  const link = preview.getAttribute('src');
-  if (!newKey || !link) return;
-  preview.hidden = true;
+  const alt = `Screenshot of ${options.url}`;
+  // Each GET of a signed link is a capture, charged and counted, so the preview asks once. On this origin the page
+  // reads the answer itself and can say in words why it failed (red team, round 31: it asked the link a second time
+  // to read why, a second capture, charged when that one succeeded). The signed-link CDN is another origin, which the
+  // page may not read (connect-src 'self'): there the <img> loads the link and a failure sends the user to it.
+  if (new URL(link).origin !== location.origin) return showPreview(link, link, alt);
+  showPreview(link, null);
   let reason = 'open the link to see why.';
   try {
     const response = await fetch(link, { cache: 'no-store' });
-    if (!response.ok) {
-      const body = await response.json().catch(() => null);
-      reason = `${describeError(response.status, body)} (HTTP ${response.status})`;
+    if (response.ok) {
+      const image = await response.blob();
+      if (previewLink === link) showPreview(link, URL.createObjectURL(image), alt);
+      return;
     }
+    const body = await response.json().catch(() => null);
+    reason = `${describeError(response.status, body)} (HTTP ${response.status})`;
   } catch {
     // Not readable from this page: the link itself says why.
   }
-  if (preview.getAttribute('src') === link) say('signed-link-error', `The image did not load: ${reason}`);
+  if (previewLink === link) say('signed-link-error', `The image did not load: ${reason}`);
+}
+
+/** An <img> says nothing of why it failed; the link's own answer does, so the user is sent to it. */
+function previewFailed() {
+  if (!newKey || !previewLink) return;
+  $('signed-link-preview').hidden = true;
+  say('signed-link-error', 'The image did not load: open the link to see why.');
 }
 
 async function copyNewKey() {
@@ -623,7 +636,7 @@ async function start() {
     refreshBalance();
     refreshUsageAfterAnswer();
   });
-  $('signed-link-preview').addEventListener('error', explainPreviewFailure);
+  $('signed-link-preview').addEventListener('error', previewFailed);
   $('dismiss-key').addEventListener('click', () => {
     hideNewKey();
     $('key-name').focus();
