@@ -13,7 +13,7 @@ import { logger } from '../logger';
 import { authenticateApiKey } from '../screenshot/apiKeyAuth';
 import { isAsyncBody, isWellFormedIdempotencyKey } from './idempotencyKey';
 import { bearerCredential } from './request';
-import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse, NO_SNIFF } from './types';
+import { type HttpRequest, type HttpResponse, type HttpRoute, jsonResponse } from './types';
 
 /** How long an Idempotency-Key answers with its first answer (docs/api.md, "Idempotency"). */
 export const IDEMPOTENCY_SECONDS = 24 * 60 * 60;
@@ -156,7 +156,7 @@ export function idempotentRoute(
         throw error;
       }
       if (error instanceof IdempotencyValidationError)
-        return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' }, NO_SNIFF);
+        return jsonResponse(422, { message: 'This Idempotency-Key was used with another body' });
       // A record stood in the way and was gone when read (its request was refused meanwhile): DynamoDB hands back
       // the record it found, and that is the same 409; dynalite does not (red team, round 22: a 500 at will).
       if (error instanceof IdempotencyAlreadyInProgressError || error instanceof IdempotencyItemNotFoundError)
@@ -166,7 +166,6 @@ export function idempotentRoute(
             message:
               'A request with this Idempotency-Key is still being accepted, or ended without an answer: see GET /api/jobs, and use a new key if it is not there',
           },
-          NO_SNIFF,
         );
       throw error;
     }

@@ -10,7 +10,7 @@ import { errorResponse } from './errorAnswer';
 import { withIdempotencyKeyChecked } from './idempotencyKey';
 import { bearerCredential, jsonBody } from './request';
 import { rateLimitHeaders } from './screenshotRoute';
-import { type HttpRoute, jsonResponse, NO_SNIFF } from './types';
+import { type HttpRoute, jsonResponse } from './types';
 
 /** The latest jobs GET /api/jobs lists. */
 export const LATEST_JOBS = 50;
@@ -60,8 +60,7 @@ export function jobRoutes(deps: JobRouteDeps): Record<JobRouteName, HttpRoute> {
         bearerCredential(request),
         withIdempotencyKeyChecked(request, jsonBody(request, MAX_BATCH_BODY_BYTES), batchFieldProblems),
       );
-      // As the screenshot route's answers: never sniffed.
-      const headers = { ...NO_SNIFF, ...(outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {}) };
+      const headers = outcome.rateLimit ? rateLimitHeaders(outcome.rateLimit) : {};
       if (!outcome.ok) return errorResponse(outcome.error, 'screenshot', headers);
       const { batch, jobs } = outcome;
       const statusUrl = `${request.baseUrl}/api/batches/${batch.id}`;

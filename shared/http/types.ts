@@ -31,7 +31,7 @@ export interface HttpResponse {
   undelivered?: () => Promise<unknown>;
 }
 
-/** No answer of the capture routes is for a browser to sniff into something else (an image or an error into a document). */
+/** No answer of the API is for a browser to sniff into something else (an image or an error into a document). */
 export const NO_SNIFF = { 'X-Content-Type-Options': 'nosniff' } as const;
 
 /** A route: a plain function from request to response. Errors it throws are mapped by the adapter. */

@@ -3,7 +3,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { logger, withLogKeys } from '../../logger';
 import { RESPONSE_RESERVE_MS } from '../../timing';
 import { type ErrorStyle, errorResponse } from '../errorAnswer';
-import type { HttpRequest, HttpResponse, HttpRoute } from '../types';
+import { type HttpRequest, type HttpResponse, type HttpRoute, NO_SNIFF } from '../types';
 import { type InvocationContext, type StreamingLambdaHandler, streamingRuntime } from './lambdaStreaming';
 
 /**
@@ -99,7 +99,9 @@ async function run(route: HttpRoute, request: HttpRequest, options: AdapterOptio
     answer = errorResponse(error, options.errors);
   }
   logger.info('request', { method: request.method, path: request.path, status: answer.status });
-  return answer;
+  // On every answer of every route: the session routes' answers (keys, the webhook secret) lacked it, reached straight
+  // on the API Gateway URL, where the CDN's security headers are not added (red team, round 31).
+  return { ...answer, headers: { ...NO_SNIFF, ...answer.headers } };
 }
 
 function httpRequest(
