@@ -160,13 +160,10 @@ export function idempotentRoute(
       // A record stood in the way and was gone when read (its request was refused meanwhile): DynamoDB hands back
       // the record it found, and that is the same 409; dynalite does not (red team, round 22: a 500 at will).
       if (error instanceof IdempotencyAlreadyInProgressError || error instanceof IdempotencyItemNotFoundError)
-        return jsonResponse(
-          409,
-          {
-            message:
-              'A request with this Idempotency-Key is still being accepted, or ended without an answer: see GET /api/jobs, and use a new key if it is not there',
-          },
-        );
+        return jsonResponse(409, {
+          message:
+            'A request with this Idempotency-Key is still being accepted, or ended without an answer: see GET /api/jobs, and use a new key if it is not there',
+        });
       throw error;
     }
   };
