@@ -14,6 +14,8 @@ export interface SessionVerifier {
 export const MAX_ACCOUNT_ID_LENGTH = 128;
 /** The longest an access token of Cognito may live (its app client's setting, at most a day). */
 const MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+/** How far ahead of our clock a token's issue time may be: the identity provider's clock and ours differ a little. */
+const CLOCK_SKEW_SECONDS = 300;
 
 /**
  * Verifies Cognito-style access tokens: RS256 signature against the JWKS, expiry, issuer, `token_use` = access and
@@ -35,6 +37,8 @@ export function createSessionVerifier(config: SessionConfig, jwks?: Jwks): Sessi
       if (typeof payload.exp !== 'number' || typeof payload.iat !== 'number')
         throw new Error('Token has no expiry');
       if (payload.exp - payload.iat > MAX_TOKEN_LIFETIME_SECONDS) throw new Error('Token lives too long');
+      // Else a day's lifetime counts from any date: issued a year ahead, a token was good for a year (red team, round 31).
+      if (payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('Token issued in the future');
       if (header.crit !== undefined) throw new Error('Token names extensions we do not understand');
     },
   });

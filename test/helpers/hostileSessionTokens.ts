@@ -9,7 +9,7 @@ export type HostileToken = [string, (accountId: string) => string | undefined, R
  * Every session token a route that takes one must refuse with 401: none, garbage, expired, signed by another key (also
  * under our key id), from another issuer or app client, an id token, no subject, an API key in its place; and, signed
  * by our key, what Cognito never issues (red team, round 20): no expiry, a lifetime of years, a subject past what a
- * table key holds, a critical header extension.
+ * table key holds, a critical header extension; and one issued far ahead, for an hour then (round 31).
  */
 export function hostileSessionTokens(idp: ReturnType<typeof ephemeralIdentityProvider>): HostileToken[] {
   const other = newSigningKey();
@@ -44,6 +44,14 @@ export function hostileSessionTokens(idp: ReturnType<typeof ephemeralIdentityPro
     [
       'a token that lives ten years',
       (a) => idp.token(a, { exp: Math.floor(Date.now() / 1000) + 10 * 365 * 86_400 }),
+      /Invalid session token/,
+    ],
+    [
+      'a token issued a year from now, for an hour',
+      (a) => {
+        const iat = Math.floor(Date.now() / 1000) + 365 * 86_400;
+        return idp.token(a, { iat, exp: iat + 3_600 });
+      },
       /Invalid session token/,
     ],
     [
