@@ -5,14 +5,17 @@ export const MAX_KEYS_PER_ACCOUNT = 100;
 export const MAX_KEY_NAME_LENGTH = 100;
 
 /**
- * Characters a key name may not hold: control characters (C0, DEL, C1), which break lines and terminals, the
- * bidirectional formatting characters (embeddings, overrides, isolates, marks, line and paragraph separators), and
- * the invisible ones no script needs (zero-width space, word joiner and invisible operators, byte-order mark, soft
- * hyphen, Mongolian vowel separator), which make a name display as something else than it is in the dashboard, logs
- * and listings. The zero-width joiner and non-joiner stay: scripts and emoji sequences need them.
+ * Characters a key name may not hold: control characters (C0, DEL, C1), which break lines and terminals, the line and
+ * paragraph separators, the format characters (bidirectional controls, zero-width space, word joiner, invisible
+ * operators, byte-order mark, soft hyphen, tags, musical and shorthand controls...) and the Hangul fillers, blank
+ * letters: all make a name display as something else than it is in the dashboard, logs and listings.
  */
-const UNSAFE_NAME_CHARACTERS =
-  /[\p{Cc}\u00AD\u061C\u180E\u200B\u200E\u200F\u2028\u2029\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/u;
+const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\p{Cf}\u2028\u2029\u115F\u1160\u3164\uFFA0]/u;
+/**
+ * The format characters a name may hold all the same: the zero-width joiner and non-joiner, which scripts and emoji
+ * sequences need, and the tags of an emoji flag (black flag, tag letters, cancel tag: Scotland's, Wales's).
+ */
+const NEEDED_FORMAT_CHARACTERS = /[\u200C\u200D]|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
 /**
  * What draws nothing of its own: combining marks, format characters (tags among them), spaces, and the letters and
  * symbols that are blank by design (Hangul fillers, the Braille blank).
@@ -28,18 +31,24 @@ export const createKeyBody = z.strictObject({
     .trim()
     .min(1, { error: 'name must not be empty', abort: true })
     .max(MAX_KEY_NAME_LENGTH, `name must be at most ${MAX_KEY_NAME_LENGTH} characters`)
-    .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name), {
+    .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name.replace(NEEDED_FORMAT_CHARACTERS, '')), {
       message: 'name must not contain control characters, bidirectional formatting or invisible characters',
     })
     // A lone surrogate is no character: strict JSON readers (jq) refused the whole key list that held it (red team).
-    .refine((name) => !/\p{Cs}/u.test(name), {
-      message: 'name must be well-formed Unicode (no lone surrogate)',
+    // U+FFFD is what a body's bytes that were not UTF-8 were read as: the name sent is not the one stored (round 31).
+    .refine((name) => !/[\p{Cs}\uFFFD]/u.test(name), {
+      message:
+        'name must be well-formed Unicode (no lone surrogate, and no U+FFFD, which stands for bytes that were not UTF-8)',
     })
     .refine((name) => VISIBLE_CHARACTER.test(name), {
       message: 'name must show at least one visible character',
     })
     .refine((name) => !STACKED_MARKS.test(name), {
       message: 'name must not stack more than 4 combining marks on one character',
+    })
+    // One selects a glyph; more select nothing and draw nothing (round 31: "prod" and four of them showed alike).
+    .refine((name) => !/\p{Variation_Selector}{2}/u.test(name), {
+      message: 'name must not hold two variation selectors in a row',
     }),
 });
 

@@ -92,8 +92,10 @@ const batchRequestBody = screenshotRequest.meta({
 
 const createKeyRequest = createKeyBody.meta({
   description:
-    `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters, with no control character ` +
-    'and no bidirectional formatting character (U+061C, U+200E, U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069)',
+    `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters that show as what they are: no ` +
+    'control character, line or paragraph separator, format character (category Cf, but the joiners U+200C and ' +
+    "U+200D and an emoji flag's tags), Hangul filler, lone surrogate or U+FFFD, at least one character that draws " +
+    'something, at most four combining marks and one variation selector in a row',
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({

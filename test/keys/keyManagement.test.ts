@@ -147,6 +147,13 @@ describe('POST /api/keys', () => {
       'joined\u2060x',
       'bom\uFEFFx',
       'soft\u00ADhyphen',
+      // Red team (round 31): the other format characters and the Hangul fillers also showed as plain "prod".
+      'prod\u206A\u206B',
+      'prod\u{1D173}',
+      'prod\u{E0070}\u{E0072}\u{E006F}',
+      'prod\u115F',
+      'prod\u3164',
+      'prod\uFFF9',
     ];
     for (const name of unsafe) {
       const response = await call('createKey', { bearer: token, body: { name } });
@@ -160,11 +167,13 @@ describe('POST /api/keys', () => {
   });
 
   it.each([
-    ['nothing that draws (zero-width joiners, tags, marks)', '\u200D\u{E0041}\u0301', /visible character/],
+    ['nothing that draws (zero-width joiners, marks)', '\u200D\u0301\u200C', /visible character/],
     ['a streak of combining marks over the rows around it', `a${'\u0301'.repeat(60)}`, /combining marks/],
-    ['blank letters (Hangul fillers, the Braille blank)', '\u3164\u2800\uFFA0', /visible character/],
+    ['blank symbols (the Braille blank)', '\u2800\u2800', /visible character/],
     ['a lone surrogate, which no strict JSON reader takes', 'key \uD800', /well-formed/],
-  ])('refuses a name of %s with 400 (red team, round 20)', async (_, name, message) => {
+    ['U+FFFD, what bytes that were not UTF-8 are read as', 'bad\uFFFD', /U\+FFFD/],
+    ['variation selectors that select nothing', 'prod\uFE0F\uFE0F', /variation selectors/],
+  ])('refuses a name of %s with 400 (red team, rounds 20 and 31)', async (_, name, message) => {
     const { token } = newAccount();
     const response = await call('createKey', { bearer: token, body: { name } });
     expect(response.status).toBe(400);
@@ -181,6 +190,9 @@ describe('POST /api/keys', () => {
       'नमस्ते ਸਤਿ ਸ੍ਰੀ',
       'می\u200Cخواهم',
       'Tiếng Việt',
+      'go \u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}',
+      'love \u2764\uFE0F',
+      '葛\u{E0100}城',
     ]) {
       expect((await createKey(token, name)).name).toBe(name);
     }

@@ -29,35 +29,56 @@ const onlyKeys = (value: Record<string, unknown>, allowed: string[]) =>
   Object.keys(value).every((key) => allowed.includes(key));
 
 /**
- * POST /api/keys: `name` only, a string of 1 to 100 characters after trimming, with no control character, no
- * bidirectional formatting character and no invisible one, at least one character that draws something, and no more
- * than four combining marks in a row.
+ * POST /api/keys: `name` only, a string of 1 to 100 characters after trimming, with no control character, no line or
+ * paragraph separator, no format character but the joiners and an emoji flag's tags, no Hangul filler, no lone
+ * surrogate or U+FFFD, at least one character that draws something, no more than four combining marks in a row and
+ * no two variation selectors in a row.
  */
 function isValidCreate(body: unknown): body is { name: string } {
   if (!isPlainObject(body) || !onlyKeys(body, ['name']) || typeof body.name !== 'string') return false;
   const trimmed = body.name.trim();
-  const unsafe = [...trimmed].some((char) => {
-    const code = char.codePointAt(0) ?? 0;
-    return (
+  const chars = [...trimmed];
+  const codes = chars.map((char) => char.codePointAt(0) ?? 0);
+  const flagTags = flagTagPositions(codes);
+  const unsafe = codes.some(
+    (code, i) =>
       code < 0x20 ||
       (code >= 0x7f && code <= 0x9f) ||
-      [0x00ad, 0x061c, 0x180e, 0x200b, 0x200e, 0x200f, 0x2028, 0x2029, 0xfeff].includes(code) ||
-      (code >= 0x202a && code <= 0x202e) ||
-      (code >= 0x2060 && code <= 0x2064) ||
-      (code >= 0x2066 && code <= 0x2069)
-    );
-  });
-  const marks = [...trimmed].map((char) => /\p{M}/u.test(char));
+      [0x2028, 0x2029, 0x115f, 0x1160, 0x3164, 0xffa0].includes(code) ||
+      (/\p{Cf}/u.test(chars[i] ?? '') && code !== 0x200c && code !== 0x200d && !flagTags.has(i)),
+  );
+  const marks = chars.map((char) => /\p{M}/u.test(char));
   const stacked = marks.some((_, i) => marks.slice(i, i + 5).filter(Boolean).length === 5);
+  const selectors = codes.map(
+    (code) => (code >= 0xfe00 && code <= 0xfe0f) || (code >= 0xe0100 && code <= 0xe01ef),
+  );
+  const twoSelectors = selectors.some((selector, i) => selector && selectors[i + 1]);
   const blank = [0x115f, 0x1160, 0x2800, 0x3164, 0xffa0];
-  const visible = [...trimmed].some(
+  const visible = chars.some(
     (char) => !/[\p{M}\p{Cf}\p{Z}\s]/u.test(char) && !blank.includes(char.codePointAt(0) ?? 0),
   );
-  const wellFormed = [...trimmed].every((char) => {
-    const code = char.codePointAt(0) ?? 0;
-    return code < 0xd800 || code > 0xdfff;
+  const wellFormed = codes.every((code) => (code < 0xd800 || code > 0xdfff) && code !== 0xfffd);
+  return (
+    trimmed.length >= 1 &&
+    trimmed.length <= 100 &&
+    !unsafe &&
+    wellFormed &&
+    visible &&
+    !stacked &&
+    !twoSelectors
+  );
+}
+
+/** Where the tags of an emoji flag are: U+1F3F4, then tag characters, then the cancel tag U+E007F. */
+function flagTagPositions(codes: number[]): Set<number> {
+  const tags = new Set<number>();
+  codes.forEach((code, start) => {
+    if (code !== 0x1f3f4) return;
+    let end = start + 1;
+    while ((codes[end] ?? 0) >= 0xe0020 && (codes[end] ?? 0) <= 0xe007e) end += 1;
+    if (end > start + 1 && codes[end] === 0xe007f) for (let i = start + 1; i <= end; i += 1) tags.add(i);
   });
-  return trimmed.length >= 1 && trimmed.length <= 100 && !unsafe && wellFormed && visible && !stacked;
+  return tags;
 }
 
 /** PATCH /api/keys/{id}: `isActive` only, a boolean. */
@@ -86,6 +107,14 @@ const nameLike = objectFrom({
       '\u{E0041}\u{E0042}',
       'a\uD800b',
       '\u3164\u2800',
+      'prod\u206A',
+      'prod\u3164',
+      'bad\uFFFD',
+      'a\uFE0F',
+      'a\uFE0F\uFE0F',
+      '\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}',
+      '\u{1F3F4}\u{E0067}\u{E0062}',
+      'x\u{E0067}\u{E007F}',
     ),
   ),
 });
