@@ -147,40 +147,33 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 
     /**
      * Delivers a fresh capture: as it is when neither the cache nor a link was asked for; otherwise stored first. For
-     * a link the store must succeed (the caller refunds when it throws); for the cache alone a failed store costs
-     * only the next request's hit, so the paid-for image is still answered.
+     * a link the store must succeed (the caller refunds when it throws); for the cache a failed store costs only the
+     * next request's hit, so the paid-for image or link is still answered.
      */
     async deliver(accountId: string, request: DeliveryRequest, captured: CapturedImage): Promise<Screenshot> {
       const { cacheKey } = request;
-      const cache = cacheKey !== undefined ? ({ cache: 'MISS' } as const) : {};
       if (cacheKey === undefined && request.response === 'image') return captured;
       const now = deps.now();
-      const key =
-        cacheKey !== undefined
-          ? imageKey.cached(accountId, cacheKey)
-          : imageKey.linked(accountId, randomUUID());
-      const info = storedInfoOf(
-        captured,
-        now,
-        cacheKey !== undefined ? now + request.cacheTtl * 1000 : linkExpiry(now),
-      );
-      const stored = deps.images.put(key, captured.image, info);
+      const { image: _, ...described } = captured;
+      if (cacheKey === undefined) {
+        const key = imageKey.linked(accountId, randomUUID());
+        const info = storedInfoOf(captured, now, linkExpiry(now));
+        await deps.images.put(key, captured.image, info);
+        return { ...described, link: await linkTo(key, info) };
+      }
+      const info = storedInfoOf(captured, now, now + request.cacheTtl * 1000);
+      let link: ImageLink | undefined;
       if (request.response === 'json') {
         // The link downloads exactly these bytes for its hour: an object of its own, not the cache entry, which
-        // another miss of the same request may replace meanwhile (red team).
-        const linked = cacheKey !== undefined ? imageKey.linked(accountId, randomUUID()) : key;
-        const { metadata: _, ...linkedInfo } = info;
-        await Promise.all([
-          stored,
-          linked === key
-            ? undefined
-            : deps.images.put(linked, captured.image, { ...linkedInfo, expiresAt: linkExpiry(now) }),
-        ]);
-        const { image: __, ...rest } = captured;
-        return { ...rest, ...cache, link: await linkTo(linked, info) };
+        // another miss of the same request may replace meanwhile (red team). Stored before the entry: when it fails
+        // the request is refunded, and an entry stored beside it served the retry for free (red team, round 31).
+        const linked = imageKey.linked(accountId, randomUUID());
+        const { metadata: __, ...linkedInfo } = info;
+        await deps.images.put(linked, captured.image, { ...linkedInfo, expiresAt: linkExpiry(now) });
+        link = await linkTo(linked, info);
       }
       // Not stored, not in the cache: no shared cache should keep it for the entry's lifetime either.
-      const kept = await stored.then(
+      const kept = await deps.images.put(imageKey.cached(accountId, cacheKey), captured.image, info).then(
         () => true,
         (error) => {
           logger.warn('Cache entry not stored', { error });
@@ -188,8 +181,8 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
         },
       );
       return {
-        ...captured,
-        ...cache,
+        ...(link ? { ...described, link } : captured),
+        cache: 'MISS',
         ...(kept ? { freshForSeconds: secondsUntil(info.expiresAt, now) } : {}),
       };
     },
@@ -198,14 +191,9 @@ export function imageDelivery(deps: ImageDeliveryDeps) {
 
 export type ImageDelivery = ReturnType<typeof imageDelivery>;
 
-/**
- * A fresh capture that deliver() stored in the account's cache: a link to its entry, or an image answered with the
- * entry's lifetime (deliver sets it only once the entry is stored).
- */
+/** A fresh capture that deliver() stored in the account's cache: it sets the entry's lifetime only once it is stored. */
 export function keptInCache(screenshot: Screenshot): boolean {
-  return (
-    screenshot.cache === 'MISS' && (screenshot.link !== undefined || screenshot.freshForSeconds !== undefined)
-  );
+  return screenshot.cache === 'MISS' && screenshot.freshForSeconds !== undefined;
 }
 
 /** What is stored beside a fresh capture, kept from `storedAt` until `expiresAt` (ms). */

@@ -251,6 +251,37 @@ describe('response: json', () => {
     expect(statusOf(await shoot({ ...PAGE, response: 'json' }))).toBe(503);
     expect(await credits.balance('alice')).toBe(10);
   });
+
+  /**
+   * Red team (round 31): the link's copy and the cache entry were stored together; when the copy failed the request
+   * was refunded, and the entry stored beside it answered the retry, free. Fixed: the copy is stored first.
+   */
+  it('keeps no cache entry of a capture it refunded because its link could not be stored', async () => {
+    const put = images.put.bind(images);
+    images.put = async (key, image, info) => {
+      if (key.startsWith('images/linked/')) throw new StoreUnavailableError();
+      return put(key, image, info);
+    };
+    expect(statusOf(await shoot({ ...PAGE, response: 'json' }))).toBe(503);
+    images.put = put;
+    const retry = await ok(shoot({ ...PAGE, response: 'json' }));
+    expect(retry.screenshot).toMatchObject({ cache: 'MISS', creditsCharged: 1 });
+    expect(renderer.captures).toHaveLength(2);
+    expect(await credits.balance('alice')).toBe(9);
+  });
+
+  it('answers the paid-for link when only the cache entry cannot be stored, as it answers the image', async () => {
+    const put = images.put.bind(images);
+    images.put = async (key, image, info) => {
+      if (key.startsWith('images/cache/')) throw new StoreUnavailableError();
+      return put(key, image, info);
+    };
+    const linked = await ok(shoot({ ...PAGE, response: 'json' }));
+    expect(linked.screenshot).toMatchObject({ cache: 'MISS', creditsCharged: 1 });
+    expect(linked.screenshot.link?.url).toMatch(/^memory:\/\/images\/linked\//);
+    expect(linked.screenshot.freshForSeconds).toBeUndefined();
+    expect(await credits.balance('alice')).toBe(9);
+  });
 });
 
 describe('If-None-Match', () => {
