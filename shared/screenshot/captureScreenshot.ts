@@ -254,7 +254,7 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     const checked = await specOf(
       // A signed link is for an <img> tag: it asks for the cache unless it says `cache=false`, and it is public.
       'signed' in input
-        ? () => withDefaults(refuseOnSignedLink(input.request()), { cache: true })
+        ? () => refuseOnSignedLink(withDefaults(input.request(), { cache: true }))
         : input.request,
       deps.urlPolicy,
     ).then(

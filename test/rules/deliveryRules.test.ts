@@ -412,6 +412,21 @@ describe('signed links', () => {
     },
   );
 
+  /**
+   * Red team (round 31): a refused field was the only problem named, under the `error` of a refused address, so a
+   * link fixed for it failed again on the next one, each try spending the key's link budget.
+   */
+  it("list every problem of a link with a refused field, as a body's 400 does", async () => {
+    const outcome = await open(link({ url: 'https://a.test/page', width: '1', headers: '{}' }));
+    expect(statusOf(outcome)).toBe(400);
+    const error = outcome.ok ? undefined : (outcome.error as ValidationError);
+    expect(error?.message).toBe('Invalid request body');
+    expect(error?.details).toEqual([
+      expect.objectContaining({ code: 'not_allowed_on_signed_link', path: ['headers'] }),
+      expect.objectContaining({ code: 'too_small', path: ['width'] }),
+    ]);
+  });
+
   it('stop working when the key is revoked or deleted', async () => {
     const query = link({ url: 'https://a.test/page' });
     expect(statusOf(await open(query))).toBe(200);
