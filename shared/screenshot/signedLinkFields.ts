@@ -26,6 +26,8 @@ export function refuseOnSignedLink(request: unknown): unknown {
   const refused = FIELDS_REFUSED_ON_SIGNED_LINKS.filter((name) => Object.hasOwn(request, name));
   if (refused.length === 0) return request;
   const rest = Object.fromEntries(Object.entries(request).filter(([name]) => !refused.includes(name)));
+  // A link that carried `html` in place of `url` is told so once, by its refusal, not again as a link without url.
+  const insteadOfUrl = refused.includes('html') && !Object.hasOwn(rest, 'url');
   throw new ValidationError(
     [
       ...refused.map((name) => ({
@@ -33,7 +35,9 @@ export function refuseOnSignedLink(request: unknown): unknown {
         path: [name],
         message: `${name} is not allowed on a signed link (a link is public); send it in a POST with the API key`,
       })),
-      ...problemsOf(screenshotRequest, rest),
+      ...problemsOf(screenshotRequest, rest).filter(
+        (problem) => !(insteadOfUrl && problem.path[0] === 'url'),
+      ),
     ],
     'Invalid request body',
   );

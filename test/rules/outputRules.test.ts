@@ -478,13 +478,19 @@ describe('the answer of a capture', () => {
 });
 
 describe('signed links', () => {
-  it('refuse html, naming it', () => {
+  it('refuse html, naming it, and not again as a link without url', () => {
     expect(() => refuseOnSignedLink({ html: '<p>x</p>' })).toThrow(ValidationError);
-    try {
-      refuseOnSignedLink({ html: '<p>x</p>', width: 400 });
-    } catch (error) {
-      expect((error as ValidationError).details.map((detail) => detail.path)).toEqual([['html']]);
-    }
+    const pathsOf = (request: unknown) => {
+      try {
+        refuseOnSignedLink(request);
+        return [];
+      } catch (error) {
+        return (error as ValidationError).details.map((detail) => detail.path);
+      }
+    };
+    expect(pathsOf({ html: '<p>x</p>', width: 400 })).toEqual([['html']]);
+    expect(pathsOf({ html: '<p>x</p>', width: 1 })).toEqual([['html'], ['width']]);
+    expect(pathsOf({ html: '<p>x</p>', url: URL })).toEqual([['html']]);
     expect(refuseOnSignedLink({ url: URL })).toEqual({ url: URL });
   });
 });
