@@ -1,8 +1,9 @@
 import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../shared/capture/chromiumLaunch';
+import { SIGNED_LINK_INLINE_HIT_BYTES } from '../../shared/delivery/imageDelivery';
 import { startTestLocalService, type TestLocalService } from '../helpers/localService';
-import { type PageServer, solidPage, startPageServer } from '../helpers/pageServer';
+import { noisePage, type PageServer, slowPage, solidPage, startPageServer } from '../helpers/pageServer';
 
 /**
  * Red team (round 20), what a new user hit in the dashboard (real Chromium against the whole local service, at
@@ -14,6 +15,8 @@ const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 /** A name of 100 characters without a space, as a hash or a long host name would be. */
 const LONG_NAME = 'f'.repeat(36) + '0123456789abcdef'.repeat(4);
+/** A page whose PNG at this size passes SIGNED_LINK_INLINE_HIT_BYTES: its cache hits are sent to the stored file. */
+const NOISE_SIDE = 1_600;
 /** Only combining marks: drawn as a tall stack over nothing. */
 const MARKS_NAME = '\u0301'.repeat(60);
 
@@ -30,7 +33,11 @@ let linkRequests = 0;
 let listed: unknown[] | null = null;
 
 beforeAll(async () => {
-  pages = await startPageServer({ '/hello': solidPage('#3366ff', '<title>Hello</title>', '') });
+  pages = await startPageServer({
+    '/hello': solidPage('#3366ff', '<title>Hello</title>', ''),
+    '/noise': noisePage(NOISE_SIDE),
+    ...slowPage(1_500),
+  });
   [service, browser] = await Promise.all([
     startTestLocalService({ ALLOW_PRIVATE_HOSTS: pages.hostPort }),
     launchChromium().then((launched) => launched.browser),
@@ -149,6 +156,44 @@ describe('the dashboard for a new user', () => {
     await waitText('#balance', /^99$/, 10_000);
     expect(linkRequests - before).toBe(1);
   });
+
+  /** Review (round 31): read by the page, the link asked twice while loading was two captures (an <img> asks once). */
+  it('asks a link once when Build is pressed again while it loads', async () => {
+    const before = linkRequests;
+    await fillIn('#link-url', `${pages.origin}/slow`);
+    await page.click('#link-build');
+    await page.click('#link-build');
+    await page.waitForFunction(
+      () => (document.getElementById('signed-link-preview') as HTMLImageElement).naturalWidth > 0,
+      { timeout: 30_000 },
+    );
+    expect(linkRequests - before).toBe(1);
+  });
+
+  /**
+   * Review (round 31): a large cache hit is a redirect to the stored file, another origin the page may show but not
+   * read, so the page's own read of the link failed on it. Fixed: the preview's <img> follows it.
+   */
+  it('shows a large image whose cache hit sends it to the stored file', async () => {
+    await fillIn('#link-url', `${pages.origin}/noise`);
+    await fillIn('#link-width', String(NOISE_SIDE));
+    await fillIn('#link-height', String(NOISE_SIDE));
+    const shown = () =>
+      page.waitForFunction(
+        (side) => (document.getElementById('signed-link-preview') as HTMLImageElement).naturalWidth === side,
+        { timeout: 60_000 },
+        NOISE_SIDE,
+      );
+    await page.click('#link-build');
+    await shown();
+    // The same link again: a hit.
+    const redirected = page.waitForResponse((response) => response.status() === 302, { timeout: 60_000 });
+    await page.click('#link-build');
+    await redirected;
+    await shown();
+    expect(await text('#signed-link-error')).toBe('');
+    expect(SIGNED_LINK_INLINE_HIT_BYTES).toBeLessThan(NOISE_SIDE * NOISE_SIDE * 3);
+  }, 120_000);
 
   /**
    * Red team (round 20): "Try a capture" with neither URL nor HTML sent the request and showed the API's raw 400

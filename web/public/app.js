@@ -40,9 +40,13 @@ let tryKeyId = null;
 let imageUrl = null;
 /** The key just created and its signing secret, held only while the one-time callout is shown. */
 let newKey = null;
-/** The signed link the preview shows, and the object URL of its image when this page read it (revoked when replaced). */
+/**
+ * The signed link the preview shows, the object URL of its image when this page read it (revoked when replaced), and
+ * the read of it in flight (dropped when another link or none replaces it).
+ */
 let previewLink = null;
 let previewObjectUrl = null;
+let previewRead = null;
 let noticeTimer;
 
 function say(id, text) {
@@ -397,8 +401,12 @@ function hideNewKey() {
   $('new-key').hidden = true;
 }
 
-/** Shows `src` in the preview (hidden when null), for the link `link`; an object URL it replaces is revoked. */
+/** Shows `src` in the preview (hidden when null), for the link `link`; what it replaces is revoked or dropped. */
 function showPreview(link, src, alt = '') {
+  if (link !== previewLink) {
+    previewRead?.abort();
+    previewRead = null;
+  }
   if (previewObjectUrl) URL.revokeObjectURL(previewObjectUrl);
   previewObjectUrl = src?.startsWith('blob:') ? src : null;
   previewLink = link;
@@ -430,6 +438,8 @@ async function buildLink(event) {
     newKey.signingSecret,
     options,
   );
+  // Pressed again while the same link is read: a second read would be a second capture.
+  if (link === previewLink && previewRead) return;
   say('signed-link', link);
   $('copy-link').hidden = false;
   // Said, not only shown: the link appears below the form, out of sight of whoever hears the page (red team, round 28).
@@ -441,9 +451,17 @@ async function buildLink(event) {
   // page may not read (connect-src 'self'): there the <img> loads the link and a failure sends the user to it.
   if (new URL(link).origin !== location.origin) return showPreview(link, link, alt);
   showPreview(link, null);
+  const read = new AbortController();
+  previewRead = read;
   let reason = 'open the link to see why.';
   try {
-    const response = await fetch(link, { cache: 'no-store' });
+    const response = await fetch(link, { cache: 'no-store', redirect: 'manual', signal: read.signal });
+    // A large cache hit sends its visitors to the stored file, another origin this page may show but not read: the
+    // <img> follows it (a hit is free).
+    if (response.type === 'opaqueredirect') {
+      if (previewLink === link) showPreview(link, link, alt);
+      return;
+    }
     if (response.ok) {
       const image = await response.blob();
       if (previewLink === link) showPreview(link, URL.createObjectURL(image), alt);
@@ -452,7 +470,9 @@ async function buildLink(event) {
     const body = await response.json().catch(() => null);
     reason = `${describeError(response.status, body)} (HTTP ${response.status})`;
   } catch {
-    // Not readable from this page: the link itself says why.
+    // Not readable from this page (or replaced by another link): the link itself says why.
+  } finally {
+    if (previewRead === read) previewRead = null;
   }
   if (previewLink === link) say('signed-link-error', `The image did not load: ${reason}`);
 }
