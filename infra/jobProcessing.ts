@@ -18,7 +18,7 @@ import { QUEUED_JOBS_INDEX } from '../shared/store/table';
 import { JOB_WORKER_TIMEOUT_MS } from '../shared/timing';
 import { functionBundling } from './functionBundling';
 import type { ImageStorage } from './imageStorage';
-import type { RendererFunction } from './rendererFunction';
+import { invokingRenderers, type Renderers } from './rendererFunction';
 import { WORKER_TABLE_ACTIONS } from './tableAccess';
 
 export const WORKER_TIMEOUT = Duration.millis(JOB_WORKER_TIMEOUT_MS);
@@ -42,7 +42,7 @@ export interface JobProcessingProps {
   environment: Record<string, string>;
   table: dynamodb.ITable;
   /** The shared renderer, and the headroom one a newcomer may use when the shared one is full (docs/api.md 6.5). */
-  renderers: { shared: RendererFunction; headroom: RendererFunction };
+  renderers: Renderers;
   images: ImageStorage;
   sourceMaps: boolean;
   /**
@@ -132,8 +132,7 @@ export class JobProcessing extends Construct {
         ...props.environment,
         JOB_QUEUE_URL: this.queue.queueUrl,
         WEBHOOK_QUEUE_URL: this.webhookQueue.queueUrl,
-        RENDERER_FUNCTION_NAME: props.renderers.shared.alias.functionArn,
-        RENDERER_HEADROOM_FUNCTION_NAME: props.renderers.headroom.alias.functionArn,
+        ...invokingRenderers(props.renderers, role),
         IMAGE_BUCKET: props.images.bucket.bucketName,
       },
       role,
@@ -167,8 +166,6 @@ export class JobProcessing extends Construct {
     // Sends again: a job with no free slot; and webhook attempts, the first after a job ends and the retries.
     this.queue.grantSendMessages(role);
     this.webhookQueue.grantSendMessages(role);
-    props.renderers.shared.alias.grantInvoke(role);
-    props.renderers.headroom.alias.grantInvoke(role);
 
     for (const sender of props.senders) {
       this.queue.grantSendMessages(sender);

@@ -106,3 +106,27 @@ export class RendererFunction extends Construct {
     });
   }
 }
+
+/** The two renderers: the shared capacity, and the headroom for newcomers (docs/api.md 6.5). */
+export interface Renderers {
+  shared: RendererFunction;
+  headroom: RendererFunction;
+}
+
+/**
+ * What a function that captures is told of the renderers, and allowed: their live aliases. The versions those point at
+ * are read by nothing: they make a change to the renderers alone (a Chromium release among them) a change to every
+ * function that invokes them, so that the fronts publish new versions and it passes their pre-traffic self-test and
+ * canary, whose alarms roll the stack back (red team, round 31: it went to every capture with neither).
+ */
+export function invokingRenderers(renderers: Renderers, role: iam.IGrantable): Record<string, string> {
+  renderers.shared.alias.grantInvoke(role);
+  renderers.headroom.alias.grantInvoke(role);
+  return {
+    RENDERER_FUNCTION_NAME: renderers.shared.alias.functionArn,
+    RENDERER_HEADROOM_FUNCTION_NAME: renderers.headroom.alias.functionArn,
+    RENDERER_VERSIONS: [renderers.shared, renderers.headroom]
+      .map((renderer) => renderer.fn.currentVersion.version)
+      .join(','),
+  };
+}

@@ -34,7 +34,7 @@ import { ImageStorage } from './imageStorage';
 import { JobProcessing } from './jobProcessing';
 import { Monitoring, pascal } from './monitoring';
 import { PreTrafficHook } from './preTrafficHook';
-import { RendererFunction } from './rendererFunction';
+import { invokingRenderers, RendererFunction } from './rendererFunction';
 import { methodThrottles } from './routeThrottles';
 import { type DeploymentSettings, reservedConcurrencies } from './settings';
 import { SignedLinkCdn } from './signedLinkCdn';
@@ -504,8 +504,7 @@ export class ScreenshotServiceStack extends Stack {
       environment: isScreenshot
         ? {
             ...environment,
-            RENDERER_FUNCTION_NAME: this.renderer.alias.functionArn,
-            RENDERER_HEADROOM_FUNCTION_NAME: this.headroomRenderer.alias.functionArn,
+            ...invokingRenderers({ shared: this.renderer, headroom: this.headroomRenderer }, role),
           }
         : environment,
       role,
@@ -514,10 +513,6 @@ export class ScreenshotServiceStack extends Stack {
       // No Chromium, no fonts and no native encoder in any route's package: the renderer functions alone have them.
       bundling: functionBundling(settings.sourceMaps),
     });
-    if (isScreenshot) {
-      this.renderer.alias.grantInvoke(role);
-      this.headroomRenderer.alias.grantInvoke(role);
-    }
     acknowledge(fn, 'L1', RUNTIME_REASON);
     return fn;
   }

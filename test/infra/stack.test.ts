@@ -1182,6 +1182,29 @@ describe('Safe rollouts', () => {
     }
   });
 
+  /**
+   * Red team (round 31): the fronts named the renderers' live aliases only, so a change to the renderers alone (a
+   * Chromium release) published no front version: it went to every capture with no pre-traffic self-test, canary or
+   * rollback. Each capturing function now names the renderer versions it was deployed with.
+   */
+  it('makes a change to the renderers alone a change to every function that captures, so it goes through their canary', () => {
+    // The version each renderer's live alias points at, whose logical id changes with the renderer's code.
+    const liveVersions = [synth.stack.renderer, synth.stack.headroomRenderer].map((renderer) =>
+      JSON.stringify(
+        synth.resources[synth.stack.getLogicalId(renderer.alias.node.defaultChild as CfnResource)]?.Properties
+          .FunctionVersion,
+      ),
+    );
+    for (const version of liveVersions)
+      expect(version).toMatch(/^\{"Fn::GetAtt":\["\w*CurrentVersion\w+","Version"\]\}$/);
+    for (const fn of [functionOf('screenshot'), functionOf('mcp'), workerOf()]) {
+      const versions = JSON.stringify(
+        ((fn.Properties.Environment as Json).Variables as Json).RENDERER_VERSIONS,
+      );
+      for (const version of liveVersions) expect(versions).toContain(version);
+    }
+  });
+
   it('rolls the screenshot function back on failed captures and refund failures too', () => {
     const ids = (synth.stack.monitoring.rollbackAlarms.get('screenshot') ?? []).map((alarm) =>
       synth.stack.getLogicalId(alarm.node.defaultChild as CfnResource),
