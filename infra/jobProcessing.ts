@@ -65,31 +65,46 @@ export class JobProcessing extends Construct {
   readonly queue: sqs.Queue;
   /** Webhook attempts, consumed apart from the captures (WEBHOOK_WORKER_CONCURRENCY). */
   readonly webhookQueue: sqs.Queue;
+  /** Capture messages the worker could not end a job with: their credits may still be reserved. */
   readonly deadLetterQueue: sqs.Queue;
+  /** Webhook attempts it could not make: for jobs that have ended, charged or refunded already. */
+  readonly webhookDeadLetterQueue: sqs.Queue;
   readonly worker: NodejsFunction;
   /** Queues again, on a schedule, the jobs an accepting function wrote and died before queueing. */
   readonly sweeper: NodejsFunction;
 
   constructor(scope: Construct, id: string, props: JobProcessingProps) {
     super(scope, id);
-    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetters', {
-      retentionPeriod: Duration.days(14),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
+    // Apart: what an operator does with a dead letter differs. A capture's job may hold reserved credits to give
+    // back; a webhook's job has ended, charged or refunded, and must never be refunded again (red team, round 31: they
+    // shared one queue, whose runbook said to refund).
+    const deadLetters = (id: string) => {
+      const queue = new sqs.Queue(this, id, {
+        retentionPeriod: Duration.days(14),
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+      });
+      Validations.of(queue).acknowledge({
+        id: 'AwsSolutions-SQS3',
+        reason: 'A dead-letter queue: a queue for its messages would have none to catch.',
+      });
+      return queue;
+    };
+    this.deadLetterQueue = deadLetters('DeadLetters');
+    this.webhookDeadLetterQueue = deadLetters('WebhookDeadLetters');
     // Both alike: a message is kept as long as a job may wait for it (one delayed by webhook backoff still finds its
-    // job), is not delivered again while a run goes on, and goes to the dead-letter queue after a bounded number of
+    // job), is not delivered again while a run goes on, and goes to its dead-letter queue after a bounded number of
     // deliveries.
-    const workQueue = (id: string) =>
+    const workQueue = (id: string, deadLetterQueue: sqs.Queue) =>
       new sqs.Queue(this, id, {
         visibilityTimeout: JOB_VISIBILITY_TIMEOUT,
         retentionPeriod: Duration.days(4),
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
-        deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
+        deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
       });
-    this.queue = workQueue('Jobs');
-    this.webhookQueue = workQueue('Webhooks');
+    this.queue = workQueue('Jobs', this.deadLetterQueue);
+    this.webhookQueue = workQueue('Webhooks', this.webhookDeadLetterQueue);
 
     const { role, logGroup } = this.functionRole('Worker', 'The job queue worker');
     role.addToPolicy(
@@ -188,11 +203,6 @@ export class JobProcessing extends Construct {
 
     this.sweeper = this.createSweeper(props);
 
-    Validations.of(this.deadLetterQueue).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason:
-        'This is the dead-letter queue of the job queue: a queue for its messages would have none to catch.',
-    });
     const bucketId = props.images.bucket.stack.getLogicalId(
       props.images.bucket.node.defaultChild as CfnResource,
     );

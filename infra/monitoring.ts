@@ -72,6 +72,8 @@ export interface MonitoringProps {
   alarmActions: cloudwatch.IAlarmAction[];
   /** The job queue's dead-letter queue: a message there is a job nobody could end. */
   deadLetterQueue?: sqs.IQueue;
+  /** The webhook queue's: a message there is a webhook of an ended job nobody could send. */
+  webhookDeadLetterQueue?: sqs.IQueue;
 }
 
 /**
@@ -122,17 +124,25 @@ export class Monitoring extends Construct {
       );
     const t = ALARM_THRESHOLDS;
 
-    if (props.deadLetterQueue) {
-      atLeast(
-        'JobDeadLettersAlarm',
-        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period: fiveMinutes,
-          statistic: 'Maximum',
-        }),
-        1,
-        'A job message reached the dead-letter queue: the worker could not even end it (docs/deploy.md, "When an alarm fires").',
-      );
-    }
+    const deadLetters = (id: string, queue: sqs.IQueue | undefined, description: string) => {
+      if (queue)
+        atLeast(
+          id,
+          queue.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }),
+          1,
+          `${description} (docs/deploy.md, "When an alarm fires").`,
+        );
+    };
+    deadLetters(
+      'JobDeadLettersAlarm',
+      props.deadLetterQueue,
+      'A job message reached the dead-letter queue: the worker could not even end it',
+    );
+    deadLetters(
+      'WebhookDeadLettersAlarm',
+      props.webhookDeadLetterQueue,
+      'A webhook attempt reached its dead-letter queue: the worker could not make it (never refund its job)',
+    );
 
     // API Gateway's 5xx less the 500s answered for captures the customer's page made fail: our faults only. Never
     // below 0, so that page failures counted in another period (or any other way) cannot hide a real 5xx.

@@ -361,6 +361,7 @@ export class ScreenshotServiceStack extends Stack {
     this.addRoutes(aliases);
     this.monitoring = new Monitoring(this, 'Monitoring', {
       deadLetterQueue: this.jobs.deadLetterQueue,
+      webhookDeadLetterQueue: this.jobs.webhookDeadLetterQueue,
       workers: { jobWorker: this.jobs.worker, jobSweeper: this.jobs.sweeper },
       api: this.api,
       functions,

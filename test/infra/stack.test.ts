@@ -1431,12 +1431,19 @@ describe('async jobs', () => {
   const workerRoleStatements = () =>
     statementsOfRole(referencedId(synth.resources[workerId()]?.Properties.Role) ?? '');
 
-  it('has a job queue and a webhook queue that send to the dead-letter queue after a bounded number of deliveries', () => {
-    for (const name of ['Jobs', 'Webhooks']) {
+  /**
+   * Each to a dead-letter queue of its own (red team, round 31): they shared one, whose runbook said to refund its
+   * jobs, while a webhook's job has ended, charged or refunded already.
+   */
+  it('has a job queue and a webhook queue that send to dead-letter queues of their own after a bounded number of deliveries', () => {
+    for (const [name, deadLetters] of [
+      ['Jobs', 'DeadLetters'],
+      ['Webhooks', 'WebhookDeadLetters'],
+    ] as const) {
       const queue = synth.resources[queueId(name)] as Resource;
       expect(queue.Type).toBe('AWS::SQS::Queue');
       expect(queue.Properties.RedrivePolicy).toEqual({
-        deadLetterTargetArn: { 'Fn::GetAtt': [queueId('DeadLetters'), 'Arn'] },
+        deadLetterTargetArn: { 'Fn::GetAtt': [queueId(deadLetters), 'Arn'] },
         maxReceiveCount: MAX_RECEIVE_COUNT,
       });
       // Six times the worker's timeout: a message is not delivered twice while one run still goes on.
@@ -1445,19 +1452,25 @@ describe('async jobs', () => {
     expect(JOB_VISIBILITY_TIMEOUT.toSeconds()).toBeGreaterThanOrEqual(6 * WORKER_TIMEOUT.toSeconds());
   });
 
-  it('alarms into the alarm topic as soon as one message is in the dead-letter queue', () => {
-    const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([id]) =>
-      id.includes('JobDeadLetters'),
-    );
-    if (!alarm) throw new Error('no dead-letter alarm');
-    const props = alarm[1].Properties;
-    expect(props.MetricName).toBe('ApproximateNumberOfMessagesVisible');
-    expect(props.Dimensions).toEqual([
-      { Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId('DeadLetters'), 'QueueName'] } },
-    ]);
-    expect(props.Threshold).toBe(1);
-    expect(JSON.stringify(props.AlarmActions)).toContain('AlarmTopic');
-  });
+  it.each([
+    ['JobDeadLetters', 'DeadLetters'],
+    ['WebhookDeadLetters', 'WebhookDeadLetters'],
+  ])(
+    'alarms (%s) into the alarm topic as soon as one message is in a dead-letter queue',
+    (alarmName, queue) => {
+      const alarm = ofType(synth.resources, 'AWS::CloudWatch::Alarm').find(([id]) =>
+        id.startsWith(`Monitoring${alarmName}Alarm`),
+      );
+      if (!alarm) throw new Error('no dead-letter alarm');
+      const props = alarm[1].Properties;
+      expect(props.MetricName).toBe('ApproximateNumberOfMessagesVisible');
+      expect(props.Dimensions).toEqual([
+        { Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId(queue), 'QueueName'] } },
+      ]);
+      expect(props.Threshold).toBe(1);
+      expect(JSON.stringify(props.AlarmActions)).toContain('AlarmTopic');
+    },
+  );
 
   it('runs the worker from the queue with partial batch failures, without the Chromium layer', () => {
     const worker = synth.resources[workerId()] as Resource;
