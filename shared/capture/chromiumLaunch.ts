@@ -51,6 +51,11 @@ const REFUSED_FLAGS = new Set([
  * page; every pop-up was a renderer process of its own, with a heap cap of its own and none of the capture's
  * controls (red team: 400 `noopener` pop-ups took gigabytes and slowed another account's captures tenfold). Our own
  * tabs are opened over DevTools, which the flag leaves alone.
+ *
+ * `--screen-info={3840x2160}`: the screen a desktop page sees (`screen.width`, `device-width` media queries), a 4K
+ * one, as wide as the widest viewport the spec allows. The headless default is 800 x 600: a 1920-wide capture matched
+ * `max-device-width: 1024px` and ran the scripts that send small screens to a phone site (red team, round 31). The
+ * mobile and tablet presets emulate their own screen.
  */
 const EXTRA_FLAGS = [
   `--js-flags=--max-old-space-size=${PAGE_HEAP_LIMIT_MB}`,
@@ -60,6 +65,7 @@ const EXTRA_FLAGS = [
   '--force-gpu-mem-available-mb=1024',
   '--disable-blink-features=AutomationControlled',
   '--block-new-web-contents',
+  '--screen-info={3840x2160}',
 ];
 
 /** Our flags, plus `extra`; with `sandboxed`, without the flags that turn Chromium's sandbox off (chromiumSandbox.ts). */

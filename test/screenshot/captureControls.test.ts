@@ -72,6 +72,16 @@ beforeAll(async () => {
        <button class="a:b" style="width:40px;height:20px"
          onclick="document.getElementById('target').classList.add('open')">go</button>`,
     ),
+    // Green when the screen and the window hold the page, as a desktop browser's do.
+    '/screen': solidPage(
+      '#f00',
+      `<script>
+        const desktop = screen.width >= innerWidth && screen.height >= innerHeight &&
+          outerWidth >= innerWidth && outerHeight > innerHeight &&
+          !matchMedia('(max-device-width: 1024px)').matches;
+        if (desktop) document.documentElement.style.background = '#0f0';
+      </script>`,
+    ),
     '/whoami': (req, res) => {
       whoamiHeaders = req.headers;
       res.writeHead(200, { 'Content-Type': 'text/html' }).end(
@@ -265,6 +275,20 @@ describe('what pages see of the browser', () => {
     expect(whoamiHeaders['sec-ch-ua']).not.toMatch(/headless/i);
     expect(whoamiHeaders['sec-ch-ua-platform']).toBe('"Windows"');
     expect(whoamiHeaders['accept-language']).toBe('en-US,en;q=0.9');
+  });
+
+  /**
+   * Red team (round 31): a desktop capture had headless Chromium's 800 x 600 screen and window, smaller than its
+   * page: `max-device-width` style sheets and scripts that send small screens to a phone site took a 1920-wide
+   * capture for a phone.
+   */
+  it.each([
+    { width: undefined, height: undefined },
+    { device: 'desktop', width: undefined, height: undefined },
+    { width: 2560, height: 1440 },
+    { width: 1280, height: 800, scale: 2 },
+  ])('a desktop screen and window that hold the page (%o)', async (size) => {
+    expect(near((await shot({ url: url('/screen'), ...size })).pixel(10, 10), GREEN)).toBe(true);
   });
 
   it('a phone sends no client hints, as Safari does, and the locale asked for replaces US English', async () => {
