@@ -298,8 +298,10 @@ export class ChromiumRenderer implements Renderer {
     // Again, for what the page added since load; the image is taken right after.
     await Promise.all([
       hideFilteredElements(page, tab.control, spec, setup),
-      // Not into the DOM that `format: "html"` answers with (red team, round 24); text needs no pixels hidden.
-      isContentFormat(spec.format) ? undefined : hideOnElements(tab.control, spec.hideSelectors),
+      // Not into the DOM that `format: "html"` answers with (red team, round 24). Markdown leaves out what is hidden,
+      // and only an element's own style outranks the page's `!important` (red team, round 31: text it kept visible
+      // so was in the Markdown).
+      spec.format === 'html' ? undefined : hideOnElements(tab.control, spec.hideSelectors),
     ]);
     const metadata = spec.metadata
       ? {
