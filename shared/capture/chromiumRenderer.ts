@@ -615,8 +615,6 @@ async function emulate(
       isMobile: wanted.isMobile,
       hasTouch: wanted.hasTouch,
     });
-    // A phone or tablet's window is its screen, which its emulation sets.
-    if (!wanted.isMobile) await control.frameViewport(wanted.width, wanted.height);
   }
   if (current?.userAgent !== wanted.userAgent || current?.locale !== wanted.locale) {
     await control.overrideIdentity(identityOverride(wanted.userAgent, wanted.locale));

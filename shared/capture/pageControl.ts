@@ -16,8 +16,6 @@ const DOCUMENT_MARK = `Symbol.for('${WORLD_NAME}:document')`;
 
 /** Navigations that keep the document (history.pushState, fragment links): nothing to wait for. */
 const SAME_DOCUMENT = new Set(['historySameDocument', 'sameDocument']);
-/** How much taller a desktop browser's window is than its page: its tab strip and address bar. */
-const DESKTOP_BROWSER_FRAME_PX = 85;
 
 /**
  * One of our own scripts failed on the page's document: they are ours and tested, so what they could not read is
@@ -261,18 +259,6 @@ export class PageControl implements IsolatedWorld {
     });
     this.styling = added.catch(() => undefined);
     return added;
-  }
-
-  /**
-   * The tab's window around a desktop viewport of `width` x `height`, as a desktop browser's frame (tabs and address
-   * bar) is around its page: headless left it at 800 x 600, smaller than the page, which no browser is.
-   */
-  async frameViewport(width: number, height: number): Promise<void> {
-    const { windowId } = await this.session.send('Browser.getWindowForTarget');
-    await this.session.send('Browser.setWindowBounds', {
-      windowId,
-      bounds: { width, height: height + DESKTOP_BROWSER_FRAME_PX },
-    });
   }
 
   /** The default locale of the page's Intl, or the browser's own when undefined. */

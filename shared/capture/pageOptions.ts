@@ -6,6 +6,7 @@ import { setCookieBannerBlocking, settleCookieBanners } from './consentBlocking'
 import type { PageControl } from './pageControl';
 import type { CaptureSpec } from './renderer';
 import { sendHeadersToOrigin } from './requestHeaders';
+import { hidingRule } from './selectorCheck';
 
 /**
  * The capture options a page gets before it navigates and after it has loaded. Each capture has a page of its own in
@@ -120,10 +121,7 @@ export async function decorateLoadedPage(
     spec.blockCookieBanners ? settleCookieBanners(page, deadline) : undefined,
     hideFilteredElements(page, control, spec, setup),
   ]);
-  const rules = [
-    ...spec.hideSelectors.map((selector) => `${selector} { visibility: hidden !important; }`),
-    ...(spec.css ? [spec.css] : []),
-  ];
+  const rules = [...spec.hideSelectors.map(hidingRule), ...(spec.css ? [spec.css] : [])];
   // A style sheet only the browser holds: the page can neither refuse it (red team: a redefined adoptedStyleSheets
   // failed the capture) nor take it back (red team: a page resetting document.adoptedStyleSheets showed what
   // hideSelectors hid).
