@@ -52,6 +52,11 @@ const REFUSED_FLAGS = new Set([
  * controls (red team: 400 `noopener` pop-ups took gigabytes and slowed another account's captures tenfold). Our own
  * tabs are opened over DevTools, which the flag leaves alone.
  *
+ * `SharedWorker` among the Blink features turned off: a shared worker is a target of its own, outside the page's
+ * session, so it ran with headless Chromium's own user agent (`HeadlessChrome`) and its requests passed `blockAds`
+ * and `blockChats` (red team, round 31). Without the feature the interface is gone from every realm of the page, its
+ * blank frames included, as in the browsers that never had it (Chrome on Android until 2025); pages fall back.
+ *
  * `--screen-info={3840x2160}`: the screen a desktop page sees (`screen.width`, `device-width` media queries), a 4K
  * one, as wide as the widest viewport the spec allows. The headless default is 800 x 600: a 1920-wide capture matched
  * `max-device-width: 1024px` and ran the scripts that send small screens to a phone site (red team, round 31). The
@@ -63,7 +68,7 @@ const EXTRA_FLAGS = [
   '--mute-audio',
   '--disable-gpu-compositing',
   '--force-gpu-mem-available-mb=1024',
-  '--disable-blink-features=AutomationControlled',
+  '--disable-blink-features=AutomationControlled,SharedWorker',
   '--block-new-web-contents',
   '--screen-info={3840x2160}',
 ];

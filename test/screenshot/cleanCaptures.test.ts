@@ -163,6 +163,19 @@ beforeAll(async () => {
           ),
         );
       },
+      // The tracker asked for from a shared worker, of the page and of a blank frame of its own.
+      '/shared-worker': solidPage(
+        '#0f0',
+        '',
+        `<script>
+          const tracker = 'fetch(self.location.origin + "/pixel.gif?event=shared-worker")';
+          const frame = document.createElement('iframe');
+          document.body.append(frame);
+          for (const realm of [window, frame.contentWindow]) {
+            try { new realm.SharedWorker(URL.createObjectURL(new Blob([tracker]))); } catch {}
+          }
+        </script>`,
+      ),
       '/pixel.gif': (req, res) => {
         // The lists block this address whatever loads it; as the captured page itself it answers a page.
         if (req.url?.includes('as=page'))
@@ -320,6 +333,13 @@ describe('blockAds', () => {
     const before = pixelHits(adSite);
     const image = await shot({ url: `${adSite.origin}/ads`, blockAds: true });
     expect(near(image.pixel(400, 300), RED)).toBe(true);
+    expect(pixelHits(adSite)).toBe(before);
+  });
+
+  /** Red team (round 31): a shared worker is a target of its own, whose requests the page's blocking never saw. */
+  it('lets no tracker request out of a shared worker', async () => {
+    const before = pixelHits(adSite);
+    await shot({ url: `${adSite.origin}/shared-worker`, blockAds: true, delay: 500 });
     expect(pixelHits(adSite)).toBe(before);
   });
 });
