@@ -563,19 +563,25 @@ export class ScreenshotServiceStack extends Stack {
 
     // Errors API Gateway answers itself keep the API's JSON shape: `{ "message": ... }` (docs/api.md).
     const jsonMessage = { 'application/json': '{"message":$context.error.messageString}' };
+    // As every answer of the handlers (red team, round 31): API Gateway's own, its throttling 429 and a crashed
+    // function's 502 among them, are not for a browser to sniff either.
+    const responseHeaders = { 'X-Content-Type-Options': "'nosniff'" };
     api.addGatewayResponse('Default4xx', {
       type: apigateway.ResponseType.DEFAULT_4XX,
       templates: jsonMessage,
+      responseHeaders,
     });
     api.addGatewayResponse('Default5xx', {
       type: apigateway.ResponseType.DEFAULT_5XX,
       templates: jsonMessage,
+      responseHeaders,
     });
     // No method uses IAM auth, so "Missing Authentication Token" only ever means "no such route": say so, with 404.
     api.addGatewayResponse('UnknownRoute', {
       type: apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
       statusCode: '404',
       templates: { 'application/json': '{"message":"Not found: no route for this method and path"}' },
+      responseHeaders,
     });
 
     acknowledge(

@@ -160,7 +160,10 @@ export class ServiceWebAcl extends Construct {
         customResponse: {
           responseCode,
           customResponseBodyKey: body,
-          ...(retryAfter ? { responseHeaders: [{ name: 'Retry-After', value: retryAfter }] } : {}),
+          responseHeaders: [
+            { name: 'X-Content-Type-Options', value: 'nosniff' },
+            ...(retryAfter ? [{ name: 'Retry-After', value: retryAfter }] : []),
+          ],
         },
       },
     });

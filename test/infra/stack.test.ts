@@ -256,6 +256,15 @@ describe('API Gateway REST API', () => {
     });
   });
 
+  it('sends its own answers with nosniff, as the handlers send theirs (red team, round 31)', () => {
+    const answers = ofType(synth.resources, 'AWS::ApiGateway::GatewayResponse');
+    expect(answers).toHaveLength(3);
+    for (const [, answer] of answers)
+      expect(answer.Properties.ResponseParameters).toMatchObject({
+        'gatewayresponse.header.X-Content-Type-Options': "'nosniff'",
+      });
+  });
+
   it('answers its own 4xx and 5xx errors as JSON with a message', () => {
     for (const type of ['DEFAULT_4XX', 'DEFAULT_5XX']) {
       synth.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
@@ -789,6 +798,18 @@ describe('Web ACL in front of the API', () => {
       ContentType: 'APPLICATION_JSON',
       Content: '{"message":"Too Many Requests"}',
     });
+  });
+
+  it('sends every refusal with a body of ours with nosniff, as the handlers send theirs (red team, round 31)', () => {
+    const refusals = (asList(acl().Rules) as Json[]).flatMap((entry) => {
+      const response = ((entry.Action as Json | undefined)?.Block as Json | undefined)?.CustomResponse as
+        | Json
+        | undefined;
+      return response ? [response] : [];
+    });
+    expect(refusals.length).toBeGreaterThanOrEqual(3);
+    for (const response of refusals)
+      expect(response.ResponseHeaders).toContainEqual({ Name: 'X-Content-Type-Options', Value: 'nosniff' });
   });
 
   it('refuses a declared body just above the largest valid one (1 MiB + 96 KiB) with 413', () => {
