@@ -6,16 +6,20 @@ export const MAX_KEY_NAME_LENGTH = 100;
 
 /**
  * Characters a key name may not hold: control characters (C0, DEL, C1), which break lines and terminals, the line and
- * paragraph separators, the format characters (bidirectional controls, zero-width space, word joiner, invisible
- * operators, byte-order mark, soft hyphen, tags, musical and shorthand controls...) and the Hangul fillers, blank
- * letters: all make a name display as something else than it is in the dashboard, logs and listings.
+ * paragraph separators and the interlinear annotation controls, and what Unicode says draws nothing wherever it is
+ * (Default_Ignorable_Code_Point: bidirectional controls, zero-width space, word joiner, invisible operators, byte-order
+ * mark, soft hyphen, Hangul fillers, tags, musical and shorthand controls...): all make a name display as something
+ * else than it is in the dashboard, logs and listings. The format characters that draw a sign (the Arabic number
+ * sign, Syriac and Kaithi marks) stay.
  */
-const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\p{Cf}\u2028\u2029\u115F\u1160\u3164\uFFA0]/u;
+const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\p{Default_Ignorable_Code_Point}\u2028\u2029\uFFF9-\uFFFB]/u;
 /**
- * The format characters a name may hold all the same: the zero-width joiner and non-joiner, which scripts and emoji
- * sequences need, and the tags of an emoji flag (black flag, tag letters, cancel tag: Scotland's, Wales's).
+ * The ignorable characters a name may hold all the same: the zero-width joiner and non-joiner and the variation
+ * selectors, which scripts and emoji sequences need, and the tags of an emoji flag (black flag, tag letters, cancel
+ * tag: Scotland's, Wales's).
  */
-const NEEDED_FORMAT_CHARACTERS = /[\u200C\u200D]|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
+const NEEDED_IGNORABLE_CHARACTERS =
+  /[\u200C\u200D\p{Variation_Selector}]|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
 /**
  * What draws nothing of its own: combining marks, format characters (tags among them), spaces, and the letters and
  * symbols that are blank by design (Hangul fillers, the Braille blank).
@@ -31,11 +35,11 @@ export const createKeyBody = z.strictObject({
     .trim()
     .min(1, { error: 'name must not be empty', abort: true })
     .max(MAX_KEY_NAME_LENGTH, `name must be at most ${MAX_KEY_NAME_LENGTH} characters`)
-    .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name.replace(NEEDED_FORMAT_CHARACTERS, '')), {
+    .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name.replace(NEEDED_IGNORABLE_CHARACTERS, '')), {
       message: 'name must not contain control characters, bidirectional formatting or invisible characters',
     })
     // A lone surrogate is no character: strict JSON readers (jq) refused the whole key list that held it (red team).
-    // U+FFFD is what a body's bytes that were not UTF-8 were read as: the name sent is not the one stored (round 31).
+    // U+FFFD is what a body's bytes that were not UTF-8 are read as: such a name is not the one meant (round 31).
     .refine((name) => !/[\p{Cs}\uFFFD]/u.test(name), {
       message:
         'name must be well-formed Unicode (no lone surrogate, and no U+FFFD, which stands for bytes that were not UTF-8)',

@@ -93,9 +93,9 @@ const batchRequestBody = screenshotRequest.meta({
 const createKeyRequest = createKeyBody.meta({
   description:
     `name is trimmed first; it must then be 1 to ${MAX_KEY_NAME_LENGTH} characters that show as what they are: no ` +
-    'control character, line or paragraph separator, format character (category Cf, but the joiners U+200C and ' +
-    "U+200D and an emoji flag's tags), Hangul filler, lone surrogate or U+FFFD, at least one character that draws " +
-    'something, at most four combining marks and one variation selector in a row',
+    'control character, line or paragraph separator, interlinear annotation control, default-ignorable character ' +
+    "(but the joiners U+200C and U+200D, variation selectors and an emoji flag's tags), lone surrogate or U+FFFD, at " +
+    'least one character that draws something, at most four combining marks and one variation selector in a row',
   examples: [{ name: 'production server' }],
 });
 const updateKeyRequest = updateKeyBody.meta({

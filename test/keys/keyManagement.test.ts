@@ -154,6 +154,8 @@ describe('POST /api/keys', () => {
       'prod\u115F',
       'prod\u3164',
       'prod\uFFF9',
+      'prod\u034F',
+      'prod\u17B4',
     ];
     for (const name of unsafe) {
       const response = await call('createKey', { bearer: token, body: { name } });
@@ -193,6 +195,10 @@ describe('POST /api/keys', () => {
       'go \u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}',
       'love \u2764\uFE0F',
       '葛\u{E0100}城',
+      // Format characters that draw a sign: the Arabic number sign, the Syriac abbreviation mark (review, round 31).
+      '\u0600\u0661\u0662 رقم',
+      'ܐ\u070Fܒ',
+      '\u1820\u180B mongol',
     ]) {
       expect((await createKey(token, name)).name).toBe(name);
     }

@@ -30,9 +30,9 @@ const onlyKeys = (value: Record<string, unknown>, allowed: string[]) =>
 
 /**
  * POST /api/keys: `name` only, a string of 1 to 100 characters after trimming, with no control character, no line or
- * paragraph separator, no format character but the joiners and an emoji flag's tags, no Hangul filler, no lone
- * surrogate or U+FFFD, at least one character that draws something, no more than four combining marks in a row and
- * no two variation selectors in a row.
+ * paragraph separator or interlinear annotation control, no default-ignorable character but the joiners, the
+ * variation selectors and an emoji flag's tags, no lone surrogate or U+FFFD, at least one character that draws
+ * something, no more than four combining marks in a row and no two variation selectors in a row.
  */
 function isValidCreate(body: unknown): body is { name: string } {
   if (!isPlainObject(body) || !onlyKeys(body, ['name']) || typeof body.name !== 'string') return false;
@@ -40,18 +40,20 @@ function isValidCreate(body: unknown): body is { name: string } {
   const chars = [...trimmed];
   const codes = chars.map((char) => char.codePointAt(0) ?? 0);
   const flagTags = flagTagPositions(codes);
+  const selectors = chars.map((char) => /\p{Variation_Selector}/u.test(char));
   const unsafe = codes.some(
     (code, i) =>
       code < 0x20 ||
       (code >= 0x7f && code <= 0x9f) ||
-      [0x2028, 0x2029, 0x115f, 0x1160, 0x3164, 0xffa0].includes(code) ||
-      (/\p{Cf}/u.test(chars[i] ?? '') && code !== 0x200c && code !== 0x200d && !flagTags.has(i)),
+      [0x2028, 0x2029, 0xfff9, 0xfffa, 0xfffb].includes(code) ||
+      (/\p{Default_Ignorable_Code_Point}/u.test(chars[i] ?? '') &&
+        code !== 0x200c &&
+        code !== 0x200d &&
+        !selectors[i] &&
+        !flagTags.has(i)),
   );
   const marks = chars.map((char) => /\p{M}/u.test(char));
   const stacked = marks.some((_, i) => marks.slice(i, i + 5).filter(Boolean).length === 5);
-  const selectors = codes.map(
-    (code) => (code >= 0xfe00 && code <= 0xfe0f) || (code >= 0xe0100 && code <= 0xe01ef),
-  );
   const twoSelectors = selectors.some((selector, i) => selector && selectors[i + 1]);
   const blank = [0x115f, 0x1160, 0x2800, 0x3164, 0xffa0];
   const visible = chars.some(
@@ -115,6 +117,11 @@ const nameLike = objectFrom({
       '\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}',
       '\u{1F3F4}\u{E0067}\u{E0062}',
       'x\u{E0067}\u{E007F}',
+      '\u0600\u0661\u0662',
+      '\u1820\u180B\u180C',
+      '\u1820\u180B',
+      'a\u034Fb',
+      'a\uFFF9b',
     ),
   ),
 });
