@@ -19,7 +19,7 @@ const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\p{Default_Ignorable_Code_Point}\u2028\u2
  * tag: Scotland's, Wales's).
  */
 const NEEDED_IGNORABLE_CHARACTERS =
-  /[\u200C\u200D\p{Variation_Selector}]|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
+  /\u200C|\u200D|\p{Variation_Selector}|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
 /**
  * What draws nothing of its own: combining marks, format characters (tags among them), spaces, and the letters and
  * symbols that are blank by design (Hangul fillers, the Braille blank).
