@@ -12,7 +12,7 @@ export const PAGE_HEAP_LIMIT_MB = 512;
 
 /**
  * The most a capture's scripts may hold, in MiB, across every JavaScript isolate of its context: the page, each
- * dedicated worker (nested ones too) and each shared worker (pageMemoryGuard.ts). The heap cap is per isolate and
+ * dedicated worker, nested ones too (pageMemoryGuard.ts; shared workers are turned off). The heap cap is per isolate and
  * leaves array buffers (WebAssembly memory among them) out, so six workers held 3 GB under it (red team). This
  * allows a page at its heap cap with as much again in buffers and workers, inside the renderer function's 3,008 MB
  * beside Chromium itself; what the guard cannot see is in docs/reliability.md, Known limits.

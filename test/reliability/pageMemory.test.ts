@@ -21,7 +21,7 @@ const holdOnHeap = (mb: number) =>
   `const kept = []; for (let i = 0; i < ${mb / 8}; i++) kept.push(new Array(1e6).fill(i + 0.5));` +
   'setInterval(() => kept.length, 1000);';
 
-/** Worker scripts as JavaScript responses: blob: workers would do, shared workers need a URL of the origin. */
+/** Worker scripts as JavaScript responses (shared workers are turned off: chromiumLaunch.ts). */
 const script = (source: string) => (_: unknown, res: import('node:http').ServerResponse) => {
   res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(source);
 };
@@ -36,14 +36,9 @@ beforeAll(async () => {
     '/hoard.js': script(holdOnHeap(120)),
     // A worker that holds 120 MB and starts another that does the same: nested workers count too.
     '/hoard-and-spawn.js': script(`new Worker('/hoard.js'); ${holdOnHeap(120)}`),
-    '/shared-hoard.js': script(`onconnect = () => {}; ${holdOnHeap(120)}`),
     '/in-workers': solidPage(
       '#00ff00',
       "<script>new Worker('/hoard.js'); new Worker('/hoard-and-spawn.js');</script>",
-    ),
-    '/in-shared-workers': solidPage(
-      '#00ff00',
-      "<script>for (let i = 0; i < 3; i++) new SharedWorker('/shared-hoard.js', 'hoard-' + i);</script>",
     ),
     // Array buffers live outside V8's heap, so its cap never stops them (WebAssembly memory is one).
     '/in-buffers': solidPage(
@@ -91,7 +86,6 @@ function shoot(path: string, delay: number): Promise<StreamedResponse> {
 
 describe.each([
   ['dedicated workers, one started by another (3 x 120 MB)', '/in-workers'],
-  ['shared workers, each a process of its own (3 x 120 MB)', '/in-shared-workers'],
   ['array buffers in the page itself (400 MB)', '/in-buffers'],
 ])('a page that holds more than the limit in %s', (_, path) => {
   it("fails with a 500 that is the page's, costs nothing, and the next capture is fine", async () => {
