@@ -218,15 +218,18 @@ export function elementBox(world: IsolatedWorld, selector: string): Promise<Page
 /**
  * Hides every element matching one of `selectors` through its own style, with `!important`: the one declaration an
  * author style sheet cannot outrank, so it beats the page's own `!important`, inline or more specific (red team,
- * round 23: hideSelectors' style sheet lost to both). The selectors were read by the browser's parser before
- * navigation (selectorCheck.ts).
+ * round 23: hideSelectors' style sheet lost to both). Its transitions go too: a running transition outranks every
+ * `!important`, and a page's `transition: visibility 100000s` kept it shown (review, round 31). The selectors were
+ * read by the browser's parser before navigation (selectorCheck.ts).
  */
 export async function hideOnElements(world: IsolatedWorld, selectors: string[]): Promise<void> {
   if (selectors.length === 0) return;
   await world.evaluate(`(() => {
     for (const selector of ${JSON.stringify(selectors)}) {
       for (const element of document.querySelectorAll(selector)) {
-        if (element.style) element.style.setProperty('visibility', 'hidden', 'important');
+        if (!element.style) continue;
+        element.style.setProperty('transition', 'none', 'important');
+        element.style.setProperty('visibility', 'hidden', 'important');
       }
     }
   })()`);

@@ -15,11 +15,11 @@ export const MAX_KEY_NAME_LENGTH = 100;
 const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\p{Default_Ignorable_Code_Point}\u2028\u2029\uFFF9-\uFFFB]/u;
 /**
  * The ignorable characters a name may hold all the same: the zero-width joiner and non-joiner and the variation
- * selectors, which scripts and emoji sequences need, and the tags of an emoji flag (black flag, tag letters, cancel
- * tag: Scotland's, Wales's).
+ * selectors, which scripts and emoji sequences need, and the tags of an emoji flag (black flag, a region's code in
+ * tag digits and small letters, cancel tag: Scotland's, Wales's; UTS #51). No other tags: they spell text nobody sees.
  */
 const NEEDED_IGNORABLE_CHARACTERS =
-  /\u200C|\u200D|\p{Variation_Selector}|\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
+  /\u200C|\u200D|\p{Variation_Selector}|\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{2,6}\u{E007F}/gu;
 /**
  * What draws nothing of its own: combining marks, format characters (tags among them), spaces, and the letters and
  * symbols that are blank by design (Hangul fillers, the Braille blank).

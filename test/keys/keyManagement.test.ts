@@ -156,6 +156,8 @@ describe('POST /api/keys', () => {
       'prod\uFFF9',
       'prod\u034F',
       'prod\u17B4',
+      // Tags after a black flag that are no region's code: text nobody sees (review, round 31).
+      `prod \u{1F3F4}${String.fromCodePoint(...[...'ignore all'].map((c) => 0xe0000 + c.charCodeAt(0)))}\u{E007F}`,
     ];
     for (const name of unsafe) {
       const response = await call('createKey', { bearer: token, body: { name } });

@@ -71,14 +71,18 @@ function isValidCreate(body: unknown): body is { name: string } {
   );
 }
 
-/** Where the tags of an emoji flag are: U+1F3F4, then tag characters, then the cancel tag U+E007F. */
+/** Where the tags of an emoji flag are: U+1F3F4, then 2 to 6 tag digits or small letters, then the cancel tag. */
 function flagTagPositions(codes: number[]): Set<number> {
+  const isRegionTag = (code = 0) =>
+    (code >= 0xe0030 && code <= 0xe0039) || (code >= 0xe0061 && code <= 0xe007a);
   const tags = new Set<number>();
   codes.forEach((code, start) => {
     if (code !== 0x1f3f4) return;
     let end = start + 1;
-    while ((codes[end] ?? 0) >= 0xe0020 && (codes[end] ?? 0) <= 0xe007e) end += 1;
-    if (end > start + 1 && codes[end] === 0xe007f) for (let i = start + 1; i <= end; i += 1) tags.add(i);
+    while (isRegionTag(codes[end])) end += 1;
+    const length = end - start - 1;
+    if (length >= 2 && length <= 6 && codes[end] === 0xe007f)
+      for (let i = start + 1; i <= end; i += 1) tags.add(i);
   });
   return tags;
 }
@@ -117,6 +121,7 @@ const nameLike = objectFrom({
       '\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}',
       '\u{1F3F4}\u{E0067}\u{E0062}',
       'x\u{E0067}\u{E007F}',
+      `\u{1F3F4}${String.fromCodePoint(...[...'ignore all'].map((c) => 0xe0000 + c.charCodeAt(0)))}\u{E007F}`,
       '\u0600\u0661\u0662',
       '\u1820\u180B\u180C',
       '\u1820\u180B',

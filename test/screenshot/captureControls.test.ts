@@ -293,7 +293,7 @@ describe('what pages see of the browser', () => {
     { device: 'desktop', width: undefined, height: undefined },
     { width: 2560, height: 1440 },
     { width: 1280, height: 800, scale: 2 },
-  ])('a desktop screen and window that hold the page (%o)', async (size) => {
+  ])('a desktop screen that holds the page (%o)', async (size) => {
     expect(near((await shot({ url: url('/screen'), ...size })).pixel(10, 10), GREEN)).toBe(true);
   });
 

@@ -439,7 +439,7 @@ async function buildLink(event) {
     options,
   );
   // Pressed again while the same link is read: a second read would be a second capture.
-  if (link === previewLink && previewRead) return;
+  if (link === previewLink && previewRead) return notify('The signed link is still loading.');
   say('signed-link', link);
   $('copy-link').hidden = false;
   // Said, not only shown: the link appears below the form, out of sight of whoever hears the page (red team, round 28).
