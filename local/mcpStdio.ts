@@ -20,10 +20,10 @@ import {
   LATEST_PROTOCOL_VERSION,
   ListToolsRequestSchema,
   type ListToolsResult,
-  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { setArgumentsAside } from '../shared/mcp/argumentsAside';
 import { MCP_SERVER_INFO } from '../shared/mcp/mcpRoute';
+import { protocolError } from '../shared/mcp/protocolError';
 import { mcpEndpoint } from './mcpEndpoint';
 
 function setting(name: string): string {
@@ -58,13 +58,12 @@ async function forward(method: string, params: unknown, signal: AbortSignal): Pr
   const error = answer?.error;
   if (error !== null && typeof error === 'object') {
     const { code, message, data } = error as { code: number; message: string; data?: unknown };
-    // The service's SDK already wrote "MCP error <code>: " into its message, and McpError writes it again.
-    throw new McpError(code, String(message).replace(/^MCP error -?\d+: /, ''), data);
+    throw protocolError(code, String(message), data);
   }
   if (response.ok && answer && 'result' in answer) return answer.result;
   // The endpoint's own refusals before the protocol (401 for the key, 429 of the stage) are REST errors.
   const reason = typeof error === 'string' ? error : String(answer?.message ?? text.slice(0, 200));
-  throw new McpError(ErrorCode.InternalError, `${endpoint.href} answered ${response.status}: ${reason}`);
+  throw protocolError(ErrorCode.InternalError, `${endpoint.href} answered ${response.status}: ${reason}`);
 }
 
 function parsed(text: string): Record<string, unknown> | undefined {

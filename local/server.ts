@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { SANDBOX_SUMMARY, sandboxChoice } from '../shared/capture/chromiumSandbox';
 import { readServiceConfig } from '../shared/config';
 import { isDiskFull } from './diskSpace';
+import { startupFailure } from './startupFailure';
 import { exitUnlessSupportedNode } from './supportedNode';
 
 // Checked before the service's modules load: on an older Node they may fail to load at all, with a less clear error.
@@ -16,8 +17,23 @@ process.umask(0o077);
 // Business metrics are CloudWatch EMF lines, for Lambda's log shipping; on a terminal they would only be noise.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const port = Number(process.env.PORT || 3000);
-// Read before anything starts: a CHROMIUM_SANDBOX that is not on, off or auto stops npm start with its reason.
-const sandbox = sandboxChoice(process.env, process.getuid?.());
+
+/** Ends `npm start` with why it could not start. */
+function stopped(error: unknown): never {
+  process.stderr.write(`\nnpm start stopped: ${startupFailure(error)}\n\n`);
+  process.exit(1);
+}
+
+// Read before anything starts: a setting the service refuses (a CHROMIUM_SANDBOX that is not on, off or auto, a rate
+// limit of 0) stops npm start with its reason.
+let sandbox: ReturnType<typeof sandboxChoice>;
+let rateLimitPerHour: number;
+try {
+  sandbox = sandboxChoice(process.env, process.getuid?.());
+  ({ rateLimitPerHour } = readServiceConfig(process.env));
+} catch (error) {
+  stopped(error);
+}
 
 // A write that finds the disk full ends the process from inside dynalite or s3rver (diskSpace.ts): say why first.
 process.on('uncaughtExceptionMonitor', (error) => {
@@ -27,11 +43,10 @@ process.on('uncaughtExceptionMonitor', (error) => {
     );
 });
 
-const service = await startLocalService({ dataDir, port });
+const service = await startLocalService({ dataDir, port }).catch(stopped);
 const demoToken = service.idp.mintToken('demo');
 // Tokens are signed with the key under DATA_DIR: the token command must be given the same one.
 const tokenCommand = `${process.env.DATA_DIR ? `DATA_DIR=${dataDir} ` : ''}npm run --silent token -- <accountId>`;
-const { rateLimitPerHour } = readServiceConfig(process.env);
 
 process.stdout.write(`Screenshot service listening on ${service.url}
 Node.js:          ${process.version}

@@ -7,7 +7,6 @@ import {
   ErrorCode,
   JSONRPCMessageSchema,
   ListToolsRequestSchema,
-  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { heightCap, MAX_PDF_PAGES } from '../capture/renderer';
 import { PayloadTooLargeError } from '../errors';
@@ -21,6 +20,7 @@ import { MAX_HTML_BODY_BYTES } from '../screenshot/bodySize';
 import type { CaptureScreenshot, Screenshot } from '../screenshot/captureScreenshot';
 import { setArgumentsAside } from './argumentsAside';
 import { type CancellationMark, type CancelledCalls, cameWhileRunning } from './cancelledCalls';
+import { protocolError } from './protocolError';
 import {
   isToolName,
   MAX_INLINE_IMAGE_BYTES,
@@ -140,12 +140,12 @@ export function mcpRoute(deps: McpDeps): HttpRoute {
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
     server.setRequestHandler(CallToolRequestSchema, ({ params }, { requestId }) => {
       if (call.malformed)
-        throw new McpError(
+        throw protocolError(
           ErrorCode.InvalidParams,
           'A tools/call needs params with the tool name as a string',
         );
       if (!isToolName(params.name))
-        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+        throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
       return callTool(params.name, call.sentArguments, String(requestId));
     });
     // Stateless: a server and a transport per request, nothing kept between them (any instance can answer).

@@ -62,19 +62,30 @@ describe('the npm start banner', () => {
   });
 });
 
-describe('npm start with a CHROMIUM_SANDBOX it does not know', () => {
-  it('stops before serving, and says which values it takes', async () => {
-    const child = await startServer({ CHROMIUM_SANDBOX: 'maybe' }, 'pipe');
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const [code] = (await once(child, 'exit')) as [number | null];
-    expect(code).not.toBe(0);
-    expect(output).toContain('CHROMIUM_SANDBOX must be on, off or auto, not "maybe"');
-    expect(output).not.toContain('listening');
-  }, 60_000);
+describe('npm start with a setting it does not take', () => {
+  it.each([
+    [{ CHROMIUM_SANDBOX: 'maybe' }, 'CHROMIUM_SANDBOX must be on, off or auto, not "maybe"'],
+    // Red team (round 31): a JSON dump of zod's issues under a stack, the variable's name inside it.
+    [
+      { RATE_LIMIT_PER_HOUR: '0' },
+      'a setting is not valid:\n✖ Too small: expected number to be >=1\n  → at RATE_LIMIT_PER_HOUR',
+    ],
+  ])(
+    'stops before serving, and says what it takes, without a stack (%o)',
+    async (setting, reason) => {
+      const child = await startServer(setting, 'pipe');
+      let output = '';
+      child.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      child.stderr?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code).not.toBe(0);
+      expect(output).toContain(`npm start stopped: ${reason}`);
+      expect(output).not.toMatch(/listening|\n\s+at /);
+    },
+    60_000,
+  );
 });

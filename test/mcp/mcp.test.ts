@@ -61,6 +61,15 @@ async function usageRecords(accountId: string): Promise<Record<string, unknown>[
 }
 
 describe('POST /mcp over Streamable HTTP', () => {
+  it('refuses an unknown tool with one prefix before its message (red team, round 31: two)', async () => {
+    const { apiKey } = await service.newAccount();
+    const client = await httpClient(apiKey);
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
+      /^MCP error -32602: Unknown tool: no_such_tool$/,
+    );
+    await client.close();
+  });
+
   it('lists the three tools, with the REST fields as their input schemas', async () => {
     const { apiKey } = await service.newAccount();
     const client = await httpClient(apiKey);
@@ -320,9 +329,10 @@ describe('npm run mcp over stdio', () => {
   it("passes the service's protocol errors on as the service words them", async () => {
     const { apiKey } = await service.newAccount();
     const client = await stdioClient(apiKey);
-    // The agent's SDK adds its one prefix; the bridge added a second (red team, round 27), a third with the service's.
+    // The agent's SDK adds its one prefix; the bridge added a second (red team, round 27), and the service's SDK
+    // error one more, which the bridge took off, leaving two (round 31). Now the service and the bridge add none.
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
-      /^MCP error -32602: MCP error -32602: Unknown tool: no_such_tool$/,
+      /^MCP error -32602: Unknown tool: no_such_tool$/,
     );
     await client.close();
   });
