@@ -61,15 +61,6 @@ async function usageRecords(accountId: string): Promise<Record<string, unknown>[
 }
 
 describe('POST /mcp over Streamable HTTP', () => {
-  it('refuses an unknown tool with one prefix before its message (red team, round 31: two)', async () => {
-    const { apiKey } = await service.newAccount();
-    const client = await httpClient(apiKey);
-    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
-      /^MCP error -32602: Unknown tool: no_such_tool$/,
-    );
-    await client.close();
-  });
-
   it('lists the three tools, with the REST fields as their input schemas', async () => {
     const { apiKey } = await service.newAccount();
     const client = await httpClient(apiKey);
@@ -326,15 +317,16 @@ describe('npm run mcp over stdio', () => {
     await client.close();
   });
 
-  it("passes the service's protocol errors on as the service words them", async () => {
+  it("passes the service's protocol errors on as the service words them, here and over HTTP", async () => {
     const { apiKey } = await service.newAccount();
-    const client = await stdioClient(apiKey);
     // The agent's SDK adds its one prefix; the bridge added a second (red team, round 27), and the service's SDK
-    // error one more, which the bridge took off, leaving two (round 31). Now the service and the bridge add none.
-    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
-      /^MCP error -32602: Unknown tool: no_such_tool$/,
-    );
-    await client.close();
+    // error one more, over HTTP too (round 31). Now the service and the bridge add none.
+    for (const client of [await stdioClient(apiKey), await httpClient(apiKey)]) {
+      await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
+        /^MCP error -32602: Unknown tool: no_such_tool$/,
+      );
+      await client.close();
+    }
   });
 
   it('refuses malformed calls as the service does (red team, round 30: its own SDK answered with a dump)', async () => {
