@@ -23,6 +23,7 @@ import {
   ClientGoneError,
   RateLimitedError,
   TooManyCapturesError,
+  UnauthorizedError,
 } from '../errors';
 import type { KeyIdentity, KeyStore } from '../keys/keyStore';
 import { logger } from '../logger';
@@ -176,6 +177,8 @@ export function captureScreenshot(deps: ScreenshotDeps): CaptureScreenshot {
     // a function) never reached the window either: no record, as deployed (red team, round 22: records the window
     // never counted).
     if (!placed && !outcome.ok && outcome.error instanceof ClientGoneError) return outcome;
+    // A key revoked while its request waited fails as any 401 does, with no record (red team, round 31: it left one).
+    if (!outcome.ok && outcome.error instanceof UnauthorizedError) return outcome;
     const record = usageOf(identity, outcome, { at, durationMs }, request);
     if (input.via) record.via = input.via;
     // Written once the answer is settled, with the charge of what the capture reserved.

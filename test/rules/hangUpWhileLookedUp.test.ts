@@ -70,10 +70,11 @@ describe('a client that hangs up while its request is validated', () => {
 });
 
 describe('a key revoked while its request waits for a lookups turn', () => {
-  it('fails it 401 as soon as its turn comes, before any of its work', async () => {
+  /** Red team (round 31): this 401, unlike the first authentication's, left a usage record (a failed request). */
+  it('fails it 401 as soon as its turn comes, before any of its work, and leaves no usage record', async () => {
     const now = Date.UTC(2026, 0, 1, 10, 30);
     const [admission, lookups] = [queue(), queue()];
-    const { capture, credits, addKey, keyManagement, renderer } = memoryScreenshotService({
+    const { capture, credits, addKey, keyManagement, renderer, usage, usageStore } = memoryScreenshotService({
       now: () => now,
       admission,
       lookups,
@@ -81,8 +82,8 @@ describe('a key revoked while its request waits for a lookups turn', () => {
     const { key, id } = await addKey('owner', now);
     await credits.set('owner', 10);
     // Other accounts hold the only capture place, and the lookups' only place while a request is validated.
-    let letGo = () => undefined as void;
-    let captured = () => undefined as void;
+    let letGo = (): void => undefined;
+    let captured = (): void => undefined;
     const capturing = admission.run('third', () => new Promise<void>((resolve) => (captured = resolve)));
     const held = lookups.run('other', () => new Promise<void>((resolve) => (letGo = resolve)));
     const waiting = capture({
@@ -97,6 +98,8 @@ describe('a key revoked while its request waits for a lookups turn', () => {
     const answer = await Promise.race([waiting, sleep(1_000).then(() => 'still waiting' as const)]);
     expect(answer === 'still waiting' ? answer : outcomeStatus(answer)).toBe(401);
     expect(renderer.captures).toHaveLength(0);
+    await usage.flush();
+    expect(usageStore.records).toEqual([]);
     captured();
     await capturing;
   });
