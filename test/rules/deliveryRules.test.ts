@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SIGNED_LINK_INLINE_HIT_BYTES } from '../../shared/delivery/imageDelivery';
+import { IMAGE_KINDS } from '../../shared/delivery/imageStore';
 import { AppError, StoreUnavailableError, type ValidationError } from '../../shared/errors';
 import { keyManagement } from '../../shared/keys/keyManagement';
 import { cacheKeyOf } from '../../shared/screenshot/cacheKey';
@@ -256,14 +257,22 @@ describe('response: json', () => {
    * Red team (round 31): the link's copy and the cache entry were stored together; when the copy failed the request
    * was refunded, and the entry stored beside it answered the retry, free. Fixed: the copy is stored first.
    */
-  it('keeps no cache entry of a capture it refunded because its link could not be stored', async () => {
+  /** Makes the store refuse what is written under one kind's prefix; the returned function puts it right. */
+  const failingPuts = (kind: keyof typeof IMAGE_KINDS) => {
     const put = images.put.bind(images);
     images.put = async (key, image, info) => {
-      if (key.startsWith('images/linked/')) throw new StoreUnavailableError();
+      if (key.startsWith(IMAGE_KINDS[kind])) throw new StoreUnavailableError();
       return put(key, image, info);
     };
+    return () => {
+      images.put = put;
+    };
+  };
+
+  it('keeps no cache entry of a capture it refunded because its link could not be stored', async () => {
+    const mended = failingPuts('linked');
     expect(statusOf(await shoot({ ...PAGE, response: 'json' }))).toBe(503);
-    images.put = put;
+    mended();
     const retry = await ok(shoot({ ...PAGE, response: 'json' }));
     expect(retry.screenshot).toMatchObject({ cache: 'MISS', creditsCharged: 1 });
     expect(renderer.captures).toHaveLength(2);
@@ -271,11 +280,7 @@ describe('response: json', () => {
   });
 
   it('answers the paid-for link when only the cache entry cannot be stored, as it answers the image', async () => {
-    const put = images.put.bind(images);
-    images.put = async (key, image, info) => {
-      if (key.startsWith('images/cache/')) throw new StoreUnavailableError();
-      return put(key, image, info);
-    };
+    failingPuts('cache');
     const linked = await ok(shoot({ ...PAGE, response: 'json' }));
     expect(linked.screenshot).toMatchObject({ cache: 'MISS', creditsCharged: 1 });
     expect(linked.screenshot.link?.url).toMatch(/^memory:\/\/images\/linked\//);

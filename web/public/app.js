@@ -40,13 +40,10 @@ let tryKeyId = null;
 let imageUrl = null;
 /** The key just created and its signing secret, held only while the one-time callout is shown. */
 let newKey = null;
-/**
- * The signed link the preview shows, the object URL of its image when this page read it (revoked when replaced), and
- * the read of it in flight (dropped when another link or none replaces it).
- */
+/** The signed link the preview shows, and the read of it in flight (dropped when another link or none replaces it). */
 let previewLink = null;
-let previewObjectUrl = null;
 let previewRead = null;
+const PREVIEW_FAILED = 'The image did not load: open the link to see why.';
 let noticeTimer;
 
 function say(id, text) {
@@ -401,16 +398,18 @@ function hideNewKey() {
   $('new-key').hidden = true;
 }
 
-/** Shows `src` in the preview (hidden when null), for the link `link`; what it replaces is revoked or dropped. */
+/**
+ * Shows `src` in the preview (hidden when null), for the link `link`; what it replaces is dropped, and an image this
+ * page read (an object URL) revoked.
+ */
 function showPreview(link, src, alt = '') {
   if (link !== previewLink) {
     previewRead?.abort();
     previewRead = null;
   }
-  if (previewObjectUrl) URL.revokeObjectURL(previewObjectUrl);
-  previewObjectUrl = src?.startsWith('blob:') ? src : null;
   previewLink = link;
   const preview = /** @type {HTMLImageElement} */ ($('signed-link-preview'));
+  if (preview.src.startsWith('blob:')) URL.revokeObjectURL(preview.src);
   if (src) preview.src = src;
   else preview.removeAttribute('src');
   preview.alt = alt;
@@ -453,7 +452,7 @@ async function buildLink(event) {
   showPreview(link, null);
   const read = new AbortController();
   previewRead = read;
-  let reason = 'open the link to see why.';
+  let failure = PREVIEW_FAILED;
   try {
     const response = await fetch(link, { cache: 'no-store', redirect: 'manual', signal: read.signal });
     // A large cache hit sends its visitors to the stored file, another origin this page may show but not read: the
@@ -468,20 +467,20 @@ async function buildLink(event) {
       return;
     }
     const body = await response.json().catch(() => null);
-    reason = `${describeError(response.status, body)} (HTTP ${response.status})`;
+    failure = `The image did not load: ${describeError(response.status, body)} (HTTP ${response.status})`;
   } catch {
     // Not readable from this page (or replaced by another link): the link itself says why.
   } finally {
     if (previewRead === read) previewRead = null;
   }
-  if (previewLink === link) say('signed-link-error', `The image did not load: ${reason}`);
+  if (previewLink === link) say('signed-link-error', failure);
 }
 
 /** An <img> says nothing of why it failed; the link's own answer does, so the user is sent to it. */
 function previewFailed() {
   if (!newKey || !previewLink) return;
   $('signed-link-preview').hidden = true;
-  say('signed-link-error', 'The image did not load: open the link to see why.');
+  say('signed-link-error', PREVIEW_FAILED);
 }
 
 async function copyNewKey() {
